@@ -1,0 +1,228 @@
+//! The application layer: what each command does, with its I/O.
+//!
+//! `run` writes every result file into a temporary directory beside the run
+//! directory and renames it into place only when all of them are complete,
+//! so a failed or interrupted run never leaves a half-written result set.
+
+use std::fs::{self, File};
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use rayon::prelude::*;
+
+use crate::builtin;
+use crate::cli::{Cli, Command, Format, RunArgs};
+use crate::clock::Nanos;
+use crate::engine::{self, LimiterRun};
+use crate::error::InputError;
+use crate::report::{self, Report};
+use crate::scenario::{Scenario, ALGORITHMS};
+use crate::traffic::PATTERNS;
+
+pub fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Run(args) => run_command(args),
+        Command::Validate { scenario } => {
+            let s = Scenario::load(&scenario)?;
+            let mut out = io::stdout().lock();
+            writeln!(
+                out,
+                "{}: ok — {} limiter(s), {} traffic source(s), {} over {} client(s)",
+                s.name,
+                s.limiters.len(),
+                s.traffic.len(),
+                s.duration,
+                s.population.clients()
+            )?;
+            Ok(())
+        }
+        Command::List => list(),
+    }
+}
+
+fn run_command(args: RunArgs) -> anyhow::Result<()> {
+    let mut scenario = Scenario::load(&args.scenario)?;
+    if let Some(seed) = args.seed {
+        scenario.seed = seed;
+    }
+    let out = args.out.clone().unwrap_or_else(|| scenario.default_out_dir());
+    let decisions = args.decisions || scenario.output.decisions;
+    let report = run_scenario(&scenario, &out, decisions, &|_, _| {})?;
+    if args.quiet {
+        return Ok(());
+    }
+    let mut stdout = io::stdout().lock();
+    match args.format {
+        Format::Json => stdout.write_all(report::json::to_string(&report).as_bytes())?,
+        Format::Table => {
+            stdout.write_all(report::table::render(&report).as_bytes())?;
+            writeln!(stdout, "\nresults in {}", out.display())?;
+        }
+    }
+    stdout.flush()?;
+    Ok(())
+}
+
+/// Simulates every limiter of `scenario` and writes the run directory `out`.
+pub fn run_scenario(
+    scenario: &Scenario,
+    out: &Path,
+    decisions: bool,
+    progress: &(dyn Fn(Nanos, u64) + Sync),
+) -> anyhow::Result<Report> {
+    let staging = Staging::new(out)?;
+    let result = simulate_into(scenario, staging.path(), decisions, progress);
+    match result {
+        Ok(report) => {
+            staging.commit()?;
+            Ok(report)
+        }
+        Err(e) => {
+            staging.discard();
+            Err(e)
+        }
+    }
+}
+
+fn simulate_into(
+    scenario: &Scenario,
+    dir: &Path,
+    decisions: bool,
+    progress: &(dyn Fn(Nanos, u64) + Sync),
+) -> anyhow::Result<Report> {
+    let part = |i: usize| dir.join(format!("decisions.part{i}.csv"));
+    let runs: Vec<LimiterRun> = (0..scenario.limiters.len())
+        .into_par_iter()
+        .map(|i| -> anyhow::Result<LimiterRun> {
+            if !decisions {
+                return engine::simulate(scenario, i, None, progress);
+            }
+            let spec = &scenario.limiters[i];
+            let file = File::create(part(i)).context("cannot write the decision log")?;
+            let mut log = report::csv::DecisionLog::new(
+                BufWriter::with_capacity(1 << 16, file),
+                &spec.name,
+                spec.key_by,
+                &scenario.population,
+            );
+            let run = engine::simulate(scenario, i, Some(&mut log), progress)?;
+            log.finish()?.flush()?;
+            Ok(run)
+        })
+        .collect::<anyhow::Result<_>>()?;
+
+    let report = Report::new(scenario, runs);
+    let create = |name: &str| -> anyhow::Result<BufWriter<File>> {
+        Ok(BufWriter::new(
+            File::create(dir.join(name)).with_context(|| format!("cannot write {name}"))?,
+        ))
+    };
+    report::csv::summary(&report, create("summary.csv")?)?;
+    report::csv::timeseries(&report, create("timeseries.csv")?)?;
+    let mut json = create("summary.json")?;
+    json.write_all(report::json::to_string(&report).as_bytes())?;
+    json.flush()?;
+    if decisions {
+        let mut all = create("decisions.csv")?;
+        report::csv::DecisionLog::header(&mut all)?;
+        for i in 0..scenario.limiters.len() {
+            let mut f = File::open(part(i))?;
+            io::copy(&mut f, &mut all)?;
+            fs::remove_file(part(i))?;
+        }
+        all.flush()?;
+    }
+    Ok(report)
+}
+
+/// A temporary directory that becomes the run directory on `commit`.
+struct Staging {
+    target: PathBuf,
+    tmp: PathBuf,
+}
+
+impl Staging {
+    fn new(target: &Path) -> anyhow::Result<Staging> {
+        let bad = |why: String| InputError::new(format!("output directory {}: {why}", target.display()));
+        if target.exists() && !is_replaceable(target) {
+            return Err(bad(
+                "exists and is not a ratesim run directory (no summary.json); choose another --out or remove it".into(),
+            )
+            .into());
+        }
+        let name = target
+            .file_name()
+            .ok_or_else(|| bad("names no directory".into()))?
+            .to_string_lossy()
+            .into_owned();
+        let parent = match target.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        fs::create_dir_all(&parent).map_err(|e| bad(format!("cannot be created: {e}")))?;
+        let tmp = parent.join(format!(".{name}.tmp-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&tmp);
+        fs::create_dir(&tmp).map_err(|e| bad(format!("cannot be written: {e}")))?;
+        Ok(Staging {
+            target: target.to_path_buf(),
+            tmp,
+        })
+    }
+
+    fn path(&self) -> &Path {
+        &self.tmp
+    }
+
+    fn commit(self) -> anyhow::Result<()> {
+        let old = self.tmp.with_extension("old");
+        let had_old = self.target.exists();
+        if had_old {
+            fs::rename(&self.target, &old)
+                .with_context(|| format!("cannot replace {}", self.target.display()))?;
+        }
+        fs::rename(&self.tmp, &self.target)
+            .with_context(|| format!("cannot move results into {}", self.target.display()))?;
+        if had_old {
+            fs::remove_dir_all(&old).with_context(|| format!("cannot remove {}", old.display()))?;
+        }
+        Ok(())
+    }
+
+    fn discard(self) {
+        let _ = fs::remove_dir_all(&self.tmp);
+    }
+}
+
+/// An existing path may be replaced only if it is an earlier run directory
+/// or an empty directory: never a file, never someone's folder.
+fn is_replaceable(p: &Path) -> bool {
+    p.is_dir()
+        && (p.join("summary.json").is_file()
+            || fs::read_dir(p).map(|mut d| d.next().is_none()).unwrap_or(false))
+}
+
+fn list() -> anyhow::Result<()> {
+    let mut out = io::stdout().lock();
+    writeln!(out, "Built-in scenarios (ratesim run NAME):")?;
+    for b in builtin::SCENARIOS {
+        let description = Scenario::load(b.name)
+            .map(|s| s.description)
+            .unwrap_or_default();
+        writeln!(out, "  {:<16} {}", b.name, first_sentence(&description))?;
+    }
+    writeln!(out, "\nAlgorithms ([[limiter]] algorithm = …):")?;
+    for (name, what) in ALGORITHMS {
+        writeln!(out, "  {name:<16} {what}")?;
+    }
+    writeln!(out, "\nTraffic patterns ([[traffic]] pattern = …):")?;
+    for (name, what) in PATTERNS {
+        writeln!(out, "  {name:<16} {what}")?;
+    }
+    writeln!(out, "\nkey_by (every limiter): \"client\" (default), \"ip\", \"global\"")?;
+    Ok(())
+}
+
+fn first_sentence(s: &str) -> &str {
+    s.lines().next().unwrap_or("").trim()
+}

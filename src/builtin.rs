@@ -1,0 +1,50 @@
+//! The shipped scenarios, embedded in the binary so `ratesim run boundary`
+//! works from any directory. Each is the file under `scenarios/` verbatim,
+//! with any trace it names.
+
+/// One built-in scenario and the files its paths refer to.
+#[derive(Debug)]
+pub struct Builtin {
+    pub name: &'static str,
+    pub toml: &'static str,
+    /// `(path relative to the scenario, contents)`.
+    pub files: &'static [(&'static str, &'static [u8])],
+}
+
+pub static SCENARIOS: &[Builtin] = &[
+    Builtin {
+        name: "boundary",
+        toml: include_str!("../scenarios/boundary.toml"),
+        files: &[],
+    },
+    Builtin {
+        name: "steady",
+        toml: include_str!("../scenarios/steady.toml"),
+        files: &[],
+    },
+    Builtin {
+        name: "poisson",
+        toml: include_str!("../scenarios/poisson.toml"),
+        files: &[],
+    },
+    Builtin {
+        name: "trace",
+        toml: include_str!("../scenarios/trace.toml"),
+        files: &[(
+            "traces/sample.csv",
+            include_bytes!("../scenarios/traces/sample.csv"),
+        )],
+    },
+];
+
+/// The built-in scenario called `name` (with or without `.toml`).
+pub fn find(name: &str) -> Option<&'static Builtin> {
+    let name = name.strip_suffix(".toml").unwrap_or(name);
+    SCENARIOS.iter().find(|b| b.name == name)
+}
+
+/// A file shipped with a built-in scenario.
+pub fn file(b: &Builtin, rel: &str) -> Option<&'static [u8]> {
+    let rel = rel.strip_prefix("./").unwrap_or(rel);
+    b.files.iter().find(|(p, _)| *p == rel).map(|(_, data)| *data)
+}

@@ -1,0 +1,22 @@
+//! ratesim: an exact, deterministic simulator for rate-limiting algorithms.
+//!
+//! The library holds everything; the `ratesim` binary only parses arguments
+//! and maps errors to exit codes. Data flows one way:
+//! [`scenario`] (TOML → validated `Scenario`) → [`traffic`] (arrival streams)
+//! → [`engine`] (event queue, one limiter per run, no I/O) → [`limiter`]
+//! (pure decisions) and [`metrics`] (streaming counters) → [`report`]
+//! (CSV, JSON, terminal). [`app`] ties them together with the file system.
+
+pub mod app;
+pub mod builtin;
+pub mod cli;
+pub mod clock;
+pub mod engine;
+pub mod error;
+pub mod limiter;
+pub mod metrics;
+pub mod report;
+pub mod scenario;
+pub mod traffic;
+
+pub use error::InputError;

@@ -1,0 +1,115 @@
+//! GCRA, the generic cell rate algorithm: a token bucket in one timestamp.
+//!
+//! Instead of a balance, GCRA remembers the *theoretical arrival time* (TAT):
+//! when the next request would be due if everyone had kept exactly to `rate`.
+//! With emission interval `T = 1/rate` and tolerance `τ = (burst − 1)·T`:
+//!
+//! ```text
+//! conforming  ⇔  t ≥ TAT − τ + (cost − 1)·T       (cost ≤ burst)
+//! then          TAT = max(TAT, t) + cost·T
+//! ```
+//!
+//! Its decisions equal a token bucket's with `capacity = burst`; the state is
+//! one 8-byte timestamp instead of a balance and a timestamp, which is why
+//! the Rust `governor` crate and redis-cell use it. (redis-cell's
+//! `max_burst = b` is `burst = b + 1`.)
+//!
+//! Exactness: with `rate = n/d`, `T = d/n` ns; the TAT is kept multiplied by
+//! `n`, so every quantity is an integer.
+
+use super::{state_bytes, wait_until_scaled, Decision, Footprint, Keyed, Limiter};
+use crate::clock::{Nanos, Rate};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Config {
+    pub burst: u64,
+    pub rate: Rate,
+}
+
+pub struct Gcra {
+    cfg: Config,
+    /// TAT × rate numerator, per key.
+    tat: Keyed<u128>,
+}
+
+impl Gcra {
+    pub fn new(cfg: Config) -> Self {
+        Gcra {
+            cfg,
+            tat: Keyed::default(),
+        }
+    }
+}
+
+impl Limiter for Gcra {
+    fn decide(&mut self, key: u32, now: Nanos, cost: u64) -> Decision {
+        let (n, d) = (self.cfg.rate.tokens(), self.cfg.rate.per_ns());
+        let tat = self.tat.entry(key, now, || 0);
+        if cost > self.cfg.burst {
+            return Decision::Rejected { retry_after: None };
+        }
+        let t = now.0 as u128 * n;
+        // Earliest conforming moment, scaled: TAT − τ + (cost − 1)·T.
+        let earliest = tat.saturating_sub((self.cfg.burst - cost) as u128 * d);
+        if t >= earliest {
+            *tat = (*tat).max(t) + cost as u128 * d;
+            Decision::Admitted
+        } else {
+            Decision::Rejected {
+                retry_after: Some(wait_until_scaled(now, earliest, n)),
+            }
+        }
+    }
+
+    fn footprint(&self, end: Nanos) -> Footprint {
+        self.tat.fixed_footprint(state_bytes::GCRA, end)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::parse_rate;
+
+    fn gcra(burst: u64, rate: &str) -> Gcra {
+        Gcra::new(Config {
+            burst,
+            rate: parse_rate(rate).unwrap(),
+        })
+    }
+
+    #[test]
+    fn gcra_admits_a_burst_then_one_per_emission_interval() {
+        let mut g = gcra(3, "10/1s");
+        for _ in 0..3 {
+            assert_eq!(g.decide(0, Nanos(0), 1), Decision::Admitted);
+        }
+        assert_eq!(
+            g.decide(0, Nanos(0), 1),
+            Decision::Rejected {
+                retry_after: Some(Nanos(100_000_000))
+            }
+        );
+        assert!(!g.decide(0, Nanos(99_999_999), 1).passes());
+        assert_eq!(g.decide(0, Nanos(100_000_000), 1), Decision::Admitted);
+        assert!(!g.decide(0, Nanos(150_000_000), 1).passes());
+        assert_eq!(g.decide(0, Nanos(200_000_000), 1), Decision::Admitted);
+    }
+
+    #[test]
+    fn gcra_cost_above_burst_never_conforms() {
+        let mut g = gcra(3, "10/1s");
+        assert_eq!(
+            g.decide(0, Nanos(0), 4),
+            Decision::Rejected { retry_after: None }
+        );
+        assert_eq!(g.decide(0, Nanos(0), 3), Decision::Admitted);
+    }
+
+    #[test]
+    fn gcra_state_is_one_timestamp() {
+        let mut g = gcra(3, "10/1s");
+        g.decide(7, Nanos(0), 1);
+        assert_eq!(g.footprint(Nanos(1)).peak_bytes, 8);
+    }
+}

@@ -1,0 +1,146 @@
+//! Interval bucket: a token bucket refilled in steps by a timer (Envoy's
+//! earlier local rate limiter).
+//!
+//! The bucket starts full with `max_tokens`. At every fill moment
+//! `t = k · fill_interval` (k ≥ 1) it gains `tokens_per_fill`, capped at
+//! `max_tokens`; between fills nothing trickles in. A request at exactly a
+//! fill moment sees that fill.
+//!
+//! ```text
+//! tokens(t) = min(max_tokens, tokens + fills_since_last · tokens_per_fill)
+//! admit  ⇔  tokens(t) ≥ cost          then tokens −= cost
+//! ```
+//!
+//! Pick it to see what a timer-driven bucket does that a lazy one does not:
+//! clients that learn the fill moments all arrive there, and a request one
+//! nanosecond before a fill waits a whole interval's worth of nothing.
+
+use super::{state_bytes, Decision, Footprint, Keyed, Limiter};
+use crate::clock::Nanos;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Config {
+    pub max_tokens: u64,
+    pub tokens_per_fill: u64,
+    pub fill_interval: Nanos,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Bucket {
+    tokens: u64,
+    /// Index k of the last fill moment applied.
+    filled_at: u64,
+}
+
+pub struct IntervalBucket {
+    cfg: Config,
+    keys: Keyed<Bucket>,
+}
+
+impl IntervalBucket {
+    pub fn new(cfg: Config) -> Self {
+        IntervalBucket {
+            cfg,
+            keys: Keyed::default(),
+        }
+    }
+}
+
+impl Limiter for IntervalBucket {
+    fn decide(&mut self, key: u32, now: Nanos, cost: u64) -> Decision {
+        let cfg = self.cfg;
+        let k = now.0 / cfg.fill_interval.0;
+        // Full from the start of the run; a key first seen later is still full.
+        let b = self.keys.entry(key, now, || Bucket {
+            tokens: cfg.max_tokens,
+            filled_at: k,
+        });
+        let fills = (k - b.filled_at) as u128;
+        b.tokens = (b.tokens as u128 + fills * cfg.tokens_per_fill as u128)
+            .min(cfg.max_tokens as u128) as u64;
+        b.filled_at = k;
+        if cost > cfg.max_tokens {
+            return Decision::Rejected { retry_after: None };
+        }
+        if b.tokens >= cost {
+            b.tokens -= cost;
+            return Decision::Admitted;
+        }
+        let fills_needed = (cost - b.tokens).div_ceil(cfg.tokens_per_fill);
+        let at = (k + fills_needed) as u128 * cfg.fill_interval.0 as u128;
+        Decision::Rejected {
+            retry_after: Some(Nanos((at - now.0 as u128) as u64)),
+        }
+    }
+
+    fn footprint(&self, end: Nanos) -> Footprint {
+        self.keys.fixed_footprint(state_bytes::INTERVAL_BUCKET, end)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    fn bucket(max: u64, per_fill: u64, interval_ms: u64) -> IntervalBucket {
+        IntervalBucket::new(Config {
+            max_tokens: max,
+            tokens_per_fill: per_fill,
+            fill_interval: Nanos(interval_ms * MS),
+        })
+    }
+
+    #[test]
+    fn interval_bucket_sees_a_fill_at_exactly_the_fill_moment() {
+        let mut b = bucket(2, 1, 250);
+        assert_eq!(b.decide(0, Nanos(0), 2), Decision::Admitted);
+        assert_eq!(
+            b.decide(0, Nanos(250 * MS - 1), 1),
+            Decision::Rejected {
+                retry_after: Some(Nanos(1))
+            }
+        );
+        assert_eq!(b.decide(0, Nanos(250 * MS), 1), Decision::Admitted);
+        assert!(!b.decide(0, Nanos(250 * MS), 1).passes());
+    }
+
+    #[test]
+    fn nothing_trickles_in_between_fills() {
+        let mut b = bucket(4, 2, 100);
+        assert_eq!(b.decide(0, Nanos(0), 4), Decision::Admitted);
+        assert_eq!(
+            b.decide(0, Nanos(199 * MS), 3),
+            Decision::Rejected {
+                retry_after: Some(Nanos(MS))
+            }
+        );
+        assert_eq!(b.decide(0, Nanos(200 * MS), 3), Decision::Admitted);
+    }
+
+    #[test]
+    fn retry_after_counts_the_fills_still_needed() {
+        let mut b = bucket(5, 2, 250);
+        assert_eq!(b.decide(0, Nanos(0), 5), Decision::Admitted);
+        // Needs 5 tokens = 3 fills: at 750ms.
+        assert_eq!(
+            b.decide(0, Nanos(10 * MS), 5),
+            Decision::Rejected {
+                retry_after: Some(Nanos(740 * MS))
+            }
+        );
+        assert_eq!(
+            b.decide(0, Nanos(0), 6),
+            Decision::Rejected { retry_after: None }
+        );
+    }
+
+    #[test]
+    fn fills_are_capped() {
+        let mut b = bucket(3, 2, 100);
+        assert_eq!(b.decide(0, Nanos(0), 3), Decision::Admitted);
+        assert_eq!(b.decide(0, Nanos(10_000 * MS), 3), Decision::Admitted);
+        assert!(!b.decide(0, Nanos(10_000 * MS), 1).passes());
+    }
+}

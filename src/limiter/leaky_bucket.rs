@@ -1,0 +1,200 @@
+//! Leaky bucket as a shaper (nginx `limit_req`): requests leave at `rate`,
+//! early ones wait in a queue, and a full queue rejects.
+//!
+//! Each key has `next_free`, the moment the outlet is free again (0 at
+//! first). A request at `t` gets the slot `release = max(t, next_free)`:
+//!
+//! ```text
+//! release = t                         → admitted
+//! waiting ≥ queue                     → rejected   (waiting = accepted requests whose slot is > t)
+//! otherwise accepted, passes at       max(t, release − delay/rate)
+//!                                       (admitted if that is t, else delayed)
+//! every accepted request:             next_free = release + cost/rate
+//! ```
+//!
+//! `queue = 0` is a pure policer (nothing waits); `delay` lets the first
+//! `delay` queued requests through at once, like nginx's `delay=`, and
+//! `delay = queue` is nginx's `nodelay`. Pick a shaper when the upstream
+//! wants a smooth flow more than it wants low latency: it trades rejections
+//! for waiting.
+//!
+//! Exactness: with `rate = n/d` every time is kept multiplied by `n`, so
+//! `cost/rate = cost·d` is an integer; a delay is rounded up to whole ns.
+
+use std::collections::VecDeque;
+
+use super::{state_bytes, wait_until_scaled, Decision, Footprint, Keyed, Limiter};
+use crate::clock::{Nanos, Rate};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Config {
+    pub rate: Rate,
+    pub queue: u64,
+    pub delay: u64,
+}
+
+#[derive(Debug, Default)]
+struct Outlet {
+    /// `next_free × n`.
+    next_free: u128,
+    /// Slots (× n) of accepted requests still waiting, oldest first. Never
+    /// longer than `queue`.
+    waiting: VecDeque<u128>,
+}
+
+pub struct LeakyBucket {
+    cfg: Config,
+    keys: Keyed<Outlet>,
+}
+
+impl LeakyBucket {
+    pub fn new(cfg: Config) -> Self {
+        LeakyBucket {
+            cfg,
+            keys: Keyed::default(),
+        }
+    }
+}
+
+impl Limiter for LeakyBucket {
+    fn decide(&mut self, key: u32, now: Nanos, cost: u64) -> Decision {
+        let (n, d) = (self.cfg.rate.tokens(), self.cfg.rate.per_ns());
+        let queue = self.cfg.queue;
+        let o = self.keys.entry(key, now, Outlet::default);
+        let t = now.0 as u128 * n;
+        while o.waiting.front().is_some_and(|&slot| slot <= t) {
+            o.waiting.pop_front();
+        }
+        let release = t.max(o.next_free);
+        if release == t {
+            o.next_free = release + cost as u128 * d;
+            return Decision::Admitted;
+        }
+        let waiting = o.waiting.len() as u64;
+        if waiting >= queue {
+            // Accepted once the (waiting − queue + 1)-th waiting slot passes;
+            // with no queue at all, only once the outlet is free.
+            let at = if queue == 0 {
+                o.next_free
+            } else {
+                o.waiting[(waiting - queue) as usize]
+            };
+            return Decision::Rejected {
+                retry_after: Some(wait_until_scaled(now, at, n)),
+            };
+        }
+        let passes = t.max(release.saturating_sub(self.cfg.delay as u128 * d));
+        o.waiting.push_back(release);
+        o.next_free = release + cost as u128 * d;
+        if passes == t {
+            Decision::Admitted
+        } else {
+            Decision::Delayed {
+                delay: Nanos((passes - t).div_ceil(n) as u64),
+            }
+        }
+    }
+
+    fn footprint(&self, end: Nanos) -> Footprint {
+        self.keys.fixed_footprint(state_bytes::LEAKY_BUCKET, end)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::parse_rate;
+
+    const MS: u64 = 1_000_000;
+
+    fn shaper(rate: &str, queue: u64, delay: u64) -> LeakyBucket {
+        LeakyBucket::new(Config {
+            rate: parse_rate(rate).unwrap(),
+            queue,
+            delay,
+        })
+    }
+
+    fn delays_of_seven_at_once(lb: &mut LeakyBucket) -> Vec<Option<u64>> {
+        (0..7)
+            .map(|_| match lb.decide(0, Nanos(0), 1) {
+                Decision::Admitted => Some(0),
+                Decision::Delayed { delay } => Some(delay.0 / MS),
+                Decision::Rejected { .. } => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn nginx_example_queues_five_and_rejects_the_seventh() {
+        let mut lb = shaper("10/1s", 5, 0);
+        assert_eq!(
+            delays_of_seven_at_once(&mut lb),
+            [Some(0), Some(100), Some(200), Some(300), Some(400), Some(500), None]
+        );
+    }
+
+    #[test]
+    fn nginx_example_with_delay_two_lets_three_through_at_once() {
+        let mut lb = shaper("10/1s", 5, 2);
+        assert_eq!(
+            delays_of_seven_at_once(&mut lb),
+            [Some(0), Some(0), Some(0), Some(100), Some(200), Some(300), None]
+        );
+    }
+
+    #[test]
+    fn a_full_queue_rejects_until_its_oldest_waiting_request_leaves() {
+        let mut lb = shaper("10/1s", 2, 0);
+        lb.decide(0, Nanos(0), 1); // slot 0
+        lb.decide(0, Nanos(0), 1); // slot 100ms
+        lb.decide(0, Nanos(0), 1); // slot 200ms
+        assert_eq!(
+            lb.decide(0, Nanos(30 * MS), 1),
+            Decision::Rejected {
+                retry_after: Some(Nanos(70 * MS))
+            }
+        );
+        assert_eq!(
+            lb.decide(0, Nanos(100 * MS), 1),
+            Decision::Delayed {
+                delay: Nanos(200 * MS)
+            }
+        );
+    }
+
+    #[test]
+    fn with_no_queue_it_polices_at_the_rate() {
+        let mut lb = shaper("7/1s", 0, 0);
+        assert_eq!(lb.decide(0, Nanos(0), 1), Decision::Admitted);
+        assert_eq!(
+            lb.decide(0, Nanos(0), 1),
+            Decision::Rejected {
+                retry_after: Some(Nanos(142_857_143))
+            }
+        );
+        assert!(!lb.decide(0, Nanos(142_857_142), 1).passes());
+        assert_eq!(lb.decide(0, Nanos(142_857_143), 1), Decision::Admitted);
+    }
+
+    #[test]
+    fn delay_equal_to_queue_passes_everything_accepted_at_once() {
+        let mut lb = shaper("10/1s", 3, 3);
+        for _ in 0..4 {
+            assert_eq!(lb.decide(0, Nanos(0), 1), Decision::Admitted);
+        }
+        assert!(!lb.decide(0, Nanos(0), 1).passes());
+    }
+
+    #[test]
+    fn a_costly_request_holds_the_outlet_for_longer() {
+        let mut lb = shaper("10/1s", 5, 0);
+        assert_eq!(lb.decide(0, Nanos(0), 3), Decision::Admitted);
+        assert_eq!(
+            lb.decide(0, Nanos(0), 1),
+            Decision::Delayed {
+                delay: Nanos(300 * MS)
+            }
+        );
+    }
+}

@@ -1,0 +1,198 @@
+//! Sliding log: remember every request of the last window, exactly.
+//!
+//! Each key keeps a log of `(time, cost)`. An entry is live at `t` iff
+//! `time > t − W`, so an entry made at `s` expires at `s + W`.
+//!
+//! ```text
+//! admit  ⇔  live cost + cost ≤ limit        then append (t, cost)
+//! ```
+//!
+//! No interval `(s − W, s]` ever passes more than `limit`: the sliding log is
+//! the exact answer to "at most N per W". It pays for that in memory — one
+//! timestamp per request in the window — which the `state_bytes_per_key`
+//! columns make visible next to the counters. With `count_rejected = true`
+//! rejected attempts are logged too (the common Redis sorted-set limiter that
+//! `ZADD`s before it counts), so a client that keeps retrying keeps itself out.
+
+use std::collections::VecDeque;
+
+use super::{state_bytes, Decision, Footprint, Keyed, Limiter};
+use crate::clock::Nanos;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Config {
+    pub limit: u64,
+    pub window: Nanos,
+    pub count_rejected: bool,
+}
+
+#[derive(Debug, Default)]
+struct Log {
+    /// `(time, cumulative cost up to and including this entry)`, oldest first.
+    entries: VecDeque<(u64, u64)>,
+    /// Cumulative cost of everything already expired.
+    expired: u64,
+    /// Cumulative cost of everything ever logged.
+    total: u64,
+}
+
+pub struct SlidingLog {
+    cfg: Config,
+    keys: Keyed<Log>,
+    /// Σ over expired entries of their live time (entry·ns).
+    expired_entry_ns: u128,
+    peak_entries: u64,
+}
+
+impl SlidingLog {
+    pub fn new(cfg: Config) -> Self {
+        SlidingLog {
+            cfg,
+            keys: Keyed::default(),
+            expired_entry_ns: 0,
+            peak_entries: 0,
+        }
+    }
+}
+
+impl Limiter for SlidingLog {
+    fn decide(&mut self, key: u32, now: Nanos, cost: u64) -> Decision {
+        let w = self.cfg.window.0;
+        let log = self.keys.entry(key, now, Log::default);
+        while let Some(&(s, cum)) = log.entries.front() {
+            if s + w > now.0 {
+                break;
+            }
+            log.entries.pop_front();
+            log.expired = cum;
+            self.expired_entry_ns += w as u128;
+        }
+        let live = log.total - log.expired;
+        let admit = live + cost <= self.cfg.limit;
+        if admit || self.cfg.count_rejected {
+            log.total += cost;
+            log.entries.push_back((now.0, log.total));
+            self.peak_entries = self.peak_entries.max(log.entries.len() as u64);
+        }
+        if admit {
+            return Decision::Admitted;
+        }
+        if cost > self.cfg.limit {
+            return Decision::Rejected { retry_after: None };
+        }
+        // Passes once the live cost, plus this cost, fits: the oldest entries
+        // must expire until their cost adds up to `excess`.
+        let excess = (log.total - log.expired) + cost - self.cfg.limit;
+        let j = log
+            .entries
+            .partition_point(|&(_, cum)| cum - log.expired < excess);
+        let (s, _) = log.entries[j];
+        Decision::Rejected {
+            retry_after: Some(Nanos(s + w - now.0)),
+        }
+    }
+
+    fn footprint(&self, end: Nanos) -> Footprint {
+        let w = self.cfg.window.0;
+        let live_entry_ns: u128 = self
+            .keys
+            .iter()
+            .flat_map(|log| log.entries.iter())
+            .map(|&(s, _)| (end.0.saturating_sub(s)).min(w) as u128)
+            .sum();
+        let per = state_bytes::SLIDING_LOG_PER_ENTRY;
+        Footprint {
+            byte_ns: (self.expired_entry_ns + live_entry_ns) * per as u128,
+            key_ns: self.keys.key_ns(end),
+            peak_bytes: self.peak_entries * per,
+            keys: self.keys.keys(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    fn log(limit: u64, count_rejected: bool) -> SlidingLog {
+        SlidingLog::new(Config {
+            limit,
+            window: Nanos(1000 * MS),
+            count_rejected,
+        })
+    }
+
+    #[test]
+    fn the_log_remembers_across_a_boundary() {
+        let mut sl = log(10, false);
+        let mut passed = 0;
+        for t in [999, 1000] {
+            for _ in 0..10 {
+                passed += sl.decide(0, Nanos(t * MS), 1).passes() as u32;
+            }
+        }
+        assert_eq!(passed, 10);
+    }
+
+    #[test]
+    fn an_entry_expires_exactly_one_window_after_it_was_made() {
+        let mut sl = log(2, false);
+        assert_eq!(sl.decide(0, Nanos(100 * MS), 1), Decision::Admitted);
+        assert_eq!(sl.decide(0, Nanos(300 * MS), 1), Decision::Admitted);
+        assert_eq!(
+            sl.decide(0, Nanos(500 * MS), 1),
+            Decision::Rejected {
+                retry_after: Some(Nanos(600 * MS))
+            }
+        );
+        assert!(!sl.decide(0, Nanos(1100 * MS - 1), 1).passes());
+        assert_eq!(sl.decide(0, Nanos(1100 * MS), 1), Decision::Admitted);
+    }
+
+    #[test]
+    fn retry_after_waits_for_enough_cost_to_expire() {
+        let mut sl = log(5, false);
+        assert_eq!(sl.decide(0, Nanos(0), 2), Decision::Admitted);
+        assert_eq!(sl.decide(0, Nanos(100 * MS), 2), Decision::Admitted);
+        assert_eq!(sl.decide(0, Nanos(200 * MS), 1), Decision::Admitted);
+        // Cost 4 needs 4 free: the first two entries (cost 2 + 2) must expire.
+        assert_eq!(
+            sl.decide(0, Nanos(300 * MS), 4),
+            Decision::Rejected {
+                retry_after: Some(Nanos(800 * MS))
+            }
+        );
+        assert_eq!(
+            sl.decide(0, Nanos(300 * MS), 6),
+            Decision::Rejected { retry_after: None }
+        );
+    }
+
+    #[test]
+    fn counting_rejections_logs_the_rejected_attempt_first() {
+        let mut sl = log(1, true);
+        assert_eq!(sl.decide(0, Nanos(0), 1), Decision::Admitted);
+        // Logged at 500ms, so the retry must wait for it to expire too.
+        assert_eq!(
+            sl.decide(0, Nanos(500 * MS), 1),
+            Decision::Rejected {
+                retry_after: Some(Nanos(1000 * MS))
+            }
+        );
+    }
+
+    #[test]
+    fn state_is_eight_bytes_per_live_entry() {
+        let mut sl = log(3, false);
+        for _ in 0..3 {
+            sl.decide(0, Nanos(0), 1);
+        }
+        // Three entries live for the whole 1s window, then none: over 2s the
+        // mean is 3 × 8 bytes × 1s / 2s = 12 bytes.
+        let f = sl.footprint(Nanos(2000 * MS));
+        assert_eq!(f.peak_bytes, 24);
+        assert_eq!(f.mean(), (24 * 1000 * MS as u128, 2000 * MS as u128));
+    }
+}

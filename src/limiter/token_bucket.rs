@@ -1,0 +1,153 @@
+//! Token bucket: a bucket of `capacity` tokens that refills continuously.
+//!
+//! The bucket starts full. Tokens flow in at `rate`, never beyond `capacity`;
+//! a request of `cost` passes iff the bucket holds at least `cost` tokens, and
+//! takes them:
+//!
+//! ```text
+//! tokens(t) = min(capacity, tokens(last) + rate · (t − last))
+//! admit  ⇔  tokens(t) ≥ cost          then tokens −= cost
+//! ```
+//!
+//! Pick it when short bursts are fine but the long-run rate is not: it lets a
+//! client that was quiet spend `capacity` at once, then holds it to `rate`.
+//! Today's Envoy local rate limit refills lazily exactly like this.
+//!
+//! Exactness: with `rate = n / d` (n tokens per d ns) the balance is kept as
+//! `tokens · d`, so a refill over `Δ` ns adds `Δ · n`, an integer. Nothing is ever rounded except a
+//! `retry_after`, which rounds up to the next whole nanosecond.
+
+use super::{state_bytes, wait_until_scaled, Decision, Footprint, Keyed, Limiter};
+use crate::clock::{Nanos, Rate};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Config {
+    pub capacity: u64,
+    pub rate: Rate,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Bucket {
+    /// Tokens × rate denominator.
+    balance: u128,
+    last: Nanos,
+}
+
+pub struct TokenBucket {
+    cfg: Config,
+    /// Capacity × rate denominator.
+    full: u128,
+    keys: Keyed<Bucket>,
+}
+
+impl TokenBucket {
+    pub fn new(cfg: Config) -> Self {
+        TokenBucket {
+            cfg,
+            full: cfg.capacity as u128 * cfg.rate.per_ns(),
+            keys: Keyed::default(),
+        }
+    }
+}
+
+impl Limiter for TokenBucket {
+    fn decide(&mut self, key: u32, now: Nanos, cost: u64) -> Decision {
+        let (n, d) = (self.cfg.rate.tokens(), self.cfg.rate.per_ns());
+        let full = self.full;
+        let b = self.keys.entry(key, now, || Bucket {
+            balance: full,
+            last: now,
+        });
+        let elapsed = (now.0 - b.last.0) as u128;
+        b.balance = full.min(b.balance + elapsed * n);
+        b.last = now;
+        if cost > self.cfg.capacity {
+            return Decision::Rejected { retry_after: None };
+        }
+        let need = cost as u128 * d;
+        if b.balance >= need {
+            b.balance -= need;
+            Decision::Admitted
+        } else {
+            // Enough tokens at now + (need − balance) / n.
+            let at = now.0 as u128 * n + (need - b.balance);
+            Decision::Rejected {
+                retry_after: Some(wait_until_scaled(now, at, n)),
+            }
+        }
+    }
+
+    fn footprint(&self, end: Nanos) -> Footprint {
+        self.keys.fixed_footprint(state_bytes::TOKEN_BUCKET, end)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::parse_rate;
+
+    fn bucket(capacity: u64, rate: &str) -> TokenBucket {
+        TokenBucket::new(Config {
+            capacity,
+            rate: parse_rate(rate).unwrap(),
+        })
+    }
+
+    const MS: u64 = 1_000_000;
+
+    #[test]
+    fn a_full_bucket_admits_its_capacity_at_once_then_rejects() {
+        let mut tb = bucket(5, "3/1s");
+        for _ in 0..5 {
+            assert_eq!(tb.decide(0, Nanos(0), 1), Decision::Admitted);
+        }
+        assert_eq!(
+            tb.decide(0, Nanos(0), 1),
+            Decision::Rejected {
+                retry_after: Some(Nanos(333_333_334))
+            }
+        );
+    }
+
+    #[test]
+    fn a_token_arrives_at_a_third_of_a_second_and_not_a_nanosecond_before() {
+        let mut tb = bucket(1, "3/1s");
+        assert_eq!(tb.decide(0, Nanos(0), 1), Decision::Admitted);
+        assert_eq!(
+            tb.decide(0, Nanos(333_333_333), 1),
+            Decision::Rejected {
+                retry_after: Some(Nanos(1))
+            }
+        );
+        assert_eq!(tb.decide(0, Nanos(333_333_334), 1), Decision::Admitted);
+    }
+
+    #[test]
+    fn refill_is_capped_at_capacity() {
+        let mut tb = bucket(2, "10/1s");
+        assert_eq!(tb.decide(0, Nanos(10_000 * MS), 2), Decision::Admitted);
+        assert!(!tb.decide(0, Nanos(10_000 * MS), 1).passes());
+    }
+
+    #[test]
+    fn cost_above_capacity_can_never_pass() {
+        let mut tb = bucket(5, "3/1s");
+        assert_eq!(
+            tb.decide(0, Nanos(0), 6),
+            Decision::Rejected { retry_after: None }
+        );
+        // The refusal did not take anything.
+        assert_eq!(tb.decide(0, Nanos(0), 5), Decision::Admitted);
+    }
+
+    #[test]
+    fn keys_have_independent_buckets() {
+        let mut tb = bucket(1, "1/1s");
+        assert_eq!(tb.decide(0, Nanos(0), 1), Decision::Admitted);
+        assert_eq!(tb.decide(1, Nanos(0), 1), Decision::Admitted);
+        assert!(!tb.decide(0, Nanos(0), 1).passes());
+        assert_eq!(tb.footprint(Nanos(10)).keys, 2);
+        assert_eq!(tb.footprint(Nanos(10)).peak_bytes, 16);
+    }
+}

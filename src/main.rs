@@ -1,0 +1,28 @@
+use std::io::ErrorKind;
+use std::process::ExitCode;
+
+use clap::Parser;
+use ratesim::InputError;
+
+fn main() -> ExitCode {
+    let cli = ratesim::cli::Cli::parse();
+    match ratesim::app::run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            // `ratesim … | head`: a closed stdout is the reader's choice, not a failure.
+            let broken_pipe = err.chain().any(|e| {
+                e.downcast_ref::<std::io::Error>()
+                    .is_some_and(|io| io.kind() == ErrorKind::BrokenPipe)
+            });
+            if broken_pipe {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("error: {err:#}");
+            if err.chain().any(|e| e.is::<InputError>()) {
+                ExitCode::from(2)
+            } else {
+                ExitCode::from(1)
+            }
+        }
+    }
+}

@@ -1,0 +1,252 @@
+//! Streaming metrics for one limiter: counters, a time series, delay
+//! percentiles and `peak_in_window` — all in memory that grows with keys and
+//! time buckets, never with the number of requests.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use crate::clock::Nanos;
+use crate::limiter::Decision;
+
+/// Counts in one time-series bucket. Attempts and outcomes count at arrival;
+/// `passed` counts at the moment a request passes (a delayed request in the
+/// bucket where it is released).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Bucket {
+    pub attempts: u64,
+    pub admitted: u64,
+    pub delayed: u64,
+    pub rejected: u64,
+    pub passed: u64,
+    pub passed_cost: u64,
+}
+
+/// Everything measured about one limiter over a run.
+#[derive(Debug, Clone, Default)]
+pub struct Recorder {
+    window: u64,
+    resolution: u64,
+    pub attempts: u64,
+    pub admitted: u64,
+    pub delayed: u64,
+    pub rejected: u64,
+    pub series: Vec<Bucket>,
+    pub delays: DelayHistogram,
+    peaks: Vec<Option<PassWindow>>,
+    /// Largest total cost passed for one key within any `(s − W, s]`.
+    pub peak_in_window: u64,
+    /// Where that peak ended (`s`) and its key.
+    pub peak_at: Option<(Nanos, u32)>,
+}
+
+impl Recorder {
+    /// `window` is the policy window `peak_in_window` uses; `resolution` the
+    /// bucket width; `duration` sizes the series up front.
+    pub fn new(window: Nanos, resolution: Nanos, duration: Nanos) -> Self {
+        let buckets = duration.0 / resolution.0 + 1;
+        Recorder {
+            window: window.0,
+            resolution: resolution.0,
+            series: vec![Bucket::default(); buckets as usize],
+            ..Recorder::default()
+        }
+    }
+
+    fn bucket(&mut self, t: u64) -> &mut Bucket {
+        let i = (t / self.resolution) as usize;
+        if i >= self.series.len() {
+            self.series.resize(i + 1, Bucket::default());
+        }
+        &mut self.series[i]
+    }
+
+    pub fn record(&mut self, key: u32, now: Nanos, cost: u64, decision: Decision) {
+        self.attempts += 1;
+        let b = self.bucket(now.0);
+        b.attempts += 1;
+        let pass_at = match decision {
+            Decision::Admitted => {
+                b.admitted += 1;
+                self.admitted += 1;
+                self.delays.record(0);
+                now.0
+            }
+            Decision::Delayed { delay } => {
+                b.delayed += 1;
+                self.delayed += 1;
+                self.delays.record(delay.0);
+                now.0 + delay.0
+            }
+            Decision::Rejected { .. } => {
+                b.rejected += 1;
+                self.rejected += 1;
+                return;
+            }
+        };
+        let b = self.bucket(pass_at);
+        b.passed += 1;
+        b.passed_cost += cost;
+        self.pass(key, pass_at, cost);
+    }
+
+    /// A pass of `cost` for `key` at `t`. Per key, passes come in
+    /// non-decreasing time (a shaper's releases are monotone too), so a
+    /// queue of the last window's passes gives the exact peak.
+    fn pass(&mut self, key: u32, t: u64, cost: u64) {
+        let i = key as usize;
+        if i >= self.peaks.len() {
+            self.peaks.resize_with(i + 1, || None);
+        }
+        let w = self.peaks[i].get_or_insert_with(PassWindow::default);
+        while let Some(&(s, c)) = w.passes.front() {
+            if s + self.window > t {
+                break;
+            }
+            w.passes.pop_front();
+            w.sum -= c;
+        }
+        match w.passes.back_mut() {
+            Some((s, c)) if *s == t => *c += cost,
+            _ => w.passes.push_back((t, cost)),
+        }
+        w.sum += cost;
+        if w.sum > self.peak_in_window {
+            self.peak_in_window = w.sum;
+            self.peak_at = Some((Nanos(t), key));
+        }
+    }
+
+    pub fn passed(&self) -> u64 {
+        self.admitted + self.delayed
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+struct PassWindow {
+    passes: VecDeque<(u64, u64)>,
+    sum: u64,
+}
+
+/// Delay distribution of passed requests (admitted ones count as 0).
+///
+/// Exact while it holds at most [`DelayHistogram::MAX_VALUES`] distinct
+/// values; past that it halves its resolution (drops a low bit of every
+/// value) as often as needed, so memory stays bounded and the reported
+/// percentile is at most `2^shift − 1` ns below the true one.
+#[derive(Debug, Clone, Default)]
+pub struct DelayHistogram {
+    zeros: u64,
+    values: BTreeMap<u64, u64>,
+    shift: u32,
+    count: u64,
+}
+
+impl DelayHistogram {
+    pub const MAX_VALUES: usize = 4096;
+
+    pub fn record(&mut self, ns: u64) {
+        self.count += 1;
+        if ns == 0 {
+            self.zeros += 1;
+            return;
+        }
+        *self.values.entry(ns >> self.shift).or_default() += 1;
+        while self.values.len() > Self::MAX_VALUES {
+            self.shift += 1;
+            let old = std::mem::take(&mut self.values);
+            for (v, n) in old {
+                *self.values.entry(v >> 1).or_default() += n;
+            }
+        }
+    }
+
+    /// Nearest-rank percentile (`per_mille` of 1000), in ns; `None` if empty.
+    pub fn percentile(&self, per_mille: u64) -> Option<Nanos> {
+        if self.count == 0 {
+            return None;
+        }
+        let rank = (per_mille as u128 * self.count as u128).div_ceil(1000).max(1) as u64;
+        if rank <= self.zeros {
+            return Some(Nanos::ZERO);
+        }
+        let mut seen = self.zeros;
+        for (&v, &n) in &self.values {
+            seen += n;
+            if seen >= rank {
+                return Some(Nanos(v << self.shift));
+            }
+        }
+        unreachable!("rank ≤ count")
+    }
+
+    pub fn max(&self) -> Option<Nanos> {
+        if self.count == 0 {
+            return None;
+        }
+        Some(Nanos(
+            self.values.keys().next_back().map_or(0, |v| v << self.shift),
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    #[test]
+    fn peak_counts_passes_in_half_open_windows() {
+        let mut r = Recorder::new(Nanos(1000 * MS), Nanos(100 * MS), Nanos(3000 * MS));
+        for t in [0, 500, 999, 1000] {
+            r.record(0, Nanos(t * MS), 1, Decision::Admitted);
+        }
+        // (0, 1000] holds 500, 999, 1000: the pass at 0 has left.
+        assert_eq!(r.peak_in_window, 3);
+        r.record(1, Nanos(1000 * MS), 5, Decision::Admitted);
+        assert_eq!(r.peak_in_window, 5, "keys are separate, costs weigh");
+        r.record(0, Nanos(1000 * MS), 9, Decision::Rejected { retry_after: None });
+        assert_eq!(r.peak_in_window, 5, "rejections do not pass");
+    }
+
+    #[test]
+    fn delayed_requests_count_where_they_pass() {
+        let mut r = Recorder::new(Nanos(1000 * MS), Nanos(100 * MS), Nanos(1000 * MS));
+        r.record(
+            0,
+            Nanos(50 * MS),
+            1,
+            Decision::Delayed {
+                delay: Nanos(1000 * MS),
+            },
+        );
+        assert_eq!(r.series[0].delayed, 1);
+        assert_eq!(r.series[0].passed, 0);
+        assert_eq!(r.series[10].passed, 1);
+        assert_eq!(r.series.iter().map(|b| b.passed).sum::<u64>(), r.passed());
+    }
+
+    #[test]
+    fn percentiles_are_exact_nearest_rank() {
+        let mut h = DelayHistogram::default();
+        for v in [0, 0, 0, 100, 200, 300, 400, 500] {
+            h.record(v * MS);
+        }
+        assert_eq!(h.percentile(500), Some(Nanos(100 * MS)));
+        assert_eq!(h.percentile(990), Some(Nanos(500 * MS)));
+        assert_eq!(h.percentile(375), Some(Nanos(0)));
+        assert_eq!(h.max(), Some(Nanos(500 * MS)));
+        assert_eq!(DelayHistogram::default().percentile(500), None);
+    }
+
+    #[test]
+    fn a_histogram_of_many_values_stays_bounded_and_close() {
+        let mut h = DelayHistogram::default();
+        for v in 1..=100_000u64 {
+            h.record(v * 1000 + 7);
+        }
+        assert!(h.values.len() <= DelayHistogram::MAX_VALUES);
+        let p50 = h.percentile(500).unwrap().0;
+        let exact = 50_000 * 1000 + 7;
+        assert!(p50 <= exact && exact - p50 < 1 << h.shift, "{p50} vs {exact}");
+    }
+}

@@ -1,0 +1,53 @@
+//! `summary.json`: the scenario as validated, the seed, the version and every
+//! metric of every limiter — what `ratesim run --format json` prints too.
+
+use serde_json::{json, Value};
+
+use super::{opt_ms, Report};
+
+pub fn summary(report: &Report) -> Value {
+    json!({
+        "ratesim_version": report.version,
+        "scenario": report.scenario,
+        "seed": report.seed,
+        "limit": report.limit,
+        "window_ns": report.window.0,
+        "duration_ns": report.duration.0,
+        "resolution_ns": report.resolution.0,
+        "limiters": report.limiters.iter().map(|l| json!({
+            "limiter": l.name,
+            "algorithm": l.algorithm,
+            "key_by": l.key_by,
+            "params": l.params,
+            "attempts": l.attempts,
+            "admitted": l.admitted,
+            "delayed": l.delayed,
+            "rejected": l.rejected,
+            "passed": l.passed(),
+            "peak_in_window": l.peak_in_window,
+            "peak_window_end_ns": l.peak_at.as_ref().map(|(t, _)| t.0),
+            "peak_key": l.peak_at.as_ref().map(|(_, k)| k.clone()),
+            "limit": report.limit,
+            "delay_p50_ms": ms_number(opt_ms(l.delay_p50)),
+            "delay_p99_ms": ms_number(opt_ms(l.delay_p99)),
+            "delay_max_ms": ms_number(opt_ms(l.delay_max)),
+            "state_bytes_per_key_mean": ms_number(l.state_mean_text()),
+            "state_bytes_per_key_peak": l.state_peak,
+            "keys": l.keys,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// A decimal string as a JSON number (exactly as printed in the CSV), or null.
+fn ms_number(text: String) -> Value {
+    if text.is_empty() {
+        return Value::Null;
+    }
+    serde_json::from_str(&text).unwrap_or(Value::String(text))
+}
+
+pub fn to_string(report: &Report) -> String {
+    let mut s = serde_json::to_string_pretty(&summary(report)).expect("JSON values serialize");
+    s.push('\n');
+    s
+}

@@ -1,0 +1,127 @@
+//! Reports read results; they never re-run anything.
+//!
+//! [`Report`] is everything a run produced, built once from the engine's
+//! per-limiter results. Each exporter takes a `&Report` and writes one
+//! format: [`csv`] (`summary.csv`, `timeseries.csv`, the decision log),
+//! [`json`] (`summary.json`), [`table`] (the terminal).
+
+pub mod csv;
+pub mod json;
+pub mod table;
+
+use crate::clock::{decimal_places, Nanos};
+use crate::engine::LimiterRun;
+use crate::metrics::Bucket;
+use crate::scenario::Scenario;
+
+/// One limiter's results.
+#[derive(Debug, Clone)]
+pub struct LimiterReport {
+    pub name: String,
+    pub algorithm: &'static str,
+    pub key_by: &'static str,
+    pub params: serde_json::Value,
+    pub attempts: u64,
+    pub admitted: u64,
+    pub delayed: u64,
+    pub rejected: u64,
+    pub peak_in_window: u64,
+    /// End of the worst window and the key it belongs to.
+    pub peak_at: Option<(Nanos, String)>,
+    pub delay_p50: Option<Nanos>,
+    pub delay_p99: Option<Nanos>,
+    pub delay_max: Option<Nanos>,
+    /// Mean state bytes per key as an exact fraction.
+    pub state_mean: (u128, u128),
+    pub state_peak: u64,
+    pub keys: u64,
+    pub series: Vec<Bucket>,
+}
+
+impl LimiterReport {
+    pub fn passed(&self) -> u64 {
+        self.admitted + self.delayed
+    }
+
+    /// Mean state bytes per key, rounded to 2 decimals.
+    pub fn state_mean_text(&self) -> String {
+        decimal_places(self.state_mean.0, self.state_mean.1.max(1), 2)
+    }
+}
+
+/// Everything a run produced.
+#[derive(Debug, Clone)]
+pub struct Report {
+    pub name: String,
+    pub description: String,
+    pub seed: u64,
+    pub version: &'static str,
+    pub duration: Nanos,
+    pub limit: u64,
+    pub window: Nanos,
+    pub resolution: Nanos,
+    /// The validated scenario, echoed into `summary.json`.
+    pub scenario: serde_json::Value,
+    pub limiters: Vec<LimiterReport>,
+}
+
+impl Report {
+    pub fn new(scenario: &Scenario, runs: Vec<LimiterRun>) -> Report {
+        let limiters = scenario
+            .limiters
+            .iter()
+            .zip(runs)
+            .map(|(spec, run)| {
+                let r = run.recorder;
+                let key_name = |key: u32| match spec.key_by {
+                    crate::scenario::KeyBy::Client => {
+                        scenario.population.client_name(key).to_string()
+                    }
+                    crate::scenario::KeyBy::Ip => scenario.population.ip_name(key).to_string(),
+                    crate::scenario::KeyBy::Global => "*".to_string(),
+                };
+                LimiterReport {
+                    name: spec.name.clone(),
+                    algorithm: spec.algorithm.name(),
+                    key_by: spec.key_by.as_str(),
+                    params: spec.algorithm.params(),
+                    attempts: r.attempts,
+                    admitted: r.admitted,
+                    delayed: r.delayed,
+                    rejected: r.rejected,
+                    peak_in_window: r.peak_in_window,
+                    peak_at: r.peak_at.map(|(t, k)| (t, key_name(k))),
+                    delay_p50: r.delays.percentile(500),
+                    delay_p99: r.delays.percentile(990),
+                    delay_max: r.delays.max(),
+                    state_mean: run.footprint.mean(),
+                    state_peak: run.footprint.peak_bytes,
+                    keys: run.footprint.keys,
+                    series: r.series,
+                }
+            })
+            .collect();
+        Report {
+            name: scenario.name.clone(),
+            description: scenario.description.clone(),
+            seed: scenario.seed,
+            version: env!("CARGO_PKG_VERSION"),
+            duration: scenario.duration,
+            limit: scenario.defaults.limit,
+            window: scenario.defaults.window,
+            resolution: scenario.output.resolution,
+            scenario: scenario.echo(),
+            limiters,
+        }
+    }
+}
+
+/// Nanoseconds as milliseconds, exact to the nanosecond (`100`, `0.000001`).
+pub fn ms(t: Nanos) -> String {
+    decimal_places(t.0 as u128, 1_000_000, 6)
+}
+
+/// An optional duration in ms, empty when absent.
+pub fn opt_ms(t: Option<Nanos>) -> String {
+    t.map(ms).unwrap_or_default()
+}

@@ -1,0 +1,225 @@
+//! Reading one TOML table with errors that name the field's path.
+//!
+//! The raw layer of a scenario is the `toml::Table` the file parses into;
+//! [`Fields`] walks one table of it, converts each value into its validated
+//! type and remembers which keys it took, so that [`Fields::finish`] can
+//! reject anything it did not recognise. Every error names the path
+//! (`limiter[2].rate`), the value as written, and what is accepted.
+
+use std::collections::BTreeSet;
+
+use toml::{Table, Value};
+
+use crate::clock::{parse_duration, parse_rate, Nanos, Rate};
+use crate::error::InputError;
+
+/// The largest count, capacity, limit or cost a scenario may name.
+pub const MAX_COUNT: u64 = 1_000_000_000_000;
+
+pub struct Fields<'a> {
+    path: String,
+    table: &'a Table,
+    /// Every key asked for, present or not: the accepted keys of this table.
+    asked: BTreeSet<String>,
+}
+
+/// `path.key`, or just `key` at the top level.
+pub fn join(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_string()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+impl<'a> Fields<'a> {
+    pub fn new(path: impl Into<String>, table: &'a Table) -> Self {
+        Fields {
+            path: path.into(),
+            table,
+            asked: BTreeSet::new(),
+        }
+    }
+
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// The path of `key` inside this table.
+    pub fn at(&self, key: &str) -> String {
+        join(&self.path, key)
+    }
+
+    /// An error about `key` whose value is `value`.
+    pub fn error(&self, key: &str, value: &Value, what: impl std::fmt::Display) -> InputError {
+        InputError::new(format!("{}: {} — {}", self.at(key), show(value), what))
+    }
+
+    pub fn has(&self, key: &str) -> bool {
+        self.table.contains_key(key)
+    }
+
+    fn take(&mut self, key: &str) -> Option<&'a Value> {
+        self.asked.insert(key.to_string());
+        self.table.get(key)
+    }
+
+    pub fn missing(&self, key: &str, what: &str) -> InputError {
+        InputError::new(format!("{}: missing — {}", self.at(key), what))
+    }
+
+    pub fn opt_str(&mut self, key: &str) -> Result<Option<&'a str>, InputError> {
+        match self.take(key) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.as_str())),
+            Some(v) => Err(self.error(key, v, "expected a string")),
+        }
+    }
+
+    pub fn opt_bool(&mut self, key: &str) -> Result<Option<bool>, InputError> {
+        match self.take(key) {
+            None => Ok(None),
+            Some(Value::Boolean(b)) => Ok(Some(*b)),
+            Some(v) => Err(self.error(key, v, "expected true or false")),
+        }
+    }
+
+    /// A whole number in `min..=MAX_COUNT`.
+    pub fn opt_count(&mut self, key: &str, min: u64) -> Result<Option<u64>, InputError> {
+        let Some(v) = self.take(key) else {
+            return Ok(None);
+        };
+        let accepted = if min == 0 {
+            "expected a whole number ≥ 0"
+        } else {
+            "expected a positive whole number"
+        };
+        match v {
+            Value::Integer(i) if *i >= min as i64 && *i as u64 <= MAX_COUNT => Ok(Some(*i as u64)),
+            Value::Integer(i) if *i >= min as i64 => Err(self.error(
+                key,
+                v,
+                format_args!("too large; at most {MAX_COUNT}"),
+            )),
+            _ => Err(self.error(key, v, accepted)),
+        }
+    }
+
+    /// Any `u64` (seeds).
+    pub fn opt_u64(&mut self, key: &str) -> Result<Option<u64>, InputError> {
+        match self.take(key) {
+            None => Ok(None),
+            Some(Value::Integer(i)) if *i >= 0 => Ok(Some(*i as u64)),
+            Some(v) => Err(self.error(key, v, "expected a whole number ≥ 0")),
+        }
+    }
+
+    /// A duration string such as `"250ms"`; zero only if `allow_zero`.
+    pub fn opt_duration(&mut self, key: &str, allow_zero: bool) -> Result<Option<Nanos>, InputError> {
+        let Some(v) = self.take(key) else {
+            return Ok(None);
+        };
+        let Value::String(s) = v else {
+            return Err(self.error(
+                key,
+                v,
+                "expected a duration string with a unit, e.g. \"250ms\" or \"1.5s\"",
+            ));
+        };
+        let d = parse_duration(s).map_err(|e| self.error(key, v, e))?;
+        if d.0 == 0 && !allow_zero {
+            return Err(self.error(key, v, "must be longer than zero, e.g. \"1s\""));
+        }
+        Ok(Some(d))
+    }
+
+    /// A rate: `"N/DURATION"` or a number per second.
+    pub fn opt_rate(&mut self, key: &str) -> Result<Option<Rate>, InputError> {
+        let Some(v) = self.take(key) else {
+            return Ok(None);
+        };
+        let text = match v {
+            Value::String(s) => s.clone(),
+            Value::Integer(i) => i.to_string(),
+            // Rust prints the shortest decimal that reads back as this f64,
+            // which is what the user wrote (2.5 → "2.5").
+            Value::Float(f) if f.is_finite() => format!("{f}"),
+            Value::Float(_) => {
+                return Err(self.error(
+                    key,
+                    v,
+                    "must be a finite positive rate, e.g. \"100/1s\" or 2.5",
+                ))
+            }
+            _ => {
+                return Err(self.error(
+                    key,
+                    v,
+                    "expected a rate such as \"100/1s\" or a number per second",
+                ))
+            }
+        };
+        if text.contains('e') || text.contains('E') {
+            return Err(self.error(
+                key,
+                v,
+                "write the rate as \"N/DURATION\", e.g. \"100/1s\" (exponents are not accepted)",
+            ));
+        }
+        parse_rate(&text).map(Some).map_err(|e| self.error(key, v, e))
+    }
+
+    pub fn opt_table(&mut self, key: &str) -> Result<Option<&'a Table>, InputError> {
+        match self.take(key) {
+            None => Ok(None),
+            Some(Value::Table(t)) => Ok(Some(t)),
+            Some(v) => Err(self.error(key, v, "expected a table")),
+        }
+    }
+
+    /// An array of tables (`[[key]]`), each returned with its path.
+    pub fn opt_tables(&mut self, key: &str) -> Result<Vec<(String, &'a Table)>, InputError> {
+        let Some(v) = self.take(key) else {
+            return Ok(Vec::new());
+        };
+        let Value::Array(items) = v else {
+            return Err(self.error(key, v, format_args!("expected [[{key}]] tables")));
+        };
+        items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| match item {
+                Value::Table(t) => Ok((format!("{}[{i}]", self.at(key)), t)),
+                other => Err(InputError::new(format!(
+                    "{}[{i}]: {} — expected a table",
+                    self.at(key),
+                    show(other)
+                ))),
+            })
+            .collect()
+    }
+
+    /// Rejects any key that was not taken, naming the accepted ones.
+    pub fn finish(&self) -> Result<(), InputError> {
+        for key in self.table.keys() {
+            if !self.asked.contains(key.as_str()) {
+                let accepted: Vec<&str> = self.asked.iter().map(String::as_str).collect();
+                return Err(InputError::new(format!(
+                    "{}: unknown field — accepted here: {}",
+                    self.at(key),
+                    accepted.join(", ")
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A value as it would be written in TOML.
+pub fn show(v: &Value) -> String {
+    match v {
+        Value::Table(_) => "{…}".to_string(),
+        Value::Array(_) => "[…]".to_string(),
+        other => other.to_string(),
+    }
+}

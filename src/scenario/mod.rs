@@ -1,0 +1,362 @@
+//! Scenario files: TOML in, a validated [`Scenario`] out.
+//!
+//! Two layers: the file parses into a `toml::Table` (the raw layer), then
+//! [`Fields`] walks it into typed values — [`Nanos`], [`Rate`], counts that
+//! are known to be positive — so the engine never sees a string or an option
+//! it would have to check again. Every error names the field's path, the value
+//! and what is accepted.
+
+pub mod fields;
+pub mod limiters;
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+
+use crate::builtin;
+use crate::clock::{Nanos, Rate};
+use crate::error::InputError;
+use crate::traffic::trace::TraceData;
+use crate::traffic::{ParseCtx, Pattern, PATTERNS};
+pub use fields::Fields;
+pub use limiters::{Algorithm, KeyBy, LimiterSpec, ALGORITHMS};
+
+/// The policy every limiter derives its defaults from, and that
+/// `peak_in_window` is held against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Defaults {
+    pub limit: u64,
+    pub window: Nanos,
+}
+
+#[derive(Debug, Clone)]
+pub struct OutputSpec {
+    /// `[output] dir`, if given (the CLI's `--out` wins over it).
+    pub dir: Option<PathBuf>,
+    pub decisions: bool,
+    /// Time-series bucket width.
+    pub resolution: Nanos,
+}
+
+/// The most time-series buckets a run may ask for.
+pub const MAX_BUCKETS: u64 = 10_000_000;
+
+/// A validated scenario.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    pub name: String,
+    pub description: String,
+    pub seed: u64,
+    pub duration: Nanos,
+    pub defaults: Defaults,
+    pub limiters: Vec<LimiterSpec>,
+    pub traffic: Vec<Pattern>,
+    pub output: OutputSpec,
+    pub population: Population,
+}
+
+/// Where a scenario came from: relative paths in it resolve against this.
+#[derive(Debug, Clone)]
+pub enum Origin {
+    File(PathBuf),
+    Builtin(&'static builtin::Builtin),
+}
+
+impl Origin {
+    /// The trace named `rel` in this scenario.
+    pub fn resolve(&self, rel: &str) -> Result<TraceData, String> {
+        match self {
+            Origin::File(path) => {
+                let base = path.parent().unwrap_or(Path::new(""));
+                let full = base.join(rel);
+                if full.is_file() {
+                    Ok(TraceData::File(full))
+                } else {
+                    Err(format!("no such file ({})", full.display()))
+                }
+            }
+            Origin::Builtin(b) => builtin::file(b, rel)
+                .map(TraceData::Embedded)
+                .ok_or_else(|| format!("built-in scenario {} ships no such file", b.name)),
+        }
+    }
+
+    pub fn shown(&self) -> String {
+        match self {
+            Origin::File(p) => p.display().to_string(),
+            Origin::Builtin(b) => format!("built-in scenario {}", b.name),
+        }
+    }
+}
+
+/// Every client and address named in a scenario, interned to dense ids so
+/// limiters index their per-key state without hashing.
+#[derive(Debug, Clone, Default)]
+pub struct Population {
+    clients: Vec<String>,
+    client_ids: HashMap<String, u32>,
+    ips: Vec<String>,
+    ip_ids: HashMap<String, u32>,
+}
+
+fn intern(names: &mut Vec<String>, ids: &mut HashMap<String, u32>, name: &str) -> u32 {
+    if let Some(&id) = ids.get(name) {
+        return id;
+    }
+    let id = names.len() as u32;
+    names.push(name.to_string());
+    ids.insert(name.to_string(), id);
+    id
+}
+
+impl Population {
+    pub fn client(&mut self, name: &str) -> u32 {
+        intern(&mut self.clients, &mut self.client_ids, name)
+    }
+
+    pub fn ip(&mut self, name: &str) -> u32 {
+        intern(&mut self.ips, &mut self.ip_ids, name)
+    }
+
+    pub fn client_name(&self, id: u32) -> &str {
+        &self.clients[id as usize]
+    }
+
+    pub fn ip_name(&self, id: u32) -> &str {
+        &self.ips[id as usize]
+    }
+
+    pub fn clients(&self) -> usize {
+        self.clients.len()
+    }
+
+    pub fn ips(&self) -> usize {
+        self.ips.len()
+    }
+}
+
+impl Scenario {
+    /// Loads the scenario named by `arg`: a path to a TOML file, or the name
+    /// of a built-in scenario.
+    pub fn load(arg: &str) -> Result<Scenario, InputError> {
+        let path = Path::new(arg);
+        if path.is_file() {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| InputError::new(format!("{arg}: cannot be read: {e}")))?;
+            let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned());
+            return Scenario::parse(&text, stem.as_deref().unwrap_or("scenario"), Origin::File(path.to_path_buf()))
+                .map_err(|e| e.within(arg));
+        }
+        if let Some(b) = builtin::find(arg) {
+            return Scenario::parse(b.toml, b.name, Origin::Builtin(b))
+                .map_err(|e| e.within(format!("built-in {}", b.name)));
+        }
+        let builtins: Vec<&str> = builtin::SCENARIOS.iter().map(|b| b.name).collect();
+        Err(InputError::new(if path.exists() {
+            format!("{arg}: is not a file — give a scenario .toml file")
+        } else {
+            format!(
+                "{arg}: no such file, and no built-in scenario of that name — built-ins: {}",
+                builtins.join(", ")
+            )
+        }))
+    }
+
+    /// Parses and validates scenario text. `stem` is the default name.
+    pub fn parse(text: &str, stem: &str, origin: Origin) -> Result<Scenario, InputError> {
+        let table: toml::Table = text
+            .parse()
+            .map_err(|e: toml::de::Error| InputError::new(format!("not valid TOML: {}", e.to_string().trim_end())))?;
+        let mut top = Fields::new("", &table);
+        let name = top.opt_str("name")?.unwrap_or(stem).to_string();
+        let description = top.opt_str("description")?.unwrap_or("").to_string();
+        let seed = top.opt_u64("seed")?.unwrap_or(0);
+        let duration = top.opt_duration("duration", false)?;
+
+        let defaults_table = top
+            .opt_table("defaults")?
+            .ok_or_else(|| top.missing("defaults", "a [defaults] table with limit and window, e.g. limit = 100, window = \"1s\""))?;
+        let defaults = parse_defaults(&mut Fields::new("defaults", defaults_table))?;
+
+        let limiter_tables = top.opt_tables("limiter")?;
+        if limiter_tables.is_empty() {
+            return Err(top.missing("limiter", "at least one [[limiter]] table"));
+        }
+        let mut limiters = Vec::new();
+        let mut seen = HashSet::new();
+        for (path, t) in limiter_tables {
+            let mut f = Fields::new(path, t);
+            let spec = limiters::parse(&mut f, &defaults)?;
+            f.finish()?;
+            if !seen.insert(spec.name.clone()) {
+                return Err(InputError::new(format!(
+                    "{}.name: \"{}\" — another limiter already has this name; names must be unique (give each a `name`)",
+                    f.path(),
+                    spec.name
+                )));
+            }
+            limiters.push(spec);
+        }
+
+        let traffic_tables = top.opt_tables("traffic")?;
+        if traffic_tables.is_empty() {
+            return Err(top.missing("traffic", "at least one [[traffic]] table"));
+        }
+        let mut population = Population::default();
+        let mut traffic = Vec::new();
+        let mut pattern_counts: HashMap<&str, usize> = HashMap::new();
+        for (_, t) in &traffic_tables {
+            if let Some(toml::Value::String(p)) = t.get("pattern") {
+                *pattern_counts.entry(p.as_str()).or_default() += 1;
+            }
+        }
+        for (index, (path, t)) in traffic_tables.iter().enumerate() {
+            let mut f = Fields::new(path.clone(), t);
+            let pattern = f.opt_str("pattern")?.ok_or_else(|| {
+                f.missing("pattern", &format!("one of {}", limiters::names(PATTERNS)))
+            })?;
+            if !PATTERNS.iter().any(|(n, _)| *n == pattern) {
+                return Err(InputError::new(format!(
+                    "{}: \"{pattern}\" — unknown pattern; accepted: {}",
+                    f.at("pattern"),
+                    limiters::names(PATTERNS)
+                )));
+            }
+            let default_prefix = if pattern_counts.get(pattern) == Some(&1) {
+                format!("{pattern}-")
+            } else {
+                format!("{pattern}{index}-")
+            };
+            let mut ctx = ParseCtx {
+                defaults: &defaults,
+                origin: &origin,
+                population: &mut population,
+                index,
+                default_prefix,
+            };
+            traffic.push(Pattern::parse(pattern, &mut f, &mut ctx)?);
+            f.finish()?;
+        }
+
+        let duration = match duration {
+            Some(d) => d,
+            None => traffic
+                .iter()
+                .map(Pattern::last_time)
+                .collect::<Option<Vec<_>>>()
+                .and_then(|v| v.into_iter().max())
+                .ok_or_else(|| {
+                    top.missing("duration", "how long to simulate, e.g. \"10s\" (only an all-trace scenario may leave it out)")
+                })?,
+        };
+
+        let output = match top.opt_table("output")? {
+            Some(t) => {
+                let mut f = Fields::new("output", t);
+                let o = parse_output(&mut f, &defaults)?;
+                f.finish()?;
+                o
+            }
+            None => default_output(&defaults),
+        };
+        check_buckets(&output, duration, "output.resolution")?;
+        top.finish()?;
+
+        Ok(Scenario {
+            name,
+            description,
+            seed,
+            duration,
+            defaults,
+            limiters,
+            traffic,
+            output,
+            population,
+        })
+    }
+
+    /// The run directory when the CLI gives none: `[output] dir`, else
+    /// `output/<name>`.
+    pub fn default_out_dir(&self) -> PathBuf {
+        self.output
+            .dir
+            .clone()
+            .unwrap_or_else(|| Path::new("output").join(&self.name))
+    }
+
+    /// The scenario as validated, for `summary.json`.
+    pub fn echo(&self) -> serde_json::Value {
+        json!({
+            "name": self.name,
+            "description": self.description,
+            "seed": self.seed,
+            "duration": self.duration.to_string(),
+            "duration_ns": self.duration.0,
+            "defaults": {
+                "limit": self.defaults.limit,
+                "window": self.defaults.window.to_string(),
+                "window_ns": self.defaults.window.0,
+            },
+            "limiters": self.limiters.iter().map(|l| json!({
+                "name": l.name,
+                "algorithm": l.algorithm.name(),
+                "key_by": l.key_by.as_str(),
+                "params": l.algorithm.params(),
+            })).collect::<Vec<_>>(),
+            "traffic": self.traffic.iter().map(Pattern::echo).collect::<Vec<_>>(),
+            "output": {
+                "resolution": self.output.resolution.to_string(),
+                "resolution_ns": self.output.resolution.0,
+            },
+        })
+    }
+}
+
+fn parse_defaults(f: &mut Fields) -> Result<Defaults, InputError> {
+    let limit = f
+        .opt_count("limit", 1)?
+        .ok_or_else(|| f.missing("limit", "the policy's limit per window, e.g. 100"))?;
+    let window = f
+        .opt_duration("window", false)?
+        .ok_or_else(|| f.missing("window", "the policy's window, e.g. \"1s\""))?;
+    if Rate::per(limit, window).is_none() {
+        return Err(InputError::new(format!(
+            "defaults: limit {limit} per window {window} is not a rate ratesim can represent exactly"
+        )));
+    }
+    f.finish()?;
+    Ok(Defaults { limit, window })
+}
+
+fn default_output(d: &Defaults) -> OutputSpec {
+    OutputSpec {
+        dir: None,
+        decisions: false,
+        resolution: Nanos((d.window.0 / 10).max(1)),
+    }
+}
+
+fn parse_output(f: &mut Fields, d: &Defaults) -> Result<OutputSpec, InputError> {
+    let dir = f.opt_str("dir")?.map(PathBuf::from);
+    let decisions = f.opt_bool("decisions")?.unwrap_or(false);
+    let resolution = f
+        .opt_duration("resolution", false)?
+        .unwrap_or(default_output(d).resolution);
+    Ok(OutputSpec {
+        dir,
+        decisions,
+        resolution,
+    })
+}
+
+fn check_buckets(o: &OutputSpec, duration: Nanos, path: &str) -> Result<(), InputError> {
+    let buckets = duration.0.div_ceil(o.resolution.0);
+    if buckets > MAX_BUCKETS {
+        return Err(InputError::new(format!(
+            "{path}: \"{}\" — gives {buckets} time-series buckets over {}; at most {MAX_BUCKETS} (choose a coarser resolution)",
+            o.resolution, duration
+        )));
+    }
+    Ok(())
+}

@@ -1,0 +1,175 @@
+//! Traffic: who sends what, when.
+//!
+//! A scenario's `[[traffic]]` sources each become one or more [`Stream`]s —
+//! usually one per client — that yield [`Arrival`]s in time order. The engine
+//! merges them on its event queue. Streams are rebuilt from the scenario for
+//! every limiter, and each client's random numbers come from its own stream,
+//! seeded by `(scenario seed, source index, client index)` with the portable
+//! ChaCha8 generator: every limiter faces exactly the same arrivals, on any
+//! machine.
+//!
+//! | file | pattern |
+//! |---|---|
+//! | [`trace`] | replay a recorded CSV exactly |
+//! | [`steady`] | each client at a fixed rate |
+//! | [`poisson`] | each client with exponential gaps |
+//! | [`boundary`] | bursts just before and just after each window boundary |
+
+pub mod boundary;
+pub mod poisson;
+pub mod steady;
+pub mod trace;
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+use crate::clock::Nanos;
+use crate::error::InputError;
+use crate::scenario::fields::Fields;
+use crate::scenario::{Defaults, Origin, Population};
+
+/// One request reaching the limiter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Arrival {
+    pub time: Nanos,
+    /// Interned client id (see [`Population`]).
+    pub client: u32,
+    /// Interned address id.
+    pub ip: u32,
+    pub cost: u64,
+}
+
+/// Arrivals of one client (or one trace) in non-decreasing time order.
+pub trait Stream: Send {
+    fn next(&mut self) -> anyhow::Result<Option<Arrival>>;
+}
+
+/// A validated `[[traffic]]` source.
+#[derive(Debug, Clone)]
+pub enum Pattern {
+    Trace(trace::Trace),
+    Steady(steady::Steady),
+    Poisson(poisson::Poisson),
+    Boundary(boundary::Boundary),
+}
+
+/// Every pattern name with a one-line description, for `ratesim list`.
+pub const PATTERNS: &[(&str, &str)] = &[
+    ("trace", "replay a recorded CSV (time or time_ns, client, ip, cost) exactly"),
+    ("steady", "`clients` clients, each at a fixed `rate`, with a fixed, spread or random phase"),
+    ("poisson", "`clients` clients, each with exponential gaps at `rate` (seeded)"),
+    ("boundary", "`burst` requests just before and just after each window boundary"),
+];
+
+/// What a pattern needs while it is parsed.
+pub struct ParseCtx<'a> {
+    pub defaults: &'a Defaults,
+    pub origin: &'a Origin,
+    pub population: &'a mut Population,
+    /// Position of this source among `[[traffic]]`.
+    pub index: usize,
+    /// Default prefix for synthetic client names.
+    pub default_prefix: String,
+}
+
+/// What a pattern needs to build its streams for one run.
+#[derive(Debug, Clone, Copy)]
+pub struct StreamCtx {
+    pub seed: u64,
+    /// Synthetic sources send strictly before `end`; traces up to and including it.
+    pub end: Nanos,
+}
+
+impl Pattern {
+    pub fn parse(name: &str, f: &mut Fields, ctx: &mut ParseCtx) -> Result<Pattern, InputError> {
+        Ok(match name {
+            "trace" => Pattern::Trace(trace::Trace::parse(f, ctx)?),
+            "steady" => Pattern::Steady(steady::Steady::parse(f, ctx)?),
+            "poisson" => Pattern::Poisson(poisson::Poisson::parse(f, ctx)?),
+            "boundary" => Pattern::Boundary(boundary::Boundary::parse(f, ctx)?),
+            _ => unreachable!("pattern names are checked against PATTERNS"),
+        })
+    }
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            Pattern::Trace(_) => "trace",
+            Pattern::Steady(_) => "steady",
+            Pattern::Poisson(_) => "poisson",
+            Pattern::Boundary(_) => "boundary",
+        }
+    }
+
+    /// The streams of this source for one run.
+    pub fn streams(&self, source: usize, ctx: StreamCtx) -> anyhow::Result<Vec<Box<dyn Stream>>> {
+        Ok(match self {
+            Pattern::Trace(t) => vec![Box::new(t.open(ctx)?)],
+            Pattern::Steady(s) => s.streams(source, ctx),
+            Pattern::Poisson(p) => p.streams(source, ctx),
+            Pattern::Boundary(b) => b.streams(source, ctx),
+        })
+    }
+
+    /// The last arrival time, if the source knows it (traces).
+    pub fn last_time(&self) -> Option<Nanos> {
+        match self {
+            Pattern::Trace(t) => Some(t.last_time()),
+            _ => None,
+        }
+    }
+
+    /// Parameters for the scenario echo in `summary.json`.
+    pub fn echo(&self) -> serde_json::Value {
+        match self {
+            Pattern::Trace(t) => t.echo(),
+            Pattern::Steady(s) => s.echo(),
+            Pattern::Poisson(p) => p.echo(),
+            Pattern::Boundary(b) => b.echo(),
+        }
+    }
+}
+
+/// The random stream of client `client` of source `source`: independent of
+/// every other client's, and identical for every limiter.
+pub fn client_rng(seed: u64, source: usize, client: u64) -> ChaCha8Rng {
+    let mut key = [0u8; 32];
+    key[..8].copy_from_slice(&seed.to_le_bytes());
+    key[8..16].copy_from_slice(&(source as u64).to_le_bytes());
+    key[16..24].copy_from_slice(&client.to_le_bytes());
+    key[24..].copy_from_slice(b"ratesim\0");
+    ChaCha8Rng::from_seed(key)
+}
+
+/// Names and interns `count` synthetic clients (`{prefix}{i}`); each sends
+/// from an address named like itself. Returns `(client id, ip id)` per client.
+pub fn synthetic_clients(
+    f: &mut Fields,
+    ctx: &mut ParseCtx,
+    count: u64,
+) -> Result<Vec<(u32, u32)>, InputError> {
+    let prefix = f
+        .opt_str("prefix")?
+        .map(str::to_string)
+        .unwrap_or_else(|| ctx.default_prefix.clone());
+    if count > MAX_CLIENTS {
+        return Err(InputError::new(format!(
+            "{}: {count} — at most {MAX_CLIENTS} clients per source",
+            f.at("clients")
+        )));
+    }
+    Ok((0..count)
+        .map(|i| {
+            let name = format!("{prefix}{i}");
+            let ip = ctx.population.ip(&name);
+            (ctx.population.client(&name), ip)
+        })
+        .collect())
+}
+
+/// Clients one synthetic source may have.
+pub const MAX_CLIENTS: u64 = 10_000_000;
+
+/// `cost` of every request of a synthetic source (default 1).
+pub fn cost_field(f: &mut Fields) -> Result<u64, InputError> {
+    Ok(f.opt_count("cost", 1)?.unwrap_or(1))
+}
