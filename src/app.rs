@@ -46,7 +46,10 @@ fn run_command(args: RunArgs) -> anyhow::Result<()> {
     if let Some(seed) = args.seed {
         scenario.seed = seed;
     }
-    let out = args.out.clone().unwrap_or_else(|| scenario.default_out_dir());
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| scenario.default_out_dir());
     let decisions = args.decisions || scenario.output.decisions;
     let report = run_scenario(&scenario, &out, decisions, &|_, _| {})?;
     if args.quiet {
@@ -144,7 +147,8 @@ struct Staging {
 
 impl Staging {
     fn new(target: &Path) -> anyhow::Result<Staging> {
-        let bad = |why: String| InputError::new(format!("output directory {}: {why}", target.display()));
+        let bad =
+            |why: String| InputError::new(format!("output directory {}: {why}", target.display()));
         if target.exists() && !is_replaceable(target) {
             return Err(bad(
                 "exists and is not a ratesim run directory (no summary.json); choose another --out or remove it".into(),
@@ -199,7 +203,9 @@ impl Staging {
 fn is_replaceable(p: &Path) -> bool {
     p.is_dir()
         && (p.join("summary.json").is_file()
-            || fs::read_dir(p).map(|mut d| d.next().is_none()).unwrap_or(false))
+            || fs::read_dir(p)
+                .map(|mut d| d.next().is_none())
+                .unwrap_or(false))
 }
 
 fn list() -> anyhow::Result<()> {
@@ -219,7 +225,10 @@ fn list() -> anyhow::Result<()> {
     for (name, what) in PATTERNS {
         writeln!(out, "  {name:<16} {what}")?;
     }
-    writeln!(out, "\nkey_by (every limiter): \"client\" (default), \"ip\", \"global\"")?;
+    writeln!(
+        out,
+        "\nkey_by (every limiter): \"client\" (default), \"ip\", \"global\""
+    )?;
     Ok(())
 }
 

@@ -46,5 +46,8 @@ pub fn find(name: &str) -> Option<&'static Builtin> {
 /// A file shipped with a built-in scenario.
 pub fn file(b: &Builtin, rel: &str) -> Option<&'static [u8]> {
     let rel = rel.strip_prefix("./").unwrap_or(rel);
-    b.files.iter().find(|(p, _)| *p == rel).map(|(_, data)| *data)
+    b.files
+        .iter()
+        .find(|(p, _)| *p == rel)
+        .map(|(_, data)| *data)
 }

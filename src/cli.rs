@@ -22,10 +22,14 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run a scenario and write its results to a run directory
-    #[command(after_help = "Examples:\n  ratesim run boundary\n  ratesim run scenarios/steady.toml --seed 42 --out /tmp/steady\n  ratesim run poisson --decisions --quiet\n  ratesim run boundary --format json | jq '.limiters[].peak_in_window'\n\nSCENARIO is a path to a .toml file or the name of a built-in scenario (see `ratesim list`).\nThe run directory gets summary.csv, summary.json, timeseries.csv and, with --decisions, decisions.csv.")]
+    #[command(
+        after_help = "Examples:\n  ratesim run boundary\n  ratesim run scenarios/steady.toml --seed 42 --out /tmp/steady\n  ratesim run poisson --decisions --quiet\n  ratesim run boundary --format json | jq '.limiters[].peak_in_window'\n\nSCENARIO is a path to a .toml file or the name of a built-in scenario (see `ratesim list`).\nThe run directory gets summary.csv, summary.json, timeseries.csv and, with --decisions, decisions.csv."
+    )]
     Run(RunArgs),
     /// Check a scenario file without running it
-    #[command(after_help = "Examples:\n  ratesim validate scenarios/boundary.toml\n  ratesim validate boundary\n\nExit status 0 when the scenario is valid, 2 with a message naming the field when not.")]
+    #[command(
+        after_help = "Examples:\n  ratesim validate scenarios/boundary.toml\n  ratesim validate boundary\n\nExit status 0 when the scenario is valid, 2 with a message naming the field when not."
+    )]
     Validate {
         /// Path to a scenario .toml, or a built-in scenario name
         scenario: String,

@@ -57,38 +57,28 @@ impl Sub for Nanos {
     }
 }
 
-/// Prints the shortest exact form with a unit: `1.5s`, `250ms`, `10us`, `7ns`.
+/// Prints an exact, human form that [`parse_duration`] reads back:
+/// `2h`, `1m`, `4.75s`, `250ms`, `1.5ms`, `10us`, `7ns`.
 impl fmt::Display for Nanos {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let n = self.0;
-        if n == 0 {
-            return f.write_str("0s");
-        }
-        const UNITS: [(u64, &str); 6] = [
-            (3_600 * NANOS_PER_SEC, "h"),
-            (60 * NANOS_PER_SEC, "m"),
-            (NANOS_PER_SEC, "s"),
-            (1_000_000, "ms"),
-            (1_000, "us"),
-            (1, "ns"),
-        ];
-        // Whole multiples of h/m read best as such; otherwise seconds with
-        // an exact decimal fraction, or the largest unit that divides evenly.
-        for (unit, name) in UNITS {
-            if n % unit == 0 {
-                return write!(f, "{}{}", n / unit, name);
-            }
-        }
-        unreachable!("every integer is a multiple of 1ns")
+        const HOUR: u64 = 3_600 * NANOS_PER_SEC;
+        const MINUTE: u64 = 60 * NANOS_PER_SEC;
+        let (value, unit) = match n {
+            0 => return f.write_str("0s"),
+            _ if n % HOUR == 0 => return write!(f, "{}h", n / HOUR),
+            _ if n % MINUTE == 0 => return write!(f, "{}m", n / MINUTE),
+            _ if n >= NANOS_PER_SEC => (decimal(n as u128, NANOS_PER_SEC as u128), "s"),
+            _ if n >= 1_000_000 => (decimal(n as u128, 1_000_000), "ms"),
+            _ if n >= 1_000 => (decimal(n as u128, 1_000), "us"),
+            _ => (n.to_string(), "ns"),
+        };
+        write!(f, "{value}{unit}")
     }
 }
 
 impl fmt::Debug for Nanos {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.0 >= NANOS_PER_SEC && self.0 % 1_000_000 == 0 {
-            f.write_str(&decimal(self.0 as u128, NANOS_PER_SEC as u128))?;
-            return f.write_str("s");
-        }
         fmt::Display::fmt(self, f)
     }
 }
@@ -214,7 +204,11 @@ fn parse_decimal(s: &str) -> Option<(u128, u128)> {
     }
     let den = 10u128.pow(frac.len() as u32);
     let int_v: u128 = if int.is_empty() { 0 } else { int.parse().ok()? };
-    let frac_v: u128 = if frac.is_empty() { 0 } else { frac.parse().ok()? };
+    let frac_v: u128 = if frac.is_empty() {
+        0
+    } else {
+        frac.parse().ok()?
+    };
     Some((int_v.checked_mul(den)?.checked_add(frac_v)?, den))
 }
 
@@ -236,7 +230,9 @@ pub fn parse_duration(s: &str) -> Result<Nanos, ParseError> {
         _ => return Err(ParseError::DurationSyntax),
     };
     let (num, den) = parse_decimal(number).ok_or(ParseError::DurationSyntax)?;
-    let total = num.checked_mul(unit_ns).ok_or(ParseError::DurationTooLong)?;
+    let total = num
+        .checked_mul(unit_ns)
+        .ok_or(ParseError::DurationTooLong)?;
     if total % den != 0 {
         return Err(ParseError::FractionalNanos);
     }
@@ -267,7 +263,10 @@ pub fn parse_seconds(s: &str) -> Result<Nanos, ParseError> {
 pub fn parse_rate(s: &str) -> Result<Rate, ParseError> {
     let s = s.trim();
     let (count, period) = match s.split_once('/') {
-        Some((c, p)) => (c.trim(), parse_duration(p).map_err(|_| ParseError::RateSyntax)?),
+        Some((c, p)) => (
+            c.trim(),
+            parse_duration(p).map_err(|_| ParseError::RateSyntax)?,
+        ),
         None => (s, Nanos(NANOS_PER_SEC)),
     };
     if count.starts_with('-') {
@@ -308,7 +307,11 @@ mod tests {
             Err(ParseError::FractionalNanos)
         );
         for bad in ["", "5", "s", "1.2.3s", "-1s", "1 parsec", "1e3s", ".s"] {
-            assert_eq!(parse_duration(bad), Err(ParseError::DurationSyntax), "{bad}");
+            assert_eq!(
+                parse_duration(bad),
+                Err(ParseError::DurationSyntax),
+                "{bad}"
+            );
         }
         assert_eq!(
             parse_duration("99999999999h"),
@@ -352,10 +355,23 @@ mod tests {
 
     #[test]
     fn nanos_display_uses_the_largest_exact_unit() {
-        assert_eq!(Nanos(1_500_000_000).to_string(), "1500ms");
-        assert_eq!(format!("{:?}", Nanos(1_500_000_000)), "1.5s");
+        assert_eq!(Nanos(1_500_000_000).to_string(), "1.5s");
+        assert_eq!(Nanos(4_750_000_000).to_string(), "4.75s");
+        assert_eq!(Nanos(1_000_000_001).to_string(), "1.000000001s");
         assert_eq!(Nanos(60_000_000_000).to_string(), "1m");
+        assert_eq!(Nanos(90_000_000_000).to_string(), "90s");
+        assert_eq!(Nanos(1_500_000).to_string(), "1.5ms");
         assert_eq!(Nanos(7).to_string(), "7ns");
+        for n in [
+            1,
+            999,
+            1_001,
+            123_456_789,
+            3_600_000_000_001,
+            7_200_000_000_000,
+        ] {
+            assert_eq!(parse_duration(&Nanos(n).to_string()), Ok(Nanos(n)));
+        }
         assert_eq!(decimal(1, 3), "0.333333333");
         assert_eq!(decimal_places(100_000_000, 1_000_000, 3), "100");
     }

@@ -81,7 +81,9 @@ pub fn simulate(
     let mut events = 0u64;
     while let Some((_, i)) = queue.pop() {
         let i = i as usize;
-        let arrival = pending[i].take().expect("a queued stream has a pending arrival");
+        let arrival = pending[i]
+            .take()
+            .expect("a queued stream has a pending arrival");
         let key = match spec.key_by {
             KeyBy::Client => arrival.client,
             KeyBy::Ip => arrival.ip,

@@ -164,7 +164,9 @@ impl DelayHistogram {
         if self.count == 0 {
             return None;
         }
-        let rank = (per_mille as u128 * self.count as u128).div_ceil(1000).max(1) as u64;
+        let rank = (per_mille as u128 * self.count as u128)
+            .div_ceil(1000)
+            .max(1) as u64;
         if rank <= self.zeros {
             return Some(Nanos::ZERO);
         }
@@ -183,7 +185,10 @@ impl DelayHistogram {
             return None;
         }
         Some(Nanos(
-            self.values.keys().next_back().map_or(0, |v| v << self.shift),
+            self.values
+                .keys()
+                .next_back()
+                .map_or(0, |v| v << self.shift),
         ))
     }
 }
@@ -204,7 +209,12 @@ mod tests {
         assert_eq!(r.peak_in_window, 3);
         r.record(1, Nanos(1000 * MS), 5, Decision::Admitted);
         assert_eq!(r.peak_in_window, 5, "keys are separate, costs weigh");
-        r.record(0, Nanos(1000 * MS), 9, Decision::Rejected { retry_after: None });
+        r.record(
+            0,
+            Nanos(1000 * MS),
+            9,
+            Decision::Rejected { retry_after: None },
+        );
         assert_eq!(r.peak_in_window, 5, "rejections do not pass");
     }
 
@@ -247,6 +257,9 @@ mod tests {
         assert!(h.values.len() <= DelayHistogram::MAX_VALUES);
         let p50 = h.percentile(500).unwrap().0;
         let exact = 50_000 * 1000 + 7;
-        assert!(p50 <= exact && exact - p50 < 1 << h.shift, "{p50} vs {exact}");
+        assert!(
+            p50 <= exact && exact - p50 < 1 << h.shift,
+            "{p50} vs {exact}"
+        );
     }
 }

@@ -48,9 +48,15 @@ impl Limiter for FixedWindow {
     fn decide(&mut self, key: u32, now: Nanos, cost: u64) -> Decision {
         let cfg = self.cfg;
         let k = now.0 / cfg.window.0;
-        let c = self.keys.entry(key, now, || Counter { window: k, count: 0 });
+        let c = self.keys.entry(key, now, || Counter {
+            window: k,
+            count: 0,
+        });
         if c.window != k {
-            *c = Counter { window: k, count: 0 };
+            *c = Counter {
+                window: k,
+                count: 0,
+            };
         }
         if c.count + cost <= cfg.limit {
             c.count += cost;

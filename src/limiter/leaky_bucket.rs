@@ -130,7 +130,15 @@ mod tests {
         let mut lb = shaper("10/1s", 5, 0);
         assert_eq!(
             delays_of_seven_at_once(&mut lb),
-            [Some(0), Some(100), Some(200), Some(300), Some(400), Some(500), None]
+            [
+                Some(0),
+                Some(100),
+                Some(200),
+                Some(300),
+                Some(400),
+                Some(500),
+                None
+            ]
         );
     }
 
@@ -139,7 +147,15 @@ mod tests {
         let mut lb = shaper("10/1s", 5, 2);
         assert_eq!(
             delays_of_seven_at_once(&mut lb),
-            [Some(0), Some(0), Some(0), Some(100), Some(200), Some(300), None]
+            [
+                Some(0),
+                Some(0),
+                Some(0),
+                Some(100),
+                Some(200),
+                Some(300),
+                None
+            ]
         );
     }
 

@@ -73,7 +73,12 @@ pub const TIMESERIES_COLUMNS: &[&str] = &[
 pub fn timeseries(report: &Report, out: impl Write) -> csv::Result<()> {
     let mut w = csv::Writer::from_writer(out);
     w.write_record(TIMESERIES_COLUMNS)?;
-    let buckets = report.limiters.iter().map(|l| l.series.len()).max().unwrap_or(0);
+    let buckets = report
+        .limiters
+        .iter()
+        .map(|l| l.series.len())
+        .max()
+        .unwrap_or(0);
     let res = report.resolution.0;
     for l in &report.limiters {
         for i in 0..buckets {
@@ -120,7 +125,9 @@ pub struct DecisionLog<'a, W: Write> {
 impl<'a, W: Write> DecisionLog<'a, W> {
     pub fn new(out: W, limiter: &'a str, key_by: KeyBy, population: &'a Population) -> Self {
         DecisionLog {
-            w: csv::WriterBuilder::new().has_headers(false).from_writer(out),
+            w: csv::WriterBuilder::new()
+                .has_headers(false)
+                .from_writer(out),
             limiter,
             key_by,
             population,

@@ -1,11 +1,20 @@
 //! The terminal summary: one aligned row per limiter.
 
-use super::{opt_ms, Report};
+use super::Report;
+use crate::clock::decimal_places;
 
 pub fn render(report: &Report) -> String {
     let header = [
-        "limiter", "algorithm", "key", "admitted", "delayed", "rejected", "peak/limit",
-        "delay p99", "state B/key", "keys",
+        "limiter",
+        "algorithm",
+        "key",
+        "admitted",
+        "delayed",
+        "rejected",
+        "peak/limit",
+        "delay p99",
+        "state B/key",
+        "keys",
     ];
     let rows: Vec<[String; 10]> = report
         .limiters
@@ -20,7 +29,9 @@ pub fn render(report: &Report) -> String {
                 l.rejected.to_string(),
                 format!("{}/{}", l.peak_in_window, report.limit),
                 match l.delay_p99 {
-                    Some(d) if d.0 > 0 => format!("{}ms", opt_ms(Some(d))),
+                    Some(d) if d.0 > 0 => {
+                        format!("{}ms", decimal_places(d.0 as u128, 1_000_000, 1))
+                    }
                     _ => "-".to_string(),
                 },
                 if l.state_mean_text() == l.state_peak.to_string() {

@@ -96,11 +96,9 @@ impl<'a> Fields<'a> {
         };
         match v {
             Value::Integer(i) if *i >= min as i64 && *i as u64 <= MAX_COUNT => Ok(Some(*i as u64)),
-            Value::Integer(i) if *i >= min as i64 => Err(self.error(
-                key,
-                v,
-                format_args!("too large; at most {MAX_COUNT}"),
-            )),
+            Value::Integer(i) if *i >= min as i64 => {
+                Err(self.error(key, v, format_args!("too large; at most {MAX_COUNT}")))
+            }
             _ => Err(self.error(key, v, accepted)),
         }
     }
@@ -115,7 +113,11 @@ impl<'a> Fields<'a> {
     }
 
     /// A duration string such as `"250ms"`; zero only if `allow_zero`.
-    pub fn opt_duration(&mut self, key: &str, allow_zero: bool) -> Result<Option<Nanos>, InputError> {
+    pub fn opt_duration(
+        &mut self,
+        key: &str,
+        allow_zero: bool,
+    ) -> Result<Option<Nanos>, InputError> {
         let Some(v) = self.take(key) else {
             return Ok(None);
         };
@@ -166,7 +168,9 @@ impl<'a> Fields<'a> {
                 "write the rate as \"N/DURATION\", e.g. \"100/1s\" (exponents are not accepted)",
             ));
         }
-        parse_rate(&text).map(Some).map_err(|e| self.error(key, v, e))
+        parse_rate(&text)
+            .map(Some)
+            .map_err(|e| self.error(key, v, e))
     }
 
     pub fn opt_table(&mut self, key: &str) -> Result<Option<&'a Table>, InputError> {

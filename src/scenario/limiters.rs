@@ -47,13 +47,34 @@ pub enum Algorithm {
 
 /// Every algorithm name with a one-line description, for `ratesim list`.
 pub const ALGORITHMS: &[(&str, &str)] = &[
-    ("token_bucket", "continuous refill up to `capacity` at `rate` (Envoy local rate limit)"),
-    ("interval_bucket", "`tokens_per_fill` every `fill_interval` up to `max_tokens` (Envoy's timer bucket)"),
-    ("gcra", "one theoretical arrival time; decides as a token bucket of `burst` (governor, redis-cell)"),
-    ("leaky_bucket", "shaper: delays up to `queue` requests to `rate`, `delay` pass at once (nginx limit_req)"),
-    ("fixed_window", "counter per aligned `window`; 2x `limit` across a boundary (envoyproxy/ratelimit)"),
-    ("sliding_log", "exact log of the last `window`; 8 bytes per live entry (Redis sorted sets)"),
-    ("sliding_counter", "previous window weighted by its remaining share (Cloudflare)"),
+    (
+        "token_bucket",
+        "continuous refill up to `capacity` at `rate` (Envoy local rate limit)",
+    ),
+    (
+        "interval_bucket",
+        "`tokens_per_fill` every `fill_interval` up to `max_tokens` (Envoy's timer bucket)",
+    ),
+    (
+        "gcra",
+        "one theoretical arrival time; decides as a token bucket of `burst` (governor, redis-cell)",
+    ),
+    (
+        "leaky_bucket",
+        "shaper: delays up to `queue` requests to `rate`, `delay` pass at once (nginx limit_req)",
+    ),
+    (
+        "fixed_window",
+        "counter per aligned `window`; 2x `limit` across a boundary (envoyproxy/ratelimit)",
+    ),
+    (
+        "sliding_log",
+        "exact log of the last `window`; 8 bytes per live entry (Redis sorted sets)",
+    ),
+    (
+        "sliding_counter",
+        "previous window weighted by its remaining share (Cloudflare)",
+    ),
 ];
 
 impl Algorithm {
@@ -126,14 +147,16 @@ pub struct LimiterSpec {
 }
 
 pub fn parse(f: &mut Fields, d: &Defaults) -> Result<LimiterSpec, InputError> {
-    let algorithm_name = f.opt_str("algorithm")?.ok_or_else(|| {
-        f.missing(
-            "algorithm",
-            &format!("one of {}", names(ALGORITHMS)),
-        )
-    })?;
+    let algorithm_name = f
+        .opt_str("algorithm")?
+        .ok_or_else(|| f.missing("algorithm", &format!("one of {}", names(ALGORITHMS))))?;
     let name = match f.opt_str("name")? {
-        Some("") => return Err(InputError::new(format!("{}: \"\" — a name must not be empty", f.at("name")))),
+        Some("") => {
+            return Err(InputError::new(format!(
+                "{}: \"\" — a name must not be empty",
+                f.at("name")
+            )))
+        }
         Some(n) if n.contains([',', '"', '\n', '\r']) => {
             return Err(InputError::new(format!(
                 "{}: {n:?} — a name may not contain commas, quotes or line breaks",
@@ -155,7 +178,8 @@ pub fn parse(f: &mut Fields, d: &Defaults) -> Result<LimiterSpec, InputError> {
         }
     };
     let default_rate = || Rate::per(d.limit, d.window).expect("defaults are validated");
-    let count_rejected = |f: &mut Fields| Ok::<_, InputError>(f.opt_bool("count_rejected")?.unwrap_or(false));
+    let count_rejected =
+        |f: &mut Fields| Ok::<_, InputError>(f.opt_bool("count_rejected")?.unwrap_or(false));
     let algorithm = match algorithm_name {
         "token_bucket" => Algorithm::TokenBucket(token_bucket::Config {
             capacity: f.opt_count("capacity", 1)?.unwrap_or(d.limit),

@@ -145,8 +145,12 @@ impl Scenario {
             let text = std::fs::read_to_string(path)
                 .map_err(|e| InputError::new(format!("{arg}: cannot be read: {e}")))?;
             let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned());
-            return Scenario::parse(&text, stem.as_deref().unwrap_or("scenario"), Origin::File(path.to_path_buf()))
-                .map_err(|e| e.within(arg));
+            return Scenario::parse(
+                &text,
+                stem.as_deref().unwrap_or("scenario"),
+                Origin::File(path.to_path_buf()),
+            )
+            .map_err(|e| e.within(arg));
         }
         if let Some(b) = builtin::find(arg) {
             return Scenario::parse(b.toml, b.name, Origin::Builtin(b))
@@ -165,18 +169,21 @@ impl Scenario {
 
     /// Parses and validates scenario text. `stem` is the default name.
     pub fn parse(text: &str, stem: &str, origin: Origin) -> Result<Scenario, InputError> {
-        let table: toml::Table = text
-            .parse()
-            .map_err(|e: toml::de::Error| InputError::new(format!("not valid TOML: {}", e.to_string().trim_end())))?;
+        let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+            InputError::new(format!("not valid TOML: {}", e.to_string().trim_end()))
+        })?;
         let mut top = Fields::new("", &table);
         let name = top.opt_str("name")?.unwrap_or(stem).to_string();
         let description = top.opt_str("description")?.unwrap_or("").to_string();
         let seed = top.opt_u64("seed")?.unwrap_or(0);
         let duration = top.opt_duration("duration", false)?;
 
-        let defaults_table = top
-            .opt_table("defaults")?
-            .ok_or_else(|| top.missing("defaults", "a [defaults] table with limit and window, e.g. limit = 100, window = \"1s\""))?;
+        let defaults_table = top.opt_table("defaults")?.ok_or_else(|| {
+            top.missing(
+                "defaults",
+                "a [defaults] table with limit and window, e.g. limit = 100, window = \"1s\"",
+            )
+        })?;
         let defaults = parse_defaults(&mut Fields::new("defaults", defaults_table))?;
 
         let limiter_tables = top.opt_tables("limiter")?;

@@ -33,7 +33,9 @@ impl Boundary {
     pub fn parse(f: &mut Fields, ctx: &mut ParseCtx) -> Result<Self, InputError> {
         let count = f.opt_count("clients", 1)?.unwrap_or(1);
         let burst = f.opt_count("burst", 1)?.unwrap_or(ctx.defaults.limit);
-        let window = f.opt_duration("window", false)?.unwrap_or(ctx.defaults.window);
+        let window = f
+            .opt_duration("window", false)?
+            .unwrap_or(ctx.defaults.window);
         let before = f
             .opt_duration("before", false)?
             .unwrap_or(Nanos::from_millis(1).min(window));

@@ -55,10 +55,22 @@ pub enum Pattern {
 
 /// Every pattern name with a one-line description, for `ratesim list`.
 pub const PATTERNS: &[(&str, &str)] = &[
-    ("trace", "replay a recorded CSV (time or time_ns, client, ip, cost) exactly"),
-    ("steady", "`clients` clients, each at a fixed `rate`, with a fixed, spread or random phase"),
-    ("poisson", "`clients` clients, each with exponential gaps at `rate` (seeded)"),
-    ("boundary", "`burst` requests just before and just after each window boundary"),
+    (
+        "trace",
+        "replay a recorded CSV (time or time_ns, client, ip, cost) exactly",
+    ),
+    (
+        "steady",
+        "`clients` clients, each at a fixed `rate`, with a fixed, spread or random phase",
+    ),
+    (
+        "poisson",
+        "`clients` clients, each with exponential gaps at `rate` (seeded)",
+    ),
+    (
+        "boundary",
+        "`burst` requests just before and just after each window boundary",
+    ),
 ];
 
 /// What a pattern needs while it is parsed.

@@ -136,7 +136,10 @@ mod tests {
         assert!((mean - 10.0).abs() < 0.2, "mean gap {mean}ms");
         assert!((sd - 10.0).abs() < 0.3, "sd {sd}ms");
         let above = gaps.iter().filter(|&&g| g > 10.0).count() as f64 / n;
-        assert!((above - (-1.0f64).exp()).abs() < 0.01, "P(gap > mean) = {above}");
+        assert!(
+            (above - (-1.0f64).exp()).abs() < 0.01,
+            "P(gap > mean) = {above}"
+        );
     }
 
     #[test]

@@ -214,7 +214,10 @@ impl Trace {
     /// Reads the whole file once: validates every row, interns every client
     /// and address, and finds the last time.
     fn scan(&mut self, population: &mut Population) -> Result<(), String> {
-        let r = self.data.open().map_err(|e| format!("cannot be read: {e}"))?;
+        let r = self
+            .data
+            .open()
+            .map_err(|e| format!("cannot be read: {e}"))?;
         let mut rdr = reader(r);
         let header = rdr
             .byte_headers()
@@ -313,10 +316,9 @@ impl Stream for TraceStream {
             return Ok(None);
         }
         let line = self.rec.position().map_or(0, |p| p.line());
-        let row = self
-            .columns
-            .row(&self.rec, line)
-            .map_err(|e| anyhow::anyhow!("trace {} changed since it was loaded: {e}", self.shown))?;
+        let row = self.columns.row(&self.rec, line).map_err(|e| {
+            anyhow::anyhow!("trace {} changed since it was loaded: {e}", self.shown)
+        })?;
         if row.time > self.end {
             return Ok(None);
         }
