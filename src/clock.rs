@@ -189,27 +189,41 @@ pub enum ParseError {
     RateOutOfRange,
 }
 
-/// A non-negative decimal `12.000000001` as an exact fraction `(num, 10^k)`.
-fn parse_decimal(s: &str) -> Option<(u128, u128)> {
-    let (int, frac) = match s.split_once('.') {
-        Some((i, f)) => (i, f),
-        None => (s, ""),
-    };
-    if int.is_empty() && frac.is_empty() {
-        return None;
-    }
+/// A non-negative decimal `12.000000001` as an exact fraction `(num, 10^k)`:
+/// `Err(true)` when it is well-formed but too long to hold exactly,
+/// `Err(false)` when it is not a decimal.
+fn parse_decimal(s: &str) -> Result<(u128, u128), bool> {
+    let (int, frac) = s.split_once('.').unwrap_or((s, ""));
     let all_digits = |p: &str| p.bytes().all(|b| b.is_ascii_digit());
-    if !all_digits(int) || !all_digits(frac) || frac.len() > 18 || int.len() > 20 {
-        return None;
+    if (int.is_empty() && frac.is_empty()) || !all_digits(int) || !all_digits(frac) {
+        return Err(false);
+    }
+    let int = int.trim_start_matches('0');
+    let frac = frac.trim_end_matches('0');
+    if frac.len() > 18 || int.len() > 20 {
+        return Err(true);
     }
     let den = 10u128.pow(frac.len() as u32);
-    let int_v: u128 = if int.is_empty() { 0 } else { int.parse().ok()? };
+    let int_v: u128 = if int.is_empty() {
+        0
+    } else {
+        int.parse().map_err(|_| true)?
+    };
     let frac_v: u128 = if frac.is_empty() {
         0
     } else {
-        frac.parse().ok()?
+        frac.parse().map_err(|_| true)?
     };
-    Some((int_v.checked_mul(den)?.checked_add(frac_v)?, den))
+    Ok((int_v * den + frac_v, den))
+}
+
+/// [`parse_decimal`] with the error to give for each way it can fail.
+fn decimal_or(
+    s: &str,
+    syntax: ParseError,
+    too_long: ParseError,
+) -> Result<(u128, u128), ParseError> {
+    parse_decimal(s).map_err(|long| if long { too_long } else { syntax })
 }
 
 /// Parses `"250ms"`, `"1.5s"`, `"2m"`, `"1h"`, `"10us"`, `"100ns"` exactly.
@@ -229,7 +243,11 @@ pub fn parse_duration(s: &str) -> Result<Nanos, ParseError> {
         "h" => 3_600_000_000_000,
         _ => return Err(ParseError::DurationSyntax),
     };
-    let (num, den) = parse_decimal(number).ok_or(ParseError::DurationSyntax)?;
+    let (num, den) = decimal_or(
+        number,
+        ParseError::DurationSyntax,
+        ParseError::DurationTooLong,
+    )?;
     let total = num
         .checked_mul(unit_ns)
         .ok_or(ParseError::DurationTooLong)?;
@@ -245,7 +263,11 @@ pub fn parse_duration(s: &str) -> Result<Nanos, ParseError> {
 
 /// Parses seconds written as a decimal (`"12.000000001"`) exactly into ns.
 pub fn parse_seconds(s: &str) -> Result<Nanos, ParseError> {
-    let (num, den) = parse_decimal(s.trim()).ok_or(ParseError::DurationSyntax)?;
+    let (num, den) = decimal_or(
+        s.trim(),
+        ParseError::DurationSyntax,
+        ParseError::DurationTooLong,
+    )?;
     let total = num
         .checked_mul(NANOS_PER_SEC as u128)
         .ok_or(ParseError::DurationTooLong)?;
@@ -272,7 +294,7 @@ pub fn parse_rate(s: &str) -> Result<Rate, ParseError> {
     if count.starts_with('-') {
         return Err(ParseError::RateNotPositive);
     }
-    let (num, den) = parse_decimal(count).ok_or(ParseError::RateSyntax)?;
+    let (num, den) = decimal_or(count, ParseError::RateSyntax, ParseError::RateOutOfRange)?;
     if num == 0 || period.0 == 0 {
         return Err(ParseError::RateNotPositive);
     }
@@ -344,6 +366,15 @@ mod tests {
             parse_rate("1000000000000000/1ns"),
             Err(ParseError::RateOutOfRange)
         );
+        assert_eq!(
+            parse_rate("1000000000000000000000000000000"),
+            Err(ParseError::RateOutOfRange)
+        );
+        assert_eq!(
+            parse_rate("0.0000000000000000000001"),
+            Err(ParseError::RateOutOfRange)
+        );
+        assert_eq!(parse_rate("5/10 parsecs"), Err(ParseError::RateSyntax));
     }
 
     #[test]

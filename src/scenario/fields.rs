@@ -161,13 +161,6 @@ impl<'a> Fields<'a> {
                 ))
             }
         };
-        if text.contains('e') || text.contains('E') {
-            return Err(self.error(
-                key,
-                v,
-                "write the rate as \"N/DURATION\", e.g. \"100/1s\" (exponents are not accepted)",
-            ));
-        }
         parse_rate(&text)
             .map(Some)
             .map_err(|e| self.error(key, v, e))
