@@ -35,7 +35,7 @@ pub enum Command {
         scenario: String,
     },
     /// List built-in scenarios, algorithms and traffic patterns
-    #[command(after_help = "Example:\n  ratesim list")]
+    #[command(after_help = "Examples:\n  ratesim list\n  ratesim list | grep bucket")]
     List,
 }
 

@@ -132,28 +132,30 @@ impl Columns {
         })
     }
 
-    fn row<'r>(&self, rec: &'r ByteRecord, line: u64) -> Result<Row<'r>, String> {
+    /// Parses one record; an error message lacks the line, which the
+    /// caller adds.
+    fn row<'r>(&self, rec: &'r ByteRecord) -> Result<Row<'r>, String> {
         let field = |i: usize, name: &str| -> Result<&'r str, String> {
-            std::str::from_utf8(&rec[i]).map_err(|_| format!("line {line}: {name} is not UTF-8"))
+            std::str::from_utf8(&rec[i]).map_err(|_| format!("{name} is not UTF-8"))
         };
         let raw_time = field(self.time, "time")?;
         let time = if self.seconds {
             parse_seconds(raw_time).map_err(|e| {
-                format!("line {line}: time \"{raw_time}\" {e}; expected seconds as a decimal, e.g. 12.000000001")
+                format!("time \"{raw_time}\" {e}; expected seconds as a decimal, e.g. 12.000000001")
             })?
         } else {
             match raw_time.parse::<u64>() {
                 Ok(ns) if ns <= MAX_NANOS => Nanos(ns),
                 _ => {
                     return Err(format!(
-                        "line {line}: time_ns \"{raw_time}\" — expected whole nanoseconds from 0 to {MAX_NANOS}"
+                        "time_ns \"{raw_time}\" — expected whole nanoseconds from 0 to {MAX_NANOS}"
                     ))
                 }
             }
         };
         let client = field(self.client, "client")?;
         if client.is_empty() {
-            return Err(format!("line {line}: client is empty"));
+            return Err("client is empty".to_string());
         }
         let ip = match self.ip {
             Some(i) if !rec[i].is_empty() => field(i, "ip")?,
@@ -166,7 +168,7 @@ impl Columns {
                     Ok(c) if (1..=MAX_COUNT).contains(&c) => c,
                     _ => {
                         return Err(format!(
-                            "line {line}: cost \"{raw}\" — expected a positive whole number up to {MAX_COUNT}"
+                            "cost \"{raw}\" — expected a positive whole number up to {MAX_COUNT}"
                         ))
                     }
                 }
@@ -232,14 +234,19 @@ impl Trace {
             match rdr.read_byte_record(&mut rec) {
                 Ok(false) => break,
                 Ok(true) => {}
-                Err(e) => return Err(csv_error(&e)),
+                Err(e) => return Err(self.at_line(e.position(), &csv_error(&e))),
             }
-            let line = rec.position().map_or(0, |p| p.line());
-            let row = self.columns.row(&rec, line)?;
+            let row = match self.columns.row(&rec) {
+                Ok(row) => row,
+                Err(e) => return Err(self.at_line(rec.position(), &e)),
+            };
             if row.time < last {
-                return Err(format!(
-                    "line {line}: time goes backwards ({:?} after {:?}); rows must be in non-decreasing time order",
-                    row.time, last
+                return Err(self.at_line(
+                    rec.position(),
+                    &format!(
+                        "time goes backwards ({} after {}); rows must be in non-decreasing time order",
+                        row.time, last
+                    ),
                 ));
             }
             last = row.time;
@@ -259,6 +266,32 @@ impl Trace {
         self.last = last;
         self.rows = rows;
         Ok(())
+    }
+
+    /// `line N: message`, N counted from the file itself: the csv crate's
+    /// own line numbers are one short in files with CRLF line endings.
+    fn at_line(&self, pos: Option<&csv::Position>, message: &str) -> String {
+        let line = pos.and_then(|p| self.line_at(p.byte()).ok());
+        match line {
+            Some(n) => format!("line {n}: {message}"),
+            None => message.to_string(),
+        }
+    }
+
+    /// The 1-based line of the record the csv crate places at `byte` (read
+    /// again; errors only). With CRLF endings the crate places a record at
+    /// the `\n` that ends the line before it, so that byte counts too.
+    fn line_at(&self, byte: u64) -> std::io::Result<u64> {
+        let mut r = self.data.open()?.take(byte + 1);
+        let mut buf = [0u8; 1 << 14];
+        let mut newlines = 0u64;
+        loop {
+            let n = r.read(&mut buf)?;
+            if n == 0 {
+                return Ok(newlines + 1);
+            }
+            newlines += buf[..n].iter().filter(|&&b| b == b'\n').count() as u64;
+        }
     }
 
     pub fn last_time(&self) -> Nanos {
@@ -288,12 +321,12 @@ impl Trace {
 }
 
 fn csv_error(e: &csv::Error) -> String {
-    let line = e.position().map_or(0, |p| p.line());
     match e.kind() {
         csv::ErrorKind::UnequalLengths {
             expected_len, len, ..
-        } => format!("line {line}: has {len} fields, the header has {expected_len}"),
-        _ => format!("line {line}: {e}"),
+        } => format!("has {len} fields, the header has {expected_len}"),
+        csv::ErrorKind::Utf8 { .. } => "is not valid UTF-8".to_string(),
+        _ => e.to_string(),
     }
 }
 
@@ -308,25 +341,23 @@ pub struct TraceStream {
 
 impl Stream for TraceStream {
     fn next(&mut self) -> anyhow::Result<Option<Arrival>> {
-        let more = self
+        // Every row was validated when the scenario loaded.
+        let changed = || anyhow::anyhow!("trace {} changed since it was loaded", self.shown);
+        if !self
             .rdr
             .read_byte_record(&mut self.rec)
-            .map_err(|e| anyhow::anyhow!("trace {} {}", self.shown, csv_error(&e)))?;
-        if !more {
+            .map_err(|_| changed())?
+        {
             return Ok(None);
         }
-        let line = self.rec.position().map_or(0, |p| p.line());
-        let row = self.columns.row(&self.rec, line).map_err(|e| {
-            anyhow::anyhow!("trace {} changed since it was loaded: {e}", self.shown)
-        })?;
+        let row = self.columns.row(&self.rec).map_err(|_| changed())?;
         if row.time > self.end {
             return Ok(None);
         }
-        let unknown = || anyhow::anyhow!("trace {} changed since it was loaded", self.shown);
         Ok(Some(Arrival {
             time: row.time,
-            client: *self.ids.clients.get(row.client).ok_or_else(unknown)?,
-            ip: *self.ids.ips.get(row.ip).ok_or_else(unknown)?,
+            client: *self.ids.clients.get(row.client).ok_or_else(changed)?,
+            ip: *self.ids.ips.get(row.ip).ok_or_else(changed)?,
             cost: row.cost,
         }))
     }
