@@ -1,0 +1,704 @@
+//! Property tests of the limiters' decision rules (DESIGN.md §1–2).
+//!
+//! Random traces — sorted `(time_ns, key, cost)` triples over a few seconds,
+//! with many equal and nanosecond-adjacent times and arrivals snapped to window
+//! and fill boundaries — are fed to random small configurations of every
+//! algorithm. The properties are exact: every bound is checked in integers.
+
+use proptest::prelude::*;
+use ratesim::clock::{parse_duration, parse_rate, Nanos, Rate};
+use ratesim::limiter::{
+    fixed_window, gcra, interval_bucket, leaky_bucket, sliding_counter, sliding_log, token_bucket,
+    Decision, Limiter,
+};
+
+// ---------------------------------------------------------------------------
+// Traces
+// ---------------------------------------------------------------------------
+
+/// One attempt: arrival time, key, cost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Ev {
+    t: u64,
+    key: u32,
+    cost: u64,
+}
+
+/// How the next arrival follows the previous one.
+#[derive(Debug, Clone, Copy)]
+enum Gap {
+    /// `gap` ns later (0 = the same nanosecond).
+    Plus(u64),
+    /// At the next multiple of `period` strictly after the previous arrival,
+    /// shifted by `offset` ns (−1, 0 or +1) but never before it.
+    Snap { period: u64, offset: i64 },
+}
+
+const MS: u64 = 1_000_000;
+const SEC: u64 = 1_000_000_000;
+
+/// Boundaries worth landing on: windows, fill intervals and emission intervals
+/// of the configurations below (1/3 s and 1/7 s are not whole nanoseconds).
+const SNAP_PERIODS: &[u64] = &[
+    10 * MS,
+    50 * MS,
+    100 * MS,
+    250 * MS,
+    333_333_333,
+    142_857_143,
+    SEC,
+];
+
+fn gap() -> impl Strategy<Value = Gap> {
+    prop_oneof![
+        4 => Just(Gap::Plus(0)),
+        2 => (1u64..=3).prop_map(Gap::Plus),
+        2 => (1u64..=50 * MS).prop_map(Gap::Plus),
+        2 => (1u64..=400 * MS).prop_map(Gap::Plus),
+        2 => (prop::sample::select(SNAP_PERIODS), -1i64..=1)
+            .prop_map(|(period, offset)| Gap::Snap { period, offset }),
+    ]
+}
+
+/// A sorted trace of up to `max_len` attempts on keys 0..3 with costs
+/// 1..=`max_cost`.
+fn trace(max_len: usize, max_cost: u64) -> impl Strategy<Value = Vec<Ev>> {
+    prop::collection::vec((gap(), 0u32..3, 1..=max_cost), 0..=max_len).prop_map(|steps| {
+        let mut t = 0u64;
+        steps
+            .into_iter()
+            .map(|(g, key, cost)| {
+                t = match g {
+                    Gap::Plus(d) => t + d,
+                    Gap::Snap { period, offset } => {
+                        let next = (t / period + 1) * period;
+                        t.max(next.saturating_add_signed(offset))
+                    }
+                };
+                Ev { t, key, cost }
+            })
+            .collect()
+    })
+}
+
+// ---------------------------------------------------------------------------
+// Configurations
+// ---------------------------------------------------------------------------
+
+const RATES: &[&str] = &["3/1s", "7/1s", "10/1s", "100/1s", "1/50ms"];
+const WINDOWS: &[&str] = &["1s", "250ms", "100ms", "333333333ns"];
+const FILL_INTERVALS: &[&str] = &["50ms", "100ms", "250ms", "1s", "333333333ns"];
+
+fn rate() -> impl Strategy<Value = Rate> {
+    prop::sample::select(RATES).prop_map(|r| parse_rate(r).unwrap())
+}
+
+fn window() -> impl Strategy<Value = Nanos> {
+    prop::sample::select(WINDOWS).prop_map(|w| parse_duration(w).unwrap())
+}
+
+/// A limiter configuration of any of the seven algorithms.
+#[derive(Debug, Clone, Copy)]
+enum Algo {
+    TokenBucket(token_bucket::Config),
+    Gcra(gcra::Config),
+    Interval(interval_bucket::Config),
+    Leaky(leaky_bucket::Config),
+    Fixed(fixed_window::Config),
+    Log(sliding_log::Config),
+    Counter(sliding_counter::Config),
+}
+
+impl Algo {
+    fn build(&self) -> Box<dyn Limiter> {
+        match *self {
+            Algo::TokenBucket(c) => Box::new(token_bucket::TokenBucket::new(c)),
+            Algo::Gcra(c) => Box::new(gcra::Gcra::new(c)),
+            Algo::Interval(c) => Box::new(interval_bucket::IntervalBucket::new(c)),
+            Algo::Leaky(c) => Box::new(leaky_bucket::LeakyBucket::new(c)),
+            Algo::Fixed(c) => Box::new(fixed_window::FixedWindow::new(c)),
+            Algo::Log(c) => Box::new(sliding_log::SlidingLog::new(c)),
+            Algo::Counter(c) => Box::new(sliding_counter::SlidingCounter::new(c)),
+        }
+    }
+
+    /// The largest cost that can ever pass; `None` if any cost eventually can
+    /// (the shaper queues whatever it is given).
+    fn max_cost(&self) -> Option<u64> {
+        match *self {
+            Algo::TokenBucket(c) => Some(c.capacity),
+            Algo::Gcra(c) => Some(c.burst),
+            Algo::Interval(c) => Some(c.max_tokens),
+            Algo::Leaky(_) => None,
+            Algo::Fixed(c) => Some(c.limit),
+            Algo::Log(c) => Some(c.limit),
+            Algo::Counter(c) => Some(c.limit),
+        }
+    }
+}
+
+fn token_bucket_cfg() -> impl Strategy<Value = token_bucket::Config> {
+    (1u64..=5, rate()).prop_map(|(capacity, rate)| token_bucket::Config { capacity, rate })
+}
+
+fn gcra_cfg() -> impl Strategy<Value = gcra::Config> {
+    (1u64..=5, rate()).prop_map(|(burst, rate)| gcra::Config { burst, rate })
+}
+
+fn interval_cfg() -> impl Strategy<Value = interval_bucket::Config> {
+    (1u64..=5, 1u64..=3, prop::sample::select(FILL_INTERVALS)).prop_map(|(max, per, i)| {
+        interval_bucket::Config {
+            max_tokens: max,
+            tokens_per_fill: per,
+            fill_interval: parse_duration(i).unwrap(),
+        }
+    })
+}
+
+/// Shapers with `0 ≤ delay ≤ queue` (nginx's `delay=` up to `nodelay`).
+fn leaky_cfg() -> impl Strategy<Value = leaky_bucket::Config> {
+    (rate(), 0u64..=4)
+        .prop_flat_map(|(rate, queue)| (Just(rate), Just(queue), 0..=queue))
+        .prop_map(|(rate, queue, delay)| leaky_bucket::Config { rate, queue, delay })
+}
+
+fn fixed_cfg(count_rejected: bool) -> impl Strategy<Value = fixed_window::Config> {
+    (1u64..=6, window()).prop_map(move |(limit, window)| fixed_window::Config {
+        limit,
+        window,
+        count_rejected,
+    })
+}
+
+fn log_cfg(count_rejected: bool) -> impl Strategy<Value = sliding_log::Config> {
+    (1u64..=6, window()).prop_map(move |(limit, window)| sliding_log::Config {
+        limit,
+        window,
+        count_rejected,
+    })
+}
+
+fn counter_cfg(count_rejected: bool) -> impl Strategy<Value = sliding_counter::Config> {
+    (1u64..=6, window()).prop_map(move |(limit, window)| sliding_counter::Config {
+        limit,
+        window,
+        count_rejected,
+    })
+}
+
+/// Any algorithm, including the `count_rejected` variants.
+fn any_algo() -> impl Strategy<Value = Algo> {
+    prop_oneof![
+        token_bucket_cfg().prop_map(Algo::TokenBucket),
+        gcra_cfg().prop_map(Algo::Gcra),
+        interval_cfg().prop_map(Algo::Interval),
+        leaky_cfg().prop_map(Algo::Leaky),
+        any::<bool>().prop_flat_map(fixed_cfg).prop_map(Algo::Fixed),
+        any::<bool>().prop_flat_map(log_cfg).prop_map(Algo::Log),
+        any::<bool>()
+            .prop_flat_map(counter_cfg)
+            .prop_map(Algo::Counter),
+    ]
+}
+
+// ---------------------------------------------------------------------------
+// Helpers
+// ---------------------------------------------------------------------------
+
+fn run(limiter: &mut dyn Limiter, trace: &[Ev]) -> Vec<Decision> {
+    trace
+        .iter()
+        .map(|e| limiter.decide(e.key, Nanos(e.t), e.cost))
+        .collect()
+}
+
+fn decisions(algo: &Algo, trace: &[Ev]) -> Vec<Decision> {
+    run(algo.build().as_mut(), trace)
+}
+
+/// `(pass time, cost)` of every attempt on `key` that passed, in trace order.
+/// A delayed attempt passes at arrival + delay.
+fn passes_of(trace: &[Ev], ds: &[Decision], key: u32) -> Vec<(u64, u64)> {
+    trace
+        .iter()
+        .zip(ds)
+        .filter(|(e, _)| e.key == key)
+        .filter_map(|(e, d)| match *d {
+            Decision::Admitted => Some((e.t, e.cost)),
+            Decision::Delayed { delay } => Some((e.t + delay.0, e.cost)),
+            Decision::Rejected { .. } => None,
+        })
+        .collect()
+}
+
+/// Total cost passed at times in `[lo, hi]`.
+fn cost_in(passes: &[(u64, u64)], lo: u64, hi: u64) -> u64 {
+    passes
+        .iter()
+        .filter(|&&(t, _)| lo <= t && t <= hi)
+        .map(|&(_, c)| c)
+        .sum()
+}
+
+/// The largest cost passed within a half-open `(s − w, s]`, and one `s`
+/// attaining it (the maximum is attained at some pass time).
+fn peak_in_sliding_window(passes: &[(u64, u64)], w: u64) -> (u64, u64) {
+    passes
+        .iter()
+        .map(|&(s, _)| (cost_in(passes, (s + 1).saturating_sub(w), s), s))
+        .max()
+        .unwrap_or((0, 0))
+}
+
+// ---------------------------------------------------------------------------
+// 1. GCRA ≡ token bucket
+// ---------------------------------------------------------------------------
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1024))]
+
+    #[test]
+    fn gcra_decides_exactly_as_a_token_bucket_with_capacity_equal_to_burst(
+        cfg in gcra_cfg(),
+        trace in trace(60, 4),
+    ) {
+        let g = decisions(&Algo::Gcra(cfg), &trace);
+        let tb = decisions(
+            &Algo::TokenBucket(token_bucket::Config { capacity: cfg.burst, rate: cfg.rate }),
+            &trace,
+        );
+        for (i, (a, b)) in g.iter().zip(&tb).enumerate() {
+            prop_assert_eq!(a, b, "attempt {} {:?}", i, trace[i]);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// 2. Bounds on what passes, per key
+// ---------------------------------------------------------------------------
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn a_token_bucket_never_passes_more_than_capacity_plus_rate_times_the_interval(
+        cfg in token_bucket_cfg(),
+        trace in trace(60, 3),
+    ) {
+        let ds = decisions(&Algo::TokenBucket(cfg), &trace);
+        let (n, d) = (cfg.rate.tokens(), cfg.rate.per_ns());
+        for key in 0..3 {
+            let p = passes_of(&trace, &ds, key);
+            for &(a, _) in &p {
+                for &(b, _) in p.iter().filter(|&&(b, _)| b >= a) {
+                    // cost ≤ capacity + (n/d)·(b − a), multiplied by d.
+                    let cost = cost_in(&p, a, b) as u128;
+                    prop_assert!(
+                        cost * d <= cfg.capacity as u128 * d + n * (b - a) as u128,
+                        "key {} passed {} in [{}, {}]", key, cost, a, b
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_sliding_log_never_passes_more_than_its_limit_in_any_window(
+        cfg in any::<bool>().prop_flat_map(log_cfg),
+        trace in trace(60, 3),
+    ) {
+        let ds = decisions(&Algo::Log(cfg), &trace);
+        for key in 0..3 {
+            let p = passes_of(&trace, &ds, key);
+            let (peak, s) = peak_in_sliding_window(&p, cfg.window.0);
+            prop_assert!(peak <= cfg.limit, "key {} passed {} in (s − W, s], s = {}", key, peak, s);
+        }
+    }
+
+    #[test]
+    fn a_fixed_window_passes_at_most_its_limit_per_aligned_window_and_twice_it_in_any_window(
+        cfg in any::<bool>().prop_flat_map(fixed_cfg),
+        trace in trace(60, 3),
+    ) {
+        let ds = decisions(&Algo::Fixed(cfg), &trace);
+        let w = cfg.window.0;
+        for key in 0..3 {
+            let p = passes_of(&trace, &ds, key);
+            for &(t, _) in &p {
+                let k = t / w;
+                let aligned = cost_in(&p, k * w, (k + 1) * w - 1);
+                prop_assert!(aligned <= cfg.limit, "key {} passed {} in window {}", key, aligned, k);
+            }
+            let (peak, s) = peak_in_sliding_window(&p, w);
+            prop_assert!(peak <= 2 * cfg.limit, "key {} passed {} in (s − W, s], s = {}", key, peak, s);
+        }
+    }
+
+    #[test]
+    fn a_sliding_counter_passes_at_most_its_limit_per_aligned_window(
+        cfg in any::<bool>().prop_flat_map(counter_cfg),
+        trace in trace(60, 3),
+    ) {
+        let ds = decisions(&Algo::Counter(cfg), &trace);
+        let w = cfg.window.0;
+        for key in 0..3 {
+            let p = passes_of(&trace, &ds, key);
+            for &(t, _) in &p {
+                let k = t / w;
+                let aligned = cost_in(&p, k * w, (k + 1) * w - 1);
+                prop_assert!(aligned <= cfg.limit, "key {} passed {} in window {}", key, aligned, k);
+            }
+        }
+    }
+
+    #[test]
+    fn an_interval_bucket_passes_at_most_max_tokens_plus_the_fills_in_between(
+        cfg in interval_cfg(),
+        trace in trace(60, 3),
+    ) {
+        let ds = decisions(&Algo::Interval(cfg), &trace);
+        let i = cfg.fill_interval.0;
+        for key in 0..3 {
+            let p = passes_of(&trace, &ds, key);
+            for &(a, _) in &p {
+                for &(b, _) in p.iter().filter(|&&(b, _)| b >= a) {
+                    // Fill moments k·I (k ≥ 1) in (a, b].
+                    let fills = b / i - a / i;
+                    let bound = cfg.max_tokens + cfg.tokens_per_fill * fills;
+                    let cost = cost_in(&p, a, b);
+                    prop_assert!(cost <= bound, "key {} passed {} in [{}, {}], bound {}", key, cost, a, b, bound);
+                }
+            }
+        }
+    }
+
+    /// With `T = 1/rate` and `D = delay`: accepted slots are spaced by at least
+    /// the previous cost·T, and each passes no earlier than `slot − D·T`. So
+    /// the requests passing within `(s − W, s]` have slots within
+    /// `(s − W, s + D·T]`, and all but the last of them sum to less than
+    /// `rate·W + D`. For cost-1 requests that is at most
+    /// `delay + 1 + ceil(rate·W) ≤ queue + 1 + ceil(rate·W)`.
+    #[test]
+    fn a_leaky_bucket_releases_at_most_queue_plus_one_plus_rate_times_any_window(
+        cfg in leaky_cfg(),
+        w in prop::sample::select(&[10 * MS, 100 * MS, 250 * MS, SEC, 3 * SEC][..]),
+        trace in trace(60, 3),
+    ) {
+        let ds = decisions(&Algo::Leaky(cfg), &trace);
+        let (n, d) = (cfg.rate.tokens(), cfg.rate.per_ns());
+        for key in 0..3 {
+            let p = passes_of(&trace, &ds, key);
+            // Pass times of accepted requests never go backwards.
+            prop_assert!(p.windows(2).all(|x| x[0].0 <= x[1].0), "key {} passes {:?}", key, p);
+            for (j, &(s, _)) in p.iter().enumerate() {
+                // The window (s − W, s] ending at the j-th pass, taking every
+                // pass at s (the last of them is the latest slot).
+                let last = p.iter().rposition(|&(t, _)| t == s).unwrap();
+                if last != j {
+                    continue;
+                }
+                let lo = (s + 1).saturating_sub(w);
+                let total = cost_in(&p, lo, s) as u128;
+                let last_cost = p[last].1 as u128;
+                prop_assert!(
+                    (total - last_cost) * d < n * w as u128 + cfg.delay as u128 * d,
+                    "key {} passed {} (last cost {}) in ({}, {}]", key, total, last_cost, s as i128 - w as i128, s
+                );
+                // The coarser bound as usually stated, in cost units.
+                let rate_w = (n * w as u128).div_ceil(d);
+                prop_assert!(total <= cfg.queue as u128 + last_cost + rate_w);
+            }
+        }
+    }
+
+    #[test]
+    fn a_leaky_bucket_without_delay_releases_each_key_at_most_at_its_rate(
+        rate in rate(),
+        queue in 0u64..=4,
+        trace in trace(60, 3),
+    ) {
+        let cfg = leaky_bucket::Config { rate, queue, delay: 0 };
+        let ds = decisions(&Algo::Leaky(cfg), &trace);
+        let (n, d) = (rate.tokens(), rate.per_ns());
+        for key in 0..3 {
+            let p = passes_of(&trace, &ds, key);
+            for x in p.windows(2) {
+                let ((r0, c0), (r1, _)) = (x[0], x[1]);
+                prop_assert!(r1 >= r0, "key {}: release {} after {}", key, r1, r0);
+                // Exact slots are ≥ c0/rate apart; releases are the slots
+                // rounded up to whole ns, so they are ≥ ⌊c0/rate⌋ apart (and
+                // exactly c0/rate when that is whole): (r1 − r0 + 1)·n > c0·d.
+                prop_assert!(
+                    (r1 - r0 + 1) as u128 * n > c0 as u128 * d,
+                    "key {}: releases {} and {} closer than {} / {}", key, r0, r1, c0, rate
+                );
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// 2b. The rules themselves, restated from DESIGN.md §2 and checked per attempt
+// ---------------------------------------------------------------------------
+
+/// The three window algorithms, with and without `count_rejected`.
+fn window_algo() -> impl Strategy<Value = Algo> {
+    prop_oneof![
+        any::<bool>().prop_flat_map(fixed_cfg).prop_map(Algo::Fixed),
+        any::<bool>().prop_flat_map(log_cfg).prop_map(Algo::Log),
+        any::<bool>()
+            .prop_flat_map(counter_cfg)
+            .prop_map(Algo::Counter),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// Each attempt is admitted iff the rule holds over the cost counted so
+    /// far for its key: the admitted cost, or with `count_rejected` the cost
+    /// of every earlier attempt (a counted rejection counts like an admission).
+    #[test]
+    fn window_limiters_admit_exactly_when_the_counted_cost_leaves_room(
+        algo in window_algo(),
+        trace in trace(60, 3),
+    ) {
+        let ds = decisions(&algo, &trace);
+        let (limit, w, count_rejected) = match algo {
+            Algo::Fixed(c) => (c.limit, c.window.0, c.count_rejected),
+            Algo::Log(c) => (c.limit, c.window.0, c.count_rejected),
+            Algo::Counter(c) => (c.limit, c.window.0, c.count_rejected),
+            _ => unreachable!(),
+        };
+        for (i, e) in trace.iter().enumerate() {
+            let counted = |keep: &dyn Fn(u64) -> bool| -> u64 {
+                trace[..i]
+                    .iter()
+                    .zip(&ds)
+                    .filter(|(x, d)| x.key == e.key && (count_rejected || d.passes()) && keep(x.t))
+                    .map(|(x, _)| x.cost)
+                    .sum()
+            };
+            let k = e.t / w;
+            let admit = match algo {
+                Algo::Fixed(_) => counted(&|t| t / w == k) + e.cost <= limit,
+                Algo::Log(_) => counted(&|t| t + w > e.t) + e.cost <= limit,
+                Algo::Counter(_) => {
+                    let offset = (e.t - k * w) as u128;
+                    let p = counted(&|t| t / w + 1 == k) as u128;
+                    let c = counted(&|t| t / w == k) as u128;
+                    let w = w as u128;
+                    p * (w - offset) + (c + e.cost as u128) * w <= limit as u128 * w
+                }
+                _ => unreachable!(),
+            };
+            prop_assert!(
+                !matches!(ds[i], Decision::Delayed { .. }),
+                "attempt {} {:?} delayed by a window limiter", i, e
+            );
+            prop_assert_eq!(ds[i].passes(), admit, "attempt {} {:?}: {:?}", i, e, ds[i]);
+        }
+    }
+
+    /// The shaper's rule, replayed exactly in the test (times × rate
+    /// numerator): slot = max(t, next_free); admitted if slot = t; rejected
+    /// iff `waiting ≥ queue` otherwise; an accepted request passes at
+    /// max(t, slot − delay/rate), rounded up to whole ns.
+    #[test]
+    fn a_leaky_bucket_accepts_and_releases_each_request_exactly_by_its_slot(
+        cfg in leaky_cfg(),
+        trace in trace(60, 3),
+    ) {
+        let ds = decisions(&Algo::Leaky(cfg), &trace);
+        let (n, d) = (cfg.rate.tokens(), cfg.rate.per_ns());
+        for key in 0..3 {
+            let mut next_free = 0u128;
+            let mut slots: Vec<u128> = Vec::new();
+            for (e, dec) in trace.iter().zip(&ds).filter(|(e, _)| e.key == key) {
+                let t = e.t as u128 * n;
+                let slot = t.max(next_free);
+                let waiting = slots.iter().filter(|&&s| s > t).count() as u64;
+                let accepted = slot == t || waiting < cfg.queue;
+                prop_assert_eq!(dec.passes(), accepted, "{:?}: {:?} (waiting {})", e, dec, waiting);
+                if !accepted {
+                    continue;
+                }
+                let passes = t.max(slot.saturating_sub(cfg.delay as u128 * d));
+                let delay = (passes - t).div_ceil(n) as u64;
+                let expected = if delay == 0 {
+                    Decision::Admitted
+                } else {
+                    Decision::Delayed { delay: Nanos(delay) }
+                };
+                prop_assert_eq!(*dec, expected, "{:?}", e);
+                slots.push(slot);
+                next_free = slot + e.cost as u128 * d;
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// 3. Retry-after is exact
+// ---------------------------------------------------------------------------
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1536))]
+
+    #[test]
+    fn every_retry_after_is_the_smallest_wait_after_which_the_same_request_passes(
+        algo in any_algo(),
+        trace in trace(40, 4),
+    ) {
+        let ds = decisions(&algo, &trace);
+        for (i, (e, d)) in trace.iter().zip(&ds).enumerate() {
+            let Decision::Rejected { retry_after } = *d else { continue };
+            let never = algo.max_cost().is_some_and(|max| e.cost > max);
+            let Some(wait) = retry_after else {
+                prop_assert!(never, "attempt {} {:?}: retry_after None for a cost that fits", i, e);
+                continue;
+            };
+            prop_assert!(!never, "attempt {} {:?}: retry_after {:?} for a cost that never fits", i, e, wait);
+            prop_assert!(wait.0 >= 1, "attempt {} {:?}: retry_after 0", i, e);
+            // Replay up to and including the rejected attempt (so a counted
+            // rejection is counted), then the same request `wait` later.
+            let retry = |at: u64| {
+                let mut l = algo.build();
+                run(l.as_mut(), &trace[..=i]);
+                l.decide(e.key, Nanos(at), e.cost)
+            };
+            let on_time = retry(e.t + wait.0);
+            prop_assert!(
+                on_time.passes(),
+                "attempt {} {:?} rejected with retry_after {}, but at +{} got {:?}",
+                i, e, wait.0, wait.0, on_time
+            );
+            if wait.0 > 1 {
+                let early = retry(e.t + wait.0 - 1);
+                prop_assert!(
+                    !early.passes(),
+                    "attempt {} {:?} rejected with retry_after {}, but at +{} got {:?}",
+                    i, e, wait.0, wait.0 - 1, early
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_request_that_can_never_fit_is_always_rejected_without_a_retry_after(
+        algo in any_algo(),
+        trace in trace(30, 8),
+    ) {
+        let ds = decisions(&algo, &trace);
+        if let Some(max) = algo.max_cost() {
+            for (e, d) in trace.iter().zip(&ds).filter(|(e, _)| e.cost > max) {
+                prop_assert_eq!(*d, Decision::Rejected { retry_after: None }, "{:?}", e);
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// 5 and 6. Determinism and independent keys
+// ---------------------------------------------------------------------------
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn the_same_trace_fed_twice_to_fresh_limiters_gives_identical_decisions(
+        algo in any_algo(),
+        trace in trace(60, 4),
+    ) {
+        prop_assert_eq!(decisions(&algo, &trace), decisions(&algo, &trace));
+    }
+
+    #[test]
+    fn other_keys_traffic_never_changes_a_keys_decisions(
+        algo in any_algo(),
+        trace in trace(60, 4),
+    ) {
+        let together = decisions(&algo, &trace);
+        for key in 0..3 {
+            let alone: Vec<Ev> = trace.iter().copied().filter(|e| e.key == key).collect();
+            let mine: Vec<Decision> = trace
+                .iter()
+                .zip(&together)
+                .filter(|(e, _)| e.key == key)
+                .map(|(_, d)| *d)
+                .collect();
+            prop_assert_eq!(decisions(&algo, &alone), mine, "key {}", key);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// 4. Rates stay exact over a long run
+// ---------------------------------------------------------------------------
+
+/// The bucket is emptied at 0 (capacity 2, two requests), so at the k-th
+/// moment `⌈k/3 s⌉` it holds `3·t/10^9 − (k − 1)` tokens: at least 1, and
+/// below the cap, so no refill is ever lost to capping and the k-th token
+/// arrives exactly at `k/3 s` however long the run (10^6 tokens ≈ 3.9 days).
+///
+/// Capacity 1 would not do: a bucket that is already full when a request
+/// arrives at `⌈k/3 s⌉` drops the fraction of a nanosecond's refill beyond
+/// the cap (DESIGN.md: "capped at capacity"), so its next token comes at
+/// `⌈k/3 s⌉ + 1/3 s`, which is later than `⌈(k+1)/3 s⌉` two times in three.
+#[test]
+fn a_three_per_second_bucket_admits_a_million_requests_at_exact_token_moments_and_not_a_nanosecond_before(
+) {
+    let cfg = token_bucket::Config {
+        capacity: 2,
+        rate: parse_rate("3/1s").unwrap(),
+    };
+    let mut exact = token_bucket::TokenBucket::new(cfg);
+    let mut probed = token_bucket::TokenBucket::new(cfg);
+    for l in [&mut exact, &mut probed] {
+        assert_eq!(l.decide(0, Nanos(0), 2), Decision::Admitted);
+        assert!(!l.decide(0, Nanos(0), 1).passes());
+    }
+    for k in 1..=1_000_000u64 {
+        // The k-th token since the bucket was emptied is due at k/3 s.
+        let at = (k * SEC).div_ceil(3);
+        assert_eq!(
+            exact.decide(0, Nanos(at), 1),
+            Decision::Admitted,
+            "request {k} at {at} ns"
+        );
+        if k % 1000 == 0 {
+            assert_eq!(
+                probed.decide(0, Nanos(at - 1), 1),
+                Decision::Rejected {
+                    retry_after: Some(Nanos(1))
+                },
+                "request {k} 1 ns early at {} ns",
+                at - 1
+            );
+        }
+        assert_eq!(
+            probed.decide(0, Nanos(at), 1),
+            Decision::Admitted,
+            "request {k} at {at} ns after a rejected probe"
+        );
+    }
+}
+
+/// The capped case, pinned down: a full capacity-1 bucket at 3/s admits at
+/// 0 and ⌈1/3 s⌉, then rejects ⌈2/3 s⌉ by exactly the lost 2/3 ns, rounded up.
+#[test]
+fn a_full_bucket_loses_refill_beyond_its_capacity_even_a_fraction_of_a_nanosecond() {
+    let mut tb = token_bucket::TokenBucket::new(token_bucket::Config {
+        capacity: 1,
+        rate: parse_rate("3/1s").unwrap(),
+    });
+    assert_eq!(tb.decide(0, Nanos(0), 1), Decision::Admitted);
+    assert_eq!(tb.decide(0, Nanos(333_333_334), 1), Decision::Admitted);
+    assert_eq!(
+        tb.decide(0, Nanos(666_666_667), 1),
+        Decision::Rejected {
+            retry_after: Some(Nanos(1))
+        }
+    );
+    assert_eq!(tb.decide(0, Nanos(666_666_668), 1), Decision::Admitted);
+}
