@@ -192,7 +192,7 @@ pub enum ParseError {
 /// A non-negative decimal `12.000000001` as an exact fraction `(num, 10^k)`:
 /// `Err(true)` when it is well-formed but too long to hold exactly,
 /// `Err(false)` when it is not a decimal.
-fn parse_decimal(s: &str) -> Result<(u128, u128), bool> {
+pub fn parse_decimal(s: &str) -> Result<(u128, u128), bool> {
     let (int, frac) = s.split_once('.').unwrap_or((s, ""));
     let all_digits = |p: &str| p.bytes().all(|b| b.is_ascii_digit());
     if (int.is_empty() && frac.is_empty()) || !all_digits(int) || !all_digits(frac) {

@@ -5,8 +5,10 @@
 //! is created, so events at the same nanosecond come out first-in first-out
 //! and every run is deterministic. The engine pops the earliest event, asks
 //! the limiter, hands the decision to the [`Recorder`] and to an optional
-//! [`DecisionSink`], and pulls that stream's next arrival. Memory holds one
-//! pending event per stream plus per-key state — never the requests.
+//! [`DecisionSink`], and then either pulls that stream's next arrival or —
+//! for a rejected attempt whose client retries — schedules the retry as a new
+//! event. Memory holds one pending event per stream and per retry in flight,
+//! plus per-key state: never the requests.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -15,6 +17,7 @@ use crate::clock::Nanos;
 use crate::limiter::{Decision, Footprint};
 use crate::metrics::Recorder;
 use crate::scenario::{KeyBy, Scenario};
+use crate::traffic::retry::{retry_rng, Retry};
 use crate::traffic::{Arrival, Stream, StreamCtx};
 
 /// One attempt and what the limiter decided, as the decision log records it.
@@ -43,6 +46,19 @@ pub struct LimiterRun {
 /// How often (in events) progress is reported.
 pub const PROGRESS_EVERY: u64 = 1 << 16;
 
+/// One logical request on its way: its current attempt and its history.
+#[derive(Debug, Clone, Copy)]
+struct Job {
+    arrival: Arrival,
+    source: u32,
+    /// The request's index within its stream.
+    request: u64,
+    first: Nanos,
+    attempt: u32,
+    /// The wait before this attempt (for decorrelated jitter).
+    last_wait: Nanos,
+}
+
 /// Simulates limiter `index` of `scenario` from start to end.
 ///
 /// `progress` is called every [`PROGRESS_EVERY`] events with the simulated
@@ -59,60 +75,120 @@ pub fn simulate(
         scenario.defaults.window,
         scenario.output.resolution,
         scenario.duration,
+        scenario.population.clients(),
     );
+    let end = scenario.duration;
     let ctx = StreamCtx {
         seed: scenario.seed,
-        end: scenario.duration,
+        end,
     };
     let mut streams: Vec<Box<dyn Stream>> = Vec::new();
-    for (source, pattern) in scenario.traffic.iter().enumerate() {
-        streams.extend(pattern.streams(source, ctx)?);
+    let mut stream_source: Vec<u32> = Vec::new();
+    let mut retries: Vec<Retry> = Vec::new();
+    for (source, traffic) in scenario.traffic.iter().enumerate() {
+        let s = traffic.pattern.streams(source, ctx)?;
+        stream_source.extend(std::iter::repeat_n(source as u32, s.len()));
+        streams.extend(s);
+        retries.push(traffic.retry);
     }
 
-    let mut queue = Queue::with_capacity(streams.len());
-    let mut pending: Vec<Option<Arrival>> = vec![None; streams.len()];
-    for (i, s) in streams.iter_mut().enumerate() {
-        if let Some(a) = s.next()? {
-            queue.push(a.time, i as u32);
-            pending[i] = Some(a);
+    // Slot i < streams.len() holds stream i's next arrival; retries in
+    // flight take the slots after, reused through `free`.
+    let n_streams = streams.len();
+    let mut queue = Queue::with_capacity(n_streams);
+    let mut jobs: Vec<Option<Job>> = vec![None; n_streams];
+    let mut requests = vec![0u64; n_streams];
+    let mut free: Vec<u32> = Vec::new();
+    let mut pull = |i: usize,
+                    stream: &mut Box<dyn Stream>,
+                    jobs: &mut Vec<Option<Job>>,
+                    queue: &mut Queue|
+     -> anyhow::Result<()> {
+        if let Some(arrival) = stream.next()? {
+            jobs[i] = Some(Job {
+                arrival,
+                source: stream_source[i],
+                request: requests[i],
+                first: arrival.time,
+                attempt: 1,
+                last_wait: Nanos::ZERO,
+            });
+            requests[i] += 1;
+            queue.push(arrival.time, i as u32);
         }
+        Ok(())
+    };
+    for (i, stream) in streams.iter_mut().enumerate() {
+        pull(i, stream, &mut jobs, &mut queue)?;
     }
 
     let mut events = 0u64;
-    while let Some((_, i)) = queue.pop() {
-        let i = i as usize;
-        let arrival = pending[i]
-            .take()
-            .expect("a queued stream has a pending arrival");
+    while let Some((now, slot)) = queue.pop() {
+        let slot = slot as usize;
+        let job = jobs[slot].take().expect("a queued slot holds a job");
+        let a = job.arrival;
         let key = match spec.key_by {
-            KeyBy::Client => arrival.client,
-            KeyBy::Ip => arrival.ip,
+            KeyBy::Client => a.client,
+            KeyBy::Ip => a.ip,
             KeyBy::Global => 0,
         };
-        let decision = limiter.decide(key, arrival.time, arrival.cost);
-        recorder.record(key, arrival.time, arrival.cost, decision);
+        let decision = limiter.decide(key, now, a.cost);
+        recorder.attempt(key, a.client, now, job.first, job.attempt, a.cost, decision);
         if let Some(sink) = sink.as_deref_mut() {
             sink.record(&Attempt {
-                arrival,
+                arrival: Arrival { time: now, ..a },
                 key,
-                attempt: 1,
+                attempt: job.attempt,
                 decision,
             })?;
         }
-        if let Some(next) = streams[i].next()? {
-            debug_assert!(next.time >= arrival.time, "streams yield in time order");
-            queue.push(next.time, i as u32);
-            pending[i] = Some(next);
+        if let Decision::Rejected { retry_after } = decision {
+            let retry = &retries[job.source as usize];
+            let wait = retry.next_wait(job.attempt, retry_after, job.last_wait, &mut || {
+                retry_rng(
+                    scenario.seed,
+                    job.source,
+                    a.client,
+                    job.request,
+                    job.attempt,
+                )
+            });
+            match wait {
+                None => recorder.gave_up(a.client, now),
+                Some(w) if now.0.saturating_add(w.0) > end.0 => recorder.pending_at_end += 1,
+                Some(w) => {
+                    let at = Nanos(now.0 + w.0);
+                    let next = Job {
+                        attempt: job.attempt + 1,
+                        last_wait: w,
+                        ..job
+                    };
+                    let s = match free.pop() {
+                        Some(s) => s as usize,
+                        None => {
+                            jobs.push(None);
+                            jobs.len() - 1
+                        }
+                    };
+                    jobs[s] = Some(next);
+                    queue.push(at, s as u32);
+                }
+            }
+        }
+        if slot < n_streams {
+            pull(slot, &mut streams[slot], &mut jobs, &mut queue)?;
+        } else {
+            free.push(slot as u32);
         }
         events += 1;
         if events % PROGRESS_EVERY == 0 {
-            progress(arrival.time, PROGRESS_EVERY);
+            progress(now, PROGRESS_EVERY);
         }
     }
-    progress(scenario.duration, events % PROGRESS_EVERY);
+    progress(end, events % PROGRESS_EVERY);
 
     Ok(LimiterRun {
-        footprint: limiter.footprint(scenario.duration),
+        footprint: limiter.footprint(end),
         recorder,
     })
 }

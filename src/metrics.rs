@@ -18,6 +18,10 @@ pub struct Bucket {
     pub rejected: u64,
     pub passed: u64,
     pub passed_cost: u64,
+    /// Attempts after the first (retries), at arrival.
+    pub retries: u64,
+    /// Logical requests given up, at their last rejection.
+    pub gave_up: u64,
 }
 
 /// Everything measured about one limiter over a run.
@@ -36,17 +40,37 @@ pub struct Recorder {
     pub peak_in_window: u64,
     /// Where that peak ended (`s`) and its key.
     pub peak_at: Option<(Nanos, u32)>,
+    /// First attempts: one per logical request.
+    pub logical: u64,
+    /// Logical requests whose client stopped retrying.
+    pub gave_up: u64,
+    /// Logical requests whose next retry falls after the end of the run.
+    pub pending_at_end: u64,
+    /// From a request's first attempt to the moment it passes.
+    pub time_to_success: DelayHistogram,
+    /// Per client id: what each client asked for and got.
+    pub clients: Vec<ClientCounts>,
+}
+
+/// One client's logical requests, passes and rejected attempts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ClientCounts {
+    pub logical: u64,
+    pub passed: u64,
+    pub rejected: u64,
 }
 
 impl Recorder {
     /// `window` is the policy window `peak_in_window` uses; `resolution` the
     /// bucket width; `duration` sizes the series up front.
-    pub fn new(window: Nanos, resolution: Nanos, duration: Nanos) -> Self {
+    /// `clients` sizes the per-client table.
+    pub fn new(window: Nanos, resolution: Nanos, duration: Nanos, clients: usize) -> Self {
         let buckets = duration.0 / resolution.0 + 1;
         Recorder {
             window: window.0,
             resolution: resolution.0,
             series: vec![Bucket::default(); buckets as usize],
+            clients: vec![ClientCounts::default(); clients],
             ..Recorder::default()
         }
     }
@@ -59,6 +83,49 @@ impl Recorder {
         &mut self.series[i]
     }
 
+    /// Attempt number `attempt` of a request first sent at `first`, from
+    /// `client`, keyed on `key`, arriving at `now`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn attempt(
+        &mut self,
+        key: u32,
+        client: u32,
+        now: Nanos,
+        first: Nanos,
+        attempt: u32,
+        cost: u64,
+        decision: Decision,
+    ) {
+        let c = &mut self.clients[client as usize];
+        if attempt == 1 {
+            self.logical += 1;
+            c.logical += 1;
+        }
+        if decision.passes() {
+            c.passed += 1;
+        } else {
+            c.rejected += 1;
+        }
+        if attempt > 1 {
+            self.bucket(now.0).retries += 1;
+        }
+        self.record(key, now, cost, decision);
+        if let Decision::Admitted | Decision::Delayed { .. } = decision {
+            let pass = match decision {
+                Decision::Delayed { delay } => now.0 + delay.0,
+                _ => now.0,
+            };
+            self.time_to_success.record(pass - first.0);
+        }
+    }
+
+    /// `client` gives up on a request after a rejection at `now`.
+    pub fn gave_up(&mut self, _client: u32, now: Nanos) {
+        self.gave_up += 1;
+        self.bucket(now.0).gave_up += 1;
+    }
+
+    /// Counts one attempt and, if it passes, its pass.
     pub fn record(&mut self, key: u32, now: Nanos, cost: u64, decision: Decision) {
         self.attempts += 1;
         let b = self.bucket(now.0);
@@ -117,6 +184,44 @@ impl Recorder {
 
     pub fn passed(&self) -> u64 {
         self.admitted + self.delayed
+    }
+
+    /// Jain's fairness index of the clients' pass ratios (passed / logical
+    /// requests) over clients that sent anything: `(Σx)² / (n·Σx²)`, 1 when
+    /// every client got the same share, `1/n` when one got everything.
+    /// `None` when no client sent anything or none passed.
+    pub fn fairness(&self) -> Option<f64> {
+        let ratios = self.pass_ratios();
+        let n = ratios.len() as f64;
+        let sum: f64 = ratios.iter().sum();
+        let squares: f64 = ratios.iter().map(|x| x * x).sum();
+        (n > 0.0 && squares > 0.0).then(|| sum * sum / (n * squares))
+    }
+
+    /// Each sending client's share of its logical requests that passed, in
+    /// client order.
+    pub fn pass_ratios(&self) -> Vec<f64> {
+        self.clients
+            .iter()
+            .filter(|c| c.logical > 0)
+            .map(|c| c.passed as f64 / c.logical as f64)
+            .collect()
+    }
+
+    /// The share of rejected attempts that fell on clients whose own offered
+    /// rate (logical requests over the run) was within the limit:
+    /// `logical · window ≤ limit · duration`. `None` without rejections.
+    pub fn collateral(&self, limit: u64, duration: Nanos) -> Option<(u64, u64)> {
+        let rejected: u64 = self.clients.iter().map(|c| c.rejected).sum();
+        let innocent: u64 = self
+            .clients
+            .iter()
+            .filter(|c| {
+                c.logical as u128 * self.window as u128 <= limit as u128 * duration.0 as u128
+            })
+            .map(|c| c.rejected)
+            .sum();
+        (rejected > 0).then_some((innocent, rejected))
     }
 }
 
@@ -201,7 +306,7 @@ mod tests {
 
     #[test]
     fn peak_counts_passes_in_half_open_windows() {
-        let mut r = Recorder::new(Nanos(1000 * MS), Nanos(100 * MS), Nanos(3000 * MS));
+        let mut r = Recorder::new(Nanos(1000 * MS), Nanos(100 * MS), Nanos(3000 * MS), 0);
         for t in [0, 500, 999, 1000] {
             r.record(0, Nanos(t * MS), 1, Decision::Admitted);
         }
@@ -220,7 +325,7 @@ mod tests {
 
     #[test]
     fn delayed_requests_count_where_they_pass() {
-        let mut r = Recorder::new(Nanos(1000 * MS), Nanos(100 * MS), Nanos(1000 * MS));
+        let mut r = Recorder::new(Nanos(1000 * MS), Nanos(100 * MS), Nanos(1000 * MS), 0);
         r.record(
             0,
             Nanos(50 * MS),
@@ -233,6 +338,31 @@ mod tests {
         assert_eq!(r.series[0].passed, 0);
         assert_eq!(r.series[10].passed, 1);
         assert_eq!(r.series.iter().map(|b| b.passed).sum::<u64>(), r.passed());
+    }
+
+    #[test]
+    fn retries_time_to_success_and_client_shares_are_counted() {
+        let mut r = Recorder::new(Nanos(1000 * MS), Nanos(100 * MS), Nanos(2000 * MS), 2);
+        let rejected = Decision::Rejected {
+            retry_after: Some(Nanos(MS)),
+        };
+        // Client 0: one request, rejected once, passes on the retry 300ms later.
+        r.attempt(0, 0, Nanos(0), Nanos(0), 1, 1, rejected);
+        r.attempt(0, 0, Nanos(300 * MS), Nanos(0), 2, 1, Decision::Admitted);
+        // Client 1: two requests, one passes, one rejected and given up.
+        r.attempt(1, 1, Nanos(0), Nanos(0), 1, 1, Decision::Admitted);
+        r.attempt(1, 1, Nanos(0), Nanos(0), 1, 1, rejected);
+        r.gave_up(1, Nanos(0));
+        assert_eq!((r.logical, r.attempts, r.gave_up), (3, 4, 1));
+        assert_eq!(r.series[3].retries, 1);
+        assert_eq!(r.time_to_success.percentile(1000), Some(Nanos(300 * MS)));
+        assert_eq!(r.pass_ratios(), [1.0, 0.5]);
+        // (1.5)² / (2 · 1.25) = 0.9
+        assert!((r.fairness().unwrap() - 0.9).abs() < 1e-12);
+        // Over 2s at a limit of 1/s, client 0 (1 request) is within its
+        // limit and client 1 (2 requests) is too: every rejection is collateral.
+        assert_eq!(r.collateral(1, Nanos(2000 * MS)), Some((2, 2)));
+        assert_eq!(r.collateral(1, Nanos(1000 * MS)), Some((1, 2)));
     }
 
     #[test]

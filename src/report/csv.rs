@@ -27,6 +27,15 @@ pub const SUMMARY_COLUMNS: &[&str] = &[
     "key_by",
     "passed",
     "delay_max_ms",
+    "logical_requests",
+    "retry_amplification",
+    "gave_up",
+    "pending_at_end",
+    "time_to_success_p50_ms",
+    "time_to_success_p99_ms",
+    "client_pass_ratio_min",
+    "fairness_jain",
+    "collateral_share",
 ];
 
 pub fn summary(report: &Report, out: impl Write) -> csv::Result<()> {
@@ -50,6 +59,15 @@ pub fn summary(report: &Report, out: impl Write) -> csv::Result<()> {
             l.key_by.to_string(),
             l.passed().to_string(),
             opt_ms(l.delay_max),
+            l.logical.to_string(),
+            l.amplification_text(),
+            l.gave_up.to_string(),
+            l.pending_at_end.to_string(),
+            opt_ms(l.time_to_success_p50),
+            opt_ms(l.time_to_success_p99),
+            l.pass_ratio_min_text(),
+            l.fairness_text(),
+            l.collateral_text(),
         ])?;
     }
     w.flush()?;
@@ -66,6 +84,8 @@ pub const TIMESERIES_COLUMNS: &[&str] = &[
     "rejected",
     "passed",
     "passed_cost",
+    "retries",
+    "gave_up",
 ];
 
 /// Every limiter's series over the same buckets (the longest series, so a
@@ -94,6 +114,8 @@ pub fn timeseries(report: &Report, out: impl Write) -> csv::Result<()> {
                 b.rejected.to_string(),
                 b.passed.to_string(),
                 b.passed_cost.to_string(),
+                b.retries.to_string(),
+                b.gave_up.to_string(),
             ])?;
         }
     }

@@ -34,6 +34,15 @@ pub fn summary(report: &Report) -> Value {
             "state_bytes_per_key_mean": ms_number(l.state_mean_text()),
             "state_bytes_per_key_peak": l.state_peak,
             "keys": l.keys,
+            "logical_requests": l.logical,
+            "retry_amplification": ms_number(l.amplification_text()),
+            "gave_up": l.gave_up,
+            "pending_at_end": l.pending_at_end,
+            "time_to_success_p50_ms": ms_number(opt_ms(l.time_to_success_p50)),
+            "time_to_success_p99_ms": ms_number(opt_ms(l.time_to_success_p99)),
+            "client_pass_ratio_min": ms_number(l.pass_ratio_min_text()),
+            "fairness_jain": ms_number(l.fairness_text()),
+            "collateral_share": ms_number(l.collateral_text()),
         })).collect::<Vec<_>>(),
     })
 }

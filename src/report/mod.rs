@@ -36,11 +36,47 @@ pub struct LimiterReport {
     pub state_peak: u64,
     pub keys: u64,
     pub series: Vec<Bucket>,
+    /// Logical requests (first attempts).
+    pub logical: u64,
+    pub gave_up: u64,
+    pub pending_at_end: u64,
+    pub time_to_success_p50: Option<Nanos>,
+    pub time_to_success_p99: Option<Nanos>,
+    /// The lowest client pass ratio, exact: `(passed, logical)`.
+    pub pass_ratio_min: Option<(u64, u64)>,
+    /// Jain's fairness index of client pass ratios.
+    pub fairness: Option<f64>,
+    /// Rejected attempts on clients within their limit, of all rejected.
+    pub collateral: Option<(u64, u64)>,
 }
 
 impl LimiterReport {
     pub fn passed(&self) -> u64 {
         self.admitted + self.delayed
+    }
+
+    /// Attempts per logical request, 4 decimals.
+    pub fn amplification_text(&self) -> String {
+        if self.logical == 0 {
+            return String::new();
+        }
+        decimal_places(self.attempts as u128, self.logical as u128, 4)
+    }
+
+    pub fn pass_ratio_min_text(&self) -> String {
+        self.pass_ratio_min
+            .map(|(p, l)| decimal_places(p as u128, l as u128, 4))
+            .unwrap_or_default()
+    }
+
+    pub fn fairness_text(&self) -> String {
+        self.fairness.map(|f| format!("{f:.4}")).unwrap_or_default()
+    }
+
+    pub fn collateral_text(&self) -> String {
+        self.collateral
+            .map(|(i, r)| decimal_places(i as u128, r as u128, 4))
+            .unwrap_or_default()
     }
 
     /// Mean state bytes per key, rounded to 2 decimals.
@@ -97,6 +133,21 @@ impl Report {
                     state_mean: run.footprint.mean(),
                     state_peak: run.footprint.peak_bytes,
                     keys: run.footprint.keys,
+                    logical: r.logical,
+                    gave_up: r.gave_up,
+                    pending_at_end: r.pending_at_end,
+                    time_to_success_p50: r.time_to_success.percentile(500),
+                    time_to_success_p99: r.time_to_success.percentile(990),
+                    pass_ratio_min: r
+                        .clients
+                        .iter()
+                        .filter(|c| c.logical > 0)
+                        .map(|c| (c.passed, c.logical))
+                        .min_by(|a, b| {
+                            (a.0 as u128 * b.1 as u128).cmp(&(b.0 as u128 * a.1 as u128))
+                        }),
+                    fairness: r.fairness(),
+                    collateral: r.collateral(scenario.defaults.limit, scenario.duration),
                     series: r.series,
                 }
             })

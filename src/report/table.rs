@@ -1,70 +1,94 @@
 //! The terminal summary: one aligned row per limiter.
+//!
+//! Columns for client behaviour appear only when they say something: retry
+//! columns when some attempt was a retry, fairness when several clients sent.
 
-use super::Report;
-use crate::clock::decimal_places;
+use super::{LimiterReport, Report};
+use crate::clock::{decimal_places, Nanos};
+
+/// A column: its header, whether it is text (left-aligned), and its cell.
+type Column = (&'static str, bool, fn(&Report, &LimiterReport) -> String);
+
+fn short_ms(d: Option<Nanos>) -> String {
+    match d {
+        Some(d) if d.0 > 0 => format!("{}ms", decimal_places(d.0 as u128, 1_000_000, 1)),
+        _ => "-".to_string(),
+    }
+}
+
+const BASE: &[Column] = &[
+    ("limiter", true, |_, l| l.name.clone()),
+    ("algorithm", true, |_, l| l.algorithm.to_string()),
+    ("key", true, |_, l| l.key_by.to_string()),
+    ("admitted", false, |_, l| l.admitted.to_string()),
+    ("delayed", false, |_, l| l.delayed.to_string()),
+    ("rejected", false, |_, l| l.rejected.to_string()),
+    ("peak/limit", false, |r, l| {
+        format!("{}/{}", l.peak_in_window, r.limit)
+    }),
+    ("delay p99", false, |_, l| short_ms(l.delay_p99)),
+    ("state B/key", false, |_, l| {
+        if l.state_mean_text() == l.state_peak.to_string() {
+            l.state_peak.to_string()
+        } else {
+            format!("{} (peak {})", l.state_mean_text(), l.state_peak)
+        }
+    }),
+    ("keys", false, |_, l| l.keys.to_string()),
+];
+
+const RETRIES: &[Column] = &[
+    ("attempts/req", false, |_, l| l.amplification_text()),
+    ("gave up", false, |_, l| l.gave_up.to_string()),
+    ("success p99", false, |_, l| short_ms(l.time_to_success_p99)),
+];
+
+const CLIENTS: &[Column] = &[
+    ("fairness", false, |_, l| {
+        l.fairness.map_or("-".into(), |f| format!("{f:.3}"))
+    }),
+    ("collateral", false, |_, l| {
+        l.collateral.map_or("-".into(), |(i, r)| {
+            format!("{}%", decimal_places(i as u128 * 100, r as u128, 1))
+        })
+    }),
+];
 
 pub fn render(report: &Report) -> String {
-    let header = [
-        "limiter",
-        "algorithm",
-        "key",
-        "admitted",
-        "delayed",
-        "rejected",
-        "peak/limit",
-        "delay p99",
-        "state B/key",
-        "keys",
-    ];
-    let rows: Vec<[String; 10]> = report
+    let mut columns: Vec<&Column> = BASE.iter().collect();
+    if report.limiters.iter().any(|l| l.attempts > l.logical) {
+        columns.extend(RETRIES);
+    }
+    let clients = report.scenario["clients"].as_u64().unwrap_or(0);
+    if clients > 1 {
+        columns.extend(CLIENTS);
+    }
+    let header: Vec<String> = columns.iter().map(|c| c.0.to_string()).collect();
+    let rows: Vec<Vec<String>> = report
         .limiters
         .iter()
-        .map(|l| {
-            [
-                l.name.clone(),
-                l.algorithm.to_string(),
-                l.key_by.to_string(),
-                l.admitted.to_string(),
-                l.delayed.to_string(),
-                l.rejected.to_string(),
-                format!("{}/{}", l.peak_in_window, report.limit),
-                match l.delay_p99 {
-                    Some(d) if d.0 > 0 => {
-                        format!("{}ms", decimal_places(d.0 as u128, 1_000_000, 1))
-                    }
-                    _ => "-".to_string(),
-                },
-                if l.state_mean_text() == l.state_peak.to_string() {
-                    l.state_peak.to_string()
-                } else {
-                    format!("{} (peak {})", l.state_mean_text(), l.state_peak)
-                },
-                l.keys.to_string(),
-            ]
-        })
+        .map(|l| columns.iter().map(|c| (c.2)(report, l)).collect())
         .collect();
-    let mut widths = header.map(str::len);
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
     for r in &rows {
         for (w, cell) in widths.iter_mut().zip(r) {
             *w = (*w).max(cell.chars().count());
         }
     }
-    // Text columns align left, numbers right.
-    let left = |i: usize| i < 3;
     let line = |cells: &[String]| -> String {
         let mut s = String::new();
-        for (i, (cell, w)) in cells.iter().zip(widths).enumerate() {
+        for (i, cell) in cells.iter().enumerate() {
             if i > 0 {
                 s.push_str("  ");
             }
-            let pad = w - cell.chars().count();
-            if left(i) {
+            let pad = " ".repeat(widths[i] - cell.chars().count());
+            if columns[i].1 {
                 s.push_str(cell);
                 if i + 1 < cells.len() {
-                    s.push_str(&" ".repeat(pad));
+                    s.push_str(&pad);
                 }
             } else {
-                s.push_str(&" ".repeat(pad));
+                s.push_str(&pad);
                 s.push_str(cell);
             }
         }
@@ -80,7 +104,7 @@ pub fn render(report: &Report) -> String {
         report.window,
         report.seed
     );
-    out.push_str(&line(&header.map(String::from)));
+    out.push_str(&line(&header));
     for r in &rows {
         out.push_str(&line(r));
     }

@@ -166,6 +166,45 @@ impl<'a> Fields<'a> {
             .map_err(|e| self.error(key, v, e))
     }
 
+    /// A non-negative decimal number (`1.5`, `2`, `"0.25"`) as an exact
+    /// fraction `(num, den)`.
+    pub fn opt_decimal(&mut self, key: &str) -> Result<Option<(u128, u128)>, InputError> {
+        let Some(v) = self.take(key) else {
+            return Ok(None);
+        };
+        let text = match v {
+            Value::String(s) => s.trim().to_string(),
+            Value::Integer(i) => i.to_string(),
+            Value::Float(f) if f.is_finite() => format!("{f}"),
+            _ => String::new(),
+        };
+        crate::clock::parse_decimal(&text)
+            .map(Some)
+            .map_err(|_| self.error(key, v, "expected a finite non-negative number, e.g. 1.5"))
+    }
+
+    /// A finite number in `[min, max]`, for parameters of random
+    /// distributions (never of decisions).
+    pub fn opt_float(&mut self, key: &str, min: f64, max: f64) -> Result<Option<f64>, InputError> {
+        let Some(v) = self.take(key) else {
+            return Ok(None);
+        };
+        let x = match v {
+            Value::Integer(i) => *i as f64,
+            Value::Float(f) => *f,
+            _ => f64::NAN,
+        };
+        if x.is_finite() && (min..=max).contains(&x) {
+            Ok(Some(x))
+        } else {
+            Err(self.error(
+                key,
+                v,
+                format_args!("expected a number from {min} to {max}"),
+            ))
+        }
+    }
+
     pub fn opt_table(&mut self, key: &str) -> Result<Option<&'a Table>, InputError> {
         match self.take(key) {
             None => Ok(None),

@@ -17,6 +17,7 @@ use serde_json::json;
 use crate::builtin;
 use crate::clock::{Nanos, Rate};
 use crate::error::InputError;
+use crate::traffic::retry::Retry;
 use crate::traffic::trace::TraceData;
 use crate::traffic::{ParseCtx, Pattern, PATTERNS};
 pub use fields::Fields;
@@ -51,9 +52,16 @@ pub struct Scenario {
     pub duration: Nanos,
     pub defaults: Defaults,
     pub limiters: Vec<LimiterSpec>,
-    pub traffic: Vec<Pattern>,
+    pub traffic: Vec<Source>,
     pub output: OutputSpec,
     pub population: Population,
+}
+
+/// One `[[traffic]]` source: what it sends and how its clients retry.
+#[derive(Debug, Clone)]
+pub struct Source {
+    pub pattern: Pattern,
+    pub retry: Retry,
 }
 
 /// Where a scenario came from: relative paths in it resolve against this.
@@ -242,15 +250,20 @@ impl Scenario {
                 index,
                 default_prefix,
             };
-            traffic.push(Pattern::parse(pattern, &mut f, &mut ctx)?);
+            let pattern = Pattern::parse(pattern, &mut f, &mut ctx)?;
+            let retry = match f.opt_table("retry")? {
+                Some(t) => Retry::parse(&mut Fields::new(f.at("retry"), t))?,
+                None => Retry::NONE,
+            };
             f.finish()?;
+            traffic.push(Source { pattern, retry });
         }
 
         let duration = match duration {
             Some(d) => d,
             None => traffic
                 .iter()
-                .map(Pattern::last_time)
+                .map(|s| s.pattern.last_time())
                 .collect::<Option<Vec<_>>>()
                 .and_then(|v| v.into_iter().max())
                 .ok_or_else(|| {
@@ -300,6 +313,8 @@ impl Scenario {
             "seed": self.seed,
             "duration": self.duration.to_string(),
             "duration_ns": self.duration.0,
+            "clients": self.population.clients(),
+            "ips": self.population.ips(),
             "defaults": {
                 "limit": self.defaults.limit,
                 "window": self.defaults.window.to_string(),
@@ -311,7 +326,11 @@ impl Scenario {
                 "key_by": l.key_by.as_str(),
                 "params": l.algorithm.params(),
             })).collect::<Vec<_>>(),
-            "traffic": self.traffic.iter().map(Pattern::echo).collect::<Vec<_>>(),
+            "traffic": self.traffic.iter().map(|s| {
+                let mut v = s.pattern.echo();
+                v["retry"] = s.retry.echo();
+                v
+            }).collect::<Vec<_>>(),
             "output": {
                 "resolution": self.output.resolution.to_string(),
                 "resolution_ns": self.output.resolution.0,

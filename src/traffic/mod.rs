@@ -17,6 +17,7 @@
 
 pub mod boundary;
 pub mod poisson;
+pub mod retry;
 pub mod steady;
 pub mod trace;
 

@@ -1,0 +1,424 @@
+//! Retry policies: how a client reacts to a 429.
+//!
+//! A rejected attempt is retried as a new attempt of the same logical request
+//! (same client, attempt number + 1) at a time the policy picks, until
+//! `max_attempts` attempts have been made; then the request is `gave_up`.
+//! Delayed (shaped) requests never retry: they wait.
+//!
+//! | policy | wait before attempt n + 1 |
+//! |---|---|
+//! | `none` | never retries |
+//! | `immediate` | 0: the retry is queued at the same nanosecond, behind what is already there |
+//! | `fixed` | `delay` (+ uniform `[0, jitter]`) |
+//! | `exponential` | `b = min(cap, base · factor^(n−1))`, then `jitter`: `none` → b, `full` → U[0, b], `equal` → b/2 + U[0, b/2], `decorrelated` → min(cap, U[base, 3 · previous wait]) |
+//! | `retry_after` | the limiter's `retry_after`, rounded up to a multiple of `granularity` (HTTP `Retry-After` carries whole seconds), + U[0, jitter]; a request that can never pass gives up |
+//!
+//! Random draws come from a generator seeded by (scenario seed, source,
+//! client, request, attempt): the same retry of the same request draws the
+//! same number under every limiter, so limiters differ only by what they
+//! decided.
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde_json::json;
+
+use crate::clock::{Nanos, MAX_NANOS};
+use crate::error::InputError;
+use crate::scenario::fields::Fields;
+
+/// The most attempts a policy may allow per logical request.
+pub const MAX_ATTEMPTS: u64 = 1000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Jitter {
+    None,
+    Full,
+    Equal,
+    Decorrelated,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Policy {
+    None,
+    Immediate,
+    Fixed {
+        delay: Nanos,
+        jitter: Nanos,
+    },
+    Exponential {
+        base: Nanos,
+        /// `factor = num / den ≥ 1`.
+        factor: (u64, u64),
+        cap: Nanos,
+        jitter: Jitter,
+    },
+    RetryAfter {
+        granularity: Nanos,
+        jitter: Nanos,
+    },
+}
+
+/// A policy and the bound on attempts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retry {
+    pub policy: Policy,
+    /// Attempts in all, the first included.
+    pub max_attempts: u32,
+}
+
+/// Every policy with a one-line description, for `ratesim list`.
+pub const POLICIES: &[(&str, &str)] = &[
+    ("none", "a rejected request gives up at once (the default)"),
+    ("immediate", "retry at once, up to `max_attempts`"),
+    ("fixed", "retry after `delay` (+ U[0, `jitter`])"),
+    (
+        "exponential",
+        "`base` x `factor`^n capped at `cap`; `jitter` none|full|equal|decorrelated",
+    ),
+    (
+        "retry_after",
+        "wait the limiter's retry_after rounded up to `granularity` (+ U[0, `jitter`])",
+    ),
+];
+
+impl Retry {
+    pub const NONE: Retry = Retry {
+        policy: Policy::None,
+        max_attempts: 1,
+    };
+
+    /// Parses a `[traffic.retry]` table.
+    pub fn parse(f: &mut Fields) -> Result<Retry, InputError> {
+        let name = f.opt_str("policy")?.unwrap_or("none");
+        let policy = match name {
+            "none" => Policy::None,
+            "immediate" => Policy::Immediate,
+            "fixed" => Policy::Fixed {
+                delay: f
+                    .opt_duration("delay", true)?
+                    .ok_or_else(|| f.missing("delay", "the wait before each retry, e.g. \"1s\""))?,
+                jitter: f.opt_duration("jitter", true)?.unwrap_or(Nanos::ZERO),
+            },
+            "exponential" => {
+                let base = f
+                    .opt_duration("base", false)?
+                    .ok_or_else(|| f.missing("base", "the first wait, e.g. \"100ms\""))?;
+                let factor = parse_factor(f)?;
+                let cap = f.opt_duration("cap", false)?.unwrap_or(Nanos(MAX_NANOS));
+                if cap < base {
+                    return Err(InputError::new(format!(
+                        "{}: \"{cap}\" — must be at least base ({base})",
+                        f.at("cap")
+                    )));
+                }
+                let jitter = match f.opt_str("jitter")? {
+                    None | Some("none") => Jitter::None,
+                    Some("full") => Jitter::Full,
+                    Some("equal") => Jitter::Equal,
+                    Some("decorrelated") => Jitter::Decorrelated,
+                    Some(other) => {
+                        return Err(InputError::new(format!(
+                            "{}: \"{other}\" — accepted: \"none\", \"full\", \"equal\", \"decorrelated\"",
+                            f.at("jitter")
+                        )))
+                    }
+                };
+                Policy::Exponential {
+                    base,
+                    factor,
+                    cap,
+                    jitter,
+                }
+            }
+            "retry_after" => Policy::RetryAfter {
+                granularity: f.opt_duration("granularity", true)?.unwrap_or(Nanos::ZERO),
+                jitter: f.opt_duration("jitter", true)?.unwrap_or(Nanos::ZERO),
+            },
+            other => {
+                return Err(InputError::new(format!(
+                    "{}: \"{other}\" — unknown retry policy; accepted: {}",
+                    f.at("policy"),
+                    crate::scenario::limiters::names(POLICIES)
+                )))
+            }
+        };
+        let max_attempts = match (policy, f.opt_count("max_attempts", 1)?) {
+            (Policy::None, Some(n)) if n > 1 => {
+                return Err(InputError::new(format!(
+                    "{}: {n} — policy \"none\" makes one attempt; choose another policy to retry",
+                    f.at("max_attempts")
+                )))
+            }
+            (Policy::None, _) => 1,
+            (_, Some(n)) if n > MAX_ATTEMPTS => {
+                return Err(InputError::new(format!(
+                    "{}: {n} — at most {MAX_ATTEMPTS}",
+                    f.at("max_attempts")
+                )))
+            }
+            (_, Some(n)) => n as u32,
+            (_, None) => 5,
+        };
+        f.finish()?;
+        Ok(Retry {
+            policy,
+            max_attempts,
+        })
+    }
+
+    /// When to retry after attempt `attempt` was rejected at `now` with
+    /// `retry_after`, or `None` to give up. `previous` is the wait before
+    /// this attempt (0 for the first), for decorrelated jitter.
+    pub fn next_wait(
+        &self,
+        attempt: u32,
+        retry_after: Option<Nanos>,
+        previous: Nanos,
+        draw: &mut impl FnMut() -> ChaCha8Rng,
+    ) -> Option<Nanos> {
+        if attempt >= self.max_attempts {
+            return None;
+        }
+        let uniform = |draw: &mut dyn FnMut() -> ChaCha8Rng, lo: u64, hi: u64| -> u64 {
+            if hi <= lo {
+                lo
+            } else {
+                draw().random_range(lo..=hi)
+            }
+        };
+        Some(match self.policy {
+            Policy::None => return None,
+            Policy::Immediate => Nanos::ZERO,
+            Policy::Fixed { delay, jitter } => Nanos(delay.0 + uniform(draw, 0, jitter.0)),
+            Policy::Exponential {
+                base,
+                factor,
+                cap,
+                jitter,
+            } => {
+                let backoff = backoff(base, factor, cap, attempt);
+                Nanos(match jitter {
+                    Jitter::None => backoff,
+                    Jitter::Full => uniform(draw, 0, backoff),
+                    Jitter::Equal => backoff / 2 + uniform(draw, 0, backoff - backoff / 2),
+                    Jitter::Decorrelated => {
+                        let hi = previous.0.max(base.0).saturating_mul(3).min(MAX_NANOS);
+                        uniform(draw, base.0, hi).min(cap.0)
+                    }
+                })
+            }
+            Policy::RetryAfter {
+                granularity,
+                jitter,
+            } => {
+                let wait = retry_after?.0;
+                let rounded = if granularity.0 == 0 {
+                    wait
+                } else {
+                    wait.div_ceil(granularity.0).saturating_mul(granularity.0)
+                };
+                Nanos(rounded.saturating_add(uniform(draw, 0, jitter.0)))
+            }
+        })
+    }
+
+    pub fn echo(&self) -> serde_json::Value {
+        let mut v = match self.policy {
+            Policy::None => json!({ "policy": "none" }),
+            Policy::Immediate => json!({ "policy": "immediate" }),
+            Policy::Fixed { delay, jitter } => json!({
+                "policy": "fixed", "delay": delay.to_string(), "jitter": jitter.to_string(),
+            }),
+            Policy::Exponential {
+                base,
+                factor,
+                cap,
+                jitter,
+            } => json!({
+                "policy": "exponential",
+                "base": base.to_string(),
+                "factor": crate::clock::decimal(factor.0 as u128, factor.1 as u128),
+                "cap": cap.to_string(),
+                "jitter": format!("{jitter:?}").to_lowercase(),
+            }),
+            Policy::RetryAfter {
+                granularity,
+                jitter,
+            } => json!({
+                "policy": "retry_after",
+                "granularity": granularity.to_string(),
+                "jitter": jitter.to_string(),
+            }),
+        };
+        v["max_attempts"] = json!(self.max_attempts);
+        v
+    }
+}
+
+/// `min(cap, base · factor^(attempt − 1))`, exactly (rounded up to whole ns
+/// at each step, which only matters for fractional factors).
+pub fn backoff(base: Nanos, factor: (u64, u64), cap: Nanos, attempt: u32) -> u64 {
+    let mut b = base.0.min(cap.0) as u128;
+    for _ in 1..attempt {
+        if b >= cap.0 as u128 {
+            break;
+        }
+        b = (b * factor.0 as u128).div_ceil(factor.1 as u128);
+    }
+    b.min(cap.0 as u128) as u64
+}
+
+fn parse_factor(f: &mut Fields) -> Result<(u64, u64), InputError> {
+    let Some((num, den)) = f.opt_decimal("factor")? else {
+        return Ok((2, 1));
+    };
+    let g = crate::clock::gcd(num, den).max(1);
+    let (num, den) = (num / g, den / g);
+    if num < den || num > 1_000_000 {
+        return Err(InputError::new(format!(
+            "{}: {} — must be a number from 1 to 1000000, e.g. 2 or 1.5",
+            f.at("factor"),
+            crate::clock::decimal(num, den)
+        )));
+    }
+    Ok((num as u64, den as u64))
+}
+
+/// The generator for the random part of one retry: a function of the
+/// scenario seed, the source, the client, the request and the attempt.
+pub fn retry_rng(seed: u64, source: u32, client: u32, request: u64, attempt: u32) -> ChaCha8Rng {
+    let mut key = [0u8; 32];
+    key[..8].copy_from_slice(&seed.to_le_bytes());
+    key[8..12].copy_from_slice(&source.to_le_bytes());
+    key[12..16].copy_from_slice(&client.to_le_bytes());
+    key[16..24].copy_from_slice(&request.to_le_bytes());
+    key[24..28].copy_from_slice(&attempt.to_le_bytes());
+    key[28..].copy_from_slice(b"rtry");
+    ChaCha8Rng::from_seed(key)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+    const S: u64 = 1_000_000_000;
+
+    fn parse(toml: &str) -> Result<Retry, InputError> {
+        let t: toml::Table = toml.parse().unwrap();
+        Retry::parse(&mut Fields::new("retry", &t))
+    }
+
+    fn waits(r: &Retry, retry_after: Option<Nanos>) -> Vec<Option<u64>> {
+        let mut prev = Nanos::ZERO;
+        (1..=r.max_attempts)
+            .map(|attempt| {
+                let w = r.next_wait(attempt, retry_after, prev, &mut || {
+                    retry_rng(1, 0, 0, 0, attempt)
+                });
+                if let Some(w) = w {
+                    prev = w;
+                }
+                w.map(|w| w.0)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn none_gives_up_after_the_first_attempt() {
+        let r = parse("policy = \"none\"").unwrap();
+        assert_eq!(waits(&r, Some(Nanos(5))), [None]);
+        assert!(parse("policy = \"none\"\nmax_attempts = 3").is_err());
+    }
+
+    #[test]
+    fn immediate_retries_at_once_until_max_attempts() {
+        let r = parse("policy = \"immediate\"\nmax_attempts = 3").unwrap();
+        assert_eq!(waits(&r, None), [Some(0), Some(0), None]);
+    }
+
+    #[test]
+    fn fixed_waits_the_delay_and_max_attempts_ends_in_giving_up() {
+        let r = parse("policy = \"fixed\"\ndelay = \"250ms\"\nmax_attempts = 4").unwrap();
+        assert_eq!(
+            waits(&r, None),
+            [Some(250 * MS), Some(250 * MS), Some(250 * MS), None]
+        );
+    }
+
+    #[test]
+    fn exponential_doubles_up_to_the_cap() {
+        let r = parse("policy = \"exponential\"\nbase = \"100ms\"\ncap = \"1s\"\nmax_attempts = 7")
+            .unwrap();
+        assert_eq!(
+            waits(&r, None),
+            [
+                Some(100 * MS),
+                Some(200 * MS),
+                Some(400 * MS),
+                Some(800 * MS),
+                Some(S),
+                Some(S),
+                None
+            ]
+        );
+        assert_eq!(backoff(Nanos(100), (3, 2), Nanos(1000), 3), 225);
+    }
+
+    #[test]
+    fn exponential_jitter_stays_within_its_bounds() {
+        for (jitter, lo, hi) in [
+            ("full", 0, 400 * MS),
+            ("equal", 200 * MS, 400 * MS),
+            ("decorrelated", 100 * MS, 1000 * MS),
+        ] {
+            let r = parse(&format!(
+                "policy = \"exponential\"\nbase = \"100ms\"\ncap = \"1s\"\njitter = \"{jitter}\"\nmax_attempts = 10"
+            ))
+            .unwrap();
+            let mut seen = std::collections::BTreeSet::new();
+            for request in 0..200 {
+                let w = r
+                    .next_wait(3, None, Nanos(150 * MS), &mut || {
+                        retry_rng(9, 0, 0, request, 3)
+                    })
+                    .unwrap()
+                    .0;
+                assert!((lo..=hi).contains(&w), "{jitter}: {w}");
+                seen.insert(w);
+            }
+            assert!(seen.len() > 100, "{jitter} spreads its waits");
+        }
+    }
+
+    #[test]
+    fn retry_after_rounds_up_to_whole_seconds() {
+        let r = parse("policy = \"retry_after\"\ngranularity = \"1s\"\nmax_attempts = 3").unwrap();
+        assert_eq!(
+            waits(&r, Some(Nanos(MS))),
+            [Some(S), Some(S), None],
+            "1ms becomes Retry-After: 1"
+        );
+        assert_eq!(waits(&r, Some(Nanos(S)))[0], Some(S));
+        assert_eq!(waits(&r, Some(Nanos(S + 1)))[0], Some(2 * S));
+        assert_eq!(waits(&r, None), [None, None, None], "never passes: give up");
+        let exact = parse("policy = \"retry_after\"").unwrap();
+        assert_eq!(waits(&exact, Some(Nanos(7)))[0], Some(7));
+        assert_eq!(exact.max_attempts, 5);
+    }
+
+    #[test]
+    fn bad_policies_name_the_field() {
+        let e = parse("policy = \"sometimes\"").unwrap_err();
+        assert!(
+            e.message().starts_with("retry.policy: \"sometimes\""),
+            "{e}"
+        );
+        let e = parse("policy = \"fixed\"").unwrap_err();
+        assert!(e.message().starts_with("retry.delay: missing"), "{e}");
+        let e = parse("policy = \"exponential\"\nbase = \"1s\"\nfactor = 0.5").unwrap_err();
+        assert!(e.message().starts_with("retry.factor"), "{e}");
+        let e = parse("policy = \"fixed\"\ndelay = \"1s\"\nbase = \"1s\"").unwrap_err();
+        assert!(e.message().starts_with("retry.base: unknown field"), "{e}");
+    }
+}
