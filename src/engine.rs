@@ -87,7 +87,7 @@ pub fn simulate(
     let mut retries: Vec<Retry> = Vec::new();
     for (source, traffic) in scenario.traffic.iter().enumerate() {
         let s = traffic.pattern.streams(source, ctx)?;
-        stream_source.extend(std::iter::repeat_n(source as u32, s.len()));
+        stream_source.extend(std::iter::repeat(source as u32).take(s.len()));
         streams.extend(s);
         retries.push(traffic.retry);
     }
