@@ -54,7 +54,7 @@ impl Boundary {
         }
         let every = f.opt_count("every", 1)?.unwrap_or(1);
         let cost = cost_field(f)?;
-        let clients = synthetic_clients(f, ctx, count)?;
+        let clients = synthetic_clients(f, ctx, count, "clients")?;
         Ok(Boundary {
             burst,
             window,

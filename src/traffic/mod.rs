@@ -14,12 +14,22 @@
 //! | [`steady`] | each client at a fixed rate |
 //! | [`poisson`] | each client with exponential gaps |
 //! | [`boundary`] | bursts just before and just after each window boundary |
+//! | [`bursty`] | on/off periods, or periodic bursts |
+//! | [`nat`] | many users behind few addresses, some heavy |
+//! | [`zipf`] | many keys, Zipf popularity |
+//! | [`ramp`] | a rate that changes over the run |
+//!
+//! How clients react to a rejection is [`retry`], configured per source.
 
 pub mod boundary;
+pub mod bursty;
+pub mod nat;
 pub mod poisson;
+pub mod ramp;
 pub mod retry;
 pub mod steady;
 pub mod trace;
+pub mod zipf;
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -52,6 +62,10 @@ pub enum Pattern {
     Steady(steady::Steady),
     Poisson(poisson::Poisson),
     Boundary(boundary::Boundary),
+    Bursty(bursty::Bursty),
+    Nat(nat::Nat),
+    Zipf(zipf::Zipf),
+    Ramp(ramp::Ramp),
 }
 
 /// Every pattern name with a one-line description, for `ratesim list`.
@@ -100,6 +114,10 @@ impl Pattern {
             "steady" => Pattern::Steady(steady::Steady::parse(f, ctx)?),
             "poisson" => Pattern::Poisson(poisson::Poisson::parse(f, ctx)?),
             "boundary" => Pattern::Boundary(boundary::Boundary::parse(f, ctx)?),
+            "bursty" => Pattern::Bursty(bursty::Bursty::parse(f, ctx)?),
+            "nat" => Pattern::Nat(nat::Nat::parse(f, ctx)?),
+            "zipf" => Pattern::Zipf(zipf::Zipf::parse(f, ctx)?),
+            "ramp" => Pattern::Ramp(ramp::Ramp::parse(f, ctx)?),
             _ => unreachable!("pattern names are checked against PATTERNS"),
         })
     }
@@ -110,6 +128,10 @@ impl Pattern {
             Pattern::Steady(_) => "steady",
             Pattern::Poisson(_) => "poisson",
             Pattern::Boundary(_) => "boundary",
+            Pattern::Bursty(_) => "bursty",
+            Pattern::Nat(_) => "nat",
+            Pattern::Zipf(_) => "zipf",
+            Pattern::Ramp(_) => "ramp",
         }
     }
 
@@ -120,6 +142,10 @@ impl Pattern {
             Pattern::Steady(s) => s.streams(source, ctx),
             Pattern::Poisson(p) => p.streams(source, ctx),
             Pattern::Boundary(b) => b.streams(source, ctx),
+            Pattern::Bursty(b) => b.streams(source, ctx),
+            Pattern::Nat(n) => n.streams(source, ctx),
+            Pattern::Zipf(z) => z.streams(source, ctx),
+            Pattern::Ramp(r) => r.streams(source, ctx),
         })
     }
 
@@ -138,6 +164,10 @@ impl Pattern {
             Pattern::Steady(s) => s.echo(),
             Pattern::Poisson(p) => p.echo(),
             Pattern::Boundary(b) => b.echo(),
+            Pattern::Bursty(b) => b.echo(),
+            Pattern::Nat(n) => n.echo(),
+            Pattern::Zipf(z) => z.echo(),
+            Pattern::Ramp(r) => r.echo(),
         }
     }
 }
@@ -159,6 +189,7 @@ pub fn synthetic_clients(
     f: &mut Fields,
     ctx: &mut ParseCtx,
     count: u64,
+    field: &str,
 ) -> Result<Vec<(u32, u32)>, InputError> {
     let prefix = f
         .opt_str("prefix")?
@@ -167,7 +198,7 @@ pub fn synthetic_clients(
     if count > MAX_CLIENTS {
         return Err(InputError::new(format!(
             "{}: {count} — at most {MAX_CLIENTS} clients per source",
-            f.at("clients")
+            f.at(field)
         )));
     }
     Ok((0..count)

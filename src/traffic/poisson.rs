@@ -32,7 +32,7 @@ impl Poisson {
             .opt_rate("rate")?
             .ok_or_else(|| f.missing("rate", "each client's mean rate, e.g. \"10/1s\""))?;
         let cost = cost_field(f)?;
-        let clients = synthetic_clients(f, ctx, count)?;
+        let clients = synthetic_clients(f, ctx, count, "clients")?;
         Ok(Poisson {
             rate,
             cost,
@@ -41,20 +41,14 @@ impl Poisson {
     }
 
     pub fn streams(&self, source: usize, ctx: StreamCtx) -> Vec<Box<dyn Stream>> {
-        let mean_gap_ns = self.rate.per_ns() as f64 / self.rate.tokens() as f64;
         self.clients
             .iter()
             .enumerate()
             .map(|(i, &(client, ip))| {
-                Box::new(PoissonStream {
-                    rng: client_rng(ctx.seed, source, i as u64),
-                    mean_gap_ns,
-                    now: 0,
-                    end: ctx.end,
-                    client,
-                    ip,
-                    cost: self.cost,
-                }) as Box<dyn Stream>
+                let rng = client_rng(ctx.seed, source, i as u64);
+                Box::new(PoissonStream::new(
+                    rng, self.rate, ctx.end, client, ip, self.cost,
+                )) as Box<dyn Stream>
             })
             .collect()
     }
@@ -77,7 +71,8 @@ pub fn exponential_gap(rng: &mut impl Rng, mean_ns: f64) -> u64 {
     libm::round(gap) as u64
 }
 
-struct PoissonStream {
+/// One client's Poisson arrivals at `rate` until `end`.
+pub(crate) struct PoissonStream {
     rng: rand_chacha::ChaCha8Rng,
     mean_gap_ns: f64,
     now: u64,
@@ -85,6 +80,27 @@ struct PoissonStream {
     client: u32,
     ip: u32,
     cost: u64,
+}
+
+impl PoissonStream {
+    pub(crate) fn new(
+        rng: rand_chacha::ChaCha8Rng,
+        rate: Rate,
+        end: Nanos,
+        client: u32,
+        ip: u32,
+        cost: u64,
+    ) -> Self {
+        PoissonStream {
+            rng,
+            mean_gap_ns: rate.per_ns() as f64 / rate.tokens() as f64,
+            now: 0,
+            end,
+            client,
+            ip,
+            cost,
+        }
+    }
 }
 
 impl Stream for PoissonStream {

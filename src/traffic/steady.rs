@@ -25,6 +25,23 @@ pub enum Phase {
     Random,
 }
 
+/// `phase`: a duration, `"spread"` (the default) or `"random"`.
+pub fn parse_phase(f: &mut Fields) -> Result<Phase, InputError> {
+    Ok(match f.opt_str("phase")? {
+        None | Some("spread") => Phase::Spread,
+        Some("random") => Phase::Random,
+        Some(_) => Phase::Fixed(f.opt_duration("phase", true)?.expect("phase is present")),
+    })
+}
+
+pub fn phase_text(phase: Phase) -> String {
+    match phase {
+        Phase::Fixed(p) => p.to_string(),
+        Phase::Spread => "spread".to_string(),
+        Phase::Random => "random".to_string(),
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Steady {
     pub rate: Rate,
@@ -40,13 +57,9 @@ impl Steady {
         let rate = f
             .opt_rate("rate")?
             .ok_or_else(|| f.missing("rate", "each client's rate, e.g. \"10/1s\""))?;
-        let phase = match f.opt_str("phase")? {
-            None | Some("spread") => Phase::Spread,
-            Some("random") => Phase::Random,
-            Some(_) => Phase::Fixed(f.opt_duration("phase", true)?.expect("phase is present")),
-        };
+        let phase = parse_phase(f)?;
         let cost = cost_field(f)?;
-        let clients = synthetic_clients(f, ctx, count)?;
+        let clients = synthetic_clients(f, ctx, count, "clients")?;
         Ok(Steady {
             rate,
             phase,
@@ -90,11 +103,7 @@ impl Steady {
             "pattern": "steady",
             "clients": self.clients.len(),
             "rate": self.rate.to_string(),
-            "phase": match self.phase {
-                Phase::Fixed(p) => p.to_string(),
-                Phase::Spread => "spread".to_string(),
-                Phase::Random => "random".to_string(),
-            },
+            "phase": phase_text(self.phase),
             "cost": self.cost,
         })
     }

@@ -1,0 +1,164 @@
+//! Zipf: many keys with Zipf-distributed popularity — a few heavy hitters
+//! and a long tail.
+//!
+//! One aggregate Poisson stream at `rate` in total; each request's client is
+//! drawn with `P(rank r) ∝ 1 / (r + 1)^exponent` over `keys` clients named
+//! `<prefix><rank>` (rank 0 is the most popular). Use it for state-size and
+//! high-cardinality studies: the keys column and the state bytes per key tell
+//! a sliding log (memory per request) apart from the counters (memory per
+//! key), and the tail shows how many keys a limiter holds for almost nothing.
+
+use rand::Rng;
+use serde_json::json;
+
+use super::poisson::exponential_gap;
+use super::{client_rng, cost_field, synthetic_clients, Arrival, ParseCtx, Stream, StreamCtx};
+use crate::clock::{Nanos, Rate};
+use crate::error::InputError;
+use crate::scenario::fields::Fields;
+
+#[derive(Debug, Clone)]
+pub struct Zipf {
+    pub rate: Rate,
+    pub exponent: f64,
+    pub cost: u64,
+    pub clients: Vec<(u32, u32)>,
+}
+
+impl Zipf {
+    pub fn parse(f: &mut Fields, ctx: &mut ParseCtx) -> Result<Self, InputError> {
+        let keys = f
+            .opt_count("keys", 1)?
+            .ok_or_else(|| f.missing("keys", "how many distinct clients, e.g. 100000"))?;
+        let rate = f
+            .opt_rate("rate")?
+            .ok_or_else(|| f.missing("rate", "the total rate over all keys, e.g. \"10000/1s\""))?;
+        let exponent = f.opt_float("exponent", 0.0, 10.0)?.unwrap_or(1.0);
+        let cost = cost_field(f)?;
+        let clients = synthetic_clients(f, ctx, keys, "keys")?;
+        Ok(Zipf {
+            rate,
+            exponent,
+            cost,
+            clients,
+        })
+    }
+
+    pub fn streams(&self, source: usize, ctx: StreamCtx) -> Vec<Box<dyn Stream>> {
+        vec![Box::new(ZipfStream {
+            rng: client_rng(ctx.seed, source, 0),
+            table: ZipfTable::new(self.clients.len(), self.exponent),
+            clients: self.clients.clone(),
+            mean_gap_ns: self.rate.per_ns() as f64 / self.rate.tokens() as f64,
+            now: 0,
+            end: ctx.end,
+            cost: self.cost,
+        })]
+    }
+
+    pub fn echo(&self) -> serde_json::Value {
+        json!({
+            "pattern": "zipf",
+            "keys": self.clients.len(),
+            "rate": self.rate.to_string(),
+            "exponent": self.exponent,
+            "cost": self.cost,
+        })
+    }
+}
+
+/// Inverse-CDF sampling of a Zipf distribution over `0..n`; weights use the
+/// pure-Rust `libm::pow`, so draws are identical on every platform.
+#[derive(Debug, Clone)]
+pub struct ZipfTable {
+    cdf: Vec<f64>,
+}
+
+impl ZipfTable {
+    pub fn new(n: usize, exponent: f64) -> Self {
+        let mut total = 0.0;
+        let cdf = (0..n)
+            .map(|r| {
+                total += 1.0 / libm::pow((r + 1) as f64, exponent);
+                total
+            })
+            .collect();
+        ZipfTable { cdf }
+    }
+
+    pub fn sample(&self, rng: &mut impl Rng) -> usize {
+        let total = *self.cdf.last().expect("at least one rank");
+        let u = rng.random::<f64>() * total;
+        self.cdf
+            .partition_point(|&c| c <= u)
+            .min(self.cdf.len() - 1)
+    }
+}
+
+struct ZipfStream {
+    rng: rand_chacha::ChaCha8Rng,
+    table: ZipfTable,
+    clients: Vec<(u32, u32)>,
+    mean_gap_ns: f64,
+    now: u64,
+    end: Nanos,
+    cost: u64,
+}
+
+impl Stream for ZipfStream {
+    fn next(&mut self) -> anyhow::Result<Option<Arrival>> {
+        self.now = self
+            .now
+            .saturating_add(exponential_gap(&mut self.rng, self.mean_gap_ns));
+        if self.now >= self.end.0 {
+            return Ok(None);
+        }
+        let (client, ip) = self.clients[self.table.sample(&mut self.rng)];
+        Ok(Some(Arrival {
+            time: Nanos(self.now),
+            client,
+            ip,
+            cost: self.cost,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zipf_ranks_are_drawn_in_proportion_to_their_weight() {
+        let table = ZipfTable::new(1000, 1.0);
+        let mut rng = client_rng(3, 0, 0);
+        let mut counts = vec![0u32; 1000];
+        let n = 200_000;
+        for _ in 0..n {
+            counts[table.sample(&mut rng)] += 1;
+        }
+        // H(1000) ≈ 7.4855: P(rank 0) ≈ 0.1336, P(rank 1) ≈ 0.0668.
+        let p0 = counts[0] as f64 / n as f64;
+        let p1 = counts[1] as f64 / n as f64;
+        assert!((p0 - 0.1336).abs() < 0.003, "{p0}");
+        assert!((p1 - 0.0668).abs() < 0.003, "{p1}");
+        assert!(counts[999] < counts[0] / 100);
+        assert!(
+            counts.iter().filter(|&&c| c > 0).count() > 900,
+            "a long tail"
+        );
+    }
+
+    #[test]
+    fn exponent_zero_is_uniform() {
+        let table = ZipfTable::new(4, 0.0);
+        let mut rng = client_rng(3, 0, 0);
+        let mut counts = [0u32; 4];
+        for _ in 0..40_000 {
+            counts[table.sample(&mut rng)] += 1;
+        }
+        assert!(
+            counts.iter().all(|&c| (9_400..10_600).contains(&c)),
+            "{counts:?}"
+        );
+    }
+}
