@@ -18,6 +18,7 @@ use crate::engine::{self, LimiterRun};
 use crate::error::InputError;
 use crate::report::{self, Report};
 use crate::scenario::{Scenario, ALGORITHMS};
+use crate::traffic::retry::POLICIES;
 use crate::traffic::PATTERNS;
 
 pub fn run(cli: Cli) -> anyhow::Result<()> {
