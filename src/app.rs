@@ -226,6 +226,10 @@ fn list() -> anyhow::Result<()> {
     for (name, what) in PATTERNS {
         writeln!(out, "  {name:<16} {what}")?;
     }
+    writeln!(out, "\nRetry policies ([traffic.retry] policy = …):")?;
+    for (name, what) in POLICIES {
+        writeln!(out, "  {name:<16} {what}")?;
+    }
     writeln!(
         out,
         "\nkey_by (every limiter): \"client\" (default), \"ip\", \"global\""

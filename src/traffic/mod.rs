@@ -70,22 +70,14 @@ pub enum Pattern {
 
 /// Every pattern name with a one-line description, for `ratesim list`.
 pub const PATTERNS: &[(&str, &str)] = &[
-    (
-        "trace",
-        "replay a recorded CSV (time or time_ns, client, ip, cost) exactly",
-    ),
-    (
-        "steady",
-        "`clients` clients, each at a fixed `rate`, with a fixed, spread or random phase",
-    ),
-    (
-        "poisson",
-        "`clients` clients, each with exponential gaps at `rate` (seeded)",
-    ),
-    (
-        "boundary",
-        "`burst` requests just before and just after each window boundary",
-    ),
+    ("trace", "replay a recorded CSV (time or time_ns, client, ip, cost) exactly"),
+    ("steady", "`clients` clients, each at a fixed `rate`, with a fixed, spread or random phase"),
+    ("poisson", "`clients` clients, each with exponential gaps at `rate` (seeded)"),
+    ("boundary", "`burst` requests just before and just after each window boundary"),
+    ("bursty", "on/off periods (`on`, `off`, `rate`) or `periodic` bursts of `burst` every `period`"),
+    ("nat", "`users` Poisson users behind `ips` addresses, uniform or Zipf, a `heavy_share` at `heavy_rate`"),
+    ("zipf", "`keys` clients with Zipf popularity sharing a total `rate`"),
+    ("ramp", "each client's rate stepping from `from` to `to` over the run"),
 ];
 
 /// What a pattern needs while it is parsed.
