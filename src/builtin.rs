@@ -28,6 +28,26 @@ pub static SCENARIOS: &[Builtin] = &[
         files: &[],
     },
     Builtin {
+        name: "bursty",
+        toml: include_str!("../scenarios/bursty.toml"),
+        files: &[],
+    },
+    Builtin {
+        name: "nat",
+        toml: include_str!("../scenarios/nat.toml"),
+        files: &[],
+    },
+    Builtin {
+        name: "retry-storm",
+        toml: include_str!("../scenarios/retry-storm.toml"),
+        files: &[],
+    },
+    Builtin {
+        name: "many-keys",
+        toml: include_str!("../scenarios/many-keys.toml"),
+        files: &[],
+    },
+    Builtin {
         name: "trace",
         toml: include_str!("../scenarios/trace.toml"),
         files: &[(

@@ -86,10 +86,12 @@ pub fn simulate(
     let mut stream_source: Vec<u32> = Vec::new();
     let mut retries: Vec<Retry> = Vec::new();
     for (source, traffic) in scenario.traffic.iter().enumerate() {
-        let s = traffic.pattern.streams(source, ctx)?;
-        stream_source.extend(std::iter::repeat(source as u32).take(s.len()));
-        streams.extend(s);
         retries.push(traffic.retry);
+        if spec.traffic.contains(&source) {
+            let s = traffic.pattern.streams(source, ctx)?;
+            stream_source.extend(std::iter::repeat(source as u32).take(s.len()));
+            streams.extend(s);
+        }
     }
 
     // Slot i < streams.len() holds stream i's next arrival; retries in

@@ -75,7 +75,7 @@ fn boundary_fixed_window_passes_twice_its_limit_and_sliding_log_does_not() {
 #[test]
 fn same_seed_twice_gives_byte_identical_outputs() {
     let tmp = tempfile::tempdir().unwrap();
-    for name in ["poisson", "boundary"] {
+    for name in ["poisson", "boundary", "bursty", "nat", "retry-storm"] {
         let a = tmp.path().join(format!("{name}-a"));
         let b = tmp.path().join(format!("{name}-b"));
         for dir in [&a, &b] {
@@ -370,11 +370,11 @@ fn missing_defaults_is_rejected() {
 
 #[test]
 fn unknown_pattern_is_rejected() {
-    let text = base_replacing("pattern = \"steady\"", "pattern = \"bursty\"");
+    let text = base_replacing("pattern = \"steady\"", "pattern = \"tidal\"");
     assert_bad_scenario(
         &text,
         &[],
-        &["traffic[0].pattern", "\"bursty\"", "unknown pattern"],
+        &["traffic[0].pattern", "\"tidal\"", "unknown pattern"],
     );
 }
 

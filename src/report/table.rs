@@ -1,7 +1,8 @@
 //! The terminal summary: one aligned row per limiter.
 //!
 //! Columns for client behaviour appear only when they say something: retry
-//! columns when some attempt was a retry, fairness when several clients sent.
+//! columns when some attempt was a retry, fairness when several clients sent,
+//! collateral when some limiter shares a key between clients (ip, global).
 
 use super::{LimiterReport, Report};
 use crate::clock::{decimal_places, Nanos};
@@ -43,25 +44,26 @@ const RETRIES: &[Column] = &[
     ("success p99", false, |_, l| short_ms(l.time_to_success_p99)),
 ];
 
-const CLIENTS: &[Column] = &[
-    ("fairness", false, |_, l| {
-        l.fairness.map_or("-".into(), |f| format!("{f:.3}"))
-    }),
-    ("collateral", false, |_, l| {
-        l.collateral.map_or("-".into(), |(i, r)| {
-            format!("{}%", decimal_places(i as u128 * 100, r as u128, 1))
-        })
-    }),
-];
+const FAIRNESS: Column = ("fairness", false, |_, l| {
+    l.fairness.map_or("-".into(), |f| format!("{f:.3}"))
+});
+
+const SHARED_KEYS: &[Column] = &[("collateral", false, |_, l| {
+    l.collateral.map_or("-".into(), |(i, r)| {
+        format!("{}%", decimal_places(i as u128 * 100, r as u128, 1))
+    })
+})];
 
 pub fn render(report: &Report) -> String {
     let mut columns: Vec<&Column> = BASE.iter().collect();
     if report.limiters.iter().any(|l| l.attempts > l.logical) {
         columns.extend(RETRIES);
     }
-    let clients = report.scenario["clients"].as_u64().unwrap_or(0);
-    if clients > 1 {
-        columns.extend(CLIENTS);
+    if report.scenario["clients"].as_u64().unwrap_or(0) > 1 {
+        columns.push(&FAIRNESS);
+    }
+    if report.limiters.iter().any(|l| l.key_by != "client") {
+        columns.extend(SHARED_KEYS);
     }
     let header: Vec<String> = columns.iter().map(|c| c.0.to_string()).collect();
     let rows: Vec<Vec<String>> = report

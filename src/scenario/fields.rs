@@ -76,6 +76,20 @@ impl<'a> Fields<'a> {
         }
     }
 
+    /// An array of strings.
+    pub fn opt_str_list(&mut self, key: &str) -> Result<Option<Vec<&'a str>>, InputError> {
+        let Some(v) = self.take(key) else {
+            return Ok(None);
+        };
+        let items = match v {
+            Value::Array(items) => items.iter().map(Value::as_str).collect::<Option<Vec<_>>>(),
+            _ => None,
+        };
+        items
+            .map(Some)
+            .ok_or_else(|| self.error(key, v, "expected a list of names, e.g. [\"a\", \"b\"]"))
+    }
+
     pub fn opt_bool(&mut self, key: &str) -> Result<Option<bool>, InputError> {
         match self.take(key) {
             None => Ok(None),

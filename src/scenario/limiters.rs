@@ -144,6 +144,8 @@ pub struct LimiterSpec {
     pub name: String,
     pub key_by: KeyBy,
     pub algorithm: Algorithm,
+    /// Indices of the `[[traffic]]` sources this limiter sees (all by default).
+    pub traffic: Vec<usize>,
 }
 
 pub fn parse(f: &mut Fields, d: &Defaults) -> Result<LimiterSpec, InputError> {
@@ -222,6 +224,7 @@ pub fn parse(f: &mut Fields, d: &Defaults) -> Result<LimiterSpec, InputError> {
         name,
         key_by,
         algorithm,
+        traffic: Vec::new(),
     })
 }
 

@@ -60,6 +60,8 @@ pub struct Scenario {
 /// One `[[traffic]]` source: what it sends and how its clients retry.
 #[derive(Debug, Clone)]
 pub struct Source {
+    /// `name`, by default the pattern (with its index if several share it).
+    pub name: String,
     pub pattern: Pattern,
     pub retry: Retry,
 }
@@ -199,10 +201,12 @@ impl Scenario {
             return Err(top.missing("limiter", "at least one [[limiter]] table"));
         }
         let mut limiters = Vec::new();
+        let mut wanted_traffic = Vec::new();
         let mut seen = HashSet::new();
         for (path, t) in limiter_tables {
             let mut f = Fields::new(path, t);
             let spec = limiters::parse(&mut f, &defaults)?;
+            wanted_traffic.push((f.at("traffic"), f.opt_str_list("traffic")?));
             f.finish()?;
             if !seen.insert(spec.name.clone()) {
                 return Err(InputError::new(format!(
@@ -231,6 +235,17 @@ impl Scenario {
             let pattern = f.opt_str("pattern")?.ok_or_else(|| {
                 f.missing("pattern", &format!("one of {}", limiters::names(PATTERNS)))
             })?;
+            let source_name = match f.opt_str("name")? {
+                Some(n) => n.to_string(),
+                None if pattern_counts.get(pattern) == Some(&1) => pattern.to_string(),
+                None => format!("{pattern}{index}"),
+            };
+            if traffic.iter().any(|s: &Source| s.name == source_name) {
+                return Err(InputError::new(format!(
+                    "{}: \"{source_name}\" — another [[traffic]] already has this name",
+                    f.at("name")
+                )));
+            }
             if !PATTERNS.iter().any(|(n, _)| *n == pattern) {
                 return Err(InputError::new(format!(
                     "{}: \"{pattern}\" — unknown pattern; accepted: {}",
@@ -256,7 +271,30 @@ impl Scenario {
                 None => Retry::NONE,
             };
             f.finish()?;
-            traffic.push(Source { pattern, retry });
+            traffic.push(Source {
+                name: source_name,
+                pattern,
+                retry,
+            });
+        }
+
+        for (spec, (path, wanted)) in limiters.iter_mut().zip(wanted_traffic) {
+            spec.traffic = match wanted {
+                None => (0..traffic.len()).collect(),
+                Some(names) => names
+                    .iter()
+                    .map(|n| {
+                        traffic.iter().position(|s| s.name == *n).ok_or_else(|| {
+                            let known: Vec<&str> =
+                                traffic.iter().map(|s| s.name.as_str()).collect();
+                            InputError::new(format!(
+                                "{path}: \"{n}\" — no [[traffic]] has this name; names: {}",
+                                known.join(", ")
+                            ))
+                        })
+                    })
+                    .collect::<Result<_, _>>()?,
+            };
         }
 
         let duration = match duration {
@@ -325,9 +363,11 @@ impl Scenario {
                 "algorithm": l.algorithm.name(),
                 "key_by": l.key_by.as_str(),
                 "params": l.algorithm.params(),
+                "traffic": l.traffic.iter().map(|&i| self.traffic[i].name.clone()).collect::<Vec<_>>(),
             })).collect::<Vec<_>>(),
             "traffic": self.traffic.iter().map(|s| {
                 let mut v = s.pattern.echo();
+                v["name"] = json!(s.name);
                 v["retry"] = s.retry.echo();
                 v
             }).collect::<Vec<_>>(),

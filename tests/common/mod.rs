@@ -7,7 +7,16 @@ use std::path::{Path, PathBuf};
 use assert_cmd::Command;
 
 /// The built-in scenarios, each also shipped as `scenarios/<name>.toml`.
-pub const SHIPPED: [&str; 4] = ["boundary", "steady", "poisson", "trace"];
+pub const SHIPPED: [&str; 8] = [
+    "boundary",
+    "steady",
+    "poisson",
+    "trace",
+    "bursty",
+    "nat",
+    "retry-storm",
+    "many-keys",
+];
 
 /// DESIGN §3: the columns `summary.csv` starts with, named exactly.
 pub const SUMMARY_HEADER: &str = "limiter,algorithm,attempts,admitted,delayed,rejected,peak_in_window,limit,delay_p50_ms,delay_p99_ms,state_bytes_per_key_mean,state_bytes_per_key_peak,keys";
