@@ -149,6 +149,27 @@ mod tests {
     }
 
     #[test]
+    fn zipf_traffic_has_its_total_rate() {
+        let z = Zipf {
+            rate: crate::clock::parse_rate("1000/1s").unwrap(),
+            exponent: 1.0,
+            cost: 1,
+            clients: (0..100).map(|i| (i, i)).collect(),
+        };
+        let ctx = StreamCtx {
+            seed: 1,
+            end: Nanos::from_secs(100),
+        };
+        let mut s = z.streams(0, ctx).pop().unwrap();
+        let mut n = 0u32;
+        while s.next().unwrap().is_some() {
+            n += 1;
+        }
+        // 100 000 expected, sd ≈ 316: ±1.5% is about 5 sd.
+        assert!((98_500..101_500).contains(&n), "{n}");
+    }
+
+    #[test]
     fn exponent_zero_is_uniform() {
         let table = ZipfTable::new(4, 0.0);
         let mut rng = client_rng(3, 0, 0);
