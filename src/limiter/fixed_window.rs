@@ -14,7 +14,7 @@
 //! envoyproxy/ratelimit's Redis `INCRBY`-then-compare: a client that keeps
 //! hammering stays locked out until the window ends.
 
-use super::{state_bytes, Decision, Footprint, Keyed, Limiter};
+use super::{detachable, state_bytes, Decision, Footprint, Keyed, Limiter};
 use crate::clock::Nanos;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,6 +68,8 @@ impl Limiter for FixedWindow {
         let retry_after = (cost <= cfg.limit).then(|| Nanos((k + 1) * cfg.window.0 - now.0));
         Decision::Rejected { retry_after }
     }
+
+    detachable!(keys);
 
     fn footprint(&self, end: Nanos) -> Footprint {
         self.keys.fixed_footprint(state_bytes::FIXED_WINDOW, end)

@@ -17,7 +17,7 @@
 //! Exactness: with `rate = n/d`, `T = d/n` ns; the TAT is kept multiplied by
 //! `n`, so every quantity is an integer.
 
-use super::{state_bytes, wait_until_scaled, Decision, Footprint, Keyed, Limiter};
+use super::{detachable, state_bytes, wait_until_scaled, Decision, Footprint, Keyed, Limiter};
 use crate::clock::{Nanos, Rate};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,6 +60,8 @@ impl Limiter for Gcra {
             }
         }
     }
+
+    detachable!(tat);
 
     fn footprint(&self, end: Nanos) -> Footprint {
         self.tat.fixed_footprint(state_bytes::GCRA, end)

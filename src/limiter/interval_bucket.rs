@@ -15,7 +15,7 @@
 //! clients that learn the fill moments all arrive there, and a request one
 //! nanosecond before a fill waits a whole interval's worth of nothing.
 
-use super::{state_bytes, Decision, Footprint, Keyed, Limiter};
+use super::{detachable, state_bytes, Decision, Footprint, Keyed, Limiter};
 use crate::clock::Nanos;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,6 +72,8 @@ impl Limiter for IntervalBucket {
             retry_after: Some(Nanos((at - now.0 as u128) as u64)),
         }
     }
+
+    detachable!(keys);
 
     fn footprint(&self, end: Nanos) -> Footprint {
         self.keys.fixed_footprint(state_bytes::INTERVAL_BUCKET, end)

@@ -23,7 +23,7 @@
 
 use std::collections::VecDeque;
 
-use super::{state_bytes, wait_until_scaled, Decision, Footprint, Keyed, Limiter};
+use super::{detachable, state_bytes, wait_until_scaled, Decision, Footprint, Keyed, Limiter};
 use crate::clock::{Nanos, Rate};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,7 +33,7 @@ pub struct Config {
     pub delay: u64,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 struct Outlet {
     /// `next_free × n`.
     next_free: u128,
@@ -94,6 +94,8 @@ impl Limiter for LeakyBucket {
             }
         }
     }
+
+    detachable!(keys);
 
     fn footprint(&self, end: Nanos) -> Footprint {
         self.keys.fixed_footprint(state_bytes::LEAKY_BUCKET, end)

@@ -107,7 +107,48 @@ pub trait Limiter: Send {
 
     /// The state memory this limiter held from the start until `end`.
     fn footprint(&self, end: Nanos) -> Footprint;
+
+    /// Read-then-write, the read: decides on a copy of `key`'s state at
+    /// `now`, leaving the stored state as it was. The copy, as this decision
+    /// left it, is kept under the returned ticket for [`Limiter::write_back`]
+    /// or [`Limiter::discard`]. This is what an instance that reads a shared
+    /// store, decides locally and writes back does — and why two instances
+    /// reading the same state both admit.
+    fn decide_detached(&mut self, key: u32, now: Nanos, cost: u64) -> (Decision, u32);
+
+    /// Read-then-write, the write: `key`'s state becomes the copy kept under
+    /// `ticket`, whatever happened to it since (last writer wins).
+    fn write_back(&mut self, key: u32, ticket: u32, now: Nanos);
+
+    /// Forgets the copy under `ticket` (its write was lost).
+    fn discard(&mut self, ticket: u32);
 }
+
+/// Implements the read-then-write methods of [`Limiter`] for a limiter whose
+/// per-key state lives in the [`Keyed`] field `$keys`.
+macro_rules! detachable {
+    ($keys:ident) => {
+        fn decide_detached(
+            &mut self,
+            key: u32,
+            now: $crate::clock::Nanos,
+            cost: u64,
+        ) -> ($crate::limiter::Decision, u32) {
+            let saved = self.$keys.save(key);
+            let decision = self.decide(key, now, cost);
+            (decision, self.$keys.detach(key, saved, now))
+        }
+
+        fn write_back(&mut self, key: u32, ticket: u32, now: $crate::clock::Nanos) {
+            self.$keys.attach(key, ticket, now);
+        }
+
+        fn discard(&mut self, ticket: u32) {
+            self.$keys.discard(ticket);
+        }
+    };
+}
+pub(crate) use detachable;
 
 /// Per-key state in a dense table indexed by key id: no hashing and no
 /// allocation per request once a key has been seen.
@@ -116,6 +157,9 @@ pub struct Keyed<S> {
     states: Vec<Option<S>>,
     keys: u64,
     first_seen_sum: u128,
+    /// Copies taken out by read-then-write decisions, by ticket.
+    detached: Vec<Option<S>>,
+    free: Vec<u32>,
 }
 
 impl<S> Default for Keyed<S> {
@@ -124,7 +168,61 @@ impl<S> Default for Keyed<S> {
             states: Vec::new(),
             keys: 0,
             first_seen_sum: 0,
+            detached: Vec::new(),
+            free: Vec::new(),
         }
+    }
+}
+
+impl<S: Clone> Keyed<S> {
+    /// A copy of `key`'s state, if it has one.
+    pub fn save(&self, key: u32) -> Option<S> {
+        self.states.get(key as usize).cloned().flatten()
+    }
+
+    /// Takes the state a decision at `now` just left for `key`, puts `saved`
+    /// back in its place, and keeps the taken state under a new ticket.
+    pub fn detach(&mut self, key: u32, saved: Option<S>, now: Nanos) -> u32 {
+        let slot = &mut self.states[key as usize];
+        let computed = slot.take();
+        if saved.is_none() {
+            // The decision created the key; the store never saw it.
+            self.keys -= 1;
+            self.first_seen_sum -= now.0 as u128;
+        }
+        *slot = saved;
+        match self.free.pop() {
+            Some(t) => {
+                self.detached[t as usize] = computed;
+                t
+            }
+            None => {
+                self.detached.push(computed);
+                (self.detached.len() - 1) as u32
+            }
+        }
+    }
+
+    /// `key`'s state becomes the copy under `ticket` (written at `now`).
+    pub fn attach(&mut self, key: u32, ticket: u32, now: Nanos) {
+        let computed = self.detached[ticket as usize].take();
+        self.free.push(ticket);
+        let i = key as usize;
+        if i >= self.states.len() {
+            self.states.resize_with(i + 1, || None);
+        }
+        if self.states[i].is_none() && computed.is_some() {
+            self.keys += 1;
+            self.first_seen_sum += now.0 as u128;
+        }
+        if computed.is_some() {
+            self.states[i] = computed;
+        }
+    }
+
+    pub fn discard(&mut self, ticket: u32) {
+        self.detached[ticket as usize] = None;
+        self.free.push(ticket);
     }
 }
 

@@ -15,7 +15,7 @@
 //! it when the log is too big and the fixed window's boundary burst too
 //! much. With `count_rejected = true` rejected cost adds to `c` too.
 
-use super::{state_bytes, Decision, Footprint, Keyed, Limiter};
+use super::{detachable, state_bytes, Decision, Footprint, Keyed, Limiter};
 use crate::clock::Nanos;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,6 +103,8 @@ impl Limiter for SlidingCounter {
             retry_after: Some(Nanos(at - now.0)),
         }
     }
+
+    detachable!(keys);
 
     fn footprint(&self, end: Nanos) -> Footprint {
         self.keys.fixed_footprint(state_bytes::SLIDING_COUNTER, end)

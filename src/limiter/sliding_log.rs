@@ -16,7 +16,7 @@
 
 use std::collections::VecDeque;
 
-use super::{state_bytes, Decision, Footprint, Keyed, Limiter};
+use super::{detachable, state_bytes, Decision, Footprint, Keyed, Limiter};
 use crate::clock::Nanos;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,7 +26,7 @@ pub struct Config {
     pub count_rejected: bool,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 struct Log {
     /// `(time, cumulative cost up to and including this entry)`, oldest first.
     entries: VecDeque<(u64, u64)>,
@@ -91,6 +91,8 @@ impl Limiter for SlidingLog {
             retry_after: Some(Nanos(s + w - now.0)),
         }
     }
+
+    detachable!(keys);
 
     fn footprint(&self, end: Nanos) -> Footprint {
         let w = self.cfg.window.0;

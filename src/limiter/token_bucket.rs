@@ -17,7 +17,7 @@
 //! `tokens · d`, so a refill over `Δ` ns adds `Δ · n`, an integer. Nothing is ever rounded except a
 //! `retry_after`, which rounds up to the next whole nanosecond.
 
-use super::{state_bytes, wait_until_scaled, Decision, Footprint, Keyed, Limiter};
+use super::{detachable, state_bytes, wait_until_scaled, Decision, Footprint, Keyed, Limiter};
 use crate::clock::{Nanos, Rate};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,6 +76,8 @@ impl Limiter for TokenBucket {
             }
         }
     }
+
+    detachable!(keys);
 
     fn footprint(&self, end: Nanos) -> Footprint {
         self.keys.fixed_footprint(state_bytes::TOKEN_BUCKET, end)
@@ -139,6 +141,33 @@ mod tests {
         );
         // The refusal did not take anything.
         assert_eq!(tb.decide(0, Nanos(0), 5), Decision::Admitted);
+    }
+
+    #[test]
+    fn two_reads_before_either_write_both_spend_the_same_token() {
+        let mut tb = bucket(1, "1/1s");
+        let (a, ta) = tb.decide_detached(0, Nanos(0), 1);
+        let (b, tb_ticket) = tb.decide_detached(0, Nanos(5), 1);
+        assert_eq!((a, b), (Decision::Admitted, Decision::Admitted));
+        tb.write_back(0, ta, Nanos(10));
+        tb.write_back(0, tb_ticket, Nanos(12));
+        // Last writer wins: the bucket is empty once, not twice over.
+        assert_eq!(
+            tb.decide(0, Nanos(20), 1),
+            Decision::Rejected {
+                retry_after: Some(Nanos(1_000_000_000 - 15))
+            }
+        );
+        assert_eq!(tb.footprint(Nanos(20)).keys, 1);
+    }
+
+    #[test]
+    fn a_discarded_write_leaves_the_store_as_it_was() {
+        let mut tb = bucket(1, "1/1s");
+        let (_, t) = tb.decide_detached(0, Nanos(0), 1);
+        tb.discard(t);
+        assert_eq!(tb.footprint(Nanos(1)).keys, 0);
+        assert_eq!(tb.decide(0, Nanos(1), 1), Decision::Admitted);
     }
 
     #[test]
