@@ -13,11 +13,14 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
+use rand::Rng;
+
 use crate::clock::Nanos;
-use crate::limiter::{Decision, Footprint};
+use crate::deploy::{fnv1a, Deployment, OnFailure, Routing, Scope};
+use crate::limiter::{Decision, Footprint, Limiter};
 use crate::metrics::Recorder;
 use crate::scenario::{KeyBy, Scenario};
-use crate::traffic::retry::{retry_rng, Retry};
+use crate::traffic::retry::{event_rng, Retry};
 use crate::traffic::{Arrival, Stream, StreamCtx};
 
 /// One attempt and what the limiter decided, as the decision log records it.
@@ -49,6 +52,7 @@ pub const PROGRESS_EVERY: u64 = 1 << 16;
 /// One logical request on its way: its current attempt and its history.
 #[derive(Debug, Clone, Copy)]
 struct Job {
+    /// The current attempt; `arrival.time` is when it reaches an instance.
     arrival: Arrival,
     source: u32,
     /// The request's index within its stream.
@@ -59,6 +63,27 @@ struct Job {
     last_wait: Nanos,
 }
 
+/// Something that happens at a moment of the run.
+#[derive(Debug, Clone, Copy)]
+enum Event {
+    /// An attempt reaches a gateway instance.
+    Arrive(Job),
+    /// An attempt's store operation (the whole decision, or the read of a
+    /// read-then-write) reaches the store. `late`: the instance has already
+    /// given up on it; the store applies it all the same.
+    Store {
+        job: Job,
+        key: u32,
+        instance: u32,
+        rtt: Nanos,
+        late: bool,
+    },
+    /// The instance gives up on the store and decides by its failure mode.
+    Failed { job: Job, key: u32, instance: u32 },
+    /// A read-then-write's write reaches the store.
+    Write { key: u32, ticket: u32 },
+}
+
 /// Simulates limiter `index` of `scenario` from start to end.
 ///
 /// `progress` is called every [`PROGRESS_EVERY`] events with the simulated
@@ -66,17 +91,10 @@ struct Job {
 pub fn simulate(
     scenario: &Scenario,
     index: usize,
-    mut sink: Option<&mut dyn DecisionSink>,
+    sink: Option<&mut dyn DecisionSink>,
     progress: &(dyn Fn(Nanos, u64) + Sync),
 ) -> anyhow::Result<LimiterRun> {
     let spec = &scenario.limiters[index];
-    let mut limiter = spec.algorithm.build();
-    let mut recorder = Recorder::new(
-        scenario.defaults.window,
-        scenario.output.resolution,
-        scenario.duration,
-        scenario.population.clients(),
-    );
     let end = scenario.duration;
     let ctx = StreamCtx {
         seed: scenario.seed,
@@ -93,106 +111,343 @@ pub fn simulate(
             streams.extend(s);
         }
     }
+    let mut run = Run {
+        scenario,
+        dep: &spec.deployment,
+        key_by: spec.key_by,
+        limiters: match spec.deployment.scope {
+            Scope::Local { .. } => (0..spec.deployment.instances)
+                .map(|_| spec.deployment.instance_algorithm(&spec.algorithm).build())
+                .collect(),
+            Scope::Global { .. } => vec![spec.algorithm.build()],
+        },
+        fallbacks: match (&spec.deployment.fallback, spec.deployment.is_global()) {
+            (Some(f), true) => (0..spec.deployment.instances).map(|_| f.build()).collect(),
+            _ => Vec::new(),
+        },
+        cache: vec![Vec::new(); spec.deployment.instances as usize],
+        routed: 0,
+        recorder: Recorder::new(
+            scenario.defaults.window,
+            scenario.defaults.limit,
+            scenario.output.resolution,
+            end,
+            scenario.population.clients(),
+        ),
+        sink,
+        retries,
+        queue: Queue::with_capacity(streams.len()),
+        events: vec![None; streams.len()],
+        free: Vec::new(),
+    };
 
-    // Slot i < streams.len() holds stream i's next arrival; retries in
-    // flight take the slots after, reused through `free`.
+    // Slot i < streams.len() holds stream i's next arrival; other events
+    // take the slots after, reused through `free`.
     let n_streams = streams.len();
-    let mut queue = Queue::with_capacity(n_streams);
-    let mut jobs: Vec<Option<Job>> = vec![None; n_streams];
     let mut requests = vec![0u64; n_streams];
-    let mut free: Vec<u32> = Vec::new();
-    let mut pull = |i: usize,
-                    stream: &mut Box<dyn Stream>,
-                    jobs: &mut Vec<Option<Job>>,
-                    queue: &mut Queue|
-     -> anyhow::Result<()> {
-        if let Some(arrival) = stream.next()? {
-            jobs[i] = Some(Job {
+    let mut pull = |i: usize, run: &mut Run| -> anyhow::Result<()> {
+        if let Some(arrival) = streams[i].next()? {
+            run.events[i] = Some(Event::Arrive(Job {
                 arrival,
                 source: stream_source[i],
                 request: requests[i],
                 first: arrival.time,
                 attempt: 1,
                 last_wait: Nanos::ZERO,
-            });
+            }));
             requests[i] += 1;
-            queue.push(arrival.time, i as u32);
+            run.queue.push(arrival.time, i as u32);
         }
         Ok(())
     };
-    for (i, stream) in streams.iter_mut().enumerate() {
-        pull(i, stream, &mut jobs, &mut queue)?;
+    for i in 0..n_streams {
+        pull(i, &mut run)?;
     }
 
-    let mut events = 0u64;
-    while let Some((now, slot)) = queue.pop() {
+    let mut count = 0u64;
+    while let Some((now, slot)) = run.queue.pop() {
         let slot = slot as usize;
-        let job = jobs[slot].take().expect("a queued slot holds a job");
+        let event = run.events[slot]
+            .take()
+            .expect("a queued slot holds an event");
+        if slot < n_streams {
+            pull(slot, &mut run)?;
+        } else {
+            run.free.push(slot as u32);
+        }
+        run.recorder.advance(now);
+        run.handle(now, event)?;
+        count += 1;
+        if count % PROGRESS_EVERY == 0 {
+            progress(now, PROGRESS_EVERY);
+        }
+    }
+    progress(end, count % PROGRESS_EVERY);
+    run.recorder.finish();
+
+    let footprint = run
+        .limiters
+        .iter()
+        .map(|l| l.footprint(end))
+        .reduce(|a, b| Footprint {
+            byte_ns: a.byte_ns + b.byte_ns,
+            key_ns: a.key_ns + b.key_ns,
+            peak_bytes: a.peak_bytes.max(b.peak_bytes),
+            keys: a.keys + b.keys,
+        })
+        .unwrap_or_default();
+    Ok(LimiterRun {
+        footprint,
+        recorder: run.recorder,
+    })
+}
+
+/// The state of one limiter's run.
+struct Run<'a, 's> {
+    scenario: &'a Scenario,
+    dep: &'a Deployment,
+    key_by: KeyBy,
+    /// One per instance (local scope), or the store's one (global scope).
+    limiters: Vec<Box<dyn Limiter>>,
+    /// Each instance's fallback limiter (`local_fallback`).
+    fallbacks: Vec<Box<dyn Limiter>>,
+    /// Per instance, per key: rejected locally until this time (ns).
+    cache: Vec<Vec<u64>>,
+    /// Attempts routed so far (round robin).
+    routed: u64,
+    recorder: Recorder,
+    sink: Option<&'s mut dyn DecisionSink>,
+    retries: Vec<Retry>,
+    queue: Queue,
+    events: Vec<Option<Event>>,
+    free: Vec<u32>,
+}
+
+impl Run<'_, '_> {
+    fn schedule(&mut self, at: Nanos, event: Event) {
+        let slot = match self.free.pop() {
+            Some(s) => s as usize,
+            None => {
+                self.events.push(None);
+                self.events.len() - 1
+            }
+        };
+        self.events[slot] = Some(event);
+        self.queue.push(at, slot as u32);
+    }
+
+    fn rng(&self, job: &Job, tag: [u8; 4]) -> impl FnMut() -> rand_chacha::ChaCha8Rng {
+        let (seed, j) = (self.scenario.seed, *job);
+        move || event_rng(seed, j.source, j.arrival.client, j.request, j.attempt, tag)
+    }
+
+    fn handle(&mut self, now: Nanos, event: Event) -> anyhow::Result<()> {
+        match event {
+            Event::Arrive(job) => self.arrive(now, job),
+            Event::Store {
+                job,
+                key,
+                instance,
+                rtt,
+                late,
+            } => self.at_store(now, job, key, instance, rtt, late),
+            Event::Failed { job, key, instance } => {
+                let cost = job.arrival.cost;
+                let decision = match self.dep.on_failure {
+                    OnFailure::FailOpen => {
+                        self.recorder.fault_open += 1;
+                        Decision::Admitted
+                    }
+                    OnFailure::FailClosed => {
+                        self.recorder.fault_closed += 1;
+                        Decision::Rejected { retry_after: None }
+                    }
+                    OnFailure::LocalFallback => {
+                        self.recorder.fault_fallback += 1;
+                        self.fallbacks[instance as usize].decide(key, now, cost)
+                    }
+                };
+                self.finish(job, key, now, now - job.arrival.time, decision)
+            }
+            Event::Write { key, ticket } => {
+                self.limiters[0].write_back(key, ticket, now);
+                Ok(())
+            }
+        }
+    }
+
+    /// An attempt reaches an instance.
+    fn arrive(&mut self, now: Nanos, job: Job) -> anyhow::Result<()> {
         let a = job.arrival;
-        let key = match spec.key_by {
+        let key = match self.key_by {
             KeyBy::Client => a.client,
             KeyBy::Ip => a.ip,
             KeyBy::Global => 0,
         };
-        let decision = limiter.decide(key, now, a.cost);
-        recorder.attempt(key, a.client, now, job.first, job.attempt, a.cost, decision);
-        if let Some(sink) = sink.as_deref_mut() {
+        let n = self.dep.instances as u64;
+        let instance = match self.dep.routing {
+            _ if n == 1 => 0,
+            Routing::RoundRobin => self.routed % n,
+            Routing::Random => self.rng(&job, *b"rout")().random_range(0..n),
+            Routing::HashClient => fnv1a(self.scenario.population.client_name(a.client)) % n,
+            Routing::HashIp => fnv1a(self.scenario.population.ip_name(a.ip)) % n,
+        } as u32;
+        self.routed += 1;
+        if !self.dep.is_global() {
+            let decision = self.limiters[instance as usize].decide(key, now, a.cost);
+            return self.finish(job, key, now, Nanos::ZERO, decision);
+        }
+        if self.dep.cache_over_limit {
+            let until = self.cache[instance as usize]
+                .get(key as usize)
+                .copied()
+                .unwrap_or(0);
+            if until > now.0 {
+                self.recorder.cache_rejections += 1;
+                let decision = Decision::Rejected {
+                    retry_after: Some(Nanos(until - now.0)),
+                };
+                return self.finish(job, key, now, Nanos::ZERO, decision);
+            }
+        }
+        let rtt = self.dep.round_trip(&mut self.rng(&job, *b"rtt0"));
+        let reach = now + Nanos(rtt.0 / 2);
+        self.recorder.store_ops += 1;
+        let failed =
+            self.dep.in_outage(reach) || self.dep.random_failure(&mut self.rng(&job, *b"fal0"));
+        let timed_out = self.dep.timeout.is_some_and(|t| rtt > t);
+        if failed || timed_out {
+            let wait = rtt.min(self.dep.timeout.unwrap_or(rtt));
+            self.schedule(now + wait, Event::Failed { job, key, instance });
+        }
+        if !failed {
+            let late = timed_out;
+            self.schedule(
+                reach,
+                Event::Store {
+                    job,
+                    key,
+                    instance,
+                    rtt,
+                    late,
+                },
+            );
+        }
+        Ok(())
+    }
+
+    /// A store operation reaches the store.
+    fn at_store(
+        &mut self,
+        now: Nanos,
+        job: Job,
+        key: u32,
+        instance: u32,
+        rtt: Nanos,
+        late: bool,
+    ) -> anyhow::Result<()> {
+        let cost = job.arrival.cost;
+        let decision = match self.dep.scope {
+            Scope::Global { atomic: false } => {
+                let (decision, ticket) = self.limiters[0].decide_detached(key, now, cost);
+                // The instance writes back once the read's answer is in — if
+                // it is still waiting for it.
+                let write_rtt = self.dep.round_trip(&mut self.rng(&job, *b"rtt1"));
+                let reach = job.arrival.time + rtt + Nanos(write_rtt.0 / 2);
+                if !late {
+                    self.recorder.store_ops += 1;
+                }
+                if late
+                    || self.dep.in_outage(reach)
+                    || self.dep.random_failure(&mut self.rng(&job, *b"fal1"))
+                {
+                    self.limiters[0].discard(ticket);
+                } else {
+                    self.schedule(reach, Event::Write { key, ticket });
+                }
+                decision
+            }
+            _ => self.limiters[0].decide(key, now, cost),
+        };
+        if late {
+            return Ok(());
+        }
+        if self.dep.cache_over_limit {
+            if let Decision::Rejected { retry_after } = decision {
+                let window = self.scenario.defaults.window.0;
+                let until = match retry_after {
+                    Some(r) => now.0 + r.0,
+                    None => (now.0 / window + 1) * window,
+                };
+                let cache = &mut self.cache[instance as usize];
+                if cache.len() <= key as usize {
+                    cache.resize(key as usize + 1, 0);
+                }
+                cache[key as usize] = until;
+            }
+        }
+        self.finish(job, key, now, rtt, decision)
+    }
+
+    /// Records a decision, logs it, and schedules a retry if the client
+    /// makes one. `decided_at` is where the limiter is; the client hears
+    /// the decision `latency` after the attempt arrived.
+    fn finish(
+        &mut self,
+        job: Job,
+        key: u32,
+        decided_at: Nanos,
+        latency: Nanos,
+        decision: Decision,
+    ) -> anyhow::Result<()> {
+        let a = job.arrival;
+        self.recorder.attempt(
+            key,
+            a.client,
+            a.time,
+            decided_at,
+            latency,
+            job.first,
+            job.attempt,
+            a.cost,
+            decision,
+        );
+        if let Some(sink) = self.sink.as_deref_mut() {
             sink.record(&Attempt {
-                arrival: Arrival { time: now, ..a },
+                arrival: a,
                 key,
                 attempt: job.attempt,
                 decision,
             })?;
         }
         if let Decision::Rejected { retry_after } = decision {
-            let retry = &retries[job.source as usize];
-            let wait = retry.next_wait(job.attempt, retry_after, job.last_wait, &mut || {
-                retry_rng(
-                    scenario.seed,
-                    job.source,
-                    a.client,
-                    job.request,
-                    job.attempt,
-                )
-            });
+            let heard = a.time + latency;
+            let retry = &self.retries[job.source as usize];
+            let wait = retry.next_wait(
+                job.attempt,
+                retry_after,
+                job.last_wait,
+                &mut self.rng(&job, *b"rtry"),
+            );
             match wait {
-                None => recorder.gave_up(a.client, now),
-                Some(w) if now.0.saturating_add(w.0) > end.0 => recorder.pending_at_end += 1,
+                None => self.recorder.gave_up(a.client, heard),
+                Some(w) if heard.0.saturating_add(w.0) > self.scenario.duration.0 => {
+                    self.recorder.pending_at_end += 1
+                }
                 Some(w) => {
-                    let at = Nanos(now.0 + w.0);
+                    let at = heard + w;
                     let next = Job {
+                        arrival: Arrival { time: at, ..a },
                         attempt: job.attempt + 1,
                         last_wait: w,
                         ..job
                     };
-                    let s = match free.pop() {
-                        Some(s) => s as usize,
-                        None => {
-                            jobs.push(None);
-                            jobs.len() - 1
-                        }
-                    };
-                    jobs[s] = Some(next);
-                    queue.push(at, s as u32);
+                    self.schedule(at, Event::Arrive(next));
                 }
             }
         }
-        if slot < n_streams {
-            pull(slot, &mut streams[slot], &mut jobs, &mut queue)?;
-        } else {
-            free.push(slot as u32);
-        }
-        events += 1;
-        if events % PROGRESS_EVERY == 0 {
-            progress(now, PROGRESS_EVERY);
-        }
+        Ok(())
     }
-    progress(end, events % PROGRESS_EVERY);
-
-    Ok(LimiterRun {
-        footprint: limiter.footprint(end),
-        recorder,
-    })
 }
 
 /// A min-queue of events ordered by `(time, sequence)`.

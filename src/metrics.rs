@@ -2,7 +2,8 @@
 //! percentiles and `peak_in_window` — all in memory that grows with keys and
 //! time buckets, never with the number of requests.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 
 use crate::clock::Nanos;
 use crate::limiter::Decision;
@@ -28,7 +29,12 @@ pub struct Bucket {
 #[derive(Debug, Clone, Default)]
 pub struct Recorder {
     window: u64,
+    limit: u64,
     resolution: u64,
+    /// Passes still in the future (a shaper's releases), released into the
+    /// per-key windows in time order by [`Recorder::advance`].
+    future: BinaryHeap<Reverse<(u64, u64, u32, u64)>>,
+    future_seq: u64,
     pub attempts: u64,
     pub admitted: u64,
     pub delayed: u64,
@@ -50,6 +56,22 @@ pub struct Recorder {
     pub time_to_success: DelayHistogram,
     /// Per client id: what each client asked for and got.
     pub clients: Vec<ClientCounts>,
+    /// Passed cost beyond the policy limit, per key per aligned policy
+    /// window, summed over keys and windows…
+    pub overshoot: u64,
+    /// …and the most in one key's window.
+    pub overshoot_max: u64,
+    /// The wait every decision added before the client heard it (a store
+    /// round trip, or the time to give up on the store).
+    pub added_latency: DelayHistogram,
+    /// Operations sent to a shared store (reads and writes).
+    pub store_ops: u64,
+    /// Decisions taken because the store failed, by how.
+    pub fault_open: u64,
+    pub fault_closed: u64,
+    pub fault_fallback: u64,
+    /// Rejections an instance made from its over-limit cache.
+    pub cache_rejections: u64,
 }
 
 /// One client's logical requests, passes and rejected attempts.
@@ -63,11 +85,19 @@ pub struct ClientCounts {
 impl Recorder {
     /// `window` is the policy window `peak_in_window` uses; `resolution` the
     /// bucket width; `duration` sizes the series up front.
-    /// `clients` sizes the per-client table.
-    pub fn new(window: Nanos, resolution: Nanos, duration: Nanos, clients: usize) -> Self {
+    /// `window` and `limit` are the policy's; `clients` sizes the
+    /// per-client table.
+    pub fn new(
+        window: Nanos,
+        limit: u64,
+        resolution: Nanos,
+        duration: Nanos,
+        clients: usize,
+    ) -> Self {
         let buckets = duration.0 / resolution.0 + 1;
         Recorder {
             window: window.0,
+            limit,
             resolution: resolution.0,
             series: vec![Bucket::default(); buckets as usize],
             clients: vec![ClientCounts::default(); clients],
@@ -84,18 +114,23 @@ impl Recorder {
     }
 
     /// Attempt number `attempt` of a request first sent at `first`, from
-    /// `client`, keyed on `key`, arriving at `now`.
+    /// `client`, keyed on `key`, arriving at `now`, decided `decided_at`
+    /// (where the limiter is: the instance, or the store) and heard by the
+    /// client `latency` after it arrived.
     #[allow(clippy::too_many_arguments)]
     pub fn attempt(
         &mut self,
         key: u32,
         client: u32,
         now: Nanos,
+        decided_at: Nanos,
+        latency: Nanos,
         first: Nanos,
         attempt: u32,
         cost: u64,
         decision: Decision,
     ) {
+        self.added_latency.record(latency.0);
         let c = &mut self.clients[client as usize];
         if attempt == 1 {
             self.logical += 1;
@@ -109,13 +144,14 @@ impl Recorder {
         if attempt > 1 {
             self.bucket(now.0).retries += 1;
         }
-        self.record(key, now, cost, decision);
+        self.count(now, decided_at, key, cost, decision);
         if let Decision::Admitted | Decision::Delayed { .. } = decision {
-            let pass = match decision {
-                Decision::Delayed { delay } => now.0 + delay.0,
-                _ => now.0,
+            let delay = match decision {
+                Decision::Delayed { delay } => delay.0,
+                _ => 0,
             };
-            self.time_to_success.record(pass - first.0);
+            self.time_to_success
+                .record(now.0 + latency.0 + delay - first.0);
         }
     }
 
@@ -125,8 +161,31 @@ impl Recorder {
         self.bucket(now.0).gave_up += 1;
     }
 
-    /// Counts one attempt and, if it passes, its pass.
+    /// Counts one attempt arriving and decided at `now` and, if it passes,
+    /// its pass.
     pub fn record(&mut self, key: u32, now: Nanos, cost: u64, decision: Decision) {
+        self.count(now, now, key, cost, decision);
+    }
+
+    /// Releases every pass due by `now` into the per-key windows, in time
+    /// order. The engine calls it before each event; passes decided at the
+    /// current moment go straight in.
+    pub fn advance(&mut self, now: Nanos) {
+        while let Some(&Reverse((t, _, key, cost))) = self.future.peek() {
+            if t > now.0 {
+                break;
+            }
+            self.future.pop();
+            self.pass(key, t, cost);
+        }
+    }
+
+    /// Releases every pass still pending (the end of the run).
+    pub fn finish(&mut self) {
+        self.advance(Nanos(u64::MAX));
+    }
+
+    fn count(&mut self, now: Nanos, decided_at: Nanos, key: u32, cost: u64, decision: Decision) {
         self.attempts += 1;
         let b = self.bucket(now.0);
         b.attempts += 1;
@@ -135,13 +194,13 @@ impl Recorder {
                 b.admitted += 1;
                 self.admitted += 1;
                 self.delays.record(0);
-                now.0
+                decided_at.0
             }
             Decision::Delayed { delay } => {
                 b.delayed += 1;
                 self.delayed += 1;
                 self.delays.record(delay.0);
-                now.0 + delay.0
+                decided_at.0 + delay.0
             }
             Decision::Rejected { .. } => {
                 b.rejected += 1;
@@ -152,18 +211,34 @@ impl Recorder {
         let b = self.bucket(pass_at);
         b.passed += 1;
         b.passed_cost += cost;
-        self.pass(key, pass_at, cost);
+        if pass_at > decided_at.0 {
+            self.future
+                .push(Reverse((pass_at, self.future_seq, key, cost)));
+            self.future_seq += 1;
+        } else {
+            self.pass(key, pass_at, cost);
+        }
     }
 
-    /// A pass of `cost` for `key` at `t`. Per key, passes come in
-    /// non-decreasing time (a shaper's releases are monotone too), so a
-    /// queue of the last window's passes gives the exact peak.
+    /// A pass of `cost` for `key` at `t`. Passes are released in time order
+    /// (see [`Recorder::advance`]), so a queue of the last window's passes
+    /// gives the exact peak, and one counter per key the overshoot.
     fn pass(&mut self, key: u32, t: u64, cost: u64) {
         let i = key as usize;
         if i >= self.peaks.len() {
             self.peaks.resize_with(i + 1, || None);
         }
         let w = self.peaks[i].get_or_insert_with(PassWindow::default);
+        let k = t / self.window;
+        if w.aligned != k {
+            w.aligned = k;
+            w.in_aligned = 0;
+        }
+        let over_before = w.in_aligned.saturating_sub(self.limit);
+        w.in_aligned += cost;
+        let over = w.in_aligned.saturating_sub(self.limit);
+        self.overshoot += over - over_before;
+        self.overshoot_max = self.overshoot_max.max(over);
         while let Some(&(s, c)) = w.passes.front() {
             if s + self.window > t {
                 break;
@@ -229,6 +304,9 @@ impl Recorder {
 struct PassWindow {
     passes: VecDeque<(u64, u64)>,
     sum: u64,
+    /// The aligned policy window of the latest pass, and its passed cost.
+    aligned: u64,
+    in_aligned: u64,
 }
 
 /// Delay distribution of passed requests (admitted ones count as 0).
@@ -306,7 +384,7 @@ mod tests {
 
     #[test]
     fn peak_counts_passes_in_half_open_windows() {
-        let mut r = Recorder::new(Nanos(1000 * MS), Nanos(100 * MS), Nanos(3000 * MS), 0);
+        let mut r = Recorder::new(Nanos(1000 * MS), 10, Nanos(100 * MS), Nanos(3000 * MS), 0);
         for t in [0, 500, 999, 1000] {
             r.record(0, Nanos(t * MS), 1, Decision::Admitted);
         }
@@ -325,7 +403,7 @@ mod tests {
 
     #[test]
     fn delayed_requests_count_where_they_pass() {
-        let mut r = Recorder::new(Nanos(1000 * MS), Nanos(100 * MS), Nanos(1000 * MS), 0);
+        let mut r = Recorder::new(Nanos(1000 * MS), 10, Nanos(100 * MS), Nanos(1000 * MS), 0);
         r.record(
             0,
             Nanos(50 * MS),
@@ -334,6 +412,8 @@ mod tests {
                 delay: Nanos(1000 * MS),
             },
         );
+        r.finish();
+        assert_eq!(r.peak_in_window, 1);
         assert_eq!(r.series[0].delayed, 1);
         assert_eq!(r.series[0].passed, 0);
         assert_eq!(r.series[10].passed, 1);
@@ -342,16 +422,18 @@ mod tests {
 
     #[test]
     fn retries_time_to_success_and_client_shares_are_counted() {
-        let mut r = Recorder::new(Nanos(1000 * MS), Nanos(100 * MS), Nanos(2000 * MS), 2);
+        let mut r = Recorder::new(Nanos(1000 * MS), 10, Nanos(100 * MS), Nanos(2000 * MS), 2);
         let rejected = Decision::Rejected {
             retry_after: Some(Nanos(MS)),
         };
         // Client 0: one request, rejected once, passes on the retry 300ms later.
-        r.attempt(0, 0, Nanos(0), Nanos(0), 1, 1, rejected);
-        r.attempt(0, 0, Nanos(300 * MS), Nanos(0), 2, 1, Decision::Admitted);
+        let z = Nanos(0);
+        let at = |t: u64| Nanos(t * MS);
+        r.attempt(0, 0, z, z, z, z, 1, 1, rejected);
+        r.attempt(0, 0, at(300), at(300), z, z, 2, 1, Decision::Admitted);
         // Client 1: two requests, one passes, one rejected and given up.
-        r.attempt(1, 1, Nanos(0), Nanos(0), 1, 1, Decision::Admitted);
-        r.attempt(1, 1, Nanos(0), Nanos(0), 1, 1, rejected);
+        r.attempt(1, 1, z, z, z, z, 1, 1, Decision::Admitted);
+        r.attempt(1, 1, z, z, z, z, 1, 1, rejected);
         r.gave_up(1, Nanos(0));
         assert_eq!((r.logical, r.attempts, r.gave_up), (3, 4, 1));
         assert_eq!(r.series[3].retries, 1);
@@ -363,6 +445,34 @@ mod tests {
         // limit and client 1 (2 requests) is too: every rejection is collateral.
         assert_eq!(r.collateral(1, Nanos(2000 * MS)), Some((2, 2)));
         assert_eq!(r.collateral(1, Nanos(1000 * MS)), Some((1, 2)));
+    }
+
+    #[test]
+    fn overshoot_counts_passes_beyond_the_limit_per_key_per_aligned_window() {
+        let mut r = Recorder::new(Nanos(1000 * MS), 2, Nanos(100 * MS), Nanos(3000 * MS), 0);
+        for t in [0, 100, 200, 300] {
+            r.record(0, Nanos(t * MS), 1, Decision::Admitted);
+        }
+        r.record(1, Nanos(500 * MS), 3, Decision::Admitted);
+        r.record(0, Nanos(1000 * MS), 1, Decision::Admitted);
+        // Key 0: 4 in window 0 (2 over), 1 in window 1; key 1: 3 (1 over).
+        assert_eq!((r.overshoot, r.overshoot_max), (3, 2));
+    }
+
+    #[test]
+    fn future_passes_are_released_in_time_order() {
+        let mut r = Recorder::new(Nanos(1000 * MS), 10, Nanos(100 * MS), Nanos(3000 * MS), 0);
+        let delayed = |ms| Decision::Delayed {
+            delay: Nanos(ms * MS),
+        };
+        r.record(0, Nanos(0), 1, delayed(900));
+        r.advance(Nanos(100 * MS));
+        r.record(0, Nanos(100 * MS), 1, Decision::Admitted);
+        r.advance(Nanos(1500 * MS));
+        r.record(0, Nanos(1500 * MS), 1, Decision::Admitted);
+        r.finish();
+        // Passes at 100, 900 and 1500ms: (500, 1500] holds two.
+        assert_eq!(r.peak_in_window, 2);
     }
 
     #[test]

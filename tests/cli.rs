@@ -462,14 +462,15 @@ fn list_prints_builtins_algorithms_and_patterns() {
         );
     }
     // The four pattern names (trace, steady, poisson and boundary are also
-    // built-in names, so each must appear twice: once per section).
+    // built-in names, so each must appear at least twice: once per section;
+    // boundary is also a walkthrough topic).
     for pattern in ["trace", "steady", "poisson", "boundary"] {
         let lines = stdout
             .lines()
             .filter(|l| l.split_whitespace().next() == Some(pattern))
             .count();
-        assert_eq!(
-            lines, 2,
+        assert!(
+            lines >= 2,
             "{pattern} is not listed as scenario and pattern:\n{stdout}"
         );
     }

@@ -55,6 +55,11 @@ impl<'a> Fields<'a> {
         InputError::new(format!("{}: {} — {}", self.at(key), show(value), what))
     }
 
+    /// The raw value of `key`, without taking it.
+    pub fn peek(&self, key: &str) -> Option<&'a Value> {
+        self.table.get(key)
+    }
+
     pub fn has(&self, key: &str) -> bool {
         self.table.contains_key(key)
     }

@@ -103,6 +103,46 @@ impl Algorithm {
         }
     }
 
+    /// This policy divided among `n` instances: rates exactly, counts
+    /// rounded down (at least 1; a queue or delay may reach 0). `None` when
+    /// a divided rate cannot be held exactly.
+    pub fn divided(&self, n: u64) -> Option<Algorithm> {
+        let count = |c: u64| (c / n).max(1);
+        let rate = |r: Rate| Rate::new(r.tokens(), r.per_ns() * n as u128);
+        Some(match *self {
+            Algorithm::TokenBucket(c) => Algorithm::TokenBucket(token_bucket::Config {
+                capacity: count(c.capacity),
+                rate: rate(c.rate)?,
+            }),
+            Algorithm::Gcra(c) => Algorithm::Gcra(gcra::Config {
+                burst: count(c.burst),
+                rate: rate(c.rate)?,
+            }),
+            Algorithm::IntervalBucket(c) => Algorithm::IntervalBucket(interval_bucket::Config {
+                max_tokens: count(c.max_tokens),
+                tokens_per_fill: count(c.tokens_per_fill),
+                fill_interval: c.fill_interval,
+            }),
+            Algorithm::LeakyBucket(c) => Algorithm::LeakyBucket(leaky_bucket::Config {
+                rate: rate(c.rate)?,
+                queue: c.queue / n,
+                delay: c.delay / n,
+            }),
+            Algorithm::FixedWindow(c) => Algorithm::FixedWindow(fixed_window::Config {
+                limit: count(c.limit),
+                ..c
+            }),
+            Algorithm::SlidingLog(c) => Algorithm::SlidingLog(sliding_log::Config {
+                limit: count(c.limit),
+                ..c
+            }),
+            Algorithm::SlidingCounter(c) => Algorithm::SlidingCounter(sliding_counter::Config {
+                limit: count(c.limit),
+                ..c
+            }),
+        })
+    }
+
     /// The resolved parameters, for `summary.json` and the terminal.
     pub fn params(&self) -> serde_json::Value {
         match *self {
@@ -146,6 +186,8 @@ pub struct LimiterSpec {
     pub algorithm: Algorithm,
     /// Indices of the `[[traffic]]` sources this limiter sees (all by default).
     pub traffic: Vec<usize>,
+    /// Where its state lives: one instance, many, or a shared store.
+    pub deployment: crate::deploy::Deployment,
 }
 
 pub fn parse(f: &mut Fields, d: &Defaults) -> Result<LimiterSpec, InputError> {
@@ -225,6 +267,7 @@ pub fn parse(f: &mut Fields, d: &Defaults) -> Result<LimiterSpec, InputError> {
         key_by,
         algorithm,
         traffic: Vec::new(),
+        deployment: crate::deploy::Deployment::default(),
     })
 }
 

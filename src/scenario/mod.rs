@@ -6,6 +6,7 @@
 //! it would have to check again. Every error names the field's path, the value
 //! and what is accepted.
 
+pub mod deployment;
 pub mod fields;
 pub mod limiters;
 
@@ -196,6 +197,7 @@ impl Scenario {
         })?;
         let defaults = parse_defaults(&mut Fields::new("defaults", defaults_table))?;
 
+        let top_deployment = top.opt_table("deployment")?;
         let limiter_tables = top.opt_tables("limiter")?;
         if limiter_tables.is_empty() {
             return Err(top.missing("limiter", "at least one [[limiter]] table"));
@@ -205,8 +207,19 @@ impl Scenario {
         let mut seen = HashSet::new();
         for (path, t) in limiter_tables {
             let mut f = Fields::new(path, t);
-            let spec = limiters::parse(&mut f, &defaults)?;
+            let mut spec = limiters::parse(&mut f, &defaults)?;
             wanted_traffic.push((f.at("traffic"), f.opt_str_list("traffic")?));
+            let own = f.opt_table("deployment")?;
+            if own.is_some() || top_deployment.is_some() {
+                let merged = deployment::merge(top_deployment, own);
+                let where_ = if own.is_some() {
+                    f.at("deployment")
+                } else {
+                    "deployment".to_string()
+                };
+                spec.deployment =
+                    deployment::parse(&mut Fields::new(where_, &merged), &spec, &defaults)?;
+            }
             f.finish()?;
             if !seen.insert(spec.name.clone()) {
                 return Err(InputError::new(format!(
@@ -364,6 +377,7 @@ impl Scenario {
                 "key_by": l.key_by.as_str(),
                 "params": l.algorithm.params(),
                 "traffic": l.traffic.iter().map(|&i| self.traffic[i].name.clone()).collect::<Vec<_>>(),
+                "deployment": l.deployment.echo(),
             })).collect::<Vec<_>>(),
             "traffic": self.traffic.iter().map(|s| {
                 let mut v = s.pattern.echo();

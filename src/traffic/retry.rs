@@ -287,13 +287,27 @@ fn parse_factor(f: &mut Fields) -> Result<(u64, u64), InputError> {
 /// The generator for the random part of one retry: a function of the
 /// scenario seed, the source, the client, the request and the attempt.
 pub fn retry_rng(seed: u64, source: u32, client: u32, request: u64, attempt: u32) -> ChaCha8Rng {
+    event_rng(seed, source, client, request, attempt, *b"rtry")
+}
+
+/// A generator for one random choice about one attempt (`tag` names the
+/// choice: a retry wait, a route, a round trip…), so that the same attempt
+/// draws the same number wherever it is simulated.
+pub fn event_rng(
+    seed: u64,
+    source: u32,
+    client: u32,
+    request: u64,
+    attempt: u32,
+    tag: [u8; 4],
+) -> ChaCha8Rng {
     let mut key = [0u8; 32];
     key[..8].copy_from_slice(&seed.to_le_bytes());
     key[8..12].copy_from_slice(&source.to_le_bytes());
     key[12..16].copy_from_slice(&client.to_le_bytes());
     key[16..24].copy_from_slice(&request.to_le_bytes());
     key[24..28].copy_from_slice(&attempt.to_le_bytes());
-    key[28..].copy_from_slice(b"rtry");
+    key[28..].copy_from_slice(&tag);
     ChaCha8Rng::from_seed(key)
 }
 
