@@ -3,6 +3,9 @@
 //! `run` writes every result file into a temporary directory beside the run
 //! directory and renames it into place only when all of them are complete,
 //! so a failed or interrupted run never leaves a half-written result set.
+//! The charts and `summary.md` are drawn inside that temporary directory
+//! from the files just written — the same way `ratesim plot` draws them —
+//! so they are part of the same all-or-nothing result set.
 
 use std::fs::{self, File};
 use std::io::{self, BufWriter, Write};
@@ -12,10 +15,12 @@ use anyhow::Context;
 use rayon::prelude::*;
 
 use crate::builtin;
-use crate::cli::{Cli, Command, Format, RunArgs};
+use crate::cli::{Cli, Command, ExplainArgs, Format, RunArgs};
 use crate::clock::Nanos;
 use crate::engine::{self, LimiterRun};
 use crate::error::InputError;
+use crate::explain;
+use crate::progress::Progress;
 use crate::report::{self, Report};
 use crate::scenario::{Scenario, ALGORITHMS};
 use crate::traffic::retry::POLICIES;
@@ -39,7 +44,19 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::List => list(),
+        Command::Plot { run_dir, quiet } => plot(&run_dir, quiet),
+        Command::Explain(args) => explain_command(args),
     }
+}
+
+/// What a run writes besides `summary.csv`, `summary.json` and
+/// `timeseries.csv`. The default writes neither the decision log nor charts.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RunOptions {
+    /// Write `decisions.csv`.
+    pub decisions: bool,
+    /// Draw the PNG charts (`summary.md` is written either way).
+    pub plots: bool,
 }
 
 fn run_command(args: RunArgs) -> anyhow::Result<()> {
@@ -51,8 +68,14 @@ fn run_command(args: RunArgs) -> anyhow::Result<()> {
         .out
         .clone()
         .unwrap_or_else(|| scenario.default_out_dir());
-    let decisions = args.decisions || scenario.output.decisions;
-    let report = run_scenario(&scenario, &out, decisions, &|_, _| {})?;
+    let options = RunOptions {
+        decisions: args.decisions || scenario.output.decisions,
+        plots: !args.no_plots,
+    };
+    let bar = Progress::new(scenario.limiters.len(), scenario.duration, args.quiet);
+    let report = run_scenario(&scenario, &out, &options, &|i, t, n| bar.report(i, t, n));
+    bar.finish();
+    let report = report?;
     if args.quiet {
         return Ok(());
     }
@@ -69,14 +92,17 @@ fn run_command(args: RunArgs) -> anyhow::Result<()> {
 }
 
 /// Simulates every limiter of `scenario` and writes the run directory `out`.
+///
+/// `progress(limiter, time reached, events)` is called as each limiter's
+/// simulation advances (limiters run in parallel).
 pub fn run_scenario(
     scenario: &Scenario,
     out: &Path,
-    decisions: bool,
-    progress: &(dyn Fn(Nanos, u64) + Sync),
+    options: &RunOptions,
+    progress: &(dyn Fn(usize, Nanos, u64) + Sync),
 ) -> anyhow::Result<Report> {
     let staging = Staging::new(out)?;
-    let result = simulate_into(scenario, staging.path(), decisions, progress);
+    let result = simulate_into(scenario, staging.path(), options, progress);
     match result {
         Ok(report) => {
             staging.commit()?;
@@ -92,15 +118,17 @@ pub fn run_scenario(
 fn simulate_into(
     scenario: &Scenario,
     dir: &Path,
-    decisions: bool,
-    progress: &(dyn Fn(Nanos, u64) + Sync),
+    options: &RunOptions,
+    progress: &(dyn Fn(usize, Nanos, u64) + Sync),
 ) -> anyhow::Result<Report> {
+    let decisions = options.decisions;
     let part = |i: usize| dir.join(format!("decisions.part{i}.csv"));
     let runs: Vec<LimiterRun> = (0..scenario.limiters.len())
         .into_par_iter()
         .map(|i| -> anyhow::Result<LimiterRun> {
+            let progress = |t: Nanos, events: u64| progress(i, t, events);
             if !decisions {
-                return engine::simulate(scenario, i, None, progress);
+                return engine::simulate(scenario, i, None, &progress);
             }
             let spec = &scenario.limiters[i];
             let file = File::create(part(i)).context("cannot write the decision log")?;
@@ -110,7 +138,7 @@ fn simulate_into(
                 spec.key_by,
                 &scenario.population,
             );
-            let run = engine::simulate(scenario, i, Some(&mut log), progress)?;
+            let run = engine::simulate(scenario, i, Some(&mut log), &progress)?;
             log.finish()?.flush()?;
             Ok(run)
         })
@@ -137,7 +165,38 @@ fn simulate_into(
         }
         all.flush()?;
     }
+    // Drawn from the files just written, exactly as `ratesim plot` does.
+    report::charts::render_dir(dir, options.plots)?;
     Ok(report)
+}
+
+/// `ratesim plot RUN_DIR`: redraws the charts and `summary.md` from the
+/// run directory's files, without simulating anything.
+fn plot(dir: &Path, quiet: bool) -> anyhow::Result<()> {
+    let (data, written) = report::charts::render_dir(dir, true)?;
+    if !quiet {
+        let mut out = io::stdout().lock();
+        let names: Vec<&str> = written.iter().map(|c| c.file).collect();
+        writeln!(
+            out,
+            "{} charts in {}: {}, and {}",
+            data.name,
+            dir.display(),
+            names.join(", "),
+            report::markdown::FILE
+        )?;
+    }
+    Ok(())
+}
+
+/// `ratesim explain TOPIC`: runs the topic's scenario and prints the
+/// walkthrough.
+fn explain_command(args: ExplainArgs) -> anyhow::Result<()> {
+    let text = explain::run(&args.topic, args.out.as_deref())?;
+    let mut out = io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()?;
+    Ok(())
 }
 
 /// A temporary directory that becomes the run directory on `commit`.
@@ -234,6 +293,10 @@ fn list() -> anyhow::Result<()> {
         out,
         "\nkey_by (every limiter): \"client\" (default), \"ip\", \"global\""
     )?;
+    writeln!(out, "\nWalkthroughs (ratesim explain TOPIC):")?;
+    for t in explain::TOPICS {
+        writeln!(out, "  {:<16} {}", t.name, t.about)?;
+    }
     Ok(())
 }
 

@@ -12,7 +12,7 @@ use clap::{Parser, Subcommand, ValueEnum};
     long_about = "ratesim drives traffic through token bucket, interval bucket, GCRA, leaky bucket, \
 fixed window, sliding log and sliding counter limiters on a virtual nanosecond clock, and shows what \
 each admits, delays and rejects, and how much state it keeps.",
-    after_help = "Examples:\n  ratesim run boundary                 the flagship: a fixed window passes 2x its limit\n  ratesim run my.toml --out runs/a --decisions\n  ratesim validate my.toml\n  ratesim list"
+    after_help = "Examples:\n  ratesim run boundary                 the flagship: a fixed window passes 2x its limit\n  ratesim run my.toml --out runs/a --decisions\n  ratesim plot output/boundary          re-render a run directory's charts\n  ratesim explain boundary             a walkthrough of the boundary burst, with its numbers\n  ratesim validate my.toml\n  ratesim list"
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -23,7 +23,7 @@ pub struct Cli {
 pub enum Command {
     /// Run a scenario and write its results to a run directory
     #[command(
-        after_help = "Examples:\n  ratesim run boundary\n  ratesim run scenarios/steady.toml --seed 42 --out /tmp/steady\n  ratesim run poisson --decisions --quiet\n  ratesim run boundary --format json | jq '.limiters[].peak_in_window'\n\nSCENARIO is a path to a .toml file or the name of a built-in scenario (see `ratesim list`).\nThe run directory gets summary.csv, summary.json, timeseries.csv and, with --decisions, decisions.csv."
+        after_help = "Examples:\n  ratesim run boundary\n  ratesim run scenarios/steady.toml --seed 42 --out /tmp/steady\n  ratesim run poisson --decisions --quiet\n  ratesim run boundary --format json | jq '.limiters[].peak_in_window'\n\nSCENARIO is a path to a .toml file or the name of a built-in scenario (see `ratesim list`).\nThe run directory gets summary.csv, summary.json, timeseries.csv, summary.md, the PNG charts\n(timeline, peak, outcomes, state, and delay when something was delayed) and, with --decisions,\ndecisions.csv. A progress bar shows on stderr for runs longer than a second, unless --quiet or\nstderr is not a terminal."
     )]
     Run(RunArgs),
     /// Check a scenario file without running it
@@ -37,6 +37,31 @@ pub enum Command {
     /// List built-in scenarios, algorithms and traffic patterns
     #[command(after_help = "Examples:\n  ratesim list\n  ratesim list | grep bucket")]
     List,
+    /// Re-render the charts and summary.md of a run directory, without re-simulating
+    #[command(
+        after_help = "Examples:\n  ratesim plot output/boundary\n  ratesim run poisson --no-plots --quiet && ratesim plot output/poisson\n\nReads RUN_DIR/summary.json and RUN_DIR/timeseries.csv and writes the same PNG files\n`ratesim run` writes, byte for byte."
+    )]
+    Plot {
+        /// A run directory written by `ratesim run`
+        run_dir: PathBuf,
+        /// Print nothing on success
+        #[arg(long, short)]
+        quiet: bool,
+    },
+    /// Walk through one idea with a run of its built-in scenario and its numbers
+    #[command(
+        after_help = "Topics:\n  boundary   why a fixed window lets through twice its limit (writes boundary-zoom.png)\n  gcra       GCRA decides exactly as a token bucket, in half the state\n\nExamples:\n  ratesim explain boundary\n  ratesim explain gcra --out /tmp/gcra\n\nThe run directory (default output/<topic>) gets the usual results and charts too."
+    )]
+    Explain(ExplainArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ExplainArgs {
+    /// What to explain: boundary, gcra
+    pub topic: String,
+    /// Run directory (default: output/<topic>)
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -52,9 +77,12 @@ pub struct RunArgs {
     /// Also write decisions.csv, one row per attempt per limiter
     #[arg(long)]
     pub decisions: bool,
-    /// Print nothing on success
+    /// Print nothing on success (and no progress bar)
     #[arg(long, short)]
     pub quiet: bool,
+    /// Do not draw the PNG charts (`ratesim plot` can draw them later)
+    #[arg(long)]
+    pub no_plots: bool,
     /// What to print on stdout
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,

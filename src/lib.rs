@@ -5,17 +5,20 @@
 //! [`scenario`] (TOML → validated `Scenario`) → [`traffic`] (arrival streams)
 //! → [`engine`] (event queue, one limiter per run, no I/O) → [`limiter`]
 //! (pure decisions) and [`metrics`] (streaming counters) → [`report`]
-//! (CSV, JSON, terminal). [`app`] ties them together with the file system.
+//! (CSV, JSON, terminal, Markdown, PNG charts). [`app`] ties them together
+//! with the file system; [`progress`] is the progress bar at the edge, and
+//! [`explain`] the guided walkthroughs.
 
 pub mod app;
 pub mod builtin;
 pub mod cli;
 pub mod clock;
-pub mod deploy;
 pub mod engine;
 pub mod error;
+pub mod explain;
 pub mod limiter;
 pub mod metrics;
+pub mod progress;
 pub mod report;
 pub mod scenario;
 pub mod traffic;

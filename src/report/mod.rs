@@ -3,10 +3,14 @@
 //! [`Report`] is everything a run produced, built once from the engine's
 //! per-limiter results. Each exporter takes a `&Report` and writes one
 //! format: [`csv`] (`summary.csv`, `timeseries.csv`, the decision log),
-//! [`json`] (`summary.json`), [`table`] (the terminal).
+//! [`json`] (`summary.json`), [`table`] (the terminal). [`markdown`]
+//! (`summary.md`) and [`charts`] (the PNGs) read the written run directory
+//! back, so `ratesim plot` can redraw them from it alone.
 
+pub mod charts;
 pub mod csv;
 pub mod json;
+pub mod markdown;
 pub mod table;
 
 use crate::clock::{decimal_places, Nanos};

@@ -1,0 +1,283 @@
+//! `outcomes.png` — what became of every attempt, per limiter.
+//!
+//! One horizontal bar per limiter, stacked: admitted (passed at once),
+//! delayed (queued by a shaper, passed later), rejected. When clients
+//! retry, a rejection is either followed by another attempt or is the last
+//! one of a request that gave up, and the bar splits the two; every bar is
+//! then all attempts, retries included, so a longer bar is retry
+//! amplification. Segment colours mean the outcome; the limiter's own colour
+//! marks its name.
+
+use std::path::Path;
+
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, VPos};
+
+use super::data::RunData;
+use super::style::{self, Mark};
+use super::Chart;
+
+pub const CHART: Chart = Chart {
+    file: "outcomes.png",
+    size: (1200, 700),
+    about: "admitted / delayed / rejected (and gave up, where clients retry) per limiter, stacked: who passes at once, who waits, who is turned away",
+    render,
+};
+
+/// The outcome colours, the same in every run.
+pub const ADMITTED: RGBColor = RGBColor(0x59, 0xA1, 0x4F);
+pub const DELAYED: RGBColor = RGBColor(0xED, 0xA2, 0x47);
+pub const REJECTED: RGBColor = RGBColor(0xE1, 0x57, 0x59);
+pub const GAVE_UP: RGBColor = RGBColor(0x8C, 0x2D, 0x2F);
+
+/// One outcome's share of a bar.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Admitted,
+    Delayed,
+    /// Rejected (and, where clients retry, tried again).
+    Rejected,
+    /// The final rejection of a request that gave up.
+    GaveUp,
+}
+
+impl Outcome {
+    pub fn color(self) -> RGBColor {
+        match self {
+            Outcome::Admitted => ADMITTED,
+            Outcome::Delayed => DELAYED,
+            Outcome::Rejected => REJECTED,
+            Outcome::GaveUp => GAVE_UP,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutcomeBar {
+    pub index: usize,
+    pub name: String,
+    pub attempts: u64,
+    /// Segments in drawing order, left to right; they sum to `attempts`.
+    pub segments: Vec<(Outcome, u64)>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutcomeSeries {
+    /// True when clients retried and some request gave up: the rejected
+    /// segment then splits into retried and gave up.
+    pub gave_up: bool,
+    pub bars: Vec<OutcomeBar>,
+}
+
+pub fn outcomes_series(data: &RunData) -> OutcomeSeries {
+    // Without retries every rejection "gives up"; the split only says
+    // something when some rejections were followed by another attempt.
+    let gave_up = data
+        .limiters
+        .iter()
+        .any(|l| l.gave_up.is_some_and(|g| g > 0 && g < l.rejected));
+    let bars = data
+        .limiters
+        .iter()
+        .enumerate()
+        .map(|(index, l)| {
+            let g = if gave_up {
+                l.gave_up.unwrap_or(0).min(l.rejected)
+            } else {
+                0
+            };
+            let mut segments = vec![
+                (Outcome::Admitted, l.admitted),
+                (Outcome::Delayed, l.delayed),
+                (Outcome::Rejected, l.rejected - g),
+            ];
+            if gave_up {
+                segments.push((Outcome::GaveUp, g));
+            }
+            OutcomeBar {
+                index,
+                name: l.name.clone(),
+                attempts: l.attempts,
+                segments,
+            }
+        })
+        .collect();
+    OutcomeSeries { gave_up, bars }
+}
+
+fn render(data: &RunData, path: &Path) -> anyhow::Result<bool> {
+    let series = outcomes_series(data);
+    if series.bars.is_empty() {
+        return Ok(false);
+    }
+    draw_outcomes(data, &series, path)?;
+    Ok(true)
+}
+
+pub fn draw_outcomes(data: &RunData, s: &OutcomeSeries, path: &Path) -> anyhow::Result<()> {
+    let root = BitMapBackend::new(path, CHART.size).into_drawing_area();
+    root.fill(&WHITE)?;
+    let mut legend = vec![
+        (
+            Mark::Swatch(ADMITTED),
+            "admitted (passed at once)".to_string(),
+        ),
+        (
+            Mark::Swatch(DELAYED),
+            "delayed (queued, passed later)".to_string(),
+        ),
+    ];
+    if s.gave_up {
+        legend.push((Mark::Swatch(REJECTED), "rejected, then retried".into()));
+        legend.push((Mark::Swatch(GAVE_UP), "rejected, then gave up".into()));
+    } else {
+        legend.push((Mark::Swatch(REJECTED), "rejected".into()));
+    }
+    let subtitle = if s.gave_up {
+        "Every attempt of every request, retries included: a longer bar means clients came back more often. Square: the limiter's colour."
+    } else {
+        "Every attempt of every request. The square before a name is the limiter's colour in the other charts."
+    };
+    let body = style::header(
+        &root,
+        &format!("{} — what happened to each attempt", data.name),
+        &[subtitle.to_string()],
+        &legend,
+    )?;
+
+    let n = s.bars.len();
+    let most = s.bars.iter().map(|b| b.attempts).max().unwrap_or(0).max(1) as f64;
+    let names_width = s
+        .bars
+        .iter()
+        .map(|b| root.estimate_text_size(&b.name, &style::text(15, style::INK)))
+        .collect::<Result<Vec<_>, _>>()?
+        .into_iter()
+        .map(|(w, _)| w)
+        .max()
+        .unwrap_or(0)
+        .clamp(60, 360);
+    let mut chart = ChartBuilder::on(&body)
+        .margin_left(16)
+        .margin_right(40)
+        .margin_top(12)
+        .margin_bottom(8)
+        .x_label_area_size(56)
+        .y_label_area_size(names_width + 34)
+        .build_cartesian_2d(0f64..most * 1.02, 0f64..n as f64)?;
+    chart
+        .configure_mesh()
+        .disable_y_mesh()
+        .y_labels(0)
+        .x_labels(8)
+        .x_label_formatter(&|v| style::count(*v))
+        .x_desc(if s.gave_up {
+            "attempts (requests, retries counted again)"
+        } else {
+            "attempts (requests)"
+        })
+        .axis_desc_style(style::text(16, style::INK))
+        .label_style(style::text(14, style::INK))
+        .bold_line_style(style::GRID)
+        .light_line_style(WHITE)
+        .draw()?;
+
+    // Limiter 0 on top: category i spans y ∈ [n − i − 1, n − i).
+    let row = |i: usize| (n - i - 1) as f64;
+    for (i, b) in s.bars.iter().enumerate() {
+        let mut x = 0.0;
+        for &(outcome, count) in &b.segments {
+            if count == 0 {
+                continue;
+            }
+            let x1 = x + count as f64;
+            chart.draw_series([Rectangle::new(
+                [(x, row(i) + 0.18), (x1, row(i) + 0.82)],
+                outcome.color().filled(),
+            )])?;
+            let (px0, py) = chart.backend_coord(&(x, row(i) + 0.5));
+            let (px1, _) = chart.backend_coord(&(x1, row(i) + 0.5));
+            let share = 100.0 * count as f64 / b.attempts.max(1) as f64;
+            let label = format!(
+                "{} ({}%)",
+                style::count(count as f64),
+                style::trim(share, 1)
+            );
+            let short = style::count(count as f64);
+            let white = style::anchored(style::text(14, WHITE), HPos::Center, VPos::Center);
+            let fits = |t: &str| -> anyhow::Result<bool> {
+                Ok(root.estimate_text_size(t, &white)?.0 as i32 + 10 <= px1 - px0)
+            };
+            let text = if fits(&label)? {
+                Some(label)
+            } else if fits(&short)? {
+                Some(short)
+            } else {
+                None
+            };
+            if let Some(t) = text {
+                root.draw(&Text::new(t, ((px0 + px1) / 2, py), white))?;
+            }
+            x = x1;
+        }
+        let (px, py) = chart.backend_coord(&(0.0, row(i) + 0.5));
+        let color = style::limiter_color(b.index);
+        root.draw(&Rectangle::new(
+            [(px - 22, py - 7), (px - 8, py + 7)],
+            color.filled(),
+        ))?;
+        root.draw(&Text::new(
+            b.name.clone(),
+            (px - 30, py),
+            style::anchored(style::text(15, style::INK), HPos::Right, VPos::Center),
+        ))?;
+    }
+    root.present()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::charts::data::tests_support::{self, run_data};
+
+    #[test]
+    fn segments_sum_to_the_attempts() {
+        let d = tests_support::boundary();
+        let s = outcomes_series(&d);
+        for b in &s.bars {
+            let total: u64 = b.segments.iter().map(|x| x.1).sum();
+            assert_eq!(total, b.attempts, "{}", b.name);
+        }
+    }
+
+    #[test]
+    fn gave_up_splits_the_rejections_only_when_someone_gave_up() {
+        let mut d = run_data(&[("a", 1)], 1);
+        let l = &mut d.limiters[0];
+        (l.attempts, l.admitted, l.rejected) = (10, 6, 4);
+        assert!(!outcomes_series(&d).gave_up);
+        d.limiters[0].gave_up = Some(0);
+        assert!(
+            !outcomes_series(&d).gave_up,
+            "a zero gave_up adds no segment"
+        );
+        d.limiters[0].gave_up = Some(4);
+        assert!(
+            !outcomes_series(&d).gave_up,
+            "without retries every rejection gives up: nothing to split"
+        );
+        d.limiters[0].gave_up = Some(3);
+        let s = outcomes_series(&d);
+        assert!(s.gave_up);
+        assert_eq!(
+            s.bars[0].segments,
+            [
+                (Outcome::Admitted, 6),
+                (Outcome::Delayed, 0),
+                (Outcome::Rejected, 1),
+                (Outcome::GaveUp, 3)
+            ]
+        );
+    }
+}

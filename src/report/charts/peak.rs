@@ -1,0 +1,188 @@
+//! `peak.png` — the boundary-burst chart.
+//!
+//! One bar per limiter: `peak_in_window`, the largest total cost that
+//! passed for a single key within any interval `(s − W, s]` (W the policy
+//! window), against a dashed line at the policy's limit. Every algorithm
+//! enforces "limit per window", yet under traffic that straddles a window
+//! boundary the fixed window's bar reaches 2× the line: its counter resets
+//! at the boundary and forgets the burst just before it. A bar at the line
+//! means the limiter never let one key exceed the policy in any window.
+
+use std::path::Path;
+
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, VPos};
+
+use super::data::RunData;
+use super::style::{self, Mark};
+use super::Chart;
+
+pub const CHART: Chart = Chart {
+    file: "peak.png",
+    size: (1200, 700),
+    about: "the most one key got through in any window, per limiter, against the limit line: a bar above the line broke the policy (the fixed window's boundary burst reaches 2×)",
+    render,
+};
+
+/// One limiter's bar.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PeakBar {
+    /// The limiter's index (its colour).
+    pub index: usize,
+    pub name: String,
+    pub peak: u64,
+    /// `peak / limit`.
+    pub ratio: f64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct PeakSeries {
+    pub limit: u64,
+    pub bars: Vec<PeakBar>,
+}
+
+pub fn peak_series(data: &RunData) -> PeakSeries {
+    PeakSeries {
+        limit: data.limit,
+        bars: data
+            .limiters
+            .iter()
+            .enumerate()
+            .map(|(index, l)| PeakBar {
+                index,
+                name: l.name.clone(),
+                peak: l.peak_in_window,
+                ratio: l.peak_in_window as f64 / data.limit.max(1) as f64,
+            })
+            .collect(),
+    }
+}
+
+fn render(data: &RunData, path: &Path) -> anyhow::Result<bool> {
+    let series = peak_series(data);
+    if series.bars.is_empty() {
+        return Ok(false);
+    }
+    draw_peak(data, &series, path)?;
+    Ok(true)
+}
+
+pub fn draw_peak(data: &RunData, s: &PeakSeries, path: &Path) -> anyhow::Result<()> {
+    let window = style::duration(data.window_ns);
+    let root = BitMapBackend::new(path, CHART.size).into_drawing_area();
+    root.fill(&WHITE)?;
+
+    let over: Vec<&PeakBar> = s.bars.iter().filter(|b| b.peak > s.limit).collect();
+    let verdict = match over.iter().max_by(|a, b| a.ratio.total_cmp(&b.ratio)) {
+        None => format!(
+            "Every limiter held every key to at most {} per {window}.",
+            s.limit
+        ),
+        Some(worst) => format!(
+            "Above the line, {} let one key through more than the policy allows: {} let through {} ({}× the limit).",
+            if over.len() == 1 { "one limiter" } else { "these limiters" },
+            worst.name,
+            worst.peak,
+            style::trim(worst.ratio, 2)
+        ),
+    };
+    let mut legend = style::limiter_entries(s.bars.iter().map(|b| (b.index, b.name.as_str())));
+    legend.push((
+        Mark::Dashed(style::LIMIT),
+        format!("limit: {} per {window}", s.limit),
+    ));
+    let body = style::header(
+        &root,
+        &format!("{} — the most one key got through in any {window} window", data.name),
+        &[
+            format!(
+                "peak_in_window: the largest total cost that passed for one key within any interval (s − {window}, s]. {verdict}"
+            ),
+        ],
+        &legend,
+    )?;
+
+    let top = s
+        .bars
+        .iter()
+        .map(|b| b.peak)
+        .max()
+        .unwrap_or(0)
+        .max(s.limit) as f64
+        * 1.18;
+    let mut chart = style::category_chart(&body, s.bars.len(), 0f64..top.max(1.0))?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(0)
+        .y_labels(8)
+        .y_label_formatter(&|v| style::count(*v))
+        .y_desc(format!("passed for one key in one {window} window (cost)"))
+        .x_desc("limiter")
+        .axis_desc_style(style::text(16, style::INK))
+        .label_style(style::text(14, style::INK))
+        .bold_line_style(style::GRID)
+        .light_line_style(WHITE)
+        .draw()?;
+
+    chart.draw_series(s.bars.iter().enumerate().map(|(i, b)| {
+        let x = i as f64;
+        Rectangle::new(
+            [(x + 0.2, 0.0), (x + 0.8, b.peak as f64)],
+            style::limiter_color(b.index).filled(),
+        )
+    }))?;
+
+    let (xs, _) = chart.plotting_area().get_pixel_range();
+    let y_limit = chart.backend_coord(&(0.0, s.limit as f64)).1;
+    style::dashed_hline(&root, xs.start, xs.end, y_limit, style::LIMIT)?;
+    root.draw(&Text::new(
+        format!("limit {}", s.limit),
+        (xs.end - 4, y_limit + 4),
+        style::anchored(style::bold(14, style::LIMIT), HPos::Right, VPos::Top),
+    ))?;
+
+    for (i, b) in s.bars.iter().enumerate() {
+        let (cx, y) = chart.backend_coord(&(i as f64 + 0.5, b.peak as f64));
+        let label = if b.peak == s.limit {
+            b.peak.to_string()
+        } else {
+            format!("{} ({}×)", b.peak, style::trim(b.ratio, 2))
+        };
+        let strong = if b.peak > s.limit {
+            style::bold(16, style::INK)
+        } else {
+            style::text(15, style::INK)
+        };
+        root.draw(&Text::new(
+            label,
+            (cx, y - 6),
+            style::anchored(strong, HPos::Center, VPos::Bottom),
+        ))?;
+    }
+    let names: Vec<(String, RGBColor)> = s
+        .bars
+        .iter()
+        .map(|b| (b.name.clone(), style::limiter_color(b.index)))
+        .collect();
+    style::category_names(&root, &chart, &names, 8)?;
+    root.present()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::charts::data::tests_support::run_data;
+
+    #[test]
+    fn peak_series_holds_each_limiter_against_the_limit() {
+        let d = run_data(&[("fixed_window", 200), ("sliding_log", 100)], 100);
+        let s = peak_series(&d);
+        assert_eq!(s.limit, 100);
+        assert_eq!(s.bars[0].peak, 200);
+        assert_eq!(s.bars[0].ratio, 2.0);
+        assert_eq!(s.bars[1].ratio, 1.0);
+        assert_eq!(s.bars[1].index, 1);
+    }
+}

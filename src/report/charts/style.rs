@@ -1,0 +1,482 @@
+//! The look shared by every chart: the embedded font, one colour per
+//! limiter, the title block with its legend, category labels under bars,
+//! and number formats.
+//!
+//! A limiter's colour is picked by its index in the scenario, so a limiter
+//! has the same colour in every chart of a run. Text is drawn with DejaVu
+//! Sans compiled into the binary (the `dejavu` crate) through plotters'
+//! `ab_glyph` renderer: charts render identically on a machine with no
+//! system fonts at all.
+
+use std::sync::OnceLock;
+
+use plotters::coord::ranged1d::{AsRangedCoord, Ranged};
+use plotters::coord::types::RangedCoordf64;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+use plotters::style::FontStyle;
+
+/// The family name every chart asks plotters for.
+pub const FONT: &str = "sans-serif";
+
+/// Registers the embedded font once per process.
+pub fn ensure_fonts() -> anyhow::Result<()> {
+    static REGISTERED: OnceLock<bool> = OnceLock::new();
+    let ok = *REGISTERED.get_or_init(|| {
+        plotters::style::register_font(FONT, FontStyle::Normal, dejavu::sans::regular()).is_ok()
+            && plotters::style::register_font(FONT, FontStyle::Bold, dejavu::sans::bold()).is_ok()
+    });
+    anyhow::ensure!(ok, "the embedded DejaVu Sans font could not be loaded");
+    Ok(())
+}
+
+/// Tableau 10: distinct, colour-blind-aware, readable on white.
+const PALETTE: [RGBColor; 10] = [
+    RGBColor(0x4E, 0x79, 0xA7),
+    RGBColor(0xF2, 0x8E, 0x2B),
+    RGBColor(0xE1, 0x57, 0x59),
+    RGBColor(0x76, 0xB7, 0xB2),
+    RGBColor(0x59, 0xA1, 0x4F),
+    RGBColor(0xED, 0xC9, 0x48),
+    RGBColor(0xB0, 0x7A, 0xA1),
+    RGBColor(0xFF, 0x9D, 0xA7),
+    RGBColor(0x9C, 0x75, 0x5F),
+    RGBColor(0xBA, 0xB0, 0xAC),
+];
+
+/// The colour of limiter `index` in every chart of a run.
+pub fn limiter_color(index: usize) -> RGBColor {
+    let base = PALETTE[index % PALETTE.len()];
+    // Past ten limiters, cycle through darker shades so colours stay unique.
+    match index / PALETTE.len() {
+        0 => base,
+        k => darken(base, 0.25 * k.min(3) as f64),
+    }
+}
+
+/// `c` blended towards white by `f` (0 = unchanged, 1 = white), exactly,
+/// so no alpha blending depends on what was drawn before.
+pub fn lighten(c: RGBColor, f: f64) -> RGBColor {
+    let mix = |v: u8| (v as f64 + (255.0 - v as f64) * f).round() as u8;
+    RGBColor(mix(c.0), mix(c.1), mix(c.2))
+}
+
+pub fn darken(c: RGBColor, f: f64) -> RGBColor {
+    let mix = |v: u8| (v as f64 * (1.0 - f)).round() as u8;
+    RGBColor(mix(c.0), mix(c.1), mix(c.2))
+}
+
+pub const INK: RGBColor = RGBColor(0x22, 0x22, 0x22);
+pub const MUTED: RGBColor = RGBColor(0x5F, 0x5F, 0x5F);
+pub const GRID: RGBColor = RGBColor(0xE4, 0xE4, 0xE4);
+pub const LIMIT: RGBColor = RGBColor(0x22, 0x22, 0x22);
+
+pub fn text(size: u32, color: RGBColor) -> TextStyle<'static> {
+    TextStyle {
+        font: (FONT, size).into_font(),
+        color: color.to_backend_color(),
+        pos: Pos::default(),
+    }
+}
+
+pub fn bold(size: u32, color: RGBColor) -> TextStyle<'static> {
+    TextStyle {
+        font: (FONT, size, FontStyle::Bold).into_font(),
+        color: color.to_backend_color(),
+        pos: Pos::default(),
+    }
+}
+
+pub fn anchored(style: TextStyle<'static>, h: HPos, v: VPos) -> TextStyle<'static> {
+    style.pos(Pos::new(h, v))
+}
+
+/// A chart's drawing area.
+pub type Area<'a> = DrawingArea<BitMapBackend<'a>, Shift>;
+
+/// How an entry of a legend is marked.
+#[derive(Debug, Clone, Copy)]
+pub enum Mark {
+    /// A filled square.
+    Swatch(RGBColor),
+    /// A filled square with an outline (a lighter fill).
+    Outlined { fill: RGBColor, line: RGBColor },
+    /// A solid line.
+    Line(RGBColor),
+    /// A dashed line (the limit).
+    Dashed(RGBColor),
+    /// A dotted vertical tick (window boundaries).
+    Dotted(RGBColor),
+}
+
+/// The legend of one limiter: its colour and name.
+pub fn limiter_entries<'a>(
+    limiters: impl IntoIterator<Item = (usize, &'a str)>,
+) -> Vec<(Mark, String)> {
+    limiters
+        .into_iter()
+        .map(|(i, name)| (Mark::Swatch(limiter_color(i)), name.to_string()))
+        .collect()
+}
+
+/// Draws the title, a subtitle (one or more lines) and a legend on top of
+/// `area`, and returns what is left below them for the chart.
+pub fn header<'a>(
+    area: &Area<'a>,
+    title: &str,
+    subtitle: &[String],
+    legend: &[(Mark, String)],
+) -> anyhow::Result<Area<'a>> {
+    let (width, _) = area.dim_in_pixel();
+    let left = 20i32;
+    let mut y = 14i32;
+    area.draw(&Text::new(
+        title.to_string(),
+        (left, y),
+        anchored(bold(24, INK), HPos::Left, VPos::Top),
+    ))?;
+    y += 34;
+    let sub = anchored(text(15, MUTED), HPos::Left, VPos::Top);
+    for paragraph in subtitle {
+        for line in wrap_to(area, paragraph, &sub, width.saturating_sub(2 * left as u32))? {
+            area.draw(&Text::new(line, (left, y), sub.clone()))?;
+            y += 21;
+        }
+    }
+    y += 8;
+    // Legend entries flow left to right and wrap.
+    let style = anchored(text(15, INK), HPos::Left, VPos::Center);
+    let mut x = left;
+    let row = 24;
+    let mut cy = y + row / 2;
+    for (mark, label) in legend {
+        let (tw, _) = area.estimate_text_size(label, &style)?;
+        let need = 30 + tw as i32 + 22;
+        if x > left && x + need > width as i32 - left {
+            x = left;
+            cy += row;
+        }
+        draw_mark(area, *mark, (x, cy))?;
+        area.draw(&Text::new(label.clone(), (x + 30, cy), style.clone()))?;
+        x += need;
+    }
+    let used = cy + row / 2 + 6;
+    let (_, rest) = area.split_vertically(used);
+    Ok(rest)
+}
+
+/// `text` broken into lines no wider than `width` pixels in `style`.
+pub fn wrap_to(
+    area: &Area,
+    text: &str,
+    style: &TextStyle,
+    width: u32,
+) -> anyhow::Result<Vec<String>> {
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        let candidate = if line.is_empty() {
+            word.to_string()
+        } else {
+            format!("{line} {word}")
+        };
+        if !line.is_empty() && area.estimate_text_size(&candidate, style)?.0 > width {
+            lines.push(std::mem::replace(&mut line, word.to_string()));
+        } else {
+            line = candidate;
+        }
+    }
+    if !line.is_empty() {
+        lines.push(line);
+    }
+    Ok(lines)
+}
+
+fn draw_mark(area: &Area, mark: Mark, (x, y): (i32, i32)) -> anyhow::Result<()> {
+    match mark {
+        Mark::Swatch(c) => {
+            area.draw(&Rectangle::new(
+                [(x + 4, y - 8), (x + 20, y + 8)],
+                c.filled(),
+            ))?;
+        }
+        Mark::Outlined { fill, line } => {
+            area.draw(&Rectangle::new(
+                [(x + 4, y - 8), (x + 20, y + 8)],
+                fill.filled(),
+            ))?;
+            area.draw(&Rectangle::new(
+                [(x + 4, y - 8), (x + 20, y + 8)],
+                line.stroke_width(2),
+            ))?;
+        }
+        Mark::Line(c) => {
+            area.draw(&PathElement::new(
+                vec![(x, y), (x + 24, y)],
+                c.stroke_width(3),
+            ))?;
+        }
+        Mark::Dashed(c) => {
+            for k in 0..3 {
+                let x0 = x + k * 9;
+                area.draw(&PathElement::new(
+                    vec![(x0, y), (x0 + 5, y)],
+                    c.stroke_width(2),
+                ))?;
+            }
+        }
+        Mark::Dotted(c) => {
+            for k in 0..4 {
+                let y0 = y - 9 + k * 5;
+                area.draw(&PathElement::new(
+                    vec![(x + 12, y0), (x + 12, y0 + 2)],
+                    c.stroke_width(2),
+                ))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `label` at `pos` on a white box, so lines behind it do not cross it.
+pub fn boxed_label(
+    area: &Area,
+    label: &str,
+    pos: (i32, i32),
+    style: TextStyle<'static>,
+) -> anyhow::Result<()> {
+    let (w, h) = area.estimate_text_size(label, &style)?;
+    let (w, h) = (w as i32, h as i32);
+    let x0 = match style.pos.h_pos {
+        HPos::Left => pos.0,
+        HPos::Center => pos.0 - w / 2,
+        HPos::Right => pos.0 - w,
+    };
+    let y0 = match style.pos.v_pos {
+        VPos::Top => pos.1,
+        VPos::Center => pos.1 - h / 2,
+        VPos::Bottom => pos.1 - h,
+    };
+    area.draw(&Rectangle::new(
+        [(x0 - 3, y0 - 2), (x0 + w + 3, y0 + h + 2)],
+        WHITE.filled(),
+    ))?;
+    area.draw(&Text::new(label.to_string(), pos, style))?;
+    Ok(())
+}
+
+/// A horizontal dashed line from `x0` to `x1` at `y`, in pixels.
+pub fn dashed_hline(area: &Area, x0: i32, x1: i32, y: i32, c: RGBColor) -> anyhow::Result<()> {
+    let mut x = x0;
+    while x < x1 {
+        area.draw(&PathElement::new(
+            vec![(x, y), ((x + 8).min(x1), y)],
+            c.stroke_width(2),
+        ))?;
+        x += 13;
+    }
+    Ok(())
+}
+
+/// A vertical dotted line from `y0` to `y1` at `x`, in pixels.
+pub fn dotted_vline(
+    area: &Area,
+    x: i32,
+    y0: i32,
+    y1: i32,
+    c: RGBColor,
+    width: u32,
+) -> anyhow::Result<()> {
+    let mut y = y0;
+    while y < y1 {
+        area.draw(&PathElement::new(
+            vec![(x, y), (x, (y + 3).min(y1))],
+            c.stroke_width(width),
+        ))?;
+        y += 7;
+    }
+    Ok(())
+}
+
+/// Writes `label` centred at `(cx, y)` (top), shrinking or wrapping it on
+/// `-`/`_` so it fits in `max_width` pixels. Returns the height used.
+pub fn fitted_label(
+    area: &Area,
+    label: &str,
+    (cx, y): (i32, i32),
+    max_width: u32,
+    color: RGBColor,
+) -> anyhow::Result<i32> {
+    for size in [15, 13, 12] {
+        let style = anchored(text(size, color), HPos::Center, VPos::Top);
+        if area.estimate_text_size(label, &style)?.0 <= max_width {
+            area.draw(&Text::new(label.to_string(), (cx, y), style))?;
+            return Ok(size as i32 + 4);
+        }
+    }
+    let style = anchored(text(12, color), HPos::Center, VPos::Top);
+    let cut = label
+        .char_indices()
+        .filter(|&(_, c)| c == '-' || c == '_')
+        .map(|(i, _)| i)
+        .min_by_key(|&i| (i as i64 - label.len() as i64 / 2).abs());
+    match cut {
+        Some(i) => {
+            area.draw(&Text::new(label[..=i].to_string(), (cx, y), style.clone()))?;
+            area.draw(&Text::new(label[i + 1..].to_string(), (cx, y + 15), style))?;
+            Ok(32)
+        }
+        None => {
+            area.draw(&Text::new(label.to_string(), (cx, y), style))?;
+            Ok(16)
+        }
+    }
+}
+
+/// A chart whose x axis holds one category (a limiter) per unit: category
+/// `i` spans `[i, i + 1)`. With fewer than [`MIN_SLOTS`] categories the axis
+/// is padded on both sides, so one bar is not the width of the chart.
+pub type Categories<'a, 'b, Y> =
+    ChartContext<'b, BitMapBackend<'a>, Cartesian2d<RangedCoordf64, Y>>;
+
+/// Builds a category chart on `body` with `n` categories and the y axis
+/// `y`, leaving room below the axis for two rows of labels.
+pub fn category_chart<'a, 'b, Y: AsRangedCoord>(
+    body: &'b Area<'a>,
+    n: usize,
+    y: Y,
+) -> anyhow::Result<Categories<'a, 'b, Y::CoordDescType>>
+where
+    Y::CoordDescType: Ranged<ValueType = Y::Value>,
+{
+    let pad = MIN_SLOTS.saturating_sub(n) as f64 / 2.0;
+    Ok(ChartBuilder::on(body)
+        .margin_left(16)
+        .margin_right(30)
+        .margin_top(16)
+        .margin_bottom(8)
+        .x_label_area_size(78)
+        .y_label_area_size(90)
+        .build_cartesian_2d(-pad..n as f64 + pad, y)?)
+}
+
+/// The fewest category slots a category chart spans.
+pub const MIN_SLOTS: usize = 4;
+
+/// Writes each category's name under the x axis, in its colour, and
+/// returns the y pixel below the names.
+pub fn category_names<Y: Ranged>(
+    root: &Area,
+    chart: &Categories<'_, '_, Y>,
+    names: &[(String, RGBColor)],
+    y_offset: i32,
+) -> anyhow::Result<i32>
+where
+    Y::ValueType: Clone,
+{
+    let (_, ys) = chart.plotting_area().get_pixel_range();
+    let y0 = chart.y_range().start;
+    let slot = (chart.backend_coord(&(1.0, y0.clone())).0
+        - chart.backend_coord(&(0.0, y0.clone())).0) as f64;
+    let mut bottom = ys.end;
+    for (i, (name, color)) in names.iter().enumerate() {
+        let cx = chart.backend_coord(&(i as f64 + 0.5, y0.clone())).0;
+        let y = ys.end + y_offset;
+        let h = fitted_label(
+            root,
+            name,
+            (cx, y),
+            (slot - 8.0).max(20.0) as u32,
+            darken(*color, 0.25),
+        )?;
+        bottom = bottom.max(y + h);
+    }
+    Ok(bottom)
+}
+
+/// A count for an axis or a label: `950`, `12.5k`, `3.1M`.
+pub fn count(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1e9 {
+        format!("{}G", trim(v / 1e9, 1))
+    } else if a >= 1e6 {
+        format!("{}M", trim(v / 1e6, 1))
+    } else if a >= 1e4 {
+        format!("{}k", trim(v / 1e3, 1))
+    } else {
+        trim(v, 1)
+    }
+}
+
+/// `v` with at most `places` decimals, trailing zeros dropped.
+pub fn trim(v: f64, places: usize) -> String {
+    let s = format!("{v:.places$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
+/// A duration in ns as a short human string: `1s`, `250ms`, `1.5s`, `20us`.
+pub fn duration(ns: u64) -> String {
+    crate::clock::Nanos(ns).to_string()
+}
+
+/// A time in seconds for an axis label, with as many decimals as the span
+/// being shown needs.
+pub fn seconds(ns: f64, span_ns: f64) -> String {
+    let places = if span_ns >= 10e9 {
+        0
+    } else if span_ns >= 1e9 {
+        1
+    } else if span_ns >= 1e8 {
+        2
+    } else if span_ns >= 1e7 {
+        3
+    } else if span_ns >= 1e6 {
+        4
+    } else {
+        6
+    };
+    format!("{:.places$}", ns / 1e9)
+}
+
+/// A delay in ms with three significant digits: `0`, `4.25`, `12.5`, `990`.
+pub fn millis(ms: f64) -> String {
+    if ms == 0.0 {
+        "0".into()
+    } else if ms >= 100.0 {
+        trim(ms, 0)
+    } else if ms >= 10.0 {
+        trim(ms, 1)
+    } else if ms >= 1.0 {
+        trim(ms, 2)
+    } else {
+        trim(ms, 3)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_limiter_of_a_large_scenario_gets_a_distinct_colour() {
+        let colours: std::collections::HashSet<_> =
+            (0..40).map(|i| limiter_color(i).rgb()).collect();
+        assert_eq!(colours.len(), 40);
+    }
+
+    #[test]
+    fn counts_and_delays_print_short() {
+        assert_eq!(count(950.0), "950");
+        assert_eq!(count(12_500.0), "12.5k");
+        assert_eq!(count(3_100_000.0), "3.1M");
+        assert_eq!(millis(990.0), "990");
+        assert_eq!(millis(4.25), "4.25");
+        assert_eq!(millis(0.0), "0");
+        assert_eq!(seconds(999_000_000.0, 4e6), "0.9990");
+    }
+}

@@ -1,0 +1,173 @@
+//! `summary.md`: the comparison table and the run's charts, linked, ready
+//! to paste into a design document or a pull request.
+//!
+//! It is written from the run directory (through the same loader as the
+//! charts), so `ratesim plot` rewrites it too. Images are linked by
+//! relative path: keep `summary.md` beside its PNGs.
+
+use std::fs;
+use std::path::Path;
+
+use super::charts::{self, style, RunData};
+
+pub const FILE: &str = "summary.md";
+
+/// The Markdown for `data`, linking every PNG present in `dir`: the
+/// registered charts first, in their order, then any other image (such as
+/// `ratesim explain`'s close-ups) by name.
+pub fn render(data: &RunData, dir: &Path) -> anyhow::Result<String> {
+    let mut images: Vec<(String, Option<&'static str>)> = charts::CHARTS
+        .iter()
+        .filter(|c| dir.join(c.file).is_file())
+        .map(|c| (c.file.to_string(), Some(c.about)))
+        .collect();
+    let mut others: Vec<String> = fs::read_dir(dir)?
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".png") && charts::chart(n).is_none())
+        .collect();
+    others.sort();
+    images.extend(others.into_iter().map(|n| {
+        let about = (n == charts::zoom::FILE).then_some(charts::zoom::ABOUT);
+        (n, about)
+    }));
+    Ok(document(data, &images))
+}
+
+/// The document itself, given the images to link and what each shows.
+pub fn document(data: &RunData, images: &[(String, Option<&str>)]) -> String {
+    let mut md = format!("# {} — ratesim results\n\n", escape(&data.name));
+    let description = data.description.trim();
+    if !description.is_empty() {
+        let stop = if description.ends_with(['.', '!', '?']) {
+            ""
+        } else {
+            "."
+        };
+        md.push_str(&format!("{description}{stop}\n\n"));
+    }
+    md.push_str(&format!(
+        "Policy: **{} per {}** · {} limiter{} · {} simulated · seed {} · time-series resolution {}\n\n",
+        data.limit,
+        style::duration(data.window_ns),
+        data.limiters.len(),
+        if data.limiters.len() == 1 { "" } else { "s" },
+        style::duration(data.duration_ns),
+        data.seed,
+        style::duration(data.resolution_ns),
+    ));
+    let gave_up = data
+        .limiters
+        .iter()
+        .any(|l| l.gave_up.is_some_and(|g| g > 0));
+    let mut head = vec![
+        "limiter",
+        "algorithm",
+        "key",
+        "attempts",
+        "admitted",
+        "delayed",
+        "rejected",
+    ];
+    if gave_up {
+        head.push("gave up");
+    }
+    head.extend([
+        "peak / limit",
+        "delay p99",
+        "state B/key (mean / peak)",
+        "keys",
+    ]);
+    md.push_str(&format!("| {} |\n", head.join(" | ")));
+    let align: Vec<&str> = head
+        .iter()
+        .enumerate()
+        .map(|(i, _)| if i < 3 { "---" } else { "--:" })
+        .collect();
+    md.push_str(&format!("|{}|\n", align.join("|")));
+    for l in &data.limiters {
+        let mut row = vec![
+            escape(&l.name),
+            escape(&l.algorithm),
+            escape(&l.key_by),
+            l.attempts.to_string(),
+            l.admitted.to_string(),
+            l.delayed.to_string(),
+            l.rejected.to_string(),
+        ];
+        if gave_up {
+            row.push(l.gave_up.unwrap_or(0).to_string());
+        }
+        let peak = format!("{} / {}", l.peak_in_window, data.limit);
+        row.push(if l.peak_in_window > data.limit {
+            format!("**{peak}**")
+        } else {
+            peak
+        });
+        row.push(match l.delay_p99_ms {
+            Some(ms) if ms > 0.0 => format!("{} ms", style::millis(ms)),
+            _ => "–".into(),
+        });
+        let mean = style::trim(l.state_mean, 2);
+        row.push(if mean == l.state_peak.to_string() {
+            mean
+        } else {
+            format!("{mean} / {}", l.state_peak)
+        });
+        row.push(l.keys.to_string());
+        md.push_str(&format!("| {} |\n", row.join(" | ")));
+    }
+    md.push_str(
+        "\n`peak / limit`: the most one key got through within any one window, against the policy's limit (bold: above it).\n",
+    );
+    if !images.is_empty() {
+        md.push_str("\n## Charts\n");
+        for (file, about) in images {
+            let stem = file.trim_end_matches(".png");
+            md.push_str(&format!("\n### {stem}\n\n"));
+            if let Some(about) = about {
+                md.push_str(&format!("{}.\n\n", capitalise(about)));
+            }
+            md.push_str(&format!("![{} — {stem}]({file})\n", escape(&data.name)));
+        }
+    }
+    md
+}
+
+/// Table cells and titles: a `|` would end the cell.
+fn escape(s: &str) -> String {
+    s.replace('|', "\\|")
+}
+
+fn capitalise(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().chain(c).collect(),
+        None => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::charts::data::tests_support::run_data;
+
+    #[test]
+    fn the_table_marks_a_limiter_above_the_limit_and_links_images_relatively() {
+        let d = run_data(&[("fixed_window", 200), ("sliding|log", 100)], 100);
+        let md = document(
+            &d,
+            &[
+                ("peak.png".into(), Some("the peaks")),
+                ("zoom.png".into(), None),
+            ],
+        );
+        assert!(md.contains("| **200 / 100** |"), "{md}");
+        assert!(md.contains("| 100 / 100 |"), "{md}");
+        assert!(md.contains("sliding\\|log"), "{md}");
+        assert!(md.contains("](peak.png)\n"), "{md}");
+        assert!(md.contains("](zoom.png)\n"), "{md}");
+        assert!(md.contains("The peaks."), "{md}");
+        assert!(!md.contains("gave up"), "no retries, no column: {md}");
+    }
+}
