@@ -318,22 +318,32 @@ impl Run<'_, '_> {
         let timed_out = self.dep.timeout.is_some_and(|t| rtt > t);
         if failed || timed_out {
             let wait = rtt.min(self.dep.timeout.unwrap_or(rtt));
-            self.schedule(now + wait, Event::Failed { job, key, instance });
+            self.at(now, now + wait, Event::Failed { job, key, instance })?;
         }
         if !failed {
             let late = timed_out;
-            self.schedule(
-                reach,
-                Event::Store {
-                    job,
-                    key,
-                    instance,
-                    rtt,
-                    late,
-                },
-            );
+            let store = Event::Store {
+                job,
+                key,
+                instance,
+                rtt,
+                late,
+            };
+            self.at(now, reach, store)?;
         }
         Ok(())
+    }
+
+    /// Handles `event` at `at`: now if that is the present (a zero
+    /// latency takes no time, so nothing else may come between), else on
+    /// the queue.
+    fn at(&mut self, now: Nanos, at: Nanos, event: Event) -> anyhow::Result<()> {
+        if at == now {
+            self.handle(now, event)
+        } else {
+            self.schedule(at, event);
+            Ok(())
+        }
     }
 
     /// A store operation reaches the store.
@@ -363,7 +373,7 @@ impl Run<'_, '_> {
                 {
                     self.limiters[0].discard(ticket);
                 } else {
-                    self.schedule(reach, Event::Write { key, ticket });
+                    self.at(now, reach, Event::Write { key, ticket })?;
                 }
                 decision
             }
