@@ -13,6 +13,7 @@ pub mod app;
 pub mod builtin;
 pub mod cli;
 pub mod clock;
+pub mod deploy;
 pub mod engine;
 pub mod error;
 pub mod explain;
