@@ -1,0 +1,412 @@
+//! The PNG charts, `summary.md`, `ratesim plot`, `ratesim explain` and the
+//! progress bar, end to end through the binary.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+use std::time::Instant;
+
+use ratesim::report::charts::{zoom, RunData, CHARTS};
+
+fn ratesim() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ratesim"));
+    cmd.current_dir(env!("CARGO_MANIFEST_DIR"));
+    cmd
+}
+
+/// Runs `cmd` with stdout and stderr piped and asserts it succeeded with
+/// nothing at all on stderr — in particular no progress bar, since stderr
+/// is not a terminal.
+fn succeeds_quietly(cmd: &mut Command) -> Output {
+    let out = cmd.output().expect("ratesim runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{cmd:?} failed:\n{stderr}");
+    assert!(
+        out.stderr.is_empty(),
+        "{cmd:?} wrote to a stderr that is not a terminal:\n{stderr}"
+    );
+    out
+}
+
+/// A fresh directory under cargo's per-test-target scratch space.
+fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("charts")
+        .join(name);
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Every scenario shipped in `scenarios/`.
+fn shipped() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
+    let mut all: Vec<PathBuf> = fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    all.sort();
+    assert!(all.len() >= 4, "expected the shipped scenarios in {dir:?}");
+    all
+}
+
+/// Every shipped scenario, run once (not quiet, stderr piped) into its own
+/// run directory: `(scenario name, run directory)`.
+fn shipped_runs() -> &'static [(String, PathBuf)] {
+    static RUNS: OnceLock<Vec<(String, PathBuf)>> = OnceLock::new();
+    RUNS.get_or_init(|| {
+        let root = scratch("shipped");
+        let runs: Vec<(String, PathBuf)> = shipped()
+            .iter()
+            .map(|p| {
+                let name = p.file_stem().unwrap().to_string_lossy().into_owned();
+                (name.clone(), root.join(name))
+            })
+            .collect();
+        std::thread::scope(|s| {
+            for ((_, out), path) in runs.iter().zip(shipped()) {
+                s.spawn(move || {
+                    succeeds_quietly(ratesim().arg("run").arg(&path).arg("--out").arg(out));
+                });
+            }
+        });
+        runs
+    })
+}
+
+/// A decoded PNG: width, height and its pixels' luminance.
+struct Image {
+    width: u32,
+    height: u32,
+    luma: Vec<f64>,
+}
+
+fn decode(path: &Path) -> Image {
+    let file = fs::File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut reader = png::Decoder::new(std::io::BufReader::new(file))
+        .read_info()
+        .unwrap_or_else(|e| panic!("{} is not a PNG: {e}", path.display()));
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader
+        .next_frame(&mut buf)
+        .unwrap_or_else(|e| panic!("{} does not decode: {e}", path.display()));
+    assert_eq!(info.bit_depth, png::BitDepth::Eight, "{}", path.display());
+    let channels = info.color_type.samples();
+    let luma = buf[..info.buffer_size()]
+        .chunks(channels)
+        .map(|p| match p {
+            [r, g, b, ..] => 0.299 * *r as f64 + 0.587 * *g as f64 + 0.114 * *b as f64,
+            [v, ..] => *v as f64,
+            [] => 0.0,
+        })
+        .collect();
+    Image {
+        width: info.width,
+        height: info.height,
+        luma,
+    }
+}
+
+/// Asserts `path` is a PNG of `size` that shows something: its luminance
+/// varies, and more than a sliver of it is not background.
+fn assert_chart(path: &Path, size: (u32, u32)) {
+    let img = decode(path);
+    assert_eq!((img.width, img.height), size, "{}", path.display());
+    let n = img.luma.len() as f64;
+    let mean = img.luma.iter().sum::<f64>() / n;
+    let variance = img.luma.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n;
+    let inked = img.luma.iter().filter(|&&v| v < 250.0).count() as f64 / n;
+    assert!(
+        variance > 300.0,
+        "{} looks blank: luminance variance {variance:.1}",
+        path.display()
+    );
+    assert!(
+        inked > 0.03,
+        "{} looks blank: only {:.1}% of it is not background",
+        path.display(),
+        100.0 * inked
+    );
+}
+
+/// The image links of a `summary.md`.
+fn links(md: &str) -> Vec<String> {
+    md.split("](")
+        .skip(1)
+        .filter_map(|rest| rest.split(')').next())
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn every_chart_is_written_for_every_shipped_scenario_at_its_size_and_not_blank() {
+    for (name, dir) in shipped_runs() {
+        let data = RunData::load(dir).unwrap();
+        let delayed = data.limiters.iter().any(|l| l.delayed > 0);
+        for chart in CHARTS {
+            let path = dir.join(chart.file);
+            if chart.file == "delay.png" && !delayed {
+                assert!(
+                    !path.exists(),
+                    "{name}: nothing was delayed, yet {} was written",
+                    chart.file
+                );
+                continue;
+            }
+            assert!(path.is_file(), "{name}: no {}", chart.file);
+            assert_chart(&path, chart.size);
+        }
+    }
+}
+
+#[test]
+fn some_shipped_scenario_has_a_delay_chart_and_some_has_none() {
+    let with: Vec<bool> = shipped_runs()
+        .iter()
+        .map(|(_, dir)| dir.join("delay.png").exists())
+        .collect();
+    assert!(with.contains(&true), "no shipped scenario delays anything");
+}
+
+#[test]
+fn summary_md_holds_the_table_and_links_every_chart_relatively() {
+    for (name, dir) in shipped_runs() {
+        let md = fs::read_to_string(dir.join("summary.md")).unwrap();
+        assert!(md.starts_with(&format!("# {name}")), "{name}:\n{md}");
+        assert!(md.contains("| limiter | algorithm |"), "{name}:\n{md}");
+        let linked = links(&md);
+        for chart in CHARTS {
+            assert_eq!(
+                linked.iter().any(|l| l == chart.file),
+                dir.join(chart.file).exists(),
+                "{name}: summary.md and the files disagree about {}",
+                chart.file
+            );
+        }
+        for l in &linked {
+            assert!(
+                !l.contains('/'),
+                "{name}: link {l} is not beside summary.md"
+            );
+            assert!(
+                dir.join(l).is_file(),
+                "{name}: summary.md links a missing {l}"
+            );
+        }
+    }
+}
+
+/// Copies the run directory's data files (no charts, no summary.md).
+fn copy_data(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for f in ["summary.json", "summary.csv", "timeseries.csv"] {
+        fs::copy(from.join(f), to.join(f)).unwrap();
+    }
+}
+
+fn assert_same_bytes(a: &Path, b: &Path) {
+    let (x, y) = (fs::read(a).unwrap(), fs::read(b).unwrap());
+    assert!(
+        x == y,
+        "{} and {} differ ({} and {} bytes)",
+        a.display(),
+        b.display(),
+        x.len(),
+        y.len()
+    );
+}
+
+#[test]
+fn plot_redraws_every_chart_of_a_run_byte_for_byte() {
+    for (name, dir) in shipped_runs() {
+        let copy = scratch(&format!("plot-{name}"));
+        copy_data(dir, &copy);
+        let out = succeeds_quietly(ratesim().arg("plot").arg(&copy));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.contains("peak.png"), "{stdout}");
+        for chart in CHARTS {
+            let (a, b) = (dir.join(chart.file), copy.join(chart.file));
+            assert_eq!(a.exists(), b.exists(), "{name}: {}", chart.file);
+            if a.exists() {
+                assert_same_bytes(&a, &b);
+            }
+        }
+        assert_same_bytes(&dir.join("summary.md"), &copy.join("summary.md"));
+    }
+}
+
+#[test]
+fn a_run_without_plots_draws_none_and_plot_then_draws_what_run_would_have() {
+    let (_, with_plots) = shipped_runs()
+        .iter()
+        .find(|(n, _)| n == "boundary")
+        .expect("boundary is shipped");
+    let dir = scratch("no-plots").join("boundary");
+    succeeds_quietly(
+        ratesim()
+            .args([
+                "run",
+                "scenarios/boundary.toml",
+                "--no-plots",
+                "--quiet",
+                "--out",
+            ])
+            .arg(&dir),
+    );
+    for chart in CHARTS {
+        assert!(
+            !dir.join(chart.file).exists(),
+            "--no-plots drew {}",
+            chart.file
+        );
+    }
+    let md = fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(links(&md).is_empty(), "no charts, no links:\n{md}");
+
+    succeeds_quietly(ratesim().args(["plot", "--quiet"]).arg(&dir));
+    for chart in CHARTS {
+        let a = with_plots.join(chart.file);
+        if a.exists() {
+            assert_same_bytes(&a, &dir.join(chart.file));
+        }
+    }
+    assert_same_bytes(&with_plots.join("summary.md"), &dir.join("summary.md"));
+}
+
+fn assert_bad_input(cmd: &mut Command, needles: &[&str]) {
+    let out = cmd.output().expect("ratesim runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "expected exit 2; stderr:\n{stderr}"
+    );
+    assert!(stderr.starts_with("error: "), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    for n in needles {
+        assert!(
+            stderr.contains(n),
+            "stderr does not mention {n:?}:\n{stderr}"
+        );
+    }
+}
+
+#[test]
+fn plot_on_something_that_is_not_a_run_directory_is_bad_input() {
+    let empty = scratch("not-a-run");
+    assert_bad_input(ratesim().arg("plot").arg(&empty), &["summary.json"]);
+    assert!(
+        fs::read_dir(&empty).unwrap().next().is_none(),
+        "plot wrote into a directory it rejected"
+    );
+    assert_bad_input(
+        ratesim().arg("plot").arg(empty.join("missing")),
+        &["no such directory"],
+    );
+    fs::write(empty.join("summary.json"), "{\"limiters\": 3}").unwrap();
+    assert_bad_input(ratesim().arg("plot").arg(&empty), &["summary.json"]);
+}
+
+#[test]
+fn plot_reads_a_summary_with_fields_it_does_not_know() {
+    let (_, boundary) = shipped_runs()
+        .iter()
+        .find(|(n, _)| n == "boundary")
+        .expect("boundary is shipped");
+    let copy = scratch("future-fields");
+    copy_data(boundary, &copy);
+    let mut json: serde_json::Value =
+        serde_json::from_slice(&fs::read(copy.join("summary.json")).unwrap()).unwrap();
+    json["a_metric_from_the_future"] = serde_json::json!({"x": 1});
+    for l in json["limiters"].as_array_mut().unwrap() {
+        l["another_new_metric"] = serde_json::json!(0.5);
+        l.as_object_mut().unwrap().remove("gave_up");
+    }
+    fs::write(copy.join("summary.json"), json.to_string()).unwrap();
+    succeeds_quietly(ratesim().args(["plot", "--quiet"]).arg(&copy));
+    assert!(copy.join("outcomes.png").is_file());
+}
+
+#[test]
+fn progress_never_appears_when_stderr_is_not_a_terminal() {
+    // Long enough (several million events) that a terminal would show the
+    // bar, which appears after a second.
+    let dir = scratch("progress");
+    let scenario = dir.join("long.toml");
+    fs::write(
+        &scenario,
+        "name = \"long\"\nduration = \"60s\"\n[defaults]\nlimit = 10\nwindow = \"1s\"\n\
+         [[limiter]]\nalgorithm = \"token_bucket\"\n\
+         [[traffic]]\npattern = \"steady\"\nclients = 5000\nrate = \"20/1s\"\n",
+    )
+    .unwrap();
+    let start = Instant::now();
+    let out = succeeds_quietly(
+        ratesim()
+            .arg("run")
+            .arg(&scenario)
+            .arg("--no-plots")
+            .arg("--out")
+            .arg(dir.join("out")),
+    );
+    let took = start.elapsed();
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("token_bucket"),
+        "the table still prints"
+    );
+    eprintln!("the piped run took {took:?}");
+}
+
+#[test]
+fn explain_boundary_names_the_worst_window_and_draws_its_close_up() {
+    let dir = scratch("explain").join("boundary");
+    let out = succeeds_quietly(ratesim().args(["explain", "boundary", "--out"]).arg(&dir));
+    let text = String::from_utf8_lossy(&out.stdout);
+    for needle in [
+        "(0s, 1s]",
+        "200 requests passed",
+        "0.999s",
+        "2× the limit",
+        "fixed_window",
+        "sliding_log",
+        "token_bucket",
+        "reset",
+        "burst capacity",
+        "remembers",
+    ] {
+        assert!(text.contains(needle), "no {needle:?} in:\n{text}");
+    }
+    assert_chart(&dir.join(zoom::FILE), zoom::SIZE);
+    for chart in ["timeline.png", "peak.png", "outcomes.png", "state.png"] {
+        assert!(dir.join(chart).is_file(), "no {chart} beside the close-up");
+    }
+    let md = fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(links(&md).iter().any(|l| l == zoom::FILE), "{md}");
+}
+
+#[test]
+fn explain_gcra_shows_every_decision_is_the_token_buckets() {
+    let dir = scratch("explain").join("gcra");
+    let out = succeeds_quietly(ratesim().args(["explain", "gcra", "--out"]).arg(&dir));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("decisions are identical"), "{text}");
+    assert!(
+        text.contains("16 bytes") && text.contains("8 bytes"),
+        "{text}"
+    );
+    assert!(dir.join("outcomes.png").is_file());
+}
+
+#[test]
+fn explain_an_unknown_topic_is_bad_input_naming_the_topics() {
+    let dir = scratch("explain-unknown");
+    assert_bad_input(
+        ratesim()
+            .args(["explain", "herds", "--out"])
+            .arg(dir.join("out")),
+        &["herds", "boundary", "gcra"],
+    );
+    assert!(!dir.join("out").exists());
+}
