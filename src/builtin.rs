@@ -48,6 +48,21 @@ pub static SCENARIOS: &[Builtin] = &[
         files: &[],
     },
     Builtin {
+        name: "distributed",
+        toml: include_str!("../scenarios/distributed.toml"),
+        files: &[],
+    },
+    Builtin {
+        name: "outage",
+        toml: include_str!("../scenarios/outage.toml"),
+        files: &[],
+    },
+    Builtin {
+        name: "race",
+        toml: include_str!("../scenarios/race.toml"),
+        files: &[],
+    },
+    Builtin {
         name: "trace",
         toml: include_str!("../scenarios/trace.toml"),
         files: &[(

@@ -645,3 +645,83 @@ fn conformance_decisions_match_the_expected_log_byte_for_byte() {
         &manifest_dir().join("tests/conformance/expected_decisions.csv"),
     );
 }
+
+/// BASE with a deployment table on its limiter.
+fn deployed(deployment: &str) -> String {
+    base_replacing(
+        "algorithm = \"token_bucket\"\n",
+        &format!("algorithm = \"token_bucket\"\n[limiter.deployment]\n{deployment}\n"),
+    )
+}
+
+#[test]
+fn zero_instances_are_rejected() {
+    assert_bad_scenario(
+        &deployed("instances = 0"),
+        &[],
+        &["limiter[0].deployment.instances: 0", "positive"],
+    );
+}
+
+#[test]
+fn negative_store_latency_is_rejected() {
+    assert_bad_scenario(
+        &deployed("scope = \"global\"\nstore_latency = \"-1ms\""),
+        &[],
+        &["limiter[0].deployment.store_latency: \"-1ms\""],
+    );
+}
+
+#[test]
+fn inverted_outages_are_rejected() {
+    assert_bad_scenario(
+        &deployed("scope = \"global\"\noutages = [{ start = \"5s\", end = \"3s\" }]"),
+        &[],
+        &[
+            "limiter[0].deployment.outages[0].end: \"3s\"",
+            "after start",
+        ],
+    );
+}
+
+#[test]
+fn overlapping_outages_are_rejected() {
+    assert_bad_scenario(
+        &deployed(
+            "scope = \"global\"\noutages = [{ start = \"1s\", end = \"3s\" }, { start = \"2s\", end = \"4s\" }]",
+        ),
+        &[],
+        &["limiter[0].deployment.outages[1].start: \"2s\"", "overlap"],
+    );
+}
+
+#[test]
+fn a_fallback_without_a_limit_is_rejected() {
+    assert_bad_scenario(
+        &deployed("scope = \"global\"\non_store_failure = \"local_fallback\""),
+        &[],
+        &[
+            "limiter[0].deployment.fallback: missing",
+            "fallback = { limit",
+        ],
+    );
+}
+
+#[test]
+fn unknown_deployment_fields_and_values_are_rejected() {
+    assert_bad_scenario(
+        &deployed("replicas = 3"),
+        &[],
+        &["limiter[0].deployment.replicas: unknown field", "instances"],
+    );
+    assert_bad_scenario(
+        &deployed("routing = \"sticky\""),
+        &[],
+        &["limiter[0].deployment.routing: \"sticky\"", "round_robin"],
+    );
+    assert_bad_scenario(
+        &deployed("scope = \"global\"\nstore_latency = { median = \"5ms\", p99 = \"1ms\" }"),
+        &[],
+        &["store_latency.p99: \"1ms\"", "at least the median"],
+    );
+}

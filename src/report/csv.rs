@@ -36,6 +36,19 @@ pub const SUMMARY_COLUMNS: &[&str] = &[
     "client_pass_ratio_min",
     "fairness_jain",
     "collateral_share",
+    "instances",
+    "scope",
+    "added_latency_p50_ms",
+    "added_latency_p99_ms",
+    "store_ops",
+    "store_ops_per_s",
+    "fault_decisions",
+    "unprotected_passes",
+    "fault_rejections",
+    "fallback_decisions",
+    "cache_rejections",
+    "overshoot",
+    "overshoot_max",
 ];
 
 pub fn summary(report: &Report, out: impl Write) -> csv::Result<()> {
@@ -68,6 +81,19 @@ pub fn summary(report: &Report, out: impl Write) -> csv::Result<()> {
             l.pass_ratio_min_text(),
             l.fairness_text(),
             l.collateral_text(),
+            l.instances.to_string(),
+            l.scope.to_string(),
+            opt_ms(l.added_latency_p50),
+            opt_ms(l.added_latency_p99),
+            l.store_ops.to_string(),
+            l.store_ops_per_s_text(report.duration),
+            l.fault_decisions().to_string(),
+            l.fault_open.to_string(),
+            l.fault_closed.to_string(),
+            l.fault_fallback.to_string(),
+            l.cache_rejections.to_string(),
+            l.overshoot.to_string(),
+            l.overshoot_max.to_string(),
         ])?;
     }
     w.flush()?;

@@ -34,6 +34,7 @@ pub fn summary(report: &Report) -> Value {
             "state_bytes_per_key_mean": ms_number(l.state_mean_text()),
             "state_bytes_per_key_peak": l.state_peak,
             "keys": l.keys,
+        })).zip(report.limiters.iter().map(|l| json!({
             "logical_requests": l.logical,
             "retry_amplification": ms_number(l.amplification_text()),
             "gave_up": l.gave_up,
@@ -43,8 +44,33 @@ pub fn summary(report: &Report) -> Value {
             "client_pass_ratio_min": ms_number(l.pass_ratio_min_text()),
             "fairness_jain": ms_number(l.fairness_text()),
             "collateral_share": ms_number(l.collateral_text()),
-        })).collect::<Vec<_>>(),
+        }))).zip(report.limiters.iter().map(|l| json!({
+            "instances": l.instances,
+            "scope": l.scope,
+            "added_latency_p50_ms": ms_number(opt_ms(l.added_latency_p50)),
+            "added_latency_p99_ms": ms_number(opt_ms(l.added_latency_p99)),
+            "store_ops": l.store_ops,
+            "store_ops_per_s": ms_number(l.store_ops_per_s_text(report.duration)),
+            "fault_decisions": l.fault_decisions(),
+            "unprotected_passes": l.fault_open,
+            "fault_rejections": l.fault_closed,
+            "fallback_decisions": l.fault_fallback,
+            "cache_rejections": l.cache_rejections,
+            "overshoot": l.overshoot,
+            "overshoot_max": l.overshoot_max,
+        }))).map(|((core, clients), deployment)| merge([core, clients, deployment])).collect::<Vec<_>>(),
     })
+}
+
+/// One object with the fields of all of `parts`, in order.
+fn merge(parts: [Value; 3]) -> Value {
+    let mut all = serde_json::Map::new();
+    for part in parts {
+        if let Value::Object(fields) = part {
+            all.extend(fields);
+        }
+    }
+    Value::Object(all)
 }
 
 /// A decimal string as a JSON number (exactly as printed in the CSV), or null.

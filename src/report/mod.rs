@@ -52,6 +52,22 @@ pub struct LimiterReport {
     pub fairness: Option<f64>,
     /// Rejected attempts on clients within their limit, of all rejected.
     pub collateral: Option<(u64, u64)>,
+    /// `instances` and `scope` of the deployment (1, "local" when plain).
+    pub instances: u32,
+    pub scope: &'static str,
+    pub added_latency_p50: Option<Nanos>,
+    pub added_latency_p99: Option<Nanos>,
+    pub store_ops: u64,
+    /// Decisions taken because the store failed: passed unprotected
+    /// (fail_open), rejected (fail_closed), decided by the fallback.
+    pub fault_open: u64,
+    pub fault_closed: u64,
+    pub fault_fallback: u64,
+    pub cache_rejections: u64,
+    /// Passed cost beyond the limit per key per aligned window, summed, and
+    /// the worst key-window.
+    pub overshoot: u64,
+    pub overshoot_max: u64,
 }
 
 impl LimiterReport {
@@ -81,6 +97,22 @@ impl LimiterReport {
         self.collateral
             .map(|(i, r)| decimal_places(i as u128, r as u128, 4))
             .unwrap_or_default()
+    }
+
+    /// Store operations per second of simulated time, 2 decimals.
+    pub fn store_ops_per_s_text(&self, duration: Nanos) -> String {
+        if duration.0 == 0 {
+            return String::new();
+        }
+        decimal_places(
+            self.store_ops as u128 * crate::clock::NANOS_PER_SEC as u128,
+            duration.0 as u128,
+            2,
+        )
+    }
+
+    pub fn fault_decisions(&self) -> u64 {
+        self.fault_open + self.fault_closed + self.fault_fallback
     }
 
     /// Mean state bytes per key, rounded to 2 decimals.
@@ -152,6 +184,21 @@ impl Report {
                         }),
                     fairness: r.fairness(),
                     collateral: r.collateral(scenario.defaults.limit, scenario.duration),
+                    instances: spec.deployment.instances,
+                    scope: if spec.deployment.is_global() {
+                        "global"
+                    } else {
+                        "local"
+                    },
+                    added_latency_p50: r.added_latency.percentile(500),
+                    added_latency_p99: r.added_latency.percentile(990),
+                    store_ops: r.store_ops,
+                    fault_open: r.fault_open,
+                    fault_closed: r.fault_closed,
+                    fault_fallback: r.fault_fallback,
+                    cache_rejections: r.cache_rejections,
+                    overshoot: r.overshoot,
+                    overshoot_max: r.overshoot_max,
                     series: r.series,
                 }
             })

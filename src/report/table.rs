@@ -2,7 +2,8 @@
 //!
 //! Columns for client behaviour appear only when they say something: retry
 //! columns when some attempt was a retry, fairness when several clients sent,
-//! collateral when some limiter shares a key between clients (ip, global).
+//! collateral when some limiter shares a key between clients (ip, global),
+//! deployment columns when some limiter runs on several instances or a store.
 
 use super::{LimiterReport, Report};
 use crate::clock::{decimal_places, Nanos};
@@ -12,7 +13,10 @@ type Column = (&'static str, bool, fn(&Report, &LimiterReport) -> String);
 
 fn short_ms(d: Option<Nanos>) -> String {
     match d {
-        Some(d) if d.0 > 0 => format!("{}ms", decimal_places(d.0 as u128, 1_000_000, 1)),
+        Some(d) if d.0 >= 1_000_000 => {
+            format!("{}ms", decimal_places(d.0 as u128, 1_000_000, 1))
+        }
+        Some(d) if d.0 > 0 => format!("{}us", decimal_places(d.0 as u128, 1_000, 1)),
         _ => "-".to_string(),
     }
 }
@@ -54,6 +58,18 @@ const SHARED_KEYS: &[Column] = &[("collateral", false, |_, l| {
     })
 })];
 
+const DEPLOYED: &[Column] = &[
+    ("deployment", true, |_, l| {
+        format!("{}x {}", l.instances, l.scope)
+    }),
+    ("latency p99", false, |_, l| short_ms(l.added_latency_p99)),
+    ("store ops", false, |_, l| l.store_ops.to_string()),
+    ("fault: open/closed/fallback", false, |_, l| {
+        format!("{}/{}/{}", l.fault_open, l.fault_closed, l.fault_fallback)
+    }),
+    ("overshoot", false, |_, l| l.overshoot.to_string()),
+];
+
 pub fn render(report: &Report) -> String {
     let mut columns: Vec<&Column> = BASE.iter().collect();
     if report.limiters.iter().any(|l| l.attempts > l.logical) {
@@ -64,6 +80,13 @@ pub fn render(report: &Report) -> String {
     }
     if report.limiters.iter().any(|l| l.key_by != "client") {
         columns.extend(SHARED_KEYS);
+    }
+    if report
+        .limiters
+        .iter()
+        .any(|l| l.instances > 1 || l.scope != "local")
+    {
+        columns.extend(DEPLOYED);
     }
     let header: Vec<String> = columns.iter().map(|c| c.0.to_string()).collect();
     let rows: Vec<Vec<String>> = report

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use assert_cmd::Command;
 
 /// The built-in scenarios, each also shipped as `scenarios/<name>.toml`.
-pub const SHIPPED: [&str; 8] = [
+pub const SHIPPED: [&str; 11] = [
     "boundary",
     "steady",
     "poisson",
@@ -16,6 +16,9 @@ pub const SHIPPED: [&str; 8] = [
     "nat",
     "retry-storm",
     "many-keys",
+    "distributed",
+    "outage",
+    "race",
 ];
 
 /// DESIGN §3: the columns `summary.csv` starts with, named exactly.
