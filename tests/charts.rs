@@ -4,7 +4,6 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::OnceLock;
 use std::time::Instant;
 
 use ratesim::report::charts::{zoom, RunData, CHARTS};
@@ -29,14 +28,10 @@ fn succeeds_quietly(cmd: &mut Command) -> Output {
     out
 }
 
-/// A fresh directory under cargo's per-test-target scratch space.
-fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("charts")
-        .join(name);
-    let _ = fs::remove_dir_all(&dir);
-    fs::create_dir_all(&dir).unwrap();
-    dir
+/// A temporary directory, removed when the test ends. (Not a fixed path
+/// under `target/`: two test runs at once must not clear each other's.)
+fn scratch() -> tempfile::TempDir {
+    tempfile::tempdir().expect("a temporary directory")
 }
 
 /// Every scenario shipped in `scenarios/`.
@@ -52,28 +47,13 @@ fn shipped() -> Vec<PathBuf> {
     all
 }
 
-/// Every shipped scenario, run once (not quiet, stderr piped) into its own
-/// run directory: `(scenario name, run directory)`.
-fn shipped_runs() -> &'static [(String, PathBuf)] {
-    static RUNS: OnceLock<Vec<(String, PathBuf)>> = OnceLock::new();
-    RUNS.get_or_init(|| {
-        let root = scratch("shipped");
-        let runs: Vec<(String, PathBuf)> = shipped()
-            .iter()
-            .map(|p| {
-                let name = p.file_stem().unwrap().to_string_lossy().into_owned();
-                (name.clone(), root.join(name))
-            })
-            .collect();
-        std::thread::scope(|s| {
-            for ((_, out), path) in runs.iter().zip(shipped()) {
-                s.spawn(move || {
-                    succeeds_quietly(ratesim().arg("run").arg(&path).arg("--out").arg(out));
-                });
-            }
-        });
-        runs
-    })
+/// The built-in boundary scenario, run with charts into `dir`.
+fn run_boundary(dir: &Path) {
+    succeeds_quietly(
+        ratesim()
+            .args(["run", "boundary", "--quiet", "--out"])
+            .arg(dir),
+    );
 }
 
 /// A decoded PNG: width, height and its pixels' luminance.
@@ -140,64 +120,6 @@ fn links(md: &str) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn every_chart_is_written_for_every_shipped_scenario_at_its_size_and_not_blank() {
-    for (name, dir) in shipped_runs() {
-        let data = RunData::load(dir).unwrap();
-        let delayed = data.limiters.iter().any(|l| l.delayed > 0);
-        for chart in CHARTS {
-            let path = dir.join(chart.file);
-            if chart.file == "delay.png" && !delayed {
-                assert!(
-                    !path.exists(),
-                    "{name}: nothing was delayed, yet {} was written",
-                    chart.file
-                );
-                continue;
-            }
-            assert!(path.is_file(), "{name}: no {}", chart.file);
-            assert_chart(&path, chart.size);
-        }
-    }
-}
-
-#[test]
-fn some_shipped_scenario_has_a_delay_chart_and_some_has_none() {
-    let with: Vec<bool> = shipped_runs()
-        .iter()
-        .map(|(_, dir)| dir.join("delay.png").exists())
-        .collect();
-    assert!(with.contains(&true), "no shipped scenario delays anything");
-}
-
-#[test]
-fn summary_md_holds_the_table_and_links_every_chart_relatively() {
-    for (name, dir) in shipped_runs() {
-        let md = fs::read_to_string(dir.join("summary.md")).unwrap();
-        assert!(md.starts_with(&format!("# {name}")), "{name}:\n{md}");
-        assert!(md.contains("| limiter | algorithm |"), "{name}:\n{md}");
-        let linked = links(&md);
-        for chart in CHARTS {
-            assert_eq!(
-                linked.iter().any(|l| l == chart.file),
-                dir.join(chart.file).exists(),
-                "{name}: summary.md and the files disagree about {}",
-                chart.file
-            );
-        }
-        for l in &linked {
-            assert!(
-                !l.contains('/'),
-                "{name}: link {l} is not beside summary.md"
-            );
-            assert!(
-                dir.join(l).is_file(),
-                "{name}: summary.md links a missing {l}"
-            );
-        }
-    }
-}
-
 /// Copies the run directory's data files (no charts, no summary.md).
 fn copy_data(from: &Path, to: &Path) {
     fs::create_dir_all(to).unwrap();
@@ -218,32 +140,107 @@ fn assert_same_bytes(a: &Path, b: &Path) {
     );
 }
 
-#[test]
-fn plot_redraws_every_chart_of_a_run_byte_for_byte() {
-    for (name, dir) in shipped_runs() {
-        let copy = scratch(&format!("plot-{name}"));
-        copy_data(dir, &copy);
-        let out = succeeds_quietly(ratesim().arg("plot").arg(&copy));
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(stdout.contains("peak.png"), "{stdout}");
-        for chart in CHARTS {
-            let (a, b) = (dir.join(chart.file), copy.join(chart.file));
-            assert_eq!(a.exists(), b.exists(), "{name}: {}", chart.file);
-            if a.exists() {
-                assert_same_bytes(&a, &b);
-            }
+/// Every chart of one run directory: written at its size and not blank,
+/// or — `delay.png` when nothing was delayed — not written at all.
+fn assert_charts(name: &str, dir: &Path) {
+    let data = RunData::load(dir).unwrap();
+    let delayed = data.limiters.iter().any(|l| l.delayed > 0);
+    for chart in CHARTS {
+        let path = dir.join(chart.file);
+        if chart.file == "delay.png" && !delayed {
+            assert!(
+                !path.exists(),
+                "{name}: nothing was delayed, yet {} was written",
+                chart.file
+            );
+            continue;
         }
-        assert_same_bytes(&dir.join("summary.md"), &copy.join("summary.md"));
+        assert!(path.is_file(), "{name}: no {}", chart.file);
+        assert_chart(&path, chart.size);
     }
+}
+
+/// `summary.md` holds the table and links exactly the charts present,
+/// beside it.
+fn assert_summary_md(name: &str, dir: &Path) {
+    let md = fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(md.starts_with(&format!("# {name}")), "{name}:\n{md}");
+    assert!(md.contains("| limiter | algorithm |"), "{name}:\n{md}");
+    let linked = links(&md);
+    for chart in CHARTS {
+        assert_eq!(
+            linked.iter().any(|l| l == chart.file),
+            dir.join(chart.file).exists(),
+            "{name}: summary.md and the files disagree about {}",
+            chart.file
+        );
+    }
+    for l in &linked {
+        assert!(
+            !l.contains('/'),
+            "{name}: link {l} is not beside summary.md"
+        );
+        assert!(
+            dir.join(l).is_file(),
+            "{name}: summary.md links a missing {l}"
+        );
+    }
+}
+
+/// `ratesim plot` on a copy of the run's data files draws the same bytes.
+fn assert_plot_reproduces(name: &str, dir: &Path, copy: &Path) {
+    copy_data(dir, copy);
+    let out = succeeds_quietly(ratesim().arg("plot").arg(copy));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("peak.png"), "{stdout}");
+    for chart in CHARTS {
+        let (a, b) = (dir.join(chart.file), copy.join(chart.file));
+        assert_eq!(a.exists(), b.exists(), "{name}: {}", chart.file);
+        if a.exists() {
+            assert_same_bytes(&a, &b);
+        }
+    }
+    assert_same_bytes(&dir.join("summary.md"), &copy.join("summary.md"));
+}
+
+/// One test for all shipped scenarios (in parallel), so each is simulated
+/// once: every chart is written at its stated size and is not blank,
+/// `summary.md` links them, and `ratesim plot` redraws them byte for byte.
+/// Every run's stderr is piped and must stay empty (no progress bar off a
+/// terminal).
+#[test]
+fn every_shipped_scenario_gets_every_chart_and_plot_redraws_them_byte_for_byte() {
+    let tmp = scratch();
+    let root = tmp.path();
+    let delayed = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for path in shipped() {
+            let delayed = &delayed;
+            s.spawn(move || {
+                let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+                let dir = root.join("runs").join(&name);
+                succeeds_quietly(ratesim().arg("run").arg(&path).arg("--out").arg(&dir));
+                assert_charts(&name, &dir);
+                assert_summary_md(&name, &dir);
+                assert_plot_reproduces(&name, &dir, &root.join("plot").join(&name));
+                if dir.join("delay.png").exists() {
+                    delayed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+            });
+        }
+    });
+    assert!(
+        delayed.into_inner() > 0,
+        "no shipped scenario delays anything: delay.png untested"
+    );
 }
 
 #[test]
 fn a_run_without_plots_draws_none_and_plot_then_draws_what_run_would_have() {
-    let (_, with_plots) = shipped_runs()
-        .iter()
-        .find(|(n, _)| n == "boundary")
-        .expect("boundary is shipped");
-    let dir = scratch("no-plots").join("boundary");
+    let tmp = scratch();
+    let with_plots = tmp.path().join("with-plots");
+    run_boundary(&with_plots);
+    let dir = tmp.path().join("no-plots");
     succeeds_quietly(
         ratesim()
             .args([
@@ -295,10 +292,11 @@ fn assert_bad_input(cmd: &mut Command, needles: &[&str]) {
 
 #[test]
 fn plot_on_something_that_is_not_a_run_directory_is_bad_input() {
-    let empty = scratch("not-a-run");
-    assert_bad_input(ratesim().arg("plot").arg(&empty), &["summary.json"]);
+    let tmp = scratch();
+    let empty = tmp.path();
+    assert_bad_input(ratesim().arg("plot").arg(empty), &["summary.json"]);
     assert!(
-        fs::read_dir(&empty).unwrap().next().is_none(),
+        fs::read_dir(empty).unwrap().next().is_none(),
         "plot wrote into a directory it rejected"
     );
     assert_bad_input(
@@ -306,17 +304,16 @@ fn plot_on_something_that_is_not_a_run_directory_is_bad_input() {
         &["no such directory"],
     );
     fs::write(empty.join("summary.json"), "{\"limiters\": 3}").unwrap();
-    assert_bad_input(ratesim().arg("plot").arg(&empty), &["summary.json"]);
+    assert_bad_input(ratesim().arg("plot").arg(empty), &["summary.json"]);
 }
 
 #[test]
 fn plot_reads_a_summary_with_fields_it_does_not_know() {
-    let (_, boundary) = shipped_runs()
-        .iter()
-        .find(|(n, _)| n == "boundary")
-        .expect("boundary is shipped");
-    let copy = scratch("future-fields");
-    copy_data(boundary, &copy);
+    let tmp = scratch();
+    let boundary = tmp.path().join("boundary");
+    run_boundary(&boundary);
+    let copy = tmp.path().join("copy");
+    copy_data(&boundary, &copy);
     let mut json: serde_json::Value =
         serde_json::from_slice(&fs::read(copy.join("summary.json")).unwrap()).unwrap();
     json["a_metric_from_the_future"] = serde_json::json!({"x": 1});
@@ -333,7 +330,8 @@ fn plot_reads_a_summary_with_fields_it_does_not_know() {
 fn progress_never_appears_when_stderr_is_not_a_terminal() {
     // Long enough (several million events) that a terminal would show the
     // bar, which appears after a second.
-    let dir = scratch("progress");
+    let tmp = scratch();
+    let dir = tmp.path();
     let scenario = dir.join("long.toml");
     fs::write(
         &scenario,
@@ -361,7 +359,8 @@ fn progress_never_appears_when_stderr_is_not_a_terminal() {
 
 #[test]
 fn explain_boundary_names_the_worst_window_and_draws_its_close_up() {
-    let dir = scratch("explain").join("boundary");
+    let tmp = scratch();
+    let dir = tmp.path().join("boundary");
     let out = succeeds_quietly(ratesim().args(["explain", "boundary", "--out"]).arg(&dir));
     let text = String::from_utf8_lossy(&out.stdout);
     for needle in [
@@ -388,7 +387,8 @@ fn explain_boundary_names_the_worst_window_and_draws_its_close_up() {
 
 #[test]
 fn explain_gcra_shows_every_decision_is_the_token_buckets() {
-    let dir = scratch("explain").join("gcra");
+    let tmp = scratch();
+    let dir = tmp.path().join("gcra");
     let out = succeeds_quietly(ratesim().args(["explain", "gcra", "--out"]).arg(&dir));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("decisions are identical"), "{text}");
@@ -401,7 +401,8 @@ fn explain_gcra_shows_every_decision_is_the_token_buckets() {
 
 #[test]
 fn explain_an_unknown_topic_is_bad_input_naming_the_topics() {
-    let dir = scratch("explain-unknown");
+    let tmp = scratch();
+    let dir = tmp.path();
     assert_bad_input(
         ratesim()
             .args(["explain", "herds", "--out"])

@@ -79,8 +79,12 @@ pub fn draw_peak(data: &RunData, s: &PeakSeries, path: &Path) -> anyhow::Result<
             s.limit
         ),
         Some(worst) => format!(
-            "Above the line, {} let one key through more than the policy allows: {} let through {} ({}× the limit).",
-            if over.len() == 1 { "one limiter" } else { "these limiters" },
+            "Above the dashed line, {} let one key through more than the policy allows; the most was {}: {} ({}× the limit).",
+            if over.len() == 1 {
+                "one limiter".to_string()
+            } else {
+                format!("{} limiters", over.len())
+            },
             worst.name,
             worst.peak,
             style::trim(worst.ratio, 2)
@@ -138,8 +142,8 @@ pub fn draw_peak(data: &RunData, s: &PeakSeries, path: &Path) -> anyhow::Result<
     style::dashed_hline(&root, xs.start, xs.end, y_limit, style::LIMIT)?;
     root.draw(&Text::new(
         format!("limit {}", s.limit),
-        (xs.end - 4, y_limit + 4),
-        style::anchored(style::bold(14, style::LIMIT), HPos::Right, VPos::Top),
+        (xs.end + 6, y_limit),
+        style::anchored(style::bold(14, style::LIMIT), HPos::Left, VPos::Center),
     ))?;
 
     for (i, b) in s.bars.iter().enumerate() {

@@ -353,13 +353,16 @@ where
     let pad = MIN_SLOTS.saturating_sub(n) as f64 / 2.0;
     Ok(ChartBuilder::on(body)
         .margin_left(16)
-        .margin_right(30)
+        .margin_right(RIGHT_MARGIN)
         .margin_top(16)
         .margin_bottom(8)
         .x_label_area_size(78)
         .y_label_area_size(90)
         .build_cartesian_2d(-pad..n as f64 + pad, y)?)
 }
+
+/// Room right of a category chart's plot, for a label at a line's end.
+pub const RIGHT_MARGIN: u32 = 84;
 
 /// The fewest category slots a category chart spans.
 pub const MIN_SLOTS: usize = 4;
