@@ -104,6 +104,23 @@ pub fn timeline_series(data: &RunData) -> TimelineSeries {
     }
 }
 
+/// The top of the shared y axis: room for every line and, unless it
+/// would flatten them (many keys, few active at once), every limit.
+pub fn y_top(s: &TimelineSeries) -> f64 {
+    let data = s
+        .lines
+        .iter()
+        .flat_map(|l| l.rolling.iter().map(|p| p.1 as f64))
+        .fold(1.0f64, f64::max);
+    let limits = s
+        .lines
+        .iter()
+        .map(|l| l.limit)
+        .filter(|&l| l <= 2.0 * data)
+        .fold(0.0f64, f64::max);
+    data.max(limits) * 1.15
+}
+
 fn render(data: &RunData, path: &Path) -> anyhow::Result<bool> {
     let series = timeline_series(data);
     if series.lines.is_empty() {
@@ -184,12 +201,7 @@ pub fn draw_timeline(data: &RunData, s: &TimelineSeries, path: &Path) -> anyhow:
     let cols = if n > 4 { 2 } else { 1 };
     let rows = n.div_ceil(cols);
     let panels = body.margin(0, 10, 10, 10).split_evenly((rows, cols));
-    let top = s
-        .lines
-        .iter()
-        .flat_map(|l| l.rolling.iter().map(|p| p.1 as f64).chain([l.limit]))
-        .fold(1.0f64, f64::max)
-        * 1.15;
+    let top = y_top(s);
     let end = s.end_ns.max(1) as f64;
 
     for (i, (line, panel)) in s.lines.iter().zip(&panels).enumerate() {
@@ -246,14 +258,19 @@ pub fn draw_timeline(data: &RunData, s: &TimelineSeries, path: &Path) -> anyhow:
             with_origin.iter().copied(),
             color.stroke_width(2),
         ))?;
-        let y = chart.backend_coord(&(0.0, line.limit)).1;
-        style::dashed_hline(&root, xs.start, xs.end, y, style::LIMIT)?;
-        style::boxed_label(
-            &root,
-            &format!("limit {}", style::count(line.limit)),
-            (xs.end - 4, y - 3),
-            style::anchored(style::text(13, style::INK), HPos::Right, VPos::Bottom),
-        )?;
+        let label = style::anchored(style::text(13, style::INK), HPos::Right, VPos::Bottom);
+        if line.limit <= top {
+            let y = chart.backend_coord(&(0.0, line.limit)).1;
+            style::dashed_hline(&root, xs.start, xs.end, y, style::LIMIT)?;
+            let text = format!("limit {}", style::count(line.limit));
+            style::boxed_label(&root, &text, (xs.end - 4, y - 3), label)?;
+        } else {
+            let text = format!(
+                "limit {}: far above, off the scale ↑",
+                style::count(line.limit)
+            );
+            style::boxed_label(&root, &text, (xs.end - 4, ys.start + 16), label)?;
+        }
     }
     root.present()?;
     Ok(())
@@ -301,6 +318,19 @@ mod tests {
         // Ten 1s windows over 10s: boundaries at 1s … 9s (and past 10s
         // only if a shaper released late).
         assert_eq!(s.boundaries[0], d.window_ns);
+    }
+
+    #[test]
+    fn a_limit_far_above_every_line_does_not_flatten_them() {
+        let mut d = tests_support::boundary();
+        let s = timeline_series(&d);
+        assert_eq!(y_top(&s), 2.0 * d.limit as f64 * 1.15);
+        for l in &mut d.limiters {
+            l.keys = 100_000;
+        }
+        let s = timeline_series(&d);
+        assert!(s.lines[0].limit > 1e6);
+        assert_eq!(y_top(&s), 2.0 * d.limit as f64 * 1.15);
     }
 
     #[test]
