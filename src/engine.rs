@@ -137,44 +137,59 @@ pub fn simulate(
         sink,
         retries,
         queue: Queue::with_capacity(streams.len()),
-        events: vec![None; streams.len()],
+        events: Vec::new(),
+        first_slot: streams.len() as u32,
         free: Vec::new(),
     };
 
     // Slot i < streams.len() holds stream i's next arrival; other events
     // take the slots after, reused through `free`.
     let n_streams = streams.len();
+    // Queue payloads below `n_streams` name a stream whose next arrival
+    // waits in `pending` (kept small: it is the hot path); the others name
+    // `events[payload − n_streams]`.
+    let mut pending: Vec<Arrival> = Vec::with_capacity(n_streams);
     let mut requests = vec![0u64; n_streams];
-    let mut pull = |i: usize, run: &mut Run| -> anyhow::Result<()> {
-        if let Some(arrival) = streams[i].next()? {
-            run.events[i] = Some(Event::Arrive(Job {
+    for (i, stream) in streams.iter_mut().enumerate() {
+        let next = stream.next()?;
+        if let Some(a) = next {
+            run.queue.push(a.time, i as u32);
+        }
+        pending.push(next.unwrap_or(Arrival {
+            time: Nanos::ZERO,
+            client: 0,
+            ip: 0,
+            cost: 0,
+        }));
+    }
+
+    let mut count = 0u64;
+    while let Some((now, payload)) = run.queue.pop() {
+        let i = payload as usize;
+        let event = if i < n_streams {
+            let arrival = pending[i];
+            let job = Job {
                 arrival,
                 source: stream_source[i],
                 request: requests[i],
                 first: arrival.time,
                 attempt: 1,
                 last_wait: Nanos::ZERO,
-            }));
+            };
             requests[i] += 1;
-            run.queue.push(arrival.time, i as u32);
-        }
-        Ok(())
-    };
-    for i in 0..n_streams {
-        pull(i, &mut run)?;
-    }
-
-    let mut count = 0u64;
-    while let Some((now, slot)) = run.queue.pop() {
-        let slot = slot as usize;
-        let event = run.events[slot]
-            .take()
-            .expect("a queued slot holds an event");
-        if slot < n_streams {
-            pull(slot, &mut run)?;
+            if let Some(next) = streams[i].next()? {
+                debug_assert!(next.time >= arrival.time, "streams yield in time order");
+                pending[i] = next;
+                run.queue.push(next.time, i as u32);
+            }
+            Event::Arrive(job)
         } else {
+            let slot = i - n_streams;
             run.free.push(slot as u32);
-        }
+            run.events[slot]
+                .take()
+                .expect("a queued slot holds an event")
+        };
         run.recorder.advance(now);
         run.handle(now, event)?;
         count += 1;
@@ -219,7 +234,10 @@ struct Run<'a, 's> {
     sink: Option<&'s mut dyn DecisionSink>,
     retries: Vec<Retry>,
     queue: Queue,
+    /// Events other than streams' next arrivals, by slot; queued as
+    /// `first_slot + slot`.
     events: Vec<Option<Event>>,
+    first_slot: u32,
     free: Vec<u32>,
 }
 
@@ -233,7 +251,7 @@ impl Run<'_, '_> {
             }
         };
         self.events[slot] = Some(event);
-        self.queue.push(at, slot as u32);
+        self.queue.push(at, self.first_slot + slot as u32);
     }
 
     fn rng(&self, job: &Job, tag: [u8; 4]) -> impl FnMut() -> rand_chacha::ChaCha8Rng {

@@ -239,6 +239,12 @@ impl Recorder {
         let over = w.in_aligned.saturating_sub(self.limit);
         self.overshoot += over - over_before;
         self.overshoot_max = self.overshoot_max.max(over);
+        if w.sum > 0 && w.last + self.window <= t {
+            // Everything in the queue has left the window: forget it without
+            // reading it (the common case for a quiet key).
+            w.passes.clear();
+            w.sum = 0;
+        }
         while let Some(&(s, c)) = w.passes.front() {
             if s + self.window > t {
                 break;
@@ -246,10 +252,12 @@ impl Recorder {
             w.passes.pop_front();
             w.sum -= c;
         }
-        match w.passes.back_mut() {
-            Some((s, c)) if *s == t => *c += cost,
-            _ => w.passes.push_back((t, cost)),
+        if w.sum > 0 && w.last == t {
+            w.passes.back_mut().expect("a pass at t is queued").1 += cost;
+        } else {
+            w.passes.push_back((t, cost));
         }
+        w.last = t;
         w.sum += cost;
         if w.sum > self.peak_in_window {
             self.peak_in_window = w.sum;
@@ -304,6 +312,8 @@ impl Recorder {
 struct PassWindow {
     passes: VecDeque<(u64, u64)>,
     sum: u64,
+    /// Time of the latest pass.
+    last: u64,
     /// The aligned policy window of the latest pass, and its passed cost.
     aligned: u64,
     in_aligned: u64,
