@@ -65,6 +65,7 @@ fn render(data: &RunData, path: &Path) -> anyhow::Result<bool> {
 const SHADES: [f64; 3] = [0.6, 0.3, 0.0];
 
 pub fn draw_delay(data: &RunData, bars: &[DelayBar], path: &Path) -> anyhow::Result<()> {
+    anyhow::ensure!(!bars.is_empty(), "no delayed requests to draw");
     let root = BitMapBackend::new(path, CHART.size).into_drawing_area();
     root.fill(&WHITE)?;
     let mut legend = style::limiter_entries(bars.iter().map(|b| (b.index, b.name.as_str())));

@@ -181,7 +181,10 @@ fn ms_label(ns: f64, span: f64) -> String {
 pub fn draw_zoom(scenario: &str, s: &ZoomSeries, path: &Path) -> anyhow::Result<()> {
     style::ensure_fonts()?;
     let window = style::duration(s.window_ns);
-    let fixed = &s.lines[s.fixed];
+    let fixed = s
+        .lines
+        .get(s.fixed)
+        .ok_or_else(|| anyhow::anyhow!("the close-up has no line {}", s.fixed))?;
     let root = BitMapBackend::new(path, SIZE).into_drawing_area();
     root.fill(&WHITE)?;
     let shade = RGBColor(0xFF, 0xF3, 0xC4);
