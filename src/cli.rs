@@ -12,7 +12,7 @@ use clap::{Parser, Subcommand, ValueEnum};
     long_about = "ratesim drives traffic through token bucket, interval bucket, GCRA, leaky bucket, \
 fixed window, sliding log and sliding counter limiters on a virtual nanosecond clock, and shows what \
 each admits, delays and rejects, and how much state it keeps.",
-    after_help = "Examples:\n  ratesim run boundary                 the flagship: a fixed window passes 2x its limit\n  ratesim run my.toml --out runs/a --decisions\n  ratesim plot output/boundary          re-render a run directory's charts\n  ratesim explain boundary             a walkthrough of the boundary burst, with its numbers\n  ratesim validate my.toml\n  ratesim list"
+    after_help = "Examples:\n  ratesim run boundary                 the flagship: a fixed window passes 2x its limit\n  ratesim run my.toml --out runs/a --decisions\n  ratesim plot output/boundary         re-render a run directory's charts\n  ratesim explain boundary             a walkthrough of the boundary burst, with its numbers\n  ratesim validate my.toml\n  ratesim list"
 )]
 pub struct Cli {
     #[command(subcommand)]
