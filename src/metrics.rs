@@ -291,6 +291,33 @@ impl Recorder {
             .collect()
     }
 
+    /// The spread of the clients' pass ratios: min, p10, p50, p90 and max
+    /// (nearest rank), each an exact fraction `(passed, logical)`.
+    pub fn pass_ratio_spread(&self) -> Option<[(u64, u64); 5]> {
+        let mut ratios: Vec<(u64, u64)> = self
+            .clients
+            .iter()
+            .filter(|c| c.logical > 0)
+            .map(|c| (c.passed, c.logical))
+            .collect();
+        if ratios.is_empty() {
+            return None;
+        }
+        ratios.sort_by(|a, b| (a.0 as u128 * b.1 as u128).cmp(&(b.0 as u128 * a.1 as u128)));
+        let n = ratios.len() as u64;
+        let rank = |per_mille: u64| {
+            let r = (per_mille * n).div_ceil(1000).max(1);
+            ratios[(r - 1) as usize]
+        };
+        Some([
+            ratios[0],
+            rank(100),
+            rank(500),
+            rank(900),
+            ratios[n as usize - 1],
+        ])
+    }
+
     /// The share of rejected attempts that fell on clients whose own offered
     /// rate (logical requests over the run) was within the limit:
     /// `logical · window ≤ limit · duration`. `None` without rejections.
@@ -449,6 +476,10 @@ mod tests {
         assert_eq!(r.series[3].retries, 1);
         assert_eq!(r.time_to_success.percentile(1000), Some(Nanos(300 * MS)));
         assert_eq!(r.pass_ratios(), [1.0, 0.5]);
+        assert_eq!(
+            r.pass_ratio_spread(),
+            Some([(1, 2), (1, 2), (1, 2), (1, 1), (1, 1)])
+        );
         // (1.5)² / (2 · 1.25) = 0.9
         assert!((r.fairness().unwrap() - 0.9).abs() < 1e-12);
         // Over 2s at a limit of 1/s, client 0 (1 request) is within its

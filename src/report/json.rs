@@ -4,6 +4,7 @@
 use serde_json::{json, Value};
 
 use super::{opt_ms, Report};
+use crate::clock::decimal_places;
 
 pub fn summary(report: &Report) -> Value {
     json!({
@@ -42,6 +43,12 @@ pub fn summary(report: &Report) -> Value {
             "time_to_success_p50_ms": ms_number(opt_ms(l.time_to_success_p50)),
             "time_to_success_p99_ms": ms_number(opt_ms(l.time_to_success_p99)),
             "client_pass_ratio_min": ms_number(l.pass_ratio_min_text()),
+            "client_pass_ratio_spread": l.pass_ratio_spread.map(|q| {
+                let [min, p10, p50, p90, max] = q.map(|(p, n)| {
+                    ms_number(decimal_places(p as u128, n.max(1) as u128, 4))
+                });
+                json!({ "min": min, "p10": p10, "p50": p50, "p90": p90, "max": max })
+            }),
             "fairness_jain": ms_number(l.fairness_text()),
             "collateral_share": ms_number(l.collateral_text()),
         }))).zip(report.limiters.iter().map(|l| json!({

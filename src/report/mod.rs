@@ -48,6 +48,8 @@ pub struct LimiterReport {
     pub time_to_success_p99: Option<Nanos>,
     /// The lowest client pass ratio, exact: `(passed, logical)`.
     pub pass_ratio_min: Option<(u64, u64)>,
+    /// Client pass ratios: min, p10, p50, p90, max, as exact fractions.
+    pub pass_ratio_spread: Option<[(u64, u64); 5]>,
     /// Jain's fairness index of client pass ratios.
     pub fairness: Option<f64>,
     /// Rejected attempts on clients within their limit, of all rejected.
@@ -182,6 +184,7 @@ impl Report {
                         .min_by(|a, b| {
                             (a.0 as u128 * b.1 as u128).cmp(&(b.0 as u128 * a.1 as u128))
                         }),
+                    pass_ratio_spread: r.pass_ratio_spread(),
                     fairness: r.fairness(),
                     collateral: r.collateral(scenario.defaults.limit, scenario.duration),
                     instances: spec.deployment.instances,
