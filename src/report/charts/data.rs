@@ -6,7 +6,9 @@
 //! byte-identical PNGs, and the charts can only show what the run directory
 //! holds. The reader is tolerant: keys and columns it does not know are
 //! ignored (new metrics come and go), and optional metrics such as `gave_up`
-//! are `None` when absent.
+//! are `None` when absent — so a summary written before the client and
+//! deployment metrics existed still loads, and the charts that need them
+//! simply have nothing to show.
 
 use std::collections::HashMap;
 use std::fs;
@@ -54,8 +56,92 @@ pub struct LimiterData {
     pub state_mean: f64,
     pub state_peak: u64,
     pub keys: u64,
+    /// What clients experienced (absent from older summaries).
+    pub clients: ClientMetrics,
+    /// How the limiter was deployed and what that cost.
+    pub deployment: DeploymentMetrics,
     /// One entry per `resolution_ns` bucket from t = 0.
     pub series: Vec<Bucket>,
+}
+
+/// A limiter's client metrics, from `summary.json`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ClientMetrics {
+    /// First attempts: requests as the clients meant them.
+    pub logical_requests: Option<u64>,
+    /// Attempts per logical request, as `summary.json` printed it.
+    pub retry_amplification: Option<f64>,
+    /// The spread over clients of the share of their requests that passed.
+    pub pass_ratio_spread: Option<Spread>,
+    /// Jain's index of the clients' pass ratios (1 = all the same).
+    pub fairness_jain: Option<f64>,
+}
+
+/// Five points of a distribution over clients, each in `[0, 1]`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize)]
+pub struct Spread {
+    pub min: f64,
+    pub p10: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub max: f64,
+}
+
+/// A limiter's deployment and its costs, from `summary.json`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeploymentMetrics {
+    /// Gateway instances (1 in summaries that predate deployments).
+    pub instances: u64,
+    /// `local` or `global` (empty in summaries that predate deployments).
+    pub scope: String,
+    /// Passed cost beyond the limit per key per aligned window, summed over
+    /// keys and windows, and the worst single key-window.
+    pub overshoot: Option<u64>,
+    pub overshoot_max: Option<u64>,
+    /// What a decision waited on the store before the client heard it.
+    pub added_latency_p50_ms: Option<f64>,
+    pub added_latency_p99_ms: Option<f64>,
+    pub store_ops_per_s: Option<f64>,
+    /// Decisions taken because the store failed, by `on_store_failure`.
+    pub unprotected_passes: u64,
+    pub fault_rejections: u64,
+    pub fallback_decisions: u64,
+    /// Store outages, from the scenario echo
+    /// (`scenario.limiters[i].deployment.outages`), in time order.
+    pub outages: Vec<Outage>,
+}
+
+impl Default for DeploymentMetrics {
+    fn default() -> Self {
+        DeploymentMetrics {
+            instances: 1,
+            scope: String::new(),
+            overshoot: None,
+            overshoot_max: None,
+            added_latency_p50_ms: None,
+            added_latency_p99_ms: None,
+            store_ops_per_s: None,
+            unprotected_passes: 0,
+            fault_rejections: 0,
+            fallback_decisions: 0,
+            outages: Vec::new(),
+        }
+    }
+}
+
+impl DeploymentMetrics {
+    /// On several instances or behind a shared store: a deployment worth
+    /// charting, as opposed to one process keeping its own state.
+    pub fn is_deployed(&self) -> bool {
+        self.instances > 1 || self.scope == "global"
+    }
+}
+
+/// A store outage `[start, end)`, in ns from the start of the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Outage {
+    pub start_ns: u64,
+    pub end_ns: u64,
 }
 
 impl LimiterData {
@@ -93,6 +179,30 @@ struct ScenarioEcho {
     name: String,
     #[serde(default)]
     description: String,
+    #[serde(default)]
+    limiters: Vec<LimiterEcho>,
+}
+
+/// A limiter as the scenario echo describes it: only its deployment's
+/// outages are read (the metrics are in `limiters`).
+#[derive(Deserialize)]
+struct LimiterEcho {
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    deployment: Option<DeploymentEcho>,
+}
+
+#[derive(Deserialize)]
+struct DeploymentEcho {
+    #[serde(default)]
+    outages: Vec<OutageEcho>,
+}
+
+#[derive(Deserialize)]
+struct OutageEcho {
+    start: String,
+    end: String,
 }
 
 #[derive(Deserialize)]
@@ -124,6 +234,34 @@ struct LimiterJson {
     state_bytes_per_key_peak: u64,
     #[serde(default)]
     keys: u64,
+    #[serde(default)]
+    logical_requests: Option<u64>,
+    #[serde(default)]
+    retry_amplification: Option<f64>,
+    #[serde(default)]
+    client_pass_ratio_spread: Option<Spread>,
+    #[serde(default)]
+    fairness_jain: Option<f64>,
+    #[serde(default)]
+    instances: Option<u64>,
+    #[serde(default)]
+    scope: String,
+    #[serde(default)]
+    overshoot: Option<u64>,
+    #[serde(default)]
+    overshoot_max: Option<u64>,
+    #[serde(default)]
+    added_latency_p50_ms: Option<f64>,
+    #[serde(default)]
+    added_latency_p99_ms: Option<f64>,
+    #[serde(default)]
+    store_ops_per_s: Option<f64>,
+    #[serde(default)]
+    unprotected_passes: u64,
+    #[serde(default)]
+    fault_rejections: u64,
+    #[serde(default)]
+    fallback_decisions: u64,
 }
 
 /// The `timeseries.csv` columns the charts read (others are ignored).
@@ -178,6 +316,29 @@ impl RunData {
                 "window_ns and resolution_ns must be positive",
             ));
         }
+        let mut outages: HashMap<String, Vec<Outage>> = HashMap::new();
+        for (i, l) in f.scenario.limiters.iter().enumerate() {
+            let Some(d) = &l.deployment else { continue };
+            let parsed = d
+                .outages
+                .iter()
+                .enumerate()
+                .map(|(k, o)| {
+                    let at = |field: &str, text: &str| {
+                        crate::clock::parse_duration(text).map(|n| n.0).map_err(|e| {
+                            InputError::new(format!(
+                                "scenario.limiters[{i}].deployment.outages[{k}].{field}: {text:?} — {e}"
+                            ))
+                        })
+                    };
+                    Ok(Outage {
+                        start_ns: at("start", &o.start)?,
+                        end_ns: at("end", &o.end)?,
+                    })
+                })
+                .collect::<Result<Vec<_>, InputError>>()?;
+            outages.insert(l.name.clone(), parsed);
+        }
         Ok(RunData {
             name: f.scenario.name,
             description: f.scenario.description,
@@ -190,6 +351,25 @@ impl RunData {
                 .limiters
                 .into_iter()
                 .map(|l| LimiterData {
+                    clients: ClientMetrics {
+                        logical_requests: l.logical_requests,
+                        retry_amplification: l.retry_amplification,
+                        pass_ratio_spread: l.client_pass_ratio_spread,
+                        fairness_jain: l.fairness_jain,
+                    },
+                    deployment: DeploymentMetrics {
+                        instances: l.instances.unwrap_or(1),
+                        scope: l.scope,
+                        overshoot: l.overshoot,
+                        overshoot_max: l.overshoot_max,
+                        added_latency_p50_ms: l.added_latency_p50_ms,
+                        added_latency_p99_ms: l.added_latency_p99_ms,
+                        store_ops_per_s: l.store_ops_per_s,
+                        unprotected_passes: l.unprotected_passes,
+                        fault_rejections: l.fault_rejections,
+                        fallback_decisions: l.fallback_decisions,
+                        outages: outages.remove(&l.limiter).unwrap_or_default(),
+                    },
                     name: l.limiter,
                     algorithm: l.algorithm,
                     key_by: l.key_by,
@@ -350,6 +530,94 @@ fw,500,1000,20,10,0,10,10,10,x\n";
     }
 
     #[test]
+    fn a_summary_from_before_the_client_and_deployment_metrics_loads_with_defaults() {
+        let d = RunData::from_summary_json(SUMMARY).unwrap();
+        let l = &d.limiters[0];
+        assert_eq!(l.clients.logical_requests, None);
+        assert_eq!(l.clients.retry_amplification, Some(1.0));
+        assert_eq!(l.clients.pass_ratio_spread, None);
+        assert_eq!(l.deployment, DeploymentMetrics::default());
+        assert_eq!(l.deployment.instances, 1);
+        assert!(!l.deployment.is_deployed());
+    }
+
+    /// `SUMMARY` with the client and deployment metrics, and a scenario echo
+    /// whose limiter `fw` has two store outages.
+    fn deployed_summary() -> String {
+        SUMMARY
+            .replace(
+                r#""something_new": [1, 2]"#,
+                r#""limiters": [
+                  {"name": "other", "deployment": {"instances": 1, "scope": "local"}},
+                  {"name": "fw", "deployment": {"instances": 4, "scope": "global",
+                    "outages": [{"start": "4s", "end": "6s"}, {"start": "7.5s", "end": "8s"}]}}
+                ]"#,
+            )
+            .replace(
+                r#""keys": 1,"#,
+                r#""keys": 1, "logical_requests": 12, "instances": 4, "scope": "global",
+                "client_pass_ratio_spread": {"min": 0.1, "p10": 0.2, "p50": 0.5, "p90": 0.9, "max": 1},
+                "fairness_jain": 0.75, "overshoot": 7, "overshoot_max": 3,
+                "added_latency_p50_ms": 1, "added_latency_p99_ms": 4.992,
+                "store_ops_per_s": 806.55, "unprotected_passes": 5, "fault_rejections": 0,
+                "fallback_decisions": 2,"#,
+            )
+    }
+
+    #[test]
+    fn client_and_deployment_metrics_are_read() {
+        let d = RunData::from_summary_json(&deployed_summary()).unwrap();
+        let l = &d.limiters[0];
+        assert_eq!(l.clients.logical_requests, Some(12));
+        assert_eq!(l.clients.fairness_jain, Some(0.75));
+        let spread = l.clients.pass_ratio_spread.unwrap();
+        assert_eq!((spread.min, spread.p50, spread.max), (0.1, 0.5, 1.0));
+        let dep = &l.deployment;
+        assert!(dep.is_deployed());
+        assert_eq!((dep.instances, dep.scope.as_str()), (4, "global"));
+        assert_eq!((dep.overshoot, dep.overshoot_max), (Some(7), Some(3)));
+        assert_eq!(dep.added_latency_p99_ms, Some(4.992));
+        assert_eq!(dep.store_ops_per_s, Some(806.55));
+        assert_eq!(
+            (
+                dep.unprotected_passes,
+                dep.fault_rejections,
+                dep.fallback_decisions
+            ),
+            (5, 0, 2)
+        );
+    }
+
+    #[test]
+    fn outages_are_parsed_into_ns_and_matched_by_limiter_name() {
+        let d = RunData::from_summary_json(&deployed_summary()).unwrap();
+        assert_eq!(
+            d.limiters[0].deployment.outages,
+            [
+                Outage {
+                    start_ns: 4_000_000_000,
+                    end_ns: 6_000_000_000
+                },
+                Outage {
+                    start_ns: 7_500_000_000,
+                    end_ns: 8_000_000_000
+                }
+            ]
+        );
+    }
+
+    #[test]
+    fn an_outage_that_does_not_parse_names_its_place() {
+        let text = deployed_summary().replace(r#""end": "8s""#, r#""end": "8 parsecs""#);
+        let e = RunData::from_summary_json(&text).unwrap_err();
+        assert!(
+            e.message()
+                .contains("scenario.limiters[1].deployment.outages[1].end: \"8 parsecs\""),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn a_missing_column_is_named() {
         let mut d = RunData::from_summary_json(SUMMARY).unwrap();
         let e = d
@@ -387,6 +655,8 @@ pub mod tests_support {
             state_mean: 8.0,
             state_peak: 8,
             keys: 1,
+            clients: ClientMetrics::default(),
+            deployment: DeploymentMetrics::default(),
             series: Vec::new(),
         }
     }
