@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Instant;
 
-use ratesim::report::charts::{zoom, RunData, CHARTS};
+use ratesim::report::charts::{clients, deployment, zoom, RunData, CHARTS};
 
 fn ratesim() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_ratesim"));
@@ -140,24 +140,40 @@ fn assert_same_bytes(a: &Path, b: &Path) {
     );
 }
 
-/// Every chart of one run directory: written at its size and not blank,
-/// or — `delay.png` when nothing was delayed — not written at all.
-fn assert_charts(name: &str, dir: &Path) {
+/// Whether `file` has something to show for `data`: the conditional charts
+/// are drawn only then (`delay.png` when something was delayed,
+/// `clients.png` when clients retried or share a key, `deployment.png` when
+/// a limiter is deployed); every other chart always.
+fn expected(file: &str, data: &RunData) -> bool {
+    match file {
+        "delay.png" => data.limiters.iter().any(|l| l.delayed > 0),
+        "clients.png" => clients::clients_series(data).shown(),
+        "deployment.png" => deployment::deployment_series(data).shown(),
+        _ => true,
+    }
+}
+
+/// Every chart of one run directory: written at its size and not blank
+/// when it has something to show, and not written at all otherwise.
+/// Returns the files written.
+fn assert_charts(name: &str, dir: &Path) -> Vec<&'static str> {
     let data = RunData::load(dir).unwrap();
-    let delayed = data.limiters.iter().any(|l| l.delayed > 0);
+    let mut written = Vec::new();
     for chart in CHARTS {
         let path = dir.join(chart.file);
-        if chart.file == "delay.png" && !delayed {
+        if !expected(chart.file, &data) {
             assert!(
                 !path.exists(),
-                "{name}: nothing was delayed, yet {} was written",
+                "{name}: {} has nothing to show, yet it was written",
                 chart.file
             );
             continue;
         }
         assert!(path.is_file(), "{name}: no {}", chart.file);
         assert_chart(&path, chart.size);
+        written.push(chart.file);
     }
+    written
 }
 
 /// `summary.md` holds the table and links exactly the charts present,
@@ -212,26 +228,41 @@ fn assert_plot_reproduces(name: &str, dir: &Path, copy: &Path) {
 fn every_shipped_scenario_gets_every_chart_and_plot_redraws_them_byte_for_byte() {
     let tmp = scratch();
     let root = tmp.path();
-    let delayed = std::sync::atomic::AtomicUsize::new(0);
+    let drawn = std::sync::Mutex::new(Vec::new());
+    let outages = std::sync::atomic::AtomicUsize::new(0);
     std::thread::scope(|s| {
         for path in shipped() {
-            let delayed = &delayed;
+            let (drawn, outages) = (&drawn, &outages);
             s.spawn(move || {
                 let name = path.file_stem().unwrap().to_string_lossy().into_owned();
                 let dir = root.join("runs").join(&name);
                 succeeds_quietly(ratesim().arg("run").arg(&path).arg("--out").arg(&dir));
-                assert_charts(&name, &dir);
+                let written = assert_charts(&name, &dir);
                 assert_summary_md(&name, &dir);
                 assert_plot_reproduces(&name, &dir, &root.join("plot").join(&name));
-                if dir.join("delay.png").exists() {
-                    delayed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                drawn.lock().unwrap().extend(written);
+                let data = RunData::load(&dir).unwrap();
+                if data
+                    .limiters
+                    .iter()
+                    .any(|l| !l.deployment.outages.is_empty())
+                {
+                    outages.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 }
             });
         }
     });
+    let drawn = drawn.into_inner().unwrap();
+    for chart in CHARTS {
+        assert!(
+            drawn.contains(&chart.file),
+            "no shipped scenario draws {}: it is untested",
+            chart.file
+        );
+    }
     assert!(
-        delayed.into_inner() > 0,
-        "no shipped scenario delays anything: delay.png untested"
+        outages.into_inner() > 0,
+        "no shipped scenario has a store outage: timeline.png's shading untested"
     );
 }
 
@@ -319,11 +350,24 @@ fn plot_reads_a_summary_with_fields_it_does_not_know() {
     json["a_metric_from_the_future"] = serde_json::json!({"x": 1});
     for l in json["limiters"].as_array_mut().unwrap() {
         l["another_new_metric"] = serde_json::json!(0.5);
-        l.as_object_mut().unwrap().remove("gave_up");
+        // A summary from before the client metrics.
+        for old in [
+            "gave_up",
+            "logical_requests",
+            "retry_amplification",
+            "client_pass_ratio_spread",
+            "fairness_jain",
+        ] {
+            l.as_object_mut().unwrap().remove(old);
+        }
     }
     fs::write(copy.join("summary.json"), json.to_string()).unwrap();
     succeeds_quietly(ratesim().args(["plot", "--quiet"]).arg(&copy));
     assert!(copy.join("outcomes.png").is_file());
+    assert!(
+        !copy.join("clients.png").exists(),
+        "no client metrics, nothing to show"
+    );
 }
 
 #[test]

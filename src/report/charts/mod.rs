@@ -15,8 +15,10 @@
 //! units, a legend, and the same colour for a limiter in every chart of a
 //! run ([`style::limiter_color`], by the limiter's index).
 
+pub mod clients;
 pub mod data;
 pub mod delay;
+pub mod deployment;
 pub mod outcomes;
 pub mod peak;
 pub mod state;
@@ -48,6 +50,8 @@ pub const CHARTS: &[Chart] = &[
     timeline::CHART,
     peak::CHART,
     outcomes::CHART,
+    clients::CHART,
+    deployment::CHART,
     state::CHART,
     delay::CHART,
 ];

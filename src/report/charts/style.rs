@@ -62,6 +62,13 @@ pub fn lighten(c: RGBColor, f: f64) -> RGBColor {
     RGBColor(mix(c.0), mix(c.1), mix(c.2))
 }
 
+/// `a` seen through `b` (multiply blend), exactly: a tinted band over a
+/// fill, without alpha blending.
+pub fn multiply(a: RGBColor, b: RGBColor) -> RGBColor {
+    let mix = |x: u8, y: u8| ((x as u16 * y as u16 + 127) / 255) as u8;
+    RGBColor(mix(a.0, b.0), mix(a.1, b.1), mix(a.2, b.2))
+}
+
 pub fn darken(c: RGBColor, f: f64) -> RGBColor {
     let mix = |v: u8| (v as f64 * (1.0 - f)).round() as u8;
     RGBColor(mix(c.0), mix(c.1), mix(c.2))
@@ -299,6 +306,84 @@ pub fn dotted_vline(
     Ok(())
 }
 
+/// A vertical dashed line from `y0` to `y1` at `x`, in pixels.
+pub fn dashed_vline(area: &Area, x: i32, y0: i32, y1: i32, c: RGBColor) -> anyhow::Result<()> {
+    let mut y = y0;
+    while y < y1 {
+        area.draw(&PathElement::new(
+            vec![(x, y), (x, (y + 8).min(y1))],
+            c.stroke_width(2),
+        ))?;
+        y += 13;
+    }
+    Ok(())
+}
+
+/// A chart with one row per limiter, limiter 0 on top: row `i` spans
+/// `y ∈ [n − i − 1, n − i)`, x is the value.
+pub type Rows<'a, 'b> =
+    ChartContext<'b, BitMapBackend<'a>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// The bottom of row `i` of `n` in a [`Rows`] chart.
+pub fn row(n: usize, i: usize) -> f64 {
+    (n - i - 1) as f64
+}
+
+/// One row's label left of a [`Rows`] chart: the limiter's name after a
+/// square of its colour, and an optional muted note under the name.
+pub struct RowName {
+    pub name: String,
+    pub color: RGBColor,
+    pub note: Option<String>,
+}
+
+/// The width the row names (and notes) need, for `y_label_area_size`.
+pub fn row_names_width(area: &Area, names: &[RowName]) -> anyhow::Result<u32> {
+    let mut widest = 60;
+    for r in names {
+        widest = widest.max(area.estimate_text_size(&r.name, &text(15, INK))?.0);
+        if let Some(note) = &r.note {
+            widest = widest.max(area.estimate_text_size(note, &text(13, MUTED))?.0);
+        }
+    }
+    Ok(widest.min(360) + 40)
+}
+
+/// The end of a value axis whose longest bar, `most`, leaves `label_w`
+/// pixels of a `plot_w`-pixel plot free right of it for its label (but
+/// takes at least 40% of the plot).
+pub fn room_for_labels(most: f64, label_w: u32, plot_w: u32) -> f64 {
+    let most = if most > 0.0 { most } else { 1.0 };
+    let room = ((label_w + 16) as f64 / plot_w.max(1) as f64).min(0.6);
+    (most / (1.0 - room)).max(most * 1.1)
+}
+
+/// Writes every row's name (and note) left of `chart`'s plot area.
+pub fn row_names(root: &Area, chart: &Rows, names: &[RowName]) -> anyhow::Result<()> {
+    let n = names.len();
+    for (i, r) in names.iter().enumerate() {
+        let (px, py) = chart.backend_coord(&(chart.x_range().start, row(n, i) + 0.5));
+        let py = if r.note.is_some() { py - 8 } else { py };
+        root.draw(&Rectangle::new(
+            [(px - 22, py - 7), (px - 8, py + 7)],
+            r.color.filled(),
+        ))?;
+        root.draw(&Text::new(
+            r.name.clone(),
+            (px - 30, py),
+            anchored(text(15, INK), HPos::Right, VPos::Center),
+        ))?;
+        if let Some(note) = &r.note {
+            root.draw(&Text::new(
+                note.clone(),
+                (px - 30, py + 17),
+                anchored(text(13, MUTED), HPos::Right, VPos::Center),
+            ))?;
+        }
+    }
+    Ok(())
+}
+
 /// Writes `label` centred at `(cx, y)` (top), shrinking or wrapping it on
 /// `-`/`_` so it fits in `max_width` pixels. Returns the height used.
 pub fn fitted_label(
@@ -470,6 +555,16 @@ mod tests {
         let colours: std::collections::HashSet<_> =
             (0..40).map(|i| limiter_color(i).rgb()).collect();
         assert_eq!(colours.len(), 40);
+    }
+
+    #[test]
+    fn a_bar_axis_leaves_room_for_the_longest_label() {
+        // A 184 + 16 px label on a 600 px plot: the bar takes 2/3 of it.
+        assert!((room_for_labels(100.0, 184, 600) - 150.0).abs() < 1e-9);
+        // A label wider than the plot: the bar still gets 40%.
+        assert!((room_for_labels(100.0, 2_000, 600) - 250.0).abs() < 1e-9);
+        // Nothing to show still makes a positive axis.
+        assert!(room_for_labels(0.0, 10, 600) > 0.0);
     }
 
     #[test]
