@@ -10,6 +10,12 @@
 //!
 //! With many keys the line is all keys together, held against
 //! `limit × keys`; per-key excess shows in `peak.png`.
+//!
+//! A limiter behind a shared store may have store outages
+//! (`scenario.limiters[i].deployment.outages`): its panel shades them, so
+//! what the limiter did while the store was down (`on_store_failure`) lines
+//! up with the band — failing open climbs over the limit, failing closed
+//! drops to zero, a local fallback holds near it.
 
 use std::path::Path;
 
@@ -43,6 +49,9 @@ pub struct TimelineLine {
     /// The policy's limit over one span, for all this limiter's keys.
     pub limit: f64,
     pub keys: u64,
+    /// Store outages `[start, end)` in ns, clipped to the chart's time
+    /// span (empty ones dropped).
+    pub outages: Vec<(u64, u64)>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -85,6 +94,13 @@ pub fn timeline_series(data: &RunData) -> TimelineSeries {
                 rolling.push(((i as u64 + 1) * res, sum));
             }
             let keys = l.keys.max(1);
+            let outages = l
+                .deployment
+                .outages
+                .iter()
+                .map(|o| (o.start_ns.min(end_ns), o.end_ns.min(end_ns)))
+                .filter(|(s, e)| s < e)
+                .collect();
             TimelineLine {
                 index,
                 name: l.name.clone(),
@@ -92,6 +108,7 @@ pub fn timeline_series(data: &RunData) -> TimelineSeries {
                 rolling,
                 limit: data.limit as f64 * keys as f64 * span_ns as f64 / data.window_ns as f64,
                 keys,
+                outages,
             }
         })
         .collect();
@@ -129,6 +146,29 @@ fn render(data: &RunData, path: &Path) -> anyhow::Result<bool> {
     draw_timeline(data, &series, path)?;
     Ok(true)
 }
+
+/// The part of the line `points` over `[s, e]`, with the line's values at
+/// `s` and `e` interpolated: what an outage band's blended fill covers.
+fn clip(points: &[(f64, f64)], s: f64, e: f64) -> Vec<(f64, f64)> {
+    let at = |t: f64| -> f64 {
+        let i = points.partition_point(|p| p.0 < t);
+        match (i.checked_sub(1).map(|j| points[j]), points.get(i)) {
+            (Some(a), Some(b)) if b.0 > a.0 => a.1 + (b.1 - a.1) * (t - a.0) / (b.0 - a.0),
+            (_, Some(b)) => b.1,
+            (Some(a), None) => a.1,
+            (None, None) => 0.0,
+        }
+    };
+    let mut out = vec![(s, at(s))];
+    out.extend(points.iter().copied().filter(|p| p.0 > s && p.0 < e));
+    out.push((e, at(e)));
+    out
+}
+
+/// The fill of a store outage band.
+pub const OUTAGE: RGBColor = RGBColor(0xDE, 0xDA, 0xD8);
+/// The label of a store outage band.
+const OUTAGE_INK: RGBColor = RGBColor(0x8A, 0x2E, 0x26);
 
 /// At most `2 × width` points: each chunk of the line keeps its lowest and
 /// highest value, in time order, so no spike disappears.
@@ -180,6 +220,13 @@ pub fn draw_timeline(data: &RunData, s: &TimelineSeries, path: &Path) -> anyhow:
             data.limit
         )
     });
+    let outages = s.lines.iter().any(|l| !l.outages.is_empty());
+    if outages {
+        subtitle.push(
+            "Shaded: a store outage — the shared store unreachable, each decision taken by the limiter's on_store_failure."
+                .to_string(),
+        );
+    }
     if s.boundaries.is_empty() && s.end_ns / data.window_ns > MAX_BOUNDARIES {
         subtitle.push(format!(
             "(More than {MAX_BOUNDARIES} windows: boundaries not drawn.)"
@@ -189,6 +236,9 @@ pub fn draw_timeline(data: &RunData, s: &TimelineSeries, path: &Path) -> anyhow:
     legend.push((Mark::Dashed(style::LIMIT), "limit".into()));
     if !s.boundaries.is_empty() {
         legend.push((Mark::Dotted(style::MUTED), "window boundary".into()));
+    }
+    if outages {
+        legend.push((Mark::Swatch(OUTAGE), "store outage".into()));
     }
     let body = style::header(
         &root,
@@ -233,6 +283,12 @@ pub fn draw_timeline(data: &RunData, s: &TimelineSeries, path: &Path) -> anyhow:
         mesh.draw()?;
 
         let (_, ys) = chart.plotting_area().get_pixel_range();
+        for &(o0, o1) in &line.outages {
+            chart.draw_series([Rectangle::new(
+                [(o0 as f64, 0.0), (o1 as f64, top)],
+                OUTAGE.filled(),
+            )])?;
+        }
         for &b in &s.boundaries {
             let x = chart.backend_coord(&(b as f64, 0.0)).0;
             style::dotted_vline(
@@ -249,15 +305,36 @@ pub fn draw_timeline(data: &RunData, s: &TimelineSeries, path: &Path) -> anyhow:
         let mut with_origin = Vec::with_capacity(points.len() + 1);
         with_origin.push((0.0, 0.0));
         with_origin.extend(points);
+        let fill = style::lighten(color, 0.75);
         chart.draw_series(AreaSeries::new(
             with_origin.iter().copied(),
             0.0,
-            style::lighten(color, 0.75).filled(),
+            fill.filled(),
         ))?;
+        // Under the line, an outage shows through the fill: the two blend.
+        for &(o0, o1) in &line.outages {
+            chart.draw_series(AreaSeries::new(
+                clip(&with_origin, o0 as f64, o1 as f64),
+                0.0,
+                style::multiply(fill, OUTAGE).filled(),
+            ))?;
+        }
         chart.draw_series(LineSeries::new(
             with_origin.iter().copied(),
             color.stroke_width(2),
         ))?;
+        let band_label = style::anchored(style::bold(12, OUTAGE_INK), HPos::Center, VPos::Top);
+        for &(o0, o1) in &line.outages {
+            let x0 = chart.backend_coord(&(o0 as f64, 0.0)).0;
+            let x1 = chart.backend_coord(&(o1 as f64, 0.0)).0;
+            if root.estimate_text_size("store outage", &band_label)?.0 as i32 + 6 <= x1 - x0 {
+                root.draw(&Text::new(
+                    "store outage",
+                    ((x0 + x1) / 2, ys.start + 4),
+                    band_label.clone(),
+                ))?;
+            }
+        }
         let label = style::anchored(style::text(13, style::INK), HPos::Right, VPos::Bottom);
         if line.limit <= top {
             let y = chart.backend_coord(&(0.0, line.limit)).1;
@@ -331,6 +408,43 @@ mod tests {
         let s = timeline_series(&d);
         assert!(s.lines[0].limit > 1e6);
         assert_eq!(y_top(&s), 2.0 * d.limit as f64 * 1.15);
+    }
+
+    #[test]
+    fn outages_are_carried_in_ns_and_clipped_to_the_chart() {
+        use crate::report::charts::data::Outage;
+        let mut d = tests_support::boundary();
+        d.limiters[1].deployment.outages = vec![
+            Outage {
+                start_ns: 4_000_000_000,
+                end_ns: 6_000_000_000,
+            },
+            Outage {
+                start_ns: 9_500_000_000,
+                end_ns: 400_000_000_000,
+            },
+            Outage {
+                start_ns: 500_000_000_000,
+                end_ns: 600_000_000_000,
+            },
+        ];
+        let s = timeline_series(&d);
+        assert!(s.lines[0].outages.is_empty());
+        assert_eq!(
+            s.lines[1].outages,
+            [(4_000_000_000, 6_000_000_000), (9_500_000_000, s.end_ns)],
+            "past the end: clipped, or dropped when it starts after it"
+        );
+    }
+
+    #[test]
+    fn an_outage_clips_the_line_with_its_values_at_the_edges() {
+        let points = [(0.0, 0.0), (10.0, 100.0), (20.0, 0.0)];
+        assert_eq!(
+            clip(&points, 5.0, 15.0),
+            [(5.0, 50.0), (10.0, 100.0), (15.0, 50.0)]
+        );
+        assert_eq!(clip(&points, 20.0, 30.0), [(20.0, 0.0), (30.0, 0.0)]);
     }
 
     #[test]
