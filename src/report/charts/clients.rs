@@ -246,11 +246,15 @@ pub fn draw_clients(data: &RunData, s: &ClientsSeries, path: &Path) -> anyhow::R
                 .amplification
                 .map(|a| format!("{}×", style::trim(a, 2)))
                 .unwrap_or_else(|| "no data".into());
+            // Without retries a request gives up at its first rejection.
+            let when = if r.retried { "" } else { " at once" };
             let gave = match (r.gave_up, r.gave_up_share()) {
-                (Some(g), Some(share)) => {
-                    format!("  {} gave up ({})", style::count(g as f64), percent(share))
-                }
-                (Some(g), None) => format!("  {} gave up", style::count(g as f64)),
+                (Some(g), Some(share)) => format!(
+                    "  {} gave up{when} ({})",
+                    style::count(g as f64),
+                    percent(share)
+                ),
+                (Some(g), None) => format!("  {} gave up{when}", style::count(g as f64)),
                 _ => String::new(),
             };
             (value, gave)
