@@ -29,7 +29,7 @@ use super::Chart;
 pub const CHART: Chart = Chart {
     file: "timeline.png",
     size: (1200, 900),
-    about: "requests passed in the last window (a rolling sum) over time, one panel per limiter, against the limit; dotted lines are window boundaries — a fixed window jumps to 2× right after one",
+    about: "requests passed in the last window (a rolling sum) over time, one panel per limiter, against the limit; dotted lines are window boundaries — a fixed window jumps to 2× right after one; shaded bands are store outages",
     render,
 };
 
