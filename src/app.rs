@@ -254,6 +254,15 @@ impl Staging {
     }
 
     fn discard(self) {
+        // Dropping removes the temporary directory.
+    }
+}
+
+impl Drop for Staging {
+    /// Whatever ends the run early — an error, or a panic unwinding —
+    /// removes the half-written results. After `commit` there is nothing
+    /// left here to remove.
+    fn drop(&mut self) {
         let _ = fs::remove_dir_all(&self.tmp);
     }
 }

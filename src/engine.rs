@@ -11,7 +11,7 @@
 //! plus per-key state: never the requests.
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, HashMap};
 
 use rand::Rng;
 
@@ -126,6 +126,7 @@ pub fn simulate(
             _ => Vec::new(),
         },
         cache: vec![Vec::new(); spec.deployment.instances as usize],
+        local_ids: vec![HashMap::new(); spec.deployment.instances as usize],
         routed: 0,
         recorder: Recorder::new(
             scenario.defaults.window,
@@ -164,6 +165,9 @@ pub fn simulate(
     }
 
     let mut count = 0u64;
+    // The last moment anything happened: store answers and a shaper's
+    // releases may come after `duration`, and state is held until then.
+    let mut last = end;
     while let Some((now, payload)) = run.queue.pop() {
         let i = payload as usize;
         let event = if i < n_streams {
@@ -192,6 +196,7 @@ pub fn simulate(
         };
         run.recorder.advance(now);
         run.handle(now, event)?;
+        last = last.max(now);
         count += 1;
         if count % PROGRESS_EVERY == 0 {
             progress(now, PROGRESS_EVERY);
@@ -203,7 +208,7 @@ pub fn simulate(
     let footprint = run
         .limiters
         .iter()
-        .map(|l| l.footprint(end))
+        .map(|l| l.footprint(last))
         .reduce(|a, b| Footprint {
             byte_ns: a.byte_ns + b.byte_ns,
             key_ns: a.key_ns + b.key_ns,
@@ -217,6 +222,17 @@ pub fn simulate(
     })
 }
 
+/// An instance's memory of a store rejection.
+#[derive(Debug, Clone, Copy, Default)]
+struct Cached {
+    /// When the instance heard it.
+    heard: u64,
+    /// Rejected locally until then.
+    until: u64,
+    /// The store said the request can never pass (no retry-after).
+    never: bool,
+}
+
 /// The state of one limiter's run.
 struct Run<'a, 's> {
     scenario: &'a Scenario,
@@ -227,7 +243,11 @@ struct Run<'a, 's> {
     /// Each instance's fallback limiter (`local_fallback`).
     fallbacks: Vec<Box<dyn Limiter>>,
     /// Per instance, per key: rejected locally until this time (ns).
-    cache: Vec<Vec<u64>>,
+    cache: Vec<Vec<Cached>>,
+    /// Per instance (when there are several): the instance's own dense ids
+    /// for the keys it has seen, so its state grows with its keys, not with
+    /// every key of the run.
+    local_ids: Vec<HashMap<u32, u32>>,
     /// Attempts routed so far (round robin).
     routed: u64,
     recorder: Recorder,
@@ -242,6 +262,16 @@ struct Run<'a, 's> {
 }
 
 impl Run<'_, '_> {
+    /// `key` as instance `instance`'s state knows it.
+    fn local_key(&mut self, instance: u32, key: u32) -> u32 {
+        if self.dep.instances == 1 {
+            return key;
+        }
+        let ids = &mut self.local_ids[instance as usize];
+        let next = ids.len() as u32;
+        *ids.entry(key).or_insert(next)
+    }
+
     fn schedule(&mut self, at: Nanos, event: Event) {
         let slot = match self.free.pop() {
             Some(s) => s as usize,
@@ -282,7 +312,8 @@ impl Run<'_, '_> {
                     }
                     OnFailure::LocalFallback => {
                         self.recorder.fault_fallback += 1;
-                        self.fallbacks[instance as usize].decide(key, now, cost)
+                        let local = self.local_key(instance, key);
+                        self.fallbacks[instance as usize].decide(local, now, cost)
                     }
                 };
                 self.finish(job, key, now, now - job.arrival.time, decision)
@@ -312,18 +343,20 @@ impl Run<'_, '_> {
         } as u32;
         self.routed += 1;
         if !self.dep.is_global() {
-            let decision = self.limiters[instance as usize].decide(key, now, a.cost);
+            let local = self.local_key(instance, key);
+            let decision = self.limiters[instance as usize].decide(local, now, a.cost);
             return self.finish(job, key, now, Nanos::ZERO, decision);
         }
         if self.dep.cache_over_limit {
-            let until = self.cache[instance as usize]
-                .get(key as usize)
+            let local = self.local_key(instance, key);
+            let c = self.cache[instance as usize]
+                .get(local as usize)
                 .copied()
-                .unwrap_or(0);
-            if until > now.0 {
+                .unwrap_or_default();
+            if c.heard <= now.0 && now.0 < c.until {
                 self.recorder.cache_rejections += 1;
                 let decision = Decision::Rejected {
-                    retry_after: Some(Nanos(until - now.0)),
+                    retry_after: (!c.never).then(|| Nanos(c.until - now.0)),
                 };
                 return self.finish(job, key, now, Nanos::ZERO, decision);
             }
@@ -402,16 +435,24 @@ impl Run<'_, '_> {
         }
         if self.dep.cache_over_limit {
             if let Decision::Rejected { retry_after } = decision {
+                // The instance learns of the rejection when the answer is
+                // back, and keeps it until the retry-after has passed (to
+                // the end of the policy window if the request can never pass).
                 let window = self.scenario.defaults.window.0;
-                let until = match retry_after {
-                    Some(r) => now.0 + r.0,
-                    None => (now.0 / window + 1) * window,
+                let entry = Cached {
+                    heard: (job.arrival.time + rtt).0,
+                    until: match retry_after {
+                        Some(r) => now.0.saturating_add(r.0),
+                        None => (now.0 / window + 1) * window,
+                    },
+                    never: retry_after.is_none(),
                 };
+                let local = self.local_key(instance, key) as usize;
                 let cache = &mut self.cache[instance as usize];
-                if cache.len() <= key as usize {
-                    cache.resize(key as usize + 1, 0);
+                if cache.len() <= local {
+                    cache.resize(local + 1, Cached::default());
                 }
-                cache[key as usize] = until;
+                cache[local] = entry;
             }
         }
         self.finish(job, key, now, rtt, decision)
@@ -458,7 +499,7 @@ impl Run<'_, '_> {
                 &mut self.rng(&job, *b"rtry"),
             );
             match wait {
-                None => self.recorder.gave_up(a.client, heard),
+                None => self.recorder.gave_up(a.client, a.time),
                 Some(w) if heard.0.saturating_add(w.0) > self.scenario.duration.0 => {
                     self.recorder.pending_at_end += 1
                 }

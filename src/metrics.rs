@@ -31,6 +31,7 @@ pub struct Recorder {
     window: u64,
     limit: u64,
     resolution: u64,
+    max_buckets: usize,
     /// Passes still in the future (a shaper's releases), released into the
     /// per-key windows in time order by [`Recorder::advance`].
     future: BinaryHeap<Reverse<(u64, u64, u32, u64)>>,
@@ -98,6 +99,7 @@ impl Recorder {
         Recorder {
             window: window.0,
             limit,
+            max_buckets: 2 * buckets as usize,
             resolution: resolution.0,
             series: vec![Bucket::default(); buckets as usize],
             clients: vec![ClientCounts::default(); clients],
@@ -105,8 +107,11 @@ impl Recorder {
         }
     }
 
+    /// The bucket of time `t`. The series grows past `duration` to hold
+    /// late passes (a shaper's releases, a store's answers), up to twice its
+    /// planned length; anything later counts in the last bucket.
     fn bucket(&mut self, t: u64) -> &mut Bucket {
-        let i = (t / self.resolution) as usize;
+        let i = ((t / self.resolution) as usize).min(self.max_buckets.max(1) - 1);
         if i >= self.series.len() {
             self.series.resize(i + 1, Bucket::default());
         }
@@ -150,12 +155,12 @@ impl Recorder {
                 Decision::Delayed { delay } => delay.0,
                 _ => 0,
             };
-            self.time_to_success
-                .record(now.0 + latency.0 + delay - first.0);
+            let heard = now.0.saturating_add(latency.0).saturating_add(delay);
+            self.time_to_success.record(heard - first.0);
         }
     }
 
-    /// `client` gives up on a request after a rejection at `now`.
+    /// `client` gives up on a request whose last attempt arrived at `now`.
     pub fn gave_up(&mut self, _client: u32, now: Nanos) {
         self.gave_up += 1;
         self.bucket(now.0).gave_up += 1;
@@ -200,7 +205,7 @@ impl Recorder {
                 b.delayed += 1;
                 self.delayed += 1;
                 self.delays.record(delay.0);
-                decided_at.0 + delay.0
+                decided_at.0.saturating_add(delay.0)
             }
             Decision::Rejected { .. } => {
                 b.rejected += 1;

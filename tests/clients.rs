@@ -112,6 +112,36 @@ fn every_logical_request_passes_gives_up_or_is_still_pending() {
     }
 }
 
+// Regression (review): a give-up was counted in the bucket where the client
+// heard the rejection (300ms later, from a store), not where its last
+// attempt arrived.
+#[test]
+fn a_give_up_counts_in_the_bucket_of_its_last_attempt() {
+    let s = scenario(
+        r#"
+duration = "5s"
+[defaults]
+limit = 10
+window = "1s"
+[[limiter]]
+algorithm = "fixed_window"
+deployment = { scope = "global", store_latency = "300ms" }
+[[traffic]]
+pattern = "boundary"
+burst = 10
+after = "500ms"
+"#,
+    );
+    let (run, log) = run(&s, 0);
+    let mut expected = vec![0u64; run.recorder.series.len()];
+    for a in log.iter().filter(|a| !a.decision.passes()) {
+        expected[(a.arrival.time.0 / s.output.resolution.0) as usize] += 1;
+    }
+    let counted: Vec<u64> = run.recorder.series.iter().map(|b| b.gave_up).collect();
+    assert!(expected.iter().sum::<u64>() > 0);
+    assert_eq!(counted, expected);
+}
+
 #[test]
 fn pending_retries_at_the_end_are_counted_not_dropped() {
     let s = boundary_with_retry(r#"policy = "fixed", delay = "10s", max_attempts = 2"#);

@@ -314,3 +314,72 @@ fn the_over_limit_cache_saves_store_calls() {
     assert_eq!(plain.passed(), cached.passed());
     assert!(cached.cache_rejections > 180);
 }
+
+// Regression (review): the over-limit cache was consulted from the moment
+// the store decided, before the instance could have heard the rejection.
+#[test]
+fn the_over_limit_cache_starts_when_the_rejection_is_heard() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows = [(0, 0, 0, 1), (10_000_000, 0, 0, 1), (70_000_000, 0, 0, 1)];
+    let s = trace_scenario(
+        dir.path(),
+        &rows,
+        "[[limiter]]\nalgorithm = \"fixed_window\"\nlimit = 1\nwindow = \"1s\"\n\
+         deployment = { scope = \"global\", store_latency = \"100ms\", cache_over_limit = true }\n",
+    );
+    let r = run(&s, 0).0.recorder;
+    // The rejection of the 10ms attempt is heard at 110ms: the 70ms attempt
+    // still goes to the store.
+    assert_eq!((r.store_ops, r.cache_rejections), (3, 0));
+}
+
+// Regression (review): read-then-write decisions on copies counted the
+// sliding log's expired entries again on every read, so the mean state
+// exceeded the peak.
+#[test]
+fn read_then_write_sliding_log_state_stays_within_its_peak() {
+    let text = r#"
+duration = "20s"
+[defaults]
+limit = 10
+window = "1s"
+[[limiter]]
+algorithm = "sliding_log"
+deployment = { scope = "global", store_latency = "200ms", atomic = false }
+[[traffic]]
+pattern = "steady"
+rate = "100/1s"
+"#;
+    let s = Scenario::parse(text, "t", Origin::File("t.toml".into())).unwrap();
+    let f = run(&s, 0).0.footprint;
+    let (num, den) = f.mean();
+    assert!(
+        num <= f.peak_bytes as u128 * den,
+        "mean {} > peak {}",
+        num / den,
+        f.peak_bytes
+    );
+    assert!(num > 0);
+}
+
+// Regression (review): a store answer far past the end grew the time series
+// to 10^10 buckets and aborted the run.
+#[test]
+fn a_store_answer_long_after_the_end_keeps_the_series_bounded() {
+    let text = r#"
+duration = "1s"
+[defaults]
+limit = 1
+window = "1s"
+[[limiter]]
+algorithm = "token_bucket"
+deployment = { scope = "global", store_latency = "1000000000s" }
+[[traffic]]
+pattern = "steady"
+rate = "1/1s"
+"#;
+    let s = Scenario::parse(text, "t", Origin::File("t.toml".into())).unwrap();
+    let r = run(&s, 0).0.recorder;
+    assert!(r.series.len() <= 2 * 11);
+    assert_eq!(r.series.iter().map(|b| b.passed).sum::<u64>(), r.passed());
+}

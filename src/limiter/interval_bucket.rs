@@ -15,7 +15,7 @@
 //! clients that learn the fill moments all arrive there, and a request one
 //! nanosecond before a fill waits a whole interval's worth of nothing.
 
-use super::{detachable, state_bytes, Decision, Footprint, Keyed, Limiter};
+use super::{detachable, span, state_bytes, Decision, Footprint, Keyed, Limiter};
 use crate::clock::Nanos;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,7 +69,7 @@ impl Limiter for IntervalBucket {
         let fills_needed = (cost - b.tokens).div_ceil(cfg.tokens_per_fill);
         let at = (k + fills_needed) as u128 * cfg.fill_interval.0 as u128;
         Decision::Rejected {
-            retry_after: Some(Nanos((at - now.0 as u128) as u64)),
+            retry_after: Some(span(at - now.0 as u128)),
         }
     }
 

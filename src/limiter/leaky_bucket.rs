@@ -23,7 +23,9 @@
 
 use std::collections::VecDeque;
 
-use super::{detachable, state_bytes, wait_until_scaled, Decision, Footprint, Keyed, Limiter};
+use super::{
+    detachable, span, state_bytes, wait_until_scaled, Decision, Footprint, Keyed, Limiter,
+};
 use crate::clock::{Nanos, Rate};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,7 +92,7 @@ impl Limiter for LeakyBucket {
             Decision::Admitted
         } else {
             Decision::Delayed {
-                delay: Nanos((passes - t).div_ceil(n) as u64),
+                delay: span((passes - t).div_ceil(n)),
             }
         }
     }

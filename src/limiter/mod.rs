@@ -220,6 +220,16 @@ impl<S: Clone> Keyed<S> {
         }
     }
 
+    /// The copy kept under `ticket`, if it holds one.
+    pub fn detached(&self, ticket: u32) -> Option<&S> {
+        self.detached.get(ticket as usize).and_then(Option::as_ref)
+    }
+
+    /// `key`'s stored state, if it has one.
+    pub fn get(&self, key: u32) -> Option<&S> {
+        self.states.get(key as usize).and_then(Option::as_ref)
+    }
+
     pub fn discard(&mut self, ticket: u32) {
         self.detached[ticket as usize] = None;
         self.free.push(ticket);
@@ -270,5 +280,12 @@ impl<S> Keyed<S> {
 /// scaled by `scale` (`at_scaled / scale` ns, rounded up).
 pub(crate) fn wait_until_scaled(now: Nanos, at_scaled: u128, scale: u128) -> Nanos {
     let at = at_scaled.div_ceil(scale);
-    Nanos((at.saturating_sub(now.0 as u128)).max(1) as u64)
+    span(at.saturating_sub(now.0 as u128).max(1))
+}
+
+/// A span in ns that may exceed what `u64` holds (a wait of more than 584
+/// years, from extreme but accepted parameters): it saturates at
+/// `u64::MAX` instead of wrapping.
+pub(crate) fn span(ns: u128) -> Nanos {
+    Nanos(u64::try_from(ns).unwrap_or(u64::MAX))
 }

@@ -16,7 +16,7 @@
 
 use std::collections::VecDeque;
 
-use super::{detachable, state_bytes, Decision, Footprint, Keyed, Limiter};
+use super::{state_bytes, Decision, Footprint, Keyed, Limiter};
 use crate::clock::Nanos;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,7 +40,8 @@ pub struct SlidingLog {
     cfg: Config,
     keys: Keyed<Log>,
     /// Σ over expired entries of their live time (entry·ns).
-    expired_entry_ns: u128,
+    /// (Signed: a write-back takes off time that later removals add.)
+    expired_entry_ns: i128,
     peak_entries: u64,
 }
 
@@ -65,7 +66,7 @@ impl Limiter for SlidingLog {
             }
             log.entries.pop_front();
             log.expired = cum;
-            self.expired_entry_ns += w as u128;
+            self.expired_entry_ns += w as i128;
         }
         let live = log.total - log.expired;
         let admit = live + cost <= self.cfg.limit;
@@ -92,7 +93,41 @@ impl Limiter for SlidingLog {
         }
     }
 
-    detachable!(keys);
+    fn decide_detached(&mut self, key: u32, now: Nanos, cost: u64) -> (Decision, u32) {
+        // A decision on a copy changes no stored entry: what it prunes or
+        // appends is not the store's memory (yet), so the counters stay.
+        let counters = (self.expired_entry_ns, self.peak_entries);
+        let saved = self.keys.save(key);
+        let decision = self.decide(key, now, cost);
+        (self.expired_entry_ns, self.peak_entries) = counters;
+        (decision, self.keys.detach(key, saved, now))
+    }
+
+    fn write_back(&mut self, key: u32, ticket: u32, now: Nanos) {
+        // The stored log is replaced at `now`: its entries leave the store
+        // then, and the written ones are held from then on. With each
+        // entry counted as min(W, removal − s), that is: add the old
+        // entries' time so far, and take off the new ones' time before now.
+        let w = self.cfg.window.0;
+        let lived = |log: Option<&Log>| -> i128 {
+            log.map_or(0, |l| {
+                l.entries
+                    .iter()
+                    .map(|&(s, _)| now.0.saturating_sub(s).min(w) as i128)
+                    .sum()
+            })
+        };
+        let (old, new) = (lived(self.keys.get(key)), lived(self.keys.detached(ticket)));
+        self.expired_entry_ns += old - new;
+        if let Some(l) = self.keys.detached(ticket) {
+            self.peak_entries = self.peak_entries.max(l.entries.len() as u64);
+        }
+        self.keys.attach(key, ticket, now);
+    }
+
+    fn discard(&mut self, ticket: u32) {
+        self.keys.discard(ticket);
+    }
 
     fn footprint(&self, end: Nanos) -> Footprint {
         let w = self.cfg.window.0;
@@ -104,7 +139,7 @@ impl Limiter for SlidingLog {
             .sum();
         let per = state_bytes::SLIDING_LOG_PER_ENTRY;
         Footprint {
-            byte_ns: (self.expired_entry_ns + live_entry_ns) * per as u128,
+            byte_ns: (self.expired_entry_ns + live_entry_ns as i128).max(0) as u128 * per as u128,
             key_ns: self.keys.key_ns(end),
             peak_bytes: self.peak_entries * per,
             keys: self.keys.keys(),

@@ -170,6 +170,23 @@ mod tests {
         assert_eq!(tb.decide(0, Nanos(1), 1), Decision::Admitted);
     }
 
+    // Regression (review): a wait beyond 2^64 ns wrapped around to a small
+    // number; it now saturates.
+    #[test]
+    fn a_wait_longer_than_u64_holds_saturates() {
+        let mut tb = bucket(1_000_000_000_000, "1/1000000000s");
+        assert_eq!(
+            tb.decide(0, Nanos(0), 1_000_000_000_000),
+            Decision::Admitted
+        );
+        assert_eq!(
+            tb.decide(0, Nanos(1), 1_000_000_000_000),
+            Decision::Rejected {
+                retry_after: Some(Nanos(u64::MAX))
+            }
+        );
+    }
+
     #[test]
     fn keys_have_independent_buckets() {
         let mut tb = bucket(1, "1/1s");

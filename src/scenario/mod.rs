@@ -42,7 +42,7 @@ pub struct OutputSpec {
 }
 
 /// The most time-series buckets a run may ask for.
-pub const MAX_BUCKETS: u64 = 10_000_000;
+pub const MAX_BUCKETS: u64 = 1_000_000;
 
 /// A validated scenario.
 #[derive(Debug, Clone)]

@@ -142,7 +142,7 @@ impl Bursty {
                         let start = match phase {
                             super::steady::Phase::Fixed(p) => p.0,
                             super::steady::Phase::Spread => {
-                                (i as u128 * period.0 as u128 / n as u128) as u64
+                                (i as u128 * period.0 as u128).div_ceil(n as u128) as u64
                             }
                             super::steady::Phase::Random => rng.random_range(0..period.0),
                         };
@@ -278,7 +278,7 @@ struct PeriodicStream {
 impl Stream for PeriodicStream {
     fn next(&mut self) -> anyhow::Result<Option<Arrival>> {
         let (round, j) = (self.k / self.burst, self.k % self.burst);
-        let offset = (j as u128 * self.spread as u128 / self.burst as u128) as u64;
+        let offset = (j as u128 * self.spread as u128).div_ceil(self.burst as u128) as u64;
         let t = self
             .start
             .saturating_add(round.saturating_mul(self.period))

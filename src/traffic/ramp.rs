@@ -128,7 +128,11 @@ struct RampStream {
 impl RampStream {
     fn bounds(&self, step: usize) -> (u128, u128) {
         let (s, e) = (self.steps.len() as u128, self.end.0 as u128);
-        (e * step as u128 / s, e * (step as u128 + 1) / s)
+        // Step boundaries j·end/steps, rounded up like every computed time.
+        (
+            (e * step as u128).div_ceil(s),
+            (e * (step as u128 + 1)).div_ceil(s),
+        )
     }
 }
 

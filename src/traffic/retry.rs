@@ -255,17 +255,30 @@ impl Retry {
     }
 }
 
-/// `min(cap, base · factor^(attempt − 1))`, exactly (rounded up to whole ns
-/// at each step, which only matters for fractional factors).
+/// `min(cap, ⌈base · factor^(attempt − 1)⌉)`: the power is kept as a
+/// fraction and rounded up once. (Should the fraction outgrow 128 bits
+/// before it reaches the cap — a factor such as 1.000001 over hundreds of
+/// attempts — both of its terms drop their low 32 bits, which keeps the
+/// value to about one part in 2^90.)
 pub fn backoff(base: Nanos, factor: (u64, u64), cap: Nanos, attempt: u32) -> u64 {
-    let mut b = base.0.min(cap.0) as u128;
+    let cap = cap.0 as u128;
+    let (f_num, f_den) = (factor.0 as u128, factor.1 as u128);
+    let (mut num, mut den) = (base.0 as u128, 1u128);
     for _ in 1..attempt {
-        if b >= cap.0 as u128 {
-            break;
+        if cap.checked_mul(den).is_some_and(|c| num >= c) {
+            return cap as u64;
         }
-        b = (b * factor.0 as u128).div_ceil(factor.1 as u128);
+        loop {
+            match (num.checked_mul(f_num), den.checked_mul(f_den)) {
+                (Some(n), Some(d)) => {
+                    (num, den) = (n, d);
+                    break;
+                }
+                _ => (num, den) = (num >> 32, (den >> 32).max(1)),
+            }
+        }
     }
-    b.min(cap.0 as u128) as u64
+    num.div_ceil(den).min(cap) as u64
 }
 
 fn parse_factor(f: &mut Fields) -> Result<(u64, u64), InputError> {
@@ -377,6 +390,21 @@ mod tests {
             ]
         );
         assert_eq!(backoff(Nanos(100), (3, 2), Nanos(1000), 3), 225);
+        // 1.5^n rounded up once: 1, 2, 3, 4, 6 — not 1, 2, 3, 5, 8.
+        let waits: Vec<u64> = (1..=5)
+            .map(|n| backoff(Nanos(1), (3, 2), Nanos(1000), n))
+            .collect();
+        assert_eq!(waits, [1, 2, 3, 4, 6]);
+        // 1000 × 1.000001^899 = 1000.9 → 1001, with the fraction rescaled.
+        assert_eq!(
+            backoff(
+                Nanos(1000),
+                (1_000_001, 1_000_000),
+                Nanos(u64::MAX / 2),
+                900
+            ),
+            1001
+        );
     }
 
     #[test]

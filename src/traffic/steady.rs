@@ -75,17 +75,19 @@ impl Steady {
             .iter()
             .enumerate()
             .map(|(i, &(client, ip))| {
-                let phase = match self.phase {
-                    Phase::Fixed(p) => p.0 as u128 * tokens,
-                    // i/(n·rate) = i·per/(n·tokens) ns, kept × tokens.
-                    Phase::Spread => i as u128 * per / n,
+                // The phase as a fraction `offset / (parts · tokens)` ns.
+                let (offset, parts) = match self.phase {
+                    Phase::Fixed(p) => (p.0 as u128 * tokens, 1),
+                    // i/(n·rate) = i·per/(n·tokens) ns.
+                    Phase::Spread => (i as u128 * per, n),
                     Phase::Random => {
                         let mut rng = client_rng(ctx.seed, source, i as u64);
-                        rng.random_range(0..per)
+                        (rng.random_range(0..per), 1)
                     }
                 };
                 Box::new(SteadyStream {
-                    phase_scaled: phase,
+                    offset,
+                    parts,
                     tokens,
                     per,
                     k: 0,
@@ -110,8 +112,9 @@ impl Steady {
 }
 
 struct SteadyStream {
-    /// Phase × rate numerator.
-    phase_scaled: u128,
+    /// The phase is `offset / (parts · tokens)` ns, exactly.
+    offset: u128,
+    parts: u128,
     tokens: u128,
     per: u128,
     k: u128,
@@ -123,8 +126,8 @@ struct SteadyStream {
 
 impl Stream for SteadyStream {
     fn next(&mut self) -> anyhow::Result<Option<Arrival>> {
-        // (phase·tokens + k·per) / tokens, rounded up.
-        let t = (self.phase_scaled + self.k * self.per).div_ceil(self.tokens);
+        // phase + k/rate = (offset + parts·k·per) / (parts·tokens), rounded up.
+        let t = (self.offset + self.parts * self.k * self.per).div_ceil(self.parts * self.tokens);
         if t >= self.end.0 as u128 {
             return Ok(None);
         }
@@ -185,6 +188,13 @@ mod tests {
         let t = times(&s, 1000);
         let firsts: Vec<u64> = t.iter().map(|v| v[0]).collect();
         assert_eq!(firsts, [0, 250_000_000, 500_000_000, 750_000_000]);
+        // Thirds of a second round up, as every computed time does.
+        let three = Steady {
+            clients: vec![(0, 0), (1, 1), (2, 2)],
+            ..s
+        };
+        let firsts: Vec<u64> = times(&three, 1000).iter().map(|v| v[0]).collect();
+        assert_eq!(firsts, [0, 333_333_334, 666_666_667]);
     }
 
     #[test]
