@@ -1,27 +1,15 @@
 //! Clients that react: retries, NAT-shared addresses and the metrics that
 //! show what clients experienced, through the library on small scenarios.
 
-use ratesim::engine::{self, Attempt, DecisionSink, LimiterRun};
+mod engine_support;
+
+use engine_support::run;
+use ratesim::engine::{Attempt, LimiterRun};
 use ratesim::limiter::Decision;
 use ratesim::scenario::{Origin, Scenario};
 
-struct Collect(Vec<Attempt>);
-
-impl DecisionSink for Collect {
-    fn record(&mut self, a: &Attempt) -> anyhow::Result<()> {
-        self.0.push(*a);
-        Ok(())
-    }
-}
-
 fn scenario(text: &str) -> Scenario {
     Scenario::parse(text, "test", Origin::File("test.toml".into())).unwrap()
-}
-
-fn run(s: &Scenario, limiter: usize) -> (LimiterRun, Vec<Attempt>) {
-    let mut sink = Collect(Vec::new());
-    let run = engine::simulate(s, limiter, Some(&mut sink), &|_, _| {}).unwrap();
-    (run, sink.0)
 }
 
 const S: u64 = 1_000_000_000;

@@ -5,24 +5,12 @@ use std::path::Path;
 
 use proptest::prelude::*;
 use ratesim::clock::Nanos;
-use ratesim::engine::{self, Attempt, DecisionSink, LimiterRun};
+mod engine_support;
+
+use engine_support::run;
+use ratesim::engine::Attempt;
 use ratesim::limiter::Decision;
 use ratesim::scenario::{Origin, Scenario};
-
-struct Collect(Vec<Attempt>);
-
-impl DecisionSink for Collect {
-    fn record(&mut self, a: &Attempt) -> anyhow::Result<()> {
-        self.0.push(*a);
-        Ok(())
-    }
-}
-
-fn run(s: &Scenario, limiter: usize) -> (LimiterRun, Vec<Attempt>) {
-    let mut sink = Collect(Vec::new());
-    let run = engine::simulate(s, limiter, Some(&mut sink), &|_, _| {}).unwrap();
-    (run, sink.0)
-}
 
 /// A scenario over `rows` (time_ns, client, ip, cost) written as a trace in
 /// `dir`, with the given `[[limiter]]` tables.

@@ -71,12 +71,37 @@ pub fn exponential_gap(rng: &mut impl Rng, mean_ns: f64) -> u64 {
     libm::round(gap) as u64
 }
 
-/// One client's Poisson arrivals at `rate` until `end`.
-pub(crate) struct PoissonStream {
-    rng: rand_chacha::ChaCha8Rng,
+/// The times of a Poisson process at `rate`, from 0 until `end`.
+pub(crate) struct PoissonClock {
+    /// Also the stream's generator for any other draw, after each gap.
+    pub(crate) rng: rand_chacha::ChaCha8Rng,
     mean_gap_ns: f64,
     now: u64,
     end: Nanos,
+}
+
+impl PoissonClock {
+    pub(crate) fn new(rng: rand_chacha::ChaCha8Rng, rate: Rate, end: Nanos) -> Self {
+        PoissonClock {
+            rng,
+            mean_gap_ns: rate.per_ns() as f64 / rate.tokens() as f64,
+            now: 0,
+            end,
+        }
+    }
+
+    /// The next arrival time, or `None` once it reaches `end`.
+    pub(crate) fn tick(&mut self) -> Option<Nanos> {
+        self.now = self
+            .now
+            .saturating_add(exponential_gap(&mut self.rng, self.mean_gap_ns));
+        (self.now < self.end.0).then_some(Nanos(self.now))
+    }
+}
+
+/// One client's Poisson arrivals at `rate` until `end`.
+pub(crate) struct PoissonStream {
+    clock: PoissonClock,
     client: u32,
     ip: u32,
     cost: u64,
@@ -92,10 +117,7 @@ impl PoissonStream {
         cost: u64,
     ) -> Self {
         PoissonStream {
-            rng,
-            mean_gap_ns: rate.per_ns() as f64 / rate.tokens() as f64,
-            now: 0,
-            end,
+            clock: PoissonClock::new(rng, rate, end),
             client,
             ip,
             cost,
@@ -105,14 +127,8 @@ impl PoissonStream {
 
 impl Stream for PoissonStream {
     fn next(&mut self) -> anyhow::Result<Option<Arrival>> {
-        self.now = self
-            .now
-            .saturating_add(exponential_gap(&mut self.rng, self.mean_gap_ns));
-        if self.now >= self.end.0 {
-            return Ok(None);
-        }
-        Ok(Some(Arrival {
-            time: Nanos(self.now),
+        Ok(self.clock.tick().map(|time| Arrival {
+            time,
             client: self.client,
             ip: self.ip,
             cost: self.cost,

@@ -10,6 +10,7 @@
 
 use serde_json::json;
 
+use super::steady::nth_send;
 use super::{cost_field, synthetic_clients, Arrival, ParseCtx, Stream, StreamCtx};
 use crate::clock::{Nanos, Rate};
 use crate::error::InputError;
@@ -142,9 +143,8 @@ impl Stream for RampStream {
             let (start, stop) = self.bounds(self.step);
             let r = self.steps[self.step];
             let (i, n) = self.share;
-            // start + (i/n + k) / rate, rounded up: client i of n is offset
-            // by i/n of an interval.
-            let t = start + (i * r.per_ns() + n * self.k * r.per_ns()).div_ceil(n * r.tokens());
+            // Client i of n is offset by i/n of an interval within the step.
+            let t = start + nth_send(i * r.per_ns(), n, self.k, r.tokens(), r.per_ns());
             if t < stop {
                 self.k += 1;
                 return Ok(Some(Arrival {

@@ -124,10 +124,17 @@ struct SteadyStream {
     cost: u64,
 }
 
+/// The k-th send of a client sending steadily at `tokens / per` (per ns)
+/// from a phase of `offset / (parts · tokens)` ns: `phase + k / rate`, as
+/// `(offset + parts·k·per) / (parts·tokens)` rounded up to whole ns. Computed
+/// from k, never from the previous send, so there is no drift.
+pub(crate) fn nth_send(offset: u128, parts: u128, k: u128, tokens: u128, per: u128) -> u128 {
+    (offset + parts * k * per).div_ceil(parts * tokens)
+}
+
 impl Stream for SteadyStream {
     fn next(&mut self) -> anyhow::Result<Option<Arrival>> {
-        // phase + k/rate = (offset + parts·k·per) / (parts·tokens), rounded up.
-        let t = (self.offset + self.parts * self.k * self.per).div_ceil(self.parts * self.tokens);
+        let t = nth_send(self.offset, self.parts, self.k, self.tokens, self.per);
         if t >= self.end.0 as u128 {
             return Ok(None);
         }

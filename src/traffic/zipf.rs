@@ -11,9 +11,9 @@
 use rand::Rng;
 use serde_json::json;
 
-use super::poisson::exponential_gap;
+use super::poisson::PoissonClock;
 use super::{client_rng, cost_field, synthetic_clients, Arrival, ParseCtx, Stream, StreamCtx};
-use crate::clock::{Nanos, Rate};
+use crate::clock::Rate;
 use crate::error::InputError;
 use crate::scenario::fields::Fields;
 
@@ -46,12 +46,9 @@ impl Zipf {
 
     pub fn streams(&self, source: usize, ctx: StreamCtx) -> Vec<Box<dyn Stream>> {
         vec![Box::new(ZipfStream {
-            rng: client_rng(ctx.seed, source, 0),
+            clock: PoissonClock::new(client_rng(ctx.seed, source, 0), self.rate, ctx.end),
             table: ZipfTable::new(self.clients.len(), self.exponent),
             clients: self.clients.clone(),
-            mean_gap_ns: self.rate.per_ns() as f64 / self.rate.tokens() as f64,
-            now: 0,
-            end: ctx.end,
             cost: self.cost,
         })]
     }
@@ -96,26 +93,20 @@ impl ZipfTable {
 }
 
 struct ZipfStream {
-    rng: rand_chacha::ChaCha8Rng,
+    clock: PoissonClock,
     table: ZipfTable,
     clients: Vec<(u32, u32)>,
-    mean_gap_ns: f64,
-    now: u64,
-    end: Nanos,
     cost: u64,
 }
 
 impl Stream for ZipfStream {
     fn next(&mut self) -> anyhow::Result<Option<Arrival>> {
-        self.now = self
-            .now
-            .saturating_add(exponential_gap(&mut self.rng, self.mean_gap_ns));
-        if self.now >= self.end.0 {
+        let Some(time) = self.clock.tick() else {
             return Ok(None);
-        }
-        let (client, ip) = self.clients[self.table.sample(&mut self.rng)];
+        };
+        let (client, ip) = self.clients[self.table.sample(&mut self.clock.rng)];
         Ok(Some(Arrival {
-            time: Nanos(self.now),
+            time,
             client,
             ip,
             cost: self.cost,
@@ -126,6 +117,7 @@ impl Stream for ZipfStream {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::clock::Nanos;
 
     #[test]
     fn zipf_ranks_are_drawn_in_proportion_to_their_weight() {
