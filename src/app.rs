@@ -1,15 +1,15 @@
 //! The application layer: what each command does, with its I/O.
 //!
-//! `run` writes every result file into a temporary directory beside the run
-//! directory and renames it into place only when all of them are complete,
-//! so a failed or interrupted run never leaves a half-written result set.
-//! The charts and `summary.md` are drawn inside that temporary directory
+//! `run` writes every result file into a staging directory beside the run
+//! directory and moves it into place only when all of them are complete
+//! (see [`crate::staging`]), so a failed or interrupted run never leaves a
+//! half-written result set. The charts and `summary.md` are drawn inside that temporary directory
 //! from the files just written — the same way `ratesim plot` draws them —
 //! so they are part of the same all-or-nothing result set.
 
 use std::fs::{self, File};
 use std::io::{self, BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::Context;
 use rayon::prelude::*;
@@ -18,11 +18,11 @@ use crate::builtin;
 use crate::cli::{Cli, Command, ExplainArgs, Format, RunArgs};
 use crate::clock::Nanos;
 use crate::engine::{self, LimiterRun};
-use crate::error::InputError;
 use crate::explain;
 use crate::progress::Progress;
 use crate::report::{self, Report};
 use crate::scenario::{Scenario, ALGORITHMS};
+use crate::staging::Staging;
 use crate::traffic::retry::POLICIES;
 use crate::traffic::PATTERNS;
 
@@ -57,6 +57,9 @@ pub struct RunOptions {
     pub decisions: bool,
     /// Draw the PNG charts (`summary.md` is written either way).
     pub plots: bool,
+    /// Replace the run directory even if it holds files ratesim did not
+    /// write (see [`crate::staging`]).
+    pub force: bool,
 }
 
 fn run_command(args: RunArgs) -> anyhow::Result<()> {
@@ -71,6 +74,7 @@ fn run_command(args: RunArgs) -> anyhow::Result<()> {
     let options = RunOptions {
         decisions: args.decisions || scenario.output.decisions,
         plots: !args.no_plots,
+        force: args.force,
     };
     let bar = Progress::new(scenario.limiters.len(), scenario.duration, args.quiet);
     let report = run_scenario(&scenario, &out, &options, &|i, t, n| bar.report(i, t, n));
@@ -101,18 +105,10 @@ pub fn run_scenario(
     options: &RunOptions,
     progress: &(dyn Fn(usize, Nanos, u64) + Sync),
 ) -> anyhow::Result<Report> {
-    let staging = Staging::new(out)?;
-    let result = simulate_into(scenario, staging.path(), options, progress);
-    match result {
-        Ok(report) => {
-            staging.commit()?;
-            Ok(report)
-        }
-        Err(e) => {
-            staging.discard();
-            Err(e)
-        }
-    }
+    let staging = Staging::new(out, options.force)?;
+    let report = simulate_into(scenario, staging.path(), options, progress)?;
+    staging.commit(&scenario.name)?;
+    Ok(report)
 }
 
 fn simulate_into(
@@ -197,84 +193,6 @@ fn explain_command(args: ExplainArgs) -> anyhow::Result<()> {
     out.write_all(text.as_bytes())?;
     out.flush()?;
     Ok(())
-}
-
-/// A temporary directory that becomes the run directory on `commit`.
-struct Staging {
-    target: PathBuf,
-    tmp: PathBuf,
-}
-
-impl Staging {
-    fn new(target: &Path) -> anyhow::Result<Staging> {
-        let bad =
-            |why: String| InputError::new(format!("output directory {}: {why}", target.display()));
-        if target.exists() && !is_replaceable(target) {
-            return Err(bad(
-                "exists and is not a ratesim run directory (no summary.json); choose another --out or remove it".into(),
-            )
-            .into());
-        }
-        let name = target
-            .file_name()
-            .ok_or_else(|| bad("names no directory".into()))?
-            .to_string_lossy()
-            .into_owned();
-        let parent = match target.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
-        fs::create_dir_all(&parent).map_err(|e| bad(format!("cannot be created: {e}")))?;
-        let tmp = parent.join(format!(".{name}.tmp-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&tmp);
-        fs::create_dir(&tmp).map_err(|e| bad(format!("cannot be written: {e}")))?;
-        Ok(Staging {
-            target: target.to_path_buf(),
-            tmp,
-        })
-    }
-
-    fn path(&self) -> &Path {
-        &self.tmp
-    }
-
-    fn commit(self) -> anyhow::Result<()> {
-        let old = self.tmp.with_extension("old");
-        let had_old = self.target.exists();
-        if had_old {
-            fs::rename(&self.target, &old)
-                .with_context(|| format!("cannot replace {}", self.target.display()))?;
-        }
-        fs::rename(&self.tmp, &self.target)
-            .with_context(|| format!("cannot move results into {}", self.target.display()))?;
-        if had_old {
-            fs::remove_dir_all(&old).with_context(|| format!("cannot remove {}", old.display()))?;
-        }
-        Ok(())
-    }
-
-    fn discard(self) {
-        // Dropping removes the temporary directory.
-    }
-}
-
-impl Drop for Staging {
-    /// Whatever ends the run early — an error, or a panic unwinding —
-    /// removes the half-written results. After `commit` there is nothing
-    /// left here to remove.
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.tmp);
-    }
-}
-
-/// An existing path may be replaced only if it is an earlier run directory
-/// or an empty directory: never a file, never someone's folder.
-fn is_replaceable(p: &Path) -> bool {
-    p.is_dir()
-        && (p.join("summary.json").is_file()
-            || fs::read_dir(p)
-                .map(|mut d| d.next().is_none())
-                .unwrap_or(false))
 }
 
 fn list() -> anyhow::Result<()> {

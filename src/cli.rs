@@ -83,6 +83,10 @@ pub struct RunArgs {
     /// Do not draw the PNG charts (`ratesim plot` can draw them later)
     #[arg(long)]
     pub no_plots: bool,
+    /// Replace DIR even if it holds files ratesim did not write, and run
+    /// past the work budget
+    #[arg(long)]
+    pub force: bool,
     /// What to print on stdout
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,

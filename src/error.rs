@@ -32,3 +32,71 @@ impl fmt::Display for InputError {
 }
 
 impl std::error::Error for InputError {}
+
+/// The most characters of a user's value an error message quotes.
+pub const QUOTE_CHARS: usize = 80;
+
+/// `s` as an error message quotes it: whole when it is short, else its
+/// first [`QUOTE_CHARS`] characters, an ellipsis and its length, so a
+/// 300 MB field never becomes a 300 MB message.
+pub fn quote(s: &str) -> String {
+    match s.char_indices().nth(QUOTE_CHARS) {
+        None => s.to_string(),
+        Some((end, _)) => format!("{}… ({} bytes)", &s[..end], s.len()),
+    }
+}
+
+/// A user's text in double quotes, cut as [`quote`] cuts it:
+/// `"abc"`, or `"abc…" (300000000 bytes)`.
+pub fn quoted(s: &str) -> String {
+    match s.char_indices().nth(QUOTE_CHARS) {
+        None => format!("\"{s}\""),
+        Some((end, _)) => format!("\"{}…\" ({} bytes)", &s[..end], s.len()),
+    }
+}
+
+/// Every line of `text` quoted as [`quote`] does (for messages of other
+/// crates that echo the input, such as a TOML parser's).
+pub fn quote_lines(text: &str) -> String {
+    text.lines().map(quote).collect::<Vec<_>>().join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_values_are_quoted_whole() {
+        assert_eq!(quote("100/1s"), "100/1s");
+        assert_eq!(quote(&"é".repeat(80)), "é".repeat(80));
+    }
+
+    #[test]
+    fn long_values_are_cut_at_80_characters_with_their_length() {
+        // Robustness issue 4: a 300 MB field printed a 300 MB message.
+        let long = "x".repeat(1_000_000);
+        let q = quote(&long);
+        assert_eq!(q, format!("{}… (1000000 bytes)", "x".repeat(80)));
+        // Cut on a character boundary.
+        let q = quote(&"é".repeat(100));
+        assert!(q.starts_with(&"é".repeat(80)));
+        assert!(q.ends_with("… (200 bytes)"));
+    }
+
+    #[test]
+    fn quoted_puts_the_length_outside_the_quotes() {
+        assert_eq!(quoted("ip"), "\"ip\"");
+        assert_eq!(
+            quoted(&"z".repeat(81)),
+            format!("\"{}…\" (81 bytes)", "z".repeat(80))
+        );
+    }
+
+    #[test]
+    fn every_line_of_a_long_message_is_cut() {
+        let text = format!("line 1\n{}\n  ^", "y".repeat(500));
+        let q = quote_lines(&text);
+        assert_eq!(q.lines().count(), 3);
+        assert!(q.lines().all(|l| l.chars().count() < 100));
+    }
+}

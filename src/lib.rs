@@ -22,6 +22,7 @@ pub mod metrics;
 pub mod progress;
 pub mod report;
 pub mod scenario;
+pub mod staging;
 pub mod traffic;
 
 pub use error::InputError;

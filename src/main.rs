@@ -1,4 +1,4 @@
-use std::io::ErrorKind;
+use std::io::{ErrorKind, Write};
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -17,7 +17,9 @@ fn main() -> ExitCode {
             if broken_pipe {
                 return ExitCode::SUCCESS;
             }
-            eprintln!("error: {err:#}");
+            // A closed or full stderr must not turn bad input into a panic
+            // (exit 101): the exit status still tells what happened.
+            let _ = writeln!(std::io::stderr(), "error: {err:#}");
             if err.chain().any(|e| e.is::<InputError>()) {
                 ExitCode::from(2)
             } else {

@@ -63,6 +63,7 @@ pub fn run(name: &str, out: Option<&Path>) -> anyhow::Result<String> {
     let options = RunOptions {
         decisions: false,
         plots: true,
+        force: false,
     };
     let result = app::run_scenario(&scenario, &dir, &options, &|i, t, n| bar.report(i, t, n));
     bar.finish();

@@ -53,9 +53,8 @@ pub fn parse(
         Some("hash_ip") => Routing::HashIp,
         Some(other) => {
             return Err(InputError::new(format!(
-            "{}: \"{other}\" — accepted: \"round_robin\", \"random\", \"hash_client\", \"hash_ip\"",
-            f.at("routing")
-        )))
+            "{}: {other_q} — accepted: \"round_robin\", \"random\", \"hash_client\", \"hash_ip\"",
+            f.at("routing"), other_q = crate::error::quoted(other))))
         }
     };
     let share = f.opt_bool("share")?.unwrap_or(false);
@@ -65,8 +64,9 @@ pub fn parse(
         Some("global") => Scope::Global { atomic },
         Some(other) => {
             return Err(InputError::new(format!(
-                "{}: \"{other}\" — accepted: \"local\", \"global\"",
-                f.at("scope")
+                "{}: {other_q} — accepted: \"local\", \"global\"",
+                f.at("scope"),
+                other_q = crate::error::quoted(other)
             )))
         }
     };
@@ -97,8 +97,9 @@ pub fn parse(
         Some("local_fallback") => OnFailure::LocalFallback,
         Some(other) => {
             return Err(InputError::new(format!(
-                "{}: \"{other}\" — accepted: \"fail_open\", \"fail_closed\", \"local_fallback\"",
-                f.at("on_store_failure")
+                "{}: {other_q} — accepted: \"fail_open\", \"fail_closed\", \"local_fallback\"",
+                f.at("on_store_failure"),
+                other_q = crate::error::quoted(other)
             )))
         }
     };

@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 use toml::{Table, Value};
 
 use crate::clock::{parse_duration, parse_rate, Nanos, Rate};
-use crate::error::InputError;
+use crate::error::{quote, InputError};
 
 /// The largest count, capacity, limit or cost a scenario may name.
 pub const MAX_COUNT: u64 = 1_000_000_000_000;
@@ -261,7 +261,7 @@ impl<'a> Fields<'a> {
                 let accepted: Vec<&str> = self.asked.iter().map(String::as_str).collect();
                 return Err(InputError::new(format!(
                     "{}: unknown field — accepted here: {}",
-                    self.at(key),
+                    self.at(&quote(key)),
                     accepted.join(", ")
                 )));
             }
@@ -275,6 +275,6 @@ pub fn show(v: &Value) -> String {
     match v {
         Value::Table(_) => "{…}".to_string(),
         Value::Array(_) => "[…]".to_string(),
-        other => other.to_string(),
+        other => quote(&other.to_string()),
     }
 }

@@ -203,8 +203,9 @@ pub fn parse(f: &mut Fields, d: &Defaults) -> Result<LimiterSpec, InputError> {
         }
         Some(n) if n.contains([',', '"', '\n', '\r']) => {
             return Err(InputError::new(format!(
-                "{}: {n:?} — a name may not contain commas, quotes or line breaks",
-                f.at("name")
+                "{}: {} — a name may not contain commas, quotes or line breaks",
+                f.at("name"),
+                crate::error::quote(&format!("{n:?}"))
             )))
         }
         Some(n) => n.to_string(),
@@ -216,8 +217,9 @@ pub fn parse(f: &mut Fields, d: &Defaults) -> Result<LimiterSpec, InputError> {
         Some("global") => KeyBy::Global,
         Some(other) => {
             return Err(InputError::new(format!(
-                "{}: \"{other}\" — accepted: \"client\", \"ip\", \"global\"",
-                f.at("key_by")
+                "{}: {other_q} — accepted: \"client\", \"ip\", \"global\"",
+                f.at("key_by"),
+                other_q = crate::error::quoted(other)
             )))
         }
     };
@@ -256,9 +258,10 @@ pub fn parse(f: &mut Fields, d: &Defaults) -> Result<LimiterSpec, InputError> {
         }),
         other => {
             return Err(InputError::new(format!(
-                "{}: \"{other}\" — unknown algorithm; accepted: {}",
+                "{}: {other_q} — unknown algorithm; accepted: {}",
                 f.at("algorithm"),
-                names(ALGORITHMS)
+                names(ALGORITHMS),
+                other_q = crate::error::quoted(other)
             )))
         }
     };

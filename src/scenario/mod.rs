@@ -181,7 +181,10 @@ impl Scenario {
     /// Parses and validates scenario text. `stem` is the default name.
     pub fn parse(text: &str, stem: &str, origin: Origin) -> Result<Scenario, InputError> {
         let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
-            InputError::new(format!("not valid TOML: {}", e.to_string().trim_end()))
+            InputError::new(format!(
+                "not valid TOML: {}",
+                crate::error::quote_lines(e.to_string().trim_end())
+            ))
         })?;
         let mut top = Fields::new("", &table);
         let name = top.opt_str("name")?.unwrap_or(stem).to_string();
@@ -223,9 +226,9 @@ impl Scenario {
             f.finish()?;
             if !seen.insert(spec.name.clone()) {
                 return Err(InputError::new(format!(
-                    "{}.name: \"{}\" — another limiter already has this name; names must be unique (give each a `name`)",
+                    "{}.name: {} — another limiter already has this name; names must be unique (give each a `name`)",
                     f.path(),
-                    spec.name
+                    crate::error::quoted(&spec.name)
                 )));
             }
             limiters.push(spec);
@@ -255,15 +258,17 @@ impl Scenario {
             };
             if traffic.iter().any(|s: &Source| s.name == source_name) {
                 return Err(InputError::new(format!(
-                    "{}: \"{source_name}\" — another [[traffic]] already has this name",
-                    f.at("name")
+                    "{}: {source_name_q} — another [[traffic]] already has this name",
+                    f.at("name"),
+                    source_name_q = crate::error::quoted(&source_name)
                 )));
             }
             if !PATTERNS.iter().any(|(n, _)| *n == pattern) {
                 return Err(InputError::new(format!(
-                    "{}: \"{pattern}\" — unknown pattern; accepted: {}",
+                    "{}: {pattern_q} — unknown pattern; accepted: {}",
                     f.at("pattern"),
-                    limiters::names(PATTERNS)
+                    limiters::names(PATTERNS),
+                    pattern_q = crate::error::quoted(pattern)
                 )));
             }
             let default_prefix = if pattern_counts.get(pattern) == Some(&1) {
@@ -301,8 +306,9 @@ impl Scenario {
                             let known: Vec<&str> =
                                 traffic.iter().map(|s| s.name.as_str()).collect();
                             InputError::new(format!(
-                                "{path}: \"{n}\" — no [[traffic]] has this name; names: {}",
-                                known.join(", ")
+                                "{path}: {n_q} — no [[traffic]] has this name; names: {}",
+                                known.join(", "),
+                                n_q = crate::error::quoted(n)
                             ))
                         })
                     })

@@ -86,8 +86,9 @@ impl Bursty {
             }
             Some(other) => {
                 return Err(InputError::new(format!(
-                    "{}: \"{other}\" — accepted: \"on_off\", \"periodic\"",
-                    f.at("form")
+                    "{}: {other_q} — accepted: \"on_off\", \"periodic\"",
+                    f.at("form"),
+                    other_q = crate::error::quoted(other)
                 )))
             }
         };

@@ -81,8 +81,9 @@ impl Nat {
             Some("zipf") => Some(f.opt_float("exponent", 0.0, 10.0)?.unwrap_or(1.0)),
             Some(other) => {
                 return Err(InputError::new(format!(
-                    "{}: \"{other}\" — accepted: \"uniform\", \"zipf\"",
-                    f.at("distribution")
+                    "{}: {other_q} — accepted: \"uniform\", \"zipf\"",
+                    f.at("distribution"),
+                    other_q = crate::error::quoted(other)
                 )))
             }
         };

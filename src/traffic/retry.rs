@@ -118,9 +118,10 @@ impl Retry {
                     Some("decorrelated") => Jitter::Decorrelated,
                     Some(other) => {
                         return Err(InputError::new(format!(
-                            "{}: \"{other}\" — accepted: \"none\", \"full\", \"equal\", \"decorrelated\"",
-                            f.at("jitter")
-                        )))
+                        "{}: {other_q} — accepted: \"none\", \"full\", \"equal\", \"decorrelated\"",
+                        f.at("jitter"),
+                        other_q = crate::error::quoted(other)
+                    )))
                     }
                 };
                 Policy::Exponential {
@@ -136,9 +137,10 @@ impl Retry {
             },
             other => {
                 return Err(InputError::new(format!(
-                    "{}: \"{other}\" — unknown retry policy; accepted: {}",
+                    "{}: {other_q} — unknown retry policy; accepted: {}",
                     f.at("policy"),
-                    crate::scenario::limiters::names(POLICIES)
+                    crate::scenario::limiters::names(POLICIES),
+                    other_q = crate::error::quoted(other)
                 )))
             }
         };

@@ -1,0 +1,398 @@
+//! Writing a run directory all or nothing, and never over someone's files.
+//!
+//! Every result file is written into a hidden staging directory beside the
+//! target (`.NAME.tmp-PID`) and moved into place only when all of them are
+//! complete, so a failed or interrupted run never leaves a half-written
+//! result set and an earlier result at the target stays intact until the
+//! new one is whole.
+//!
+//! - **Whose directory.** ratesim marks each run directory with a
+//!   [`MARKER`] file (its version and the scenario's name). An existing
+//!   target is replaced only if it is empty, or if it carries the marker
+//!   and holds nothing but files ratesim writes ([`is_ratesim_file`]);
+//!   anything else is refused (exit 2, nothing touched) unless `--force`.
+//! - **Signals.** On SIGINT, SIGTERM or SIGHUP the staging directories of
+//!   this process are removed and it exits 130, 143 or 129.
+//! - **SIGKILL.** Nothing can clean up after it, so the next run to the
+//!   same target removes staging directories whose process no longer
+//!   exists (and puts back an earlier result caught mid-replacement).
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, Once};
+
+use anyhow::Context;
+
+use crate::error::InputError;
+
+/// The file that makes a directory a ratesim run directory.
+pub const MARKER: &str = ".ratesim-run";
+
+/// Files ratesim writes into a run directory besides the charts.
+pub const RUN_FILES: &[&str] = &[
+    MARKER,
+    "summary.csv",
+    "summary.json",
+    "timeseries.csv",
+    "decisions.csv",
+    "summary.md",
+];
+
+/// Whether `name` is a file ratesim writes into a run directory: a result
+/// file, or a chart (`*.png`).
+pub fn is_ratesim_file(name: &str) -> bool {
+    RUN_FILES.contains(&name)
+        || crate::report::charts::chart(name).is_some()
+        || name == crate::report::charts::zoom::FILE
+}
+
+/// The staging directories of this process, removed on a signal. Held
+/// while a staging directory is moved into place, so a signal never
+/// interrupts a replacement half-way.
+static ACTIVE: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+static HANDLERS: Once = Once::new();
+
+/// A temporary directory that becomes the directory `target` on
+/// [`Staging::commit`]; dropped uncommitted, it is removed.
+pub struct Staging {
+    target: PathBuf,
+    tmp: PathBuf,
+    old: PathBuf,
+}
+
+impl Staging {
+    /// Checks that `target` may be written (see the module docs; `force`
+    /// replaces any directory), removes stale staging directories of dead
+    /// processes beside it, and creates this run's staging directory.
+    pub fn new(target: &Path, force: bool) -> anyhow::Result<Staging> {
+        let bad =
+            |why: String| InputError::new(format!("output directory {}: {why}", target.display()));
+        let name = target
+            .file_name()
+            .filter(|n| *n != "." && *n != "..")
+            .ok_or_else(|| bad("names no directory; give a path such as output/run1".into()))?
+            .to_string_lossy()
+            .into_owned();
+        let parent = match target.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        remove_stale(&parent, &name, target);
+        check_replaceable(target, force).map_err(bad)?;
+        fs::create_dir_all(&parent).map_err(|e| bad(format!("cannot be created: {e}")))?;
+        install_handlers();
+        let pid = std::process::id();
+        let tmp = parent.join(format!(".{name}.tmp-{pid}"));
+        let old = parent.join(format!(".{name}.old-{pid}"));
+        let _ = fs::remove_dir_all(&tmp);
+        fs::create_dir(&tmp).map_err(|e| bad(format!("cannot be written: {e}")))?;
+        lock().push(tmp.clone());
+        Ok(Staging {
+            target: target.to_path_buf(),
+            tmp,
+            old,
+        })
+    }
+
+    /// Where to write the results.
+    pub fn path(&self) -> &Path {
+        &self.tmp
+    }
+
+    /// Marks the staged directory as a run of `scenario` and moves it into
+    /// place, replacing the earlier target.
+    pub fn commit(self, scenario: &str) -> anyhow::Result<()> {
+        fs::write(
+            self.tmp.join(MARKER),
+            format!(
+                "ratesim {} run directory\nscenario = {}\n",
+                env!("CARGO_PKG_VERSION"),
+                scenario.escape_debug()
+            ),
+        )
+        .with_context(|| format!("cannot write {MARKER}"))?;
+        let mut active = lock();
+        let had_old = self.target.exists();
+        if had_old {
+            let _ = fs::remove_dir_all(&self.old);
+            fs::rename(&self.target, &self.old)
+                .with_context(|| format!("cannot replace {}", self.target.display()))?;
+        }
+        if let Err(e) = fs::rename(&self.tmp, &self.target) {
+            if had_old {
+                let _ = fs::rename(&self.old, &self.target);
+            }
+            return Err(e)
+                .with_context(|| format!("cannot move results into {}", self.target.display()));
+        }
+        active.retain(|p| *p != self.tmp);
+        drop(active);
+        if had_old {
+            fs::remove_dir_all(&self.old)
+                .with_context(|| format!("cannot remove {}", self.old.display()))?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Staging {
+    /// Whatever ends the run early — an error, or a panic unwinding —
+    /// removes the half-written results. After `commit` there is nothing
+    /// left here to remove.
+    fn drop(&mut self) {
+        let mut active = lock();
+        active.retain(|p| *p != self.tmp);
+        let _ = fs::remove_dir_all(&self.tmp);
+    }
+}
+
+fn lock() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
+    // A panic while holding the list leaves it usable: it is only paths.
+    ACTIVE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Why `target` may not be replaced, if it may not.
+fn check_replaceable(target: &Path, force: bool) -> Result<(), String> {
+    let meta = match fs::symlink_metadata(target) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(format!("cannot be read: {e}")),
+        Ok(m) => m,
+    };
+    if !meta.is_dir() {
+        return Err("exists and is not a directory; choose another --out".into());
+    }
+    if force {
+        return Ok(());
+    }
+    let entries = fs::read_dir(target).map_err(|e| format!("cannot be read: {e}"))?;
+    let mut marked = false;
+    let mut foreign = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|e| format!("cannot be read: {e}"))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let is_file = entry.file_type().map(|t| t.is_file()).unwrap_or(false);
+        marked |= name == MARKER && is_file;
+        if !(is_file && is_ratesim_file(&name)) {
+            foreign.push(name);
+        }
+    }
+    if foreign.is_empty() && (marked || is_empty_dir(target)) {
+        return Ok(());
+    }
+    let why = if !marked {
+        format!("exists and is not a ratesim run directory (no {MARKER} file)")
+    } else {
+        foreign.sort();
+        let shown: Vec<String> = foreign
+            .iter()
+            .take(3)
+            .map(|n| crate::error::quoted(n))
+            .collect();
+        let more = foreign.len().saturating_sub(3);
+        format!(
+            "is a ratesim run directory but also holds {}{} that ratesim did not write",
+            shown.join(", "),
+            if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            }
+        )
+    };
+    Err(format!(
+        "{why}; choose another --out, move those files, or pass --force to replace the whole directory"
+    ))
+}
+
+fn is_empty_dir(p: &Path) -> bool {
+    fs::read_dir(p)
+        .map(|mut d| d.next().is_none())
+        .unwrap_or(false)
+}
+
+/// Removes `.NAME.tmp-PID` and `.NAME.old-PID` beside `target` left by
+/// processes that no longer exist (a SIGKILL, a power cut). An `old-PID`
+/// directory is an earlier result caught between its two renames: it is
+/// put back if the target is missing.
+fn remove_stale(parent: &Path, name: &str, target: &Path) {
+    let Ok(entries) = fs::read_dir(parent) else {
+        return;
+    };
+    let tmp_prefix = format!(".{name}.tmp-");
+    let old_prefix = format!(".{name}.old-");
+    for entry in entries.flatten() {
+        let file = entry.file_name().to_string_lossy().into_owned();
+        let (pid, is_old) = if let Some(p) = file.strip_prefix(&tmp_prefix) {
+            (p, false)
+        } else if let Some(p) = file.strip_prefix(&old_prefix) {
+            (p, true)
+        } else {
+            continue;
+        };
+        let Ok(pid) = pid.parse::<u32>() else {
+            continue;
+        };
+        if pid == std::process::id() || process_alive(pid) {
+            continue;
+        }
+        let path = entry.path();
+        if is_old && !target.exists() && fs::rename(&path, target).is_ok() {
+            continue;
+        }
+        let _ = fs::remove_dir_all(&path);
+    }
+}
+
+/// Whether process `pid` exists. Where that cannot be known (no `/proc`),
+/// every process is taken to be alive, so nothing is removed.
+fn process_alive(pid: u32) -> bool {
+    if !Path::new("/proc/self").exists() {
+        return true;
+    }
+    Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// On SIGINT, SIGTERM or SIGHUP: remove this process's staging directories
+/// and exit 128 + the signal's number (130, 143, 129).
+fn install_handlers() {
+    HANDLERS.call_once(|| {
+        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+        let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
+            // Without handlers a signal ends the run as it always did; the
+            // next run removes what it left.
+            return;
+        };
+        std::thread::spawn(move || {
+            if let Some(signal) = signals.forever().next() {
+                let active = lock();
+                for dir in active.iter() {
+                    remove_while_written(dir);
+                }
+                // Exit holding the lock: no commit may start after this.
+                std::process::exit(128 + signal);
+            }
+        });
+    });
+}
+
+/// Removes `dir` although other threads may still be writing into it.
+fn remove_while_written(dir: &Path) {
+    for _ in 0..20 {
+        match fs::remove_dir_all(dir) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => {
+                std::thread::sleep(std::time::Duration::from_millis(5))
+            }
+            _ => return,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dir_with(files: &[&str]) -> tempfile::TempDir {
+        let d = tempfile::tempdir().unwrap();
+        for f in files {
+            fs::write(d.path().join(f), "x").unwrap();
+        }
+        d
+    }
+
+    #[test]
+    fn a_missing_or_empty_target_may_be_written() {
+        let d = tempfile::tempdir().unwrap();
+        assert!(check_replaceable(&d.path().join("new"), false).is_ok());
+        assert!(check_replaceable(d.path(), false).is_ok());
+    }
+
+    #[test]
+    fn a_directory_with_summary_json_but_no_marker_is_refused() {
+        // Robustness issue 1: `--out proj` deleted proj/src/main.rs because
+        // proj held a summary.json.
+        let d = dir_with(&["summary.json", "main.rs"]);
+        let why = check_replaceable(d.path(), false).unwrap_err();
+        assert!(why.contains("no .ratesim-run"), "{why}");
+        assert!(check_replaceable(d.path(), true).is_ok());
+    }
+
+    #[test]
+    fn a_run_directory_with_a_users_file_is_refused_naming_the_file() {
+        let d = dir_with(&[MARKER, "summary.csv", "timeline.png", "notes.txt"]);
+        let why = check_replaceable(d.path(), false).unwrap_err();
+        assert!(why.contains("\"notes.txt\""), "{why}");
+        assert!(!why.contains("timeline.png"), "{why}");
+        let clean = dir_with(&[MARKER, "summary.csv", "timeline.png", "summary.md"]);
+        assert!(check_replaceable(clean.path(), false).is_ok());
+    }
+
+    #[test]
+    fn a_file_is_never_replaced_even_with_force() {
+        let d = dir_with(&["out"]);
+        assert!(check_replaceable(&d.path().join("out"), true).is_err());
+    }
+
+    #[test]
+    fn stale_staging_of_dead_processes_is_removed_and_live_ones_kept() {
+        let d = tempfile::tempdir().unwrap();
+        // No process has pid 4194305 (above Linux's pid_max).
+        let dead = d.path().join(".run.tmp-4194305");
+        let live = d.path().join(format!(".run.tmp-{}", std::process::id()));
+        let other = d.path().join(".other.tmp-4194305");
+        for p in [&dead, &live, &other] {
+            fs::create_dir(p).unwrap();
+        }
+        remove_stale(d.path(), "run", &d.path().join("run"));
+        if Path::new("/proc/self").exists() {
+            assert!(!dead.exists());
+        }
+        assert!(live.exists() && other.exists());
+    }
+
+    #[test]
+    fn an_earlier_result_caught_mid_replacement_is_put_back() {
+        let d = tempfile::tempdir().unwrap();
+        let old = d.path().join(".run.old-4194305");
+        fs::create_dir(&old).unwrap();
+        fs::write(old.join("summary.csv"), "earlier").unwrap();
+        let target = d.path().join("run");
+        remove_stale(d.path(), "run", &target);
+        if Path::new("/proc/self").exists() {
+            assert_eq!(
+                fs::read_to_string(target.join("summary.csv")).unwrap(),
+                "earlier"
+            );
+        }
+    }
+
+    #[test]
+    fn commit_replaces_the_earlier_run_and_marks_it() {
+        let d = tempfile::tempdir().unwrap();
+        let target = d.path().join("run");
+        for round in ["first", "second"] {
+            let s = Staging::new(&target, false).unwrap();
+            fs::write(s.path().join("summary.csv"), round).unwrap();
+            s.commit("demo").unwrap();
+        }
+        assert_eq!(
+            fs::read_to_string(target.join("summary.csv")).unwrap(),
+            "second"
+        );
+        let marker = fs::read_to_string(target.join(MARKER)).unwrap();
+        assert!(marker.contains("scenario = demo"), "{marker}");
+        let left: Vec<_> = fs::read_dir(d.path()).unwrap().collect();
+        assert_eq!(left.len(), 1, "nothing but the run directory is left");
+    }
+
+    #[test]
+    fn a_dropped_staging_directory_is_removed() {
+        let d = tempfile::tempdir().unwrap();
+        let s = Staging::new(&d.path().join("run"), false).unwrap();
+        let tmp = s.path().to_path_buf();
+        assert!(tmp.is_dir());
+        drop(s);
+        assert!(!tmp.exists());
+        assert!(lock().iter().all(|p| *p != tmp));
+    }
+}

@@ -1,0 +1,242 @@
+//! End-to-end tests of what fuzzing and fault injection found: someone's
+//! files at `--out`, an unwritable stderr, signals, huge values in
+//! messages, runs too large to finish, and memory reported up front. Each
+//! test cites the numbered defect of the robustness issue it guards.
+
+mod common;
+
+use std::fs;
+use std::path::Path;
+use std::process::{Command as StdCommand, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+// ---------------------------------------------------------------------------
+// 1. --out never deletes what ratesim did not write
+// ---------------------------------------------------------------------------
+
+#[test]
+fn a_project_with_a_summary_json_is_not_replaced() {
+    // Defect 1: `--out proj` deleted proj/src/main.rs because proj held a
+    // file named summary.json.
+    let tmp = tempfile::tempdir().unwrap();
+    let proj = tmp.path().join("proj");
+    fs::create_dir_all(proj.join("src")).unwrap();
+    fs::write(proj.join("summary.json"), "{}").unwrap();
+    fs::write(proj.join("src/main.rs"), "fn main(){}").unwrap();
+    assert_input_error(
+        ratesim().args(["run", "boundary", "--out"]).arg(&proj),
+        &["output directory", "not a ratesim run directory", "--force"],
+    );
+    assert_eq!(read_text(&proj.join("src/main.rs")), "fn main(){}");
+    assert_eq!(
+        entries(tmp.path()),
+        ["proj".to_string()].into(),
+        "no staging directory left"
+    );
+}
+
+#[test]
+fn a_file_added_to_a_run_directory_is_kept_unless_forced() {
+    // Defect 1: files a user added to a real run directory were deleted
+    // silently.
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let run = |extra: &[&str]| {
+        let mut cmd = ratesim();
+        cmd.args(["run", "trace", "--quiet", "--out"])
+            .arg(&out)
+            .args(extra);
+        cmd
+    };
+    run(&[]).assert().success();
+    assert!(out.join(".ratesim-run").is_file());
+    assert!(read_text(&out.join(".ratesim-run")).contains("scenario = trace"));
+    // Rerunning over its own results is fine…
+    run(&[]).assert().success();
+    // …but not over a note the user left there.
+    fs::write(out.join("notes.md"), "my analysis\n").unwrap();
+    assert_input_error(&mut run(&[]), &["\"notes.md\"", "did not write", "--force"]);
+    assert_eq!(read_text(&out.join("notes.md")), "my analysis\n");
+    run(&["--force"]).assert().success();
+    assert!(!out.join("notes.md").exists());
+    assert_run_dir(&out);
+}
+
+#[test]
+fn plot_keeps_a_run_directory_replaceable() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    ratesim()
+        .args(["run", "boundary", "--quiet", "--no-plots", "--out"])
+        .arg(&out)
+        .assert()
+        .success();
+    ratesim()
+        .arg("plot")
+        .arg(&out)
+        .arg("--quiet")
+        .assert()
+        .success();
+    ratesim()
+        .args(["run", "boundary", "--quiet", "--out"])
+        .arg(&out)
+        .assert()
+        .success();
+}
+
+// ---------------------------------------------------------------------------
+// 2. an unwritable stderr is no panic
+// ---------------------------------------------------------------------------
+
+#[test]
+fn bad_input_exits_2_even_when_stderr_is_full() {
+    // Defect 2: `ratesim validate nonexistent.toml 2>/dev/full` exited 101.
+    if !Path::new("/dev/full").exists() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    for args in [
+        vec!["validate", "nonexistent.toml"],
+        vec!["run", "nonexistent", "--out", "x"],
+    ] {
+        let full = fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let status = StdCommand::new(env!("CARGO_BIN_EXE_ratesim"))
+            .current_dir(tmp.path())
+            .args(&args)
+            .stderr(full)
+            .status()
+            .unwrap();
+        assert_eq!(status.code(), Some(2), "{args:?}");
+    }
+}
+
+// ---------------------------------------------------------------------------
+// 3. signals remove the staging directory
+// ---------------------------------------------------------------------------
+
+/// A scenario that runs for minutes: 10^5 Poisson clients for an hour.
+const LONG: &str = r#"name = "long"
+duration = "1h"
+[defaults]
+limit = 5
+window = "1s"
+[[limiter]]
+algorithm = "token_bucket"
+[[traffic]]
+pattern = "poisson"
+clients = 100000
+rate = "1/1s"
+"#;
+
+fn staging_dirs(dir: &Path) -> Vec<String> {
+    entries(dir)
+        .into_iter()
+        .filter(|e| e.starts_with(".out."))
+        .collect()
+}
+
+/// Starts a long run into `<tmp>/out` and waits for its staging directory.
+fn start_long_run(tmp: &Path) -> std::process::Child {
+    fs::write(tmp.join("long.toml"), LONG).unwrap();
+    let child = StdCommand::new(env!("CARGO_BIN_EXE_ratesim"))
+        .current_dir(tmp)
+        .args(["run", "long.toml", "--out", "out", "--quiet"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while staging_dirs(tmp).is_empty() {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "no staging directory"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child
+}
+
+fn kill(child: &std::process::Child, signal: &str) {
+    let ok = StdCommand::new("kill")
+        .args([&format!("-{signal}"), &child.id().to_string()])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "kill -{signal}");
+}
+
+#[test]
+fn a_signalled_run_removes_its_staging_and_exits_128_plus_the_signal() {
+    // Defect 3: a run killed by SIGINT, SIGTERM or SIGHUP left a 100+ MB
+    // hidden staging folder beside the output.
+    if !Path::new("/proc/self").exists() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    // An earlier result at --out stays intact.
+    ratesim()
+        .current_dir(tmp.path())
+        .args(["run", "boundary", "--quiet", "--out", "out"])
+        .assert()
+        .success();
+    let before = read(&tmp.path().join("out/summary.csv"));
+    for (signal, code) in [("INT", 130), ("TERM", 143), ("HUP", 129)] {
+        let mut child = start_long_run(tmp.path());
+        kill(&child, signal);
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(code), "SIG{signal}");
+        assert!(
+            staging_dirs(tmp.path()).is_empty(),
+            "SIG{signal} left staging"
+        );
+        assert_eq!(read(&tmp.path().join("out/summary.csv")), before);
+    }
+}
+
+#[test]
+fn the_next_run_removes_what_a_sigkill_left() {
+    // Defect 3: after a SIGKILL, later runs never removed the staging folder.
+    if !Path::new("/proc/self").exists() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let mut child = start_long_run(tmp.path());
+    kill(&child, "KILL");
+    child.wait().unwrap();
+    assert_eq!(staging_dirs(tmp.path()).len(), 1);
+    ratesim()
+        .current_dir(tmp.path())
+        .args(["run", "boundary", "--quiet", "--out", "out"])
+        .assert()
+        .success();
+    assert!(staging_dirs(tmp.path()).is_empty());
+    assert_run_dir(&tmp.path().join("out"));
+}
+
+// ---------------------------------------------------------------------------
+// 4. a huge value is quoted, not echoed
+// ---------------------------------------------------------------------------
+
+#[test]
+fn a_huge_value_is_quoted_with_its_length() {
+    // Defect 4: a 300 MB field printed a 300 MB message.
+    let huge = "x".repeat(1_000_000);
+    for (from, to) in [
+        (
+            "algorithm = \"token_bucket\"",
+            format!("algorithm = \"{huge}\""),
+        ),
+        ("window = \"1s\"", format!("window = \"{huge}\"")),
+        ("[defaults]", format!("{huge} = 1\n[defaults]")),
+        ("[defaults]", format!("junk = \"{huge}\n[defaults]")),
+    ] {
+        let scenario = base_replacing(from, &to);
+        let stderr = assert_bad_scenario(&scenario, &[], &["…", "bytes)"]);
+        assert!(stderr.len() < 2_000, "{} bytes of message", stderr.len());
+    }
+}
