@@ -3,6 +3,7 @@
 //! messages, runs too large to finish, and memory reported up front. Each
 //! test cites the numbered defect of the robustness issue it guards.
 
+#[allow(dead_code)] // each test crate uses a part of the shared helpers
 mod common;
 
 use std::fs;
