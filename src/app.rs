@@ -18,6 +18,8 @@ use crate::builtin;
 use crate::cli::{Cli, Command, ExplainArgs, Format, RunArgs};
 use crate::clock::Nanos;
 use crate::engine::{self, LimiterRun};
+use crate::error::InputError;
+use crate::estimate::Estimate;
 use crate::explain;
 use crate::progress::Progress;
 use crate::report::{self, Report};
@@ -31,16 +33,23 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Run(args) => run_command(args),
         Command::Validate { scenario } => {
             let s = Scenario::load(&scenario)?;
+            let estimate = Estimate::of(&s);
             let mut out = io::stdout().lock();
             writeln!(
                 out,
-                "{}: ok — {} limiter(s), {} traffic source(s), {} over {} client(s)",
+                "{}: ok — {} limiter(s), {} traffic source(s), {} over {} client(s)\nwork: {estimate}",
                 s.name,
                 s.limiters.len(),
                 s.traffic.len(),
                 s.duration,
                 s.population.clients()
             )?;
+            if let Some(why) = estimate.over_budget() {
+                writeln!(out, "note: `ratesim run` will refuse it: {why}")?;
+            }
+            if let Some(warning) = estimate.state_warning() {
+                writeln!(out, "warning: {warning}")?;
+            }
             Ok(())
         }
         Command::List => list(),
@@ -76,6 +85,11 @@ fn run_command(args: RunArgs) -> anyhow::Result<()> {
         plots: !args.no_plots,
         force: args.force,
     };
+    if !args.quiet {
+        if let Some(warning) = Estimate::of(&scenario).state_warning() {
+            let _ = writeln!(io::stderr(), "warning: {warning}");
+        }
+    }
     let bar = Progress::new(scenario.limiters.len(), scenario.duration, args.quiet);
     let report = run_scenario(&scenario, &out, &options, &|i, t, n| bar.report(i, t, n));
     bar.finish();
@@ -96,6 +110,8 @@ fn run_command(args: RunArgs) -> anyhow::Result<()> {
 }
 
 /// Simulates every limiter of `scenario` and writes the run directory `out`.
+/// Refuses (as bad input) a scenario over the work budget of
+/// [`crate::estimate`] unless `options.force`.
 ///
 /// `progress(limiter, time reached, events)` is called as each limiter's
 /// simulation advances (limiters run in parallel).
@@ -105,6 +121,11 @@ pub fn run_scenario(
     options: &RunOptions,
     progress: &(dyn Fn(usize, Nanos, u64) + Sync),
 ) -> anyhow::Result<Report> {
+    if !options.force {
+        if let Some(why) = Estimate::of(scenario).over_budget() {
+            return Err(InputError::new(format!("{}: {why}", scenario.name)).into());
+        }
+    }
     let staging = Staging::new(out, options.force)?;
     let report = simulate_into(scenario, staging.path(), options, progress)?;
     staging.commit(&scenario.name)?;

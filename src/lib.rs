@@ -16,6 +16,7 @@ pub mod clock;
 pub mod deploy;
 pub mod engine;
 pub mod error;
+pub mod estimate;
 pub mod explain;
 pub mod limiter;
 pub mod metrics;

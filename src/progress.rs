@@ -6,10 +6,11 @@
 //! simulated time done out of (limiters × duration), simulated events per
 //! wall-clock second, and an ETA. The bar appears only once a run has
 //! taken about a second — short runs print nothing — and never with
-//! `--quiet` or when stderr is not a terminal, so pipes and CI logs stay
-//! clean.
+//! `--quiet`. When stderr is not a terminal (a pipe, a CI log, `nohup`)
+//! a long run prints a plain line every [`LINE_EVERY`] instead, so it is
+//! never silent for minutes; short runs print nothing there either.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -20,18 +21,38 @@ use crate::clock::Nanos;
 /// How long a run goes before its bar appears.
 pub const SHOW_AFTER: Duration = Duration::from_secs(1);
 
+/// How often a run whose stderr is not a terminal prints a progress line.
+pub const LINE_EVERY: Duration = Duration::from_secs(5);
+
 /// Positions on the bar (the bar counts in ten-thousandths of the run).
 const STEPS: u64 = 10_000;
 
-/// Whether a bar may be drawn at all.
-pub fn enabled(quiet: bool, stderr_is_terminal: bool) -> bool {
-    !quiet && stderr_is_terminal
+/// How progress shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Nothing (`--quiet`, tests).
+    Hidden,
+    /// A bar redrawn in place (stderr is a terminal).
+    Bar,
+    /// A line every [`LINE_EVERY`] (stderr is a pipe or a file).
+    Lines,
+}
+
+/// How progress shows for these settings.
+pub fn mode(quiet: bool, stderr_is_terminal: bool) -> Mode {
+    match (quiet, stderr_is_terminal) {
+        (true, _) => Mode::Hidden,
+        (false, true) => Mode::Bar,
+        (false, false) => Mode::Lines,
+    }
 }
 
 /// Progress of one run of several limiters.
 pub struct Progress {
     bar: ProgressBar,
-    enabled: bool,
+    mode: Mode,
+    /// Milliseconds after `start` at which the next line is due.
+    next_line_ms: AtomicU64,
     shown: AtomicBool,
     start: Instant,
     /// Simulated time each limiter has reached, in ns.
@@ -47,16 +68,16 @@ impl Progress {
         Progress::with(
             limiters,
             duration,
-            enabled(quiet, std::io::stderr().is_terminal()),
+            mode(quiet, std::io::stderr().is_terminal()),
         )
     }
 
     /// A bar that is never drawn.
     pub fn hidden(limiters: usize, duration: Nanos) -> Progress {
-        Progress::with(limiters, duration, false)
+        Progress::with(limiters, duration, Mode::Hidden)
     }
 
-    fn with(limiters: usize, duration: Nanos, enabled: bool) -> Progress {
+    fn with(limiters: usize, duration: Nanos, mode: Mode) -> Progress {
         let bar = ProgressBar::with_draw_target(Some(STEPS), ProgressDrawTarget::hidden());
         bar.set_style(
             ProgressStyle::with_template(
@@ -66,7 +87,8 @@ impl Progress {
         );
         Progress {
             bar,
-            enabled,
+            mode,
+            next_line_ms: AtomicU64::new(LINE_EVERY.as_millis() as u64),
             shown: AtomicBool::new(false),
             start: Instant::now(),
             reached: (0..limiters).map(|_| AtomicU64::new(0)).collect(),
@@ -82,9 +104,56 @@ impl Progress {
             r.fetch_max(now.0.min(self.duration), Ordering::Relaxed);
         }
         let events = self.events.fetch_add(events, Ordering::Relaxed) + events;
-        if !self.enabled {
+        match self.mode {
+            Mode::Hidden => {}
+            Mode::Bar => self.draw_bar(events),
+            Mode::Lines => self.print_line(events),
+        }
+    }
+
+    /// One line on stderr, when one is due (from any thread; one wins).
+    fn print_line(&self, events: u64) {
+        let elapsed = self.start.elapsed();
+        let ms = elapsed.as_millis() as u64;
+        let due = self.next_line_ms.load(Ordering::Relaxed);
+        if ms < due
+            || self
+                .next_line_ms
+                .compare_exchange(
+                    due,
+                    ms + LINE_EVERY.as_millis() as u64,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                )
+                .is_err()
+        {
             return;
         }
+        let _ = writeln!(std::io::stderr(), "ratesim: {}", self.line(events, elapsed));
+    }
+
+    /// `42% · 12.0s of 30.0s simulated · 1.2M events/s · ETA 8s`.
+    pub fn line(&self, events: u64, elapsed: Duration) -> String {
+        let (done, total) = self.done();
+        let fraction = done as f64 / total.max(1) as f64;
+        let eta = if fraction > 0.0 {
+            format!(
+                "{:.0}s",
+                elapsed.as_secs_f64() * (1.0 - fraction) / fraction
+            )
+        } else {
+            "unknown".to_string()
+        };
+        format!(
+            "{:.0}% · {} of {} simulated · {} events/s · ETA {eta}",
+            fraction * 100.0,
+            seconds(done),
+            seconds(total),
+            rate(events as f64 / elapsed.as_secs_f64().max(1e-9))
+        )
+    }
+
+    fn draw_bar(&self, events: u64) {
         let elapsed = self.start.elapsed();
         if elapsed < SHOW_AFTER {
             return;
@@ -161,11 +230,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn no_bar_when_quiet_or_when_stderr_is_not_a_terminal() {
-        assert!(!enabled(true, true));
-        assert!(!enabled(false, false));
-        assert!(!enabled(true, false));
-        assert!(enabled(false, true));
+    fn a_bar_on_a_terminal_lines_on_a_pipe_nothing_when_quiet() {
+        // Robustness issue 6: a long run with stderr not a terminal showed
+        // no progress at all.
+        assert_eq!(mode(true, true), Mode::Hidden);
+        assert_eq!(mode(true, false), Mode::Hidden);
+        assert_eq!(mode(false, true), Mode::Bar);
+        assert_eq!(mode(false, false), Mode::Lines);
+    }
+
+    #[test]
+    fn a_progress_line_says_how_far_how_fast_and_how_long() {
+        let p = Progress::hidden(2, Nanos::from_secs(30));
+        p.report(0, Nanos::from_secs(30), 600);
+        p.report(1, Nanos::from_secs(6), 600);
+        let line = p.line(1200, Duration::from_secs(12));
+        assert_eq!(
+            line,
+            "60% · 36.0s of 60.0s simulated · 100 events/s · ETA 8s"
+        );
     }
 
     #[test]

@@ -220,6 +220,101 @@ fn the_next_run_removes_what_a_sigkill_left() {
 }
 
 // ---------------------------------------------------------------------------
+// 6. work estimate, budget, progress on a pipe
+// ---------------------------------------------------------------------------
+
+#[test]
+fn validate_prints_the_work_and_run_refuses_a_run_of_days_unless_forced() {
+    // Defect 6: `burst = 1000000000000` on a periodic bursty source passed
+    // validate and ran for days.
+    let tmp = tempfile::tempdir().unwrap();
+    let scenario = tmp.path().join("huge.toml");
+    fs::write(
+        &scenario,
+        base_replacing(
+            "pattern = \"steady\"\nrate = \"5/1s\"",
+            "pattern = \"bursty\"\nform = \"periodic\"\nburst = 1000000000000\nperiod = \"1s\"",
+        ),
+    )
+    .unwrap();
+    let out = ratesim().arg("validate").arg(&scenario).output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("work: ≈3.0e12 attempts"), "{text}");
+    assert!(text.contains("will refuse it"), "{text}");
+    let run_dir = tmp.path().join("out");
+    assert_input_error(
+        ratesim()
+            .arg("run")
+            .arg(&scenario)
+            .arg("--out")
+            .arg(&run_dir),
+        &["3.0e12 decisions", "1.0e10", "--force"],
+    );
+    assert_no_output(&run_dir);
+    // Within the budget, validate says nothing of refusing.
+    let out = ratesim().args(["validate", "boundary"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("work: ≈2200 attempts"), "{text}");
+    assert!(!text.contains("refuse"), "{text}");
+}
+
+#[test]
+fn a_long_run_on_a_pipe_prints_progress_lines() {
+    // Defect 6: with stderr not a terminal a long run showed no progress.
+    use std::io::{BufRead, BufReader};
+    let tmp = tempfile::tempdir().unwrap();
+    fs::write(tmp.path().join("long.toml"), LONG).unwrap();
+    let mut child = StdCommand::new(env!("CARGO_BIN_EXE_ratesim"))
+        .current_dir(tmp.path())
+        .args(["run", "long.toml", "--out", "out"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        line.starts_with("ratesim: ")
+            && line.contains("of 3600s simulated · ")
+            && line.contains("ETA"),
+        "{line:?}"
+    );
+}
+
+// ---------------------------------------------------------------------------
+// 10. memory that grows with a limiter's parameters is reported up front
+// ---------------------------------------------------------------------------
+
+#[test]
+fn a_leaky_bucket_with_a_huge_queue_is_reported_before_it_runs() {
+    // Defect 10: a leaky bucket's waiting requests took 474 MB, found only
+    // by swapping.
+    let tmp = tempfile::tempdir().unwrap();
+    let scenario = tmp.path().join("queue.toml");
+    fs::write(
+        &scenario,
+        base_replacing(
+            "algorithm = \"token_bucket\"",
+            "algorithm = \"leaky_bucket\"\nqueue = 1000000000",
+        )
+        .replace("rate = \"5/1s\"", "clients = 1000\nrate = \"500000/1s\""),
+    )
+    .unwrap();
+    let out = ratesim().arg("validate").arg(&scenario).output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("warning: the limiters' state could take up to 14 GiB"),
+        "{text}"
+    );
+}
+
+// ---------------------------------------------------------------------------
 // 4. a huge value is quoted, not echoed
 // ---------------------------------------------------------------------------
 

@@ -298,6 +298,11 @@ impl Trace {
         self.last
     }
 
+    /// Data rows in the trace.
+    pub fn rows(&self) -> u64 {
+        self.rows
+    }
+
     pub fn open(&self, ctx: StreamCtx) -> anyhow::Result<TraceStream> {
         let r = self
             .data
