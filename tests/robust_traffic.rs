@@ -1,6 +1,7 @@
 //! End-to-end tests of the traffic defects of the robustness issue: trace
-//! paths that are not regular files (5), traces without a size limit (11),
-//! and errors that quoted a whole line of whatever file a trace path named.
+//! paths that are not regular files (5), rates below the clock's resolution
+//! (7), traces without a size limit (11), and errors that quoted a whole
+//! line of whatever file a trace path named.
 
 #[allow(dead_code)]
 mod common;
@@ -25,6 +26,11 @@ fn validate(dir: &Path, scenario: &str) -> assert_cmd::Command {
 /// `TRACE_BASE` reading `path` instead of `trace.csv`.
 fn trace_at(path: &str) -> String {
     TRACE_BASE.replace("path = \"trace.csv\"", &format!("path = \"{path}\""))
+}
+
+/// `BASE` with its steady source replaced by `source` (TOML lines).
+fn with_source(source: &str) -> String {
+    base_replacing("pattern = \"steady\"\nrate = \"5/1s\"\n", source)
 }
 
 // ---------------------------------------------------------------------------
@@ -153,4 +159,115 @@ fn a_trace_error_never_quotes_a_whole_line() {
         &["line 3", "time_ns \"9999", "…\" (500 bytes)"],
     );
     assert!(!stderr.contains(&"9".repeat(81)), "{stderr}");
+}
+
+// ---------------------------------------------------------------------------
+// Defect 7: rates below the clock's resolution
+// ---------------------------------------------------------------------------
+
+// Defect 7: Poisson traffic at 10^11/s never finished (every gap rounded to
+// 0 ns) and at 10^10/s made 147,202 arrivals instead of about 10,000 in
+// 1 µs; `validate` accepted both. Poisson generators are now held to a mean
+// gap of at least 1 µs, and the message names the largest accepted rate.
+#[test]
+fn poisson_rates_with_sub_microsecond_gaps_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (rate, shown) in [
+        ("\"100000000000/1s\"", "\"100000000000/1s\""),
+        ("1e10", "10000000000.0"),
+        ("\"7/3ns\"", "\"7/3ns\""),
+        ("\"1000001/1s\"", "\"1000001/1s\""),
+    ] {
+        let text = with_source(&format!("pattern = \"poisson\"\nrate = {rate}\n"));
+        assert_input_error(
+            &mut validate(tmp.path(), &text),
+            &[
+                "traffic[0].rate",
+                shown,
+                "mean gap",
+                "largest accepted rate is 1000000/1s",
+            ],
+        );
+    }
+    let zipf = with_source("pattern = \"zipf\"\nkeys = 10\nrate = \"2/1us\"\n");
+    assert_input_error(
+        &mut validate(tmp.path(), &zipf),
+        &["traffic[0].rate", "\"2/1us\"", "1000000/1s"],
+    );
+    let nat = with_source(
+        "pattern = \"nat\"\nusers = 10\nips = 2\nrate = \"1/1s\"\nheavy_share = 0.1\nheavy_rate = 1e10\n",
+    );
+    assert_input_error(
+        &mut validate(tmp.path(), &nat),
+        &["traffic[0].heavy_rate", "10000000000.0", "1000000/1s"],
+    );
+    let on_off = with_source(
+        "pattern = \"bursty\"\nrate = \"1/1s\"\nrate_off = \"1/10ns\"\non = \"1s\"\noff = \"1s\"\n",
+    );
+    assert_input_error(
+        &mut validate(tmp.path(), &on_off),
+        &["traffic[0].rate_off", "\"1/10ns\"", "1000000/1s"],
+    );
+}
+
+// Defect 7: at the largest accepted rate the count is right: 1/1us for
+// 10 ms is 10,000 arrivals on average (sd 100).
+#[test]
+fn poisson_at_the_largest_accepted_rate_has_the_right_count() {
+    let tmp = tempfile::tempdir().unwrap();
+    let text = with_source("pattern = \"poisson\"\nrate = \"1000000/1s\"\n")
+        .replace("duration = \"2s\"", "duration = \"10ms\"");
+    fs::write(tmp.path().join("scenario.toml"), text).unwrap();
+    let out = tmp.path().join("out");
+    ratesim()
+        .arg("run")
+        .arg(tmp.path().join("scenario.toml"))
+        .args(["--quiet", "--out"])
+        .arg(&out)
+        .timeout(Duration::from_secs(60))
+        .assert()
+        .success();
+    let n = column(&summary_row(&out, "token_bucket"), "attempts");
+    assert!((9_500..10_500).contains(&n), "{n} arrivals");
+}
+
+// Defect 7: steady and ramp rates above one request per ns are below the
+// clock's resolution; a periodic burst every 1 ns is not, and ends.
+#[test]
+fn steady_and_ramp_rates_above_one_per_ns_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let steady = base_replacing("rate = \"5/1s\"", "rate = \"7/3ns\"");
+    assert_input_error(
+        &mut validate(tmp.path(), &steady),
+        &[
+            "traffic[0].rate",
+            "\"7/3ns\"",
+            "largest accepted rate is 1/1ns",
+        ],
+    );
+    let ramp = with_source("pattern = \"ramp\"\nfrom = \"1/1s\"\nto = \"2/1ns\"\n");
+    assert_input_error(
+        &mut validate(tmp.path(), &ramp),
+        &["traffic[0].to", "\"2/1ns\"", "1/1ns"],
+    );
+    let fastest = base_replacing("rate = \"5/1s\"", "rate = \"1/1ns\"")
+        .replace("duration = \"2s\"", "duration = \"10us\"");
+    validate(tmp.path(), &fastest).assert().success();
+    let periodic =
+        with_source("pattern = \"bursty\"\nform = \"periodic\"\nburst = 3\nperiod = \"1ns\"\n")
+            .replace("duration = \"2s\"", "duration = \"10us\"");
+    fs::write(tmp.path().join("periodic.toml"), periodic).unwrap();
+    let out = tmp.path().join("out");
+    ratesim()
+        .arg("run")
+        .arg(tmp.path().join("periodic.toml"))
+        .args(["--quiet", "--out"])
+        .arg(&out)
+        .timeout(Duration::from_secs(60))
+        .assert()
+        .success();
+    assert_eq!(
+        column(&summary_row(&out, "token_bucket"), "attempts"),
+        30_000
+    );
 }
