@@ -46,13 +46,26 @@ pub fn quote(s: &str) -> String {
     }
 }
 
-/// A user's text in double quotes, cut as [`quote`] cuts it:
-/// `"abc"`, or `"abc…" (300000000 bytes)`.
+/// `s` in double quotes for an error message: whole if it is at most
+/// [`QUOTE_CHARS`] characters, else its first [`QUOTE_CHARS`] followed by
+/// `…` and its total length, `"abcdef…" (300000000 bytes)`. Control
+/// characters are escaped, so a binary file cannot drive the terminal.
 pub fn quoted(s: &str) -> String {
-    match s.char_indices().nth(QUOTE_CHARS) {
-        None => format!("\"{s}\""),
-        Some((end, _)) => format!("\"{}…\" ({} bytes)", &s[..end], s.len()),
+    let mut out = String::from("\"");
+    let mut chars = s.chars();
+    for c in chars.by_ref().take(QUOTE_CHARS) {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
     }
+    if chars.next().is_some() {
+        out.push_str(&format!("…\" ({} bytes)", s.len()));
+    } else {
+        out.push('"');
+    }
+    out
 }
 
 /// Every line of `text` quoted as [`quote`] does (for messages of other
@@ -69,6 +82,9 @@ mod tests {
     fn short_values_are_quoted_whole() {
         assert_eq!(quote("100/1s"), "100/1s");
         assert_eq!(quote(&"é".repeat(80)), "é".repeat(80));
+        assert_eq!(quoted("trace.csv"), "\"trace.csv\"");
+        assert_eq!(quoted(""), "\"\"");
+        assert_eq!(quoted(&"é".repeat(80)), format!("\"{}\"", "é".repeat(80)));
     }
 
     #[test]
@@ -98,5 +114,25 @@ mod tests {
         let q = quote_lines(&text);
         assert_eq!(q.lines().count(), 3);
         assert!(q.lines().all(|l| l.chars().count() < 100));
+    }
+
+    #[test]
+    fn quoted_cuts_long_values_by_characters() {
+        let long = "a".repeat(300);
+        assert_eq!(
+            quoted(&long),
+            format!("\"{}…\" (300 bytes)", "a".repeat(80))
+        );
+        // Characters, not bytes: a multi-byte character is never split.
+        let wide = "é".repeat(81);
+        assert_eq!(
+            quoted(&wide),
+            format!("\"{}…\" (162 bytes)", "é".repeat(80))
+        );
+    }
+
+    #[test]
+    fn control_characters_are_escaped() {
+        assert_eq!(quoted("a\u{1b}[31mb\n"), "\"a\\u{1b}[31mb\\n\"");
     }
 }

@@ -81,11 +81,8 @@ impl Origin {
             Origin::File(path) => {
                 let base = path.parent().unwrap_or(Path::new(""));
                 let full = base.join(rel);
-                if full.is_file() {
-                    Ok(TraceData::File(full))
-                } else {
-                    Err(format!("no such file ({})", full.display()))
-                }
+                crate::traffic::trace::regular_file(&full)?;
+                Ok(TraceData::File(full))
             }
             Origin::Builtin(b) => builtin::file(b, rel)
                 .map(TraceData::Embedded)

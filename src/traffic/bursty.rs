@@ -4,7 +4,9 @@
 //!   periods of exponentially distributed length (means `on` and `off`),
 //!   sending as a Poisson process at `rate` while on and at `rate_off`
 //!   (default: nothing) while off. It starts on or off with the long-run
-//!   odds `on / (on + off)`.
+//!   odds `on / (on + off)`. Rates and periods are drawn as Poisson gaps
+//!   are, so `rate` and `rate_off` are at most 1,000,000/s and `on` and
+//!   `off` at least 1 µs (see [`super::poisson`]).
 //! - `form = "periodic"`: each client sends `burst` requests every `period`,
 //!   evenly over `spread` (default `"0s"`: all at one instant); client i
 //!   starts at `i · period / clients` (`phase = "spread"`, the default), at a
@@ -17,7 +19,7 @@
 use rand::Rng;
 use serde_json::json;
 
-use super::poisson::exponential_gap;
+use super::poisson::{exponential_gap, opt_poisson_rate, MIN_MEAN_GAP_NS};
 use super::{client_rng, cost_field, synthetic_clients, Arrival, ParseCtx, Stream, StreamCtx};
 use crate::clock::{Nanos, Rate};
 use crate::error::InputError;
@@ -51,15 +53,12 @@ impl Bursty {
         let count = f.opt_count("clients", 1)?.unwrap_or(1);
         let form = match f.opt_str("form")? {
             None | Some("on_off") => Form::OnOff {
-                rate: f
-                    .opt_rate("rate")?
+                rate: opt_poisson_rate(f, "rate")?
                     .ok_or_else(|| f.missing("rate", "the rate while on, e.g. \"100/1s\""))?,
-                rate_off: f.opt_rate("rate_off")?,
-                on: f
-                    .opt_duration("on", false)?
+                rate_off: opt_poisson_rate(f, "rate_off")?,
+                on: mean_period(f, "on")?
                     .ok_or_else(|| f.missing("on", "the mean on period, e.g. \"2s\""))?,
-                off: f
-                    .opt_duration("off", false)?
+                off: mean_period(f, "off")?
                     .ok_or_else(|| f.missing("off", "the mean off period, e.g. \"8s\""))?,
             },
             Some("periodic") => {
@@ -199,6 +198,27 @@ impl Bursty {
     }
 }
 
+/// `on` or `off`: a mean period, drawn from an exponential distribution and
+/// rounded to whole ns like a Poisson gap, so at least
+/// [`MIN_MEAN_GAP_NS`] long.
+fn mean_period(f: &mut Fields, key: &str) -> Result<Option<Nanos>, InputError> {
+    let Some(d) = f.opt_duration(key, false)? else {
+        return Ok(None);
+    };
+    if (d.0 as u128) < MIN_MEAN_GAP_NS {
+        let value = f.peek(key).expect("the duration was just read");
+        return Err(f.error(
+            key,
+            value,
+            format_args!(
+                "periods are drawn in whole nanoseconds, so a mean period must be at least {}",
+                Nanos(MIN_MEAN_GAP_NS as u64)
+            ),
+        ));
+    }
+    Ok(Some(d))
+}
+
 struct OnOffStream {
     rng: rand_chacha::ChaCha8Rng,
     gap_on: f64,
@@ -305,6 +325,47 @@ mod tests {
     fn times(b: &Bursty, end: Nanos) -> Vec<u64> {
         let mut s = b.streams(0, StreamCtx { seed: 5, end }).pop().unwrap();
         std::iter::from_fn(|| s.next().unwrap().map(|a| a.time.0)).collect()
+    }
+
+    // Robustness issue, defect 7: on/off periods are exponential draws
+    // rounded to whole ns, like Poisson gaps, so their means have the same
+    // floor; and sub-microsecond rates while on are refused like Poisson's.
+    #[test]
+    fn on_off_periods_and_rates_below_the_clock_resolution_are_refused() {
+        let parse = |text: &str| {
+            let table: toml::Table = text.parse().unwrap();
+            let mut f = Fields::new("traffic[0]", &table);
+            let mut population = crate::scenario::Population::default();
+            let mut ctx = ParseCtx {
+                defaults: &crate::scenario::Defaults {
+                    limit: 10,
+                    window: Nanos::from_secs(1),
+                },
+                origin: &crate::scenario::Origin::File("s.toml".into()),
+                population: &mut population,
+                index: 0,
+                default_prefix: "c".to_string(),
+            };
+            Bursty::parse(&mut f, &mut ctx).map_err(|e| e.message().to_string())
+        };
+        let e = parse("rate = \"7/3ns\"\non = \"1s\"\noff = \"1s\"").unwrap_err();
+        assert!(
+            e.starts_with("traffic[0].rate: \"7/3ns\" — a mean gap of"),
+            "{e}"
+        );
+        let e =
+            parse("rate = \"1/1s\"\non = \"1s\"\noff = \"1s\"\nrate_off = \"2/1us\"").unwrap_err();
+        assert!(e.starts_with("traffic[0].rate_off: \"2/1us\""), "{e}");
+        let e = parse("rate = \"1/1s\"\non = \"999ns\"\noff = \"1s\"").unwrap_err();
+        assert_eq!(
+            e,
+            "traffic[0].on: \"999ns\" — periods are drawn in whole nanoseconds, so a mean period must be at least 1us"
+        );
+        assert!(parse("rate = \"1/1us\"\non = \"1us\"\noff = \"1us\"").is_ok());
+        // A periodic burst every nanosecond is not below the resolution:
+        // it ends, with exactly one burst per period.
+        let b = parse("form = \"periodic\"\nburst = 3\nperiod = \"1ns\"").unwrap();
+        assert_eq!(times(&b, Nanos(1_000)).len(), 3_000);
     }
 
     #[test]

@@ -5,7 +5,8 @@
 //! 100.64.0.0/10), uniformly or skewed (`distribution = "zipf"` with
 //! `exponent`: a few addresses carry most users). Each user sends as a
 //! Poisson process at its own `rate`; a `heavy_share` of the users (exactly
-//! that share, rounded, drawn at random) send at `heavy_rate` instead.
+//! that share, rounded, drawn at random) send at `heavy_rate` instead (each
+//! at most 1,000,000/s, see [`super::poisson`]).
 //! Every request carries both its user (`client`) and its address (`ip`), so
 //! a limiter keyed by `client` and one keyed by `ip` can be compared on
 //! identical traffic: with IP keying, light
@@ -15,7 +16,7 @@
 use rand::Rng;
 use serde_json::json;
 
-use super::poisson::PoissonStream;
+use super::poisson::{opt_poisson_rate, PoissonStream};
 use super::zipf::ZipfTable;
 use super::{client_rng, cost_field, synthetic_clients, ParseCtx, Stream, StreamCtx};
 use crate::clock::Rate;
@@ -61,8 +62,7 @@ impl Nat {
                 super::MAX_CLIENTS
             )));
         }
-        let rate = f
-            .opt_rate("rate")?
+        let rate = opt_poisson_rate(f, "rate")?
             .ok_or_else(|| f.missing("rate", "each user's mean rate, e.g. \"1/1s\""))?;
         let heavy_share = f.opt_decimal("heavy_share")?.unwrap_or((0, 1));
         if heavy_share.0 > heavy_share.1 {
@@ -72,7 +72,7 @@ impl Nat {
                 crate::clock::decimal(heavy_share.0, heavy_share.1)
             )));
         }
-        let heavy_rate = f.opt_rate("heavy_rate")?;
+        let heavy_rate = opt_poisson_rate(f, "heavy_rate")?;
         if heavy_share.0 > 0 && heavy_rate.is_none() {
             return Err(f.missing("heavy_rate", "the heavy users' rate, e.g. \"50/1s\""));
         }

@@ -5,12 +5,13 @@
 //! the `clients` clients sends steadily at
 //! `from + (to − from) · j / (steps − 1)`, exactly (the step rates are
 //! rationals too), with clients spread evenly over each interval. With many
-//! steps it is a linear ramp; with few, a staircase. Read `timeseries.csv`:
+//! steps it is a linear ramp; with few, a staircase. `from` and `to` are at
+//! most `"1/1ns"`, as for `steady`. Read `timeseries.csv`:
 //! the bucket where `rejected` first rises is where the limit bites.
 
 use serde_json::json;
 
-use super::steady::nth_send;
+use super::steady::{nth_send, opt_steady_rate};
 use super::{cost_field, synthetic_clients, Arrival, ParseCtx, Stream, StreamCtx};
 use crate::clock::{Nanos, Rate};
 use crate::error::InputError;
@@ -32,11 +33,9 @@ pub const MAX_STEPS: u64 = 10_000;
 impl Ramp {
     pub fn parse(f: &mut Fields, ctx: &mut ParseCtx) -> Result<Self, InputError> {
         let count = f.opt_count("clients", 1)?.unwrap_or(1);
-        let from = f
-            .opt_rate("from")?
+        let from = opt_steady_rate(f, "from")?
             .ok_or_else(|| f.missing("from", "each client's starting rate, e.g. \"1/1s\""))?;
-        let to = f
-            .opt_rate("to")?
+        let to = opt_steady_rate(f, "to")?
             .ok_or_else(|| f.missing("to", "each client's final rate, e.g. \"50/1s\""))?;
         let n = f.opt_count("steps", 1)?.unwrap_or(20);
         if n > MAX_STEPS {

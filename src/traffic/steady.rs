@@ -5,6 +5,8 @@
 //! previous send). `phase` is a duration (every client the same), `"spread"`
 //! (client i at `i / (clients · rate)`, so the sources together are evenly
 //! spaced — the default), or `"random"` (uniform in one interval, seeded).
+//! A client sends at most one request per ns, the clock's resolution:
+//! `rate` is at most `"1/1ns"`.
 //!
 //! Use it as the baseline: under steady load below the limit every algorithm
 //! should admit everything, and just above it they differ only in how they
@@ -23,6 +25,26 @@ pub enum Phase {
     Fixed(Nanos),
     Spread,
     Random,
+}
+
+/// `key` as the rate of a steady sender: at most one request per ns (the
+/// clock's resolution), else refused naming the value and the largest rate.
+pub fn opt_steady_rate(f: &mut Fields, key: &str) -> Result<Option<Rate>, InputError> {
+    let Some(rate) = f.opt_rate(key)? else {
+        return Ok(None);
+    };
+    if rate.tokens() > rate.per_ns() {
+        let value = f.peek(key).expect("the rate was just read");
+        return Err(f.error(
+            key,
+            value,
+            format_args!(
+                "one request every {}, finer than the clock's 1ns resolution: the largest accepted rate is 1/1ns (1000000000/1s)",
+                super::poisson::gap_text(rate.per_ns(), rate.tokens())
+            ),
+        ));
+    }
+    Ok(Some(rate))
 }
 
 /// `phase`: a duration, `"spread"` (the default) or `"random"`.
@@ -54,8 +76,7 @@ pub struct Steady {
 impl Steady {
     pub fn parse(f: &mut Fields, ctx: &mut ParseCtx) -> Result<Self, InputError> {
         let count = f.opt_count("clients", 1)?.unwrap_or(1);
-        let rate = f
-            .opt_rate("rate")?
+        let rate = opt_steady_rate(f, "rate")?
             .ok_or_else(|| f.missing("rate", "each client's rate, e.g. \"10/1s\""))?;
         let phase = parse_phase(f)?;
         let cost = cost_field(f)?;
@@ -168,6 +189,37 @@ mod tests {
                 v
             })
             .collect()
+    }
+
+    /// `opt_steady_rate` on `rate = <value>` in `traffic[0]`.
+    fn rate_of(value: &str) -> Result<Rate, String> {
+        let table: toml::Table = format!("rate = {value}").parse().unwrap();
+        let mut f = Fields::new("traffic[0]", &table);
+        opt_steady_rate(&mut f, "rate")
+            .map(Option::unwrap)
+            .map_err(|e| e.message().to_string())
+    }
+
+    // Robustness issue, defect 7: sub-nanosecond steady rates (`"7/3ns"`)
+    // were accepted and sent several requests per ns; now the largest rate
+    // is one request per ns, the clock's resolution.
+    #[test]
+    fn rates_above_one_per_nanosecond_are_refused() {
+        let e = rate_of("\"7/3ns\"").unwrap_err();
+        assert_eq!(
+            e,
+            "traffic[0].rate: \"7/3ns\" — one request every 0.428571429ns, finer than the clock's 1ns resolution: the largest accepted rate is 1/1ns (1000000000/1s)"
+        );
+        assert!(rate_of("1000000001").is_err());
+        let s = Steady {
+            rate: rate_of("\"1/1ns\"").unwrap(),
+            phase: Phase::Fixed(Nanos(0)),
+            cost: 1,
+            clients: vec![(0, 0)],
+        };
+        let t = &times(&s, 1)[0];
+        assert_eq!(t.len(), 1_000_000);
+        assert!(t.iter().enumerate().all(|(i, &x)| x == i as u64));
     }
 
     #[test]

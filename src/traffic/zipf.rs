@@ -1,7 +1,8 @@
 //! Zipf: many keys with Zipf-distributed popularity — a few heavy hitters
 //! and a long tail.
 //!
-//! One aggregate Poisson stream at `rate` in total; each request's client is
+//! One aggregate Poisson stream at `rate` in total (at most 1,000,000/s, see
+//! [`super::poisson`]); each request's client is
 //! drawn with `P(rank r) ∝ 1 / (r + 1)^exponent` over `keys` clients named
 //! `<prefix><rank>` (rank 0 is the most popular). Use it for state-size and
 //! high-cardinality studies: the keys column and the state bytes per key tell
@@ -11,7 +12,7 @@
 use rand::Rng;
 use serde_json::json;
 
-use super::poisson::PoissonClock;
+use super::poisson::{opt_poisson_rate, PoissonClock};
 use super::{client_rng, cost_field, synthetic_clients, Arrival, ParseCtx, Stream, StreamCtx};
 use crate::clock::Rate;
 use crate::error::InputError;
@@ -30,8 +31,7 @@ impl Zipf {
         let keys = f
             .opt_count("keys", 1)?
             .ok_or_else(|| f.missing("keys", "how many distinct clients, e.g. 100000"))?;
-        let rate = f
-            .opt_rate("rate")?
+        let rate = opt_poisson_rate(f, "rate")?
             .ok_or_else(|| f.missing("rate", "the total rate over all keys, e.g. \"10000/1s\""))?;
         let exponent = f.opt_float("exponent", 0.0, 10.0)?.unwrap_or(1.0);
         let cost = cost_field(f)?;
