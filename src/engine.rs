@@ -125,6 +125,7 @@ pub fn simulate(
             (Some(f), true) => (0..spec.deployment.instances).map(|_| f.build()).collect(),
             _ => Vec::new(),
         },
+        shadow: (spec.key_by != KeyBy::Client).then(|| spec.algorithm.build()),
         cache: vec![Vec::new(); spec.deployment.instances as usize],
         local_ids: vec![HashMap::new(); spec.deployment.instances as usize],
         routed: 0,
@@ -242,6 +243,11 @@ struct Run<'a, 's> {
     limiters: Vec<Box<dyn Limiter>>,
     /// Each instance's fallback limiter (`local_fallback`).
     fallbacks: Vec<Box<dyn Limiter>>,
+    /// For a limiter that shares keys between clients (`ip`, `global`): a
+    /// copy of the algorithm keyed by client, fed every attempt at the
+    /// moment the limiter decides it. A rejection it would have passed is
+    /// collateral: the client paid for someone else's traffic.
+    shadow: Option<Box<dyn Limiter>>,
     /// Per instance, per key: rejected locally until this time (ns).
     cache: Vec<Vec<Cached>>,
     /// Per instance (when there are several): the instance's own dense ids
@@ -308,7 +314,11 @@ impl Run<'_, '_> {
                     }
                     OnFailure::FailClosed => {
                         self.recorder.fault_closed += 1;
-                        Decision::Rejected { retry_after: None }
+                        // Not the limiter's decision: no key of its own
+                        // would have helped the client.
+                        let decision = Decision::Rejected { retry_after: None };
+                        let latency = now - job.arrival.time;
+                        return self.finish_with(job, key, now, latency, decision, false);
                     }
                     OnFailure::LocalFallback => {
                         self.recorder.fault_fallback += 1;
@@ -469,7 +479,29 @@ impl Run<'_, '_> {
         latency: Nanos,
         decision: Decision,
     ) -> anyhow::Result<()> {
+        self.finish_with(job, key, decided_at, latency, decision, true)
+    }
+
+    /// [`Run::finish`]; `by_limiter` is false for a decision the limiter
+    /// did not take (a store failure under `fail_closed`), which is never
+    /// collateral.
+    fn finish_with(
+        &mut self,
+        job: Job,
+        key: u32,
+        decided_at: Nanos,
+        latency: Nanos,
+        decision: Decision,
+        by_limiter: bool,
+    ) -> anyhow::Result<()> {
         let a = job.arrival;
+        if let Some(shadow) = self.shadow.as_mut() {
+            // The shadow sees every attempt of the client, once.
+            let own_key_passes = shadow.decide(a.client, decided_at, a.cost).passes();
+            if by_limiter && own_key_passes && !decision.passes() {
+                self.recorder.collateral_rejection(a.cost);
+            }
+        }
         self.recorder.attempt(
             key,
             a.client,

@@ -73,6 +73,12 @@ pub struct Recorder {
     pub fault_fallback: u64,
     /// Rejections an instance made from its over-limit cache.
     pub cache_rejections: u64,
+    /// Cost of all rejected attempts.
+    rejected_cost: u64,
+    /// Rejected attempts that would have passed had the client had a key of
+    /// its own, and their cost (see [`Recorder::collateral`]).
+    collateral: u64,
+    collateral_cost: u64,
 }
 
 /// One client's logical requests, passes and rejected attempts.
@@ -210,6 +216,7 @@ impl Recorder {
             Decision::Rejected { .. } => {
                 b.rejected += 1;
                 self.rejected += 1;
+                self.rejected_cost += cost;
                 return;
             }
         };
@@ -323,20 +330,22 @@ impl Recorder {
         ])
     }
 
-    /// The share of rejected attempts that fell on clients whose own offered
-    /// rate (logical requests over the run) was within the limit:
-    /// `logical · window ≤ limit · duration`. `None` without rejections.
-    pub fn collateral(&self, limit: u64, duration: Nanos) -> Option<(u64, u64)> {
-        let rejected: u64 = self.clients.iter().map(|c| c.rejected).sum();
-        let innocent: u64 = self
-            .clients
-            .iter()
-            .filter(|c| {
-                c.logical as u128 * self.window as u128 <= limit as u128 * duration.0 as u128
-            })
-            .map(|c| c.rejected)
-            .sum();
-        (rejected > 0).then_some((innocent, rejected))
+    /// A rejected attempt of `cost` that a per-client copy of the same
+    /// limiter, fed only its client's traffic, would have let pass.
+    pub fn collateral_rejection(&mut self, cost: u64) {
+        self.collateral += 1;
+        self.collateral_cost += cost;
+    }
+
+    /// Collateral rejections of all rejected attempts, counted as
+    /// attempts: `(collateral, rejected)`, `None` without rejections.
+    pub fn collateral(&self) -> Option<(u64, u64)> {
+        (self.rejected > 0).then_some((self.collateral, self.rejected))
+    }
+
+    /// The same weighted by cost: `(collateral cost, rejected cost)`.
+    pub fn collateral_cost(&self) -> Option<(u64, u64)> {
+        (self.rejected > 0).then_some((self.collateral_cost, self.rejected_cost))
     }
 }
 
@@ -487,10 +496,8 @@ mod tests {
         );
         // (1.5)² / (2 · 1.25) = 0.9
         assert!((r.fairness().unwrap() - 0.9).abs() < 1e-12);
-        // Over 2s at a limit of 1/s, client 0 (1 request) is within its
-        // limit and client 1 (2 requests) is too: every rejection is collateral.
-        assert_eq!(r.collateral(1, Nanos(2000 * MS)), Some((2, 2)));
-        assert_eq!(r.collateral(1, Nanos(1000 * MS)), Some((1, 2)));
+        // Collateral is what the engine says it is; by itself none.
+        assert_eq!(r.collateral(), Some((0, 2)));
     }
 
     #[test]

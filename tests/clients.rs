@@ -199,17 +199,63 @@ fn keying_by_ip_is_less_fair_and_causes_collateral_rejections() {
     let fair_client = by_client.recorder.fairness().unwrap();
     let fair_ip = by_ip.recorder.fairness().unwrap();
     assert!(fair_ip < fair_client, "{fair_ip} < {fair_client}");
-    let collateral = |r: &LimiterRun| {
-        r.recorder
-            .collateral(20, s.duration)
-            .map_or(0, |(innocent, _)| innocent)
-    };
-    assert_eq!(
-        collateral(&by_client),
-        0,
-        "only the heavy users are over their limit"
-    );
+    let collateral = |r: &LimiterRun| r.recorder.collateral().map_or(0, |(c, _)| c);
+    assert_eq!(collateral(&by_client), 0, "0 by definition for client keys");
     assert!(collateral(&by_ip) > 0);
+}
+
+/// Carol (cost 1 each) and dave share 192.0.2.10; the policy is 3 per
+/// second per key. Carol sends 4 at 0.0–0.3 s, dave 1 at 0.5 s and carol
+/// 1 more at 1.5 s.
+const NEIGHBOURS: &str = "time,client,ip,cost\n\
+    0.0,carol,192.0.2.10,1\n0.1,carol,192.0.2.10,1\n0.2,carol,192.0.2.10,1\n\
+    0.3,carol,192.0.2.10,2\n0.5,dave,192.0.2.10,2\n1.5,carol,192.0.2.10,1\n";
+
+fn neighbours(algorithm: &str) -> Scenario {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.csv");
+    std::fs::write(&trace, NEIGHBOURS).unwrap();
+    let text = format!(
+        "duration = \"2s\"\n[defaults]\nlimit = 3\nwindow = \"1s\"\n\
+         [[limiter]]\nalgorithm = \"{algorithm}\"\nkey_by = \"ip\"\n\
+         [[limiter]]\nalgorithm = \"{algorithm}\"\nname = \"c\"\nkey_by = \"client\"\n\
+         [[traffic]]\npattern = \"trace\"\npath = \"t.csv\"\n"
+    );
+    let s = Scenario::parse(&text, "n", Origin::File(dir.path().join("n.toml"))).unwrap();
+    // The trace is read at run time: keep the directory.
+    std::mem::forget(dir);
+    s
+}
+
+#[test]
+fn a_rejection_is_collateral_only_if_the_client_alone_would_have_passed() {
+    // Truthful-outputs issue 2: collateral once counted a client's own
+    // bursts whenever its average rate was under the limit.
+    for algorithm in ["fixed_window", "sliding_log", "token_bucket", "gcra"] {
+        let s = neighbours(algorithm);
+        let (by_ip, log) = run(&s, 0);
+        let rejected: Vec<(u64, u32)> = log
+            .iter()
+            .filter(|a| !a.decision.passes())
+            .map(|a| (a.arrival.time.0, a.arrival.cost as u32))
+            .collect();
+        // Carol's cost-2 request at 0.3 s is her own doing (she alone had
+        // sent 3 in the window); dave's at 0.5 s is collateral: alone he
+        // would have passed.
+        assert_eq!(
+            rejected,
+            [(300_000_000, 2), (500_000_000, 2)],
+            "{algorithm}"
+        );
+        assert_eq!(by_ip.recorder.collateral(), Some((1, 2)), "{algorithm}");
+        assert_eq!(
+            by_ip.recorder.collateral_cost(),
+            Some((2, 4)),
+            "{algorithm}"
+        );
+        let (by_client, _) = run(&s, 1);
+        assert_eq!(by_client.recorder.collateral(), Some((0, 1)), "{algorithm}");
+    }
 }
 
 #[test]

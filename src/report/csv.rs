@@ -49,6 +49,8 @@ pub const SUMMARY_COLUMNS: &[&str] = &[
     "cache_rejections",
     "overshoot",
     "overshoot_max",
+    "collateral_rejections",
+    "collateral_cost_share",
 ];
 
 pub fn summary(report: &Report, out: impl Write) -> csv::Result<()> {
@@ -94,6 +96,8 @@ pub fn summary(report: &Report, out: impl Write) -> csv::Result<()> {
             l.cache_rejections.to_string(),
             l.overshoot.to_string(),
             l.overshoot_max.to_string(),
+            l.collateral.map_or(String::new(), |(c, _)| c.to_string()),
+            l.collateral_cost_text(),
         ])?;
     }
     w.flush()?;

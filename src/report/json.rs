@@ -51,6 +51,8 @@ pub fn summary(report: &Report) -> Value {
             }),
             "fairness_jain": ms_number(l.fairness_text()),
             "collateral_share": ms_number(l.collateral_text()),
+            "collateral_rejections": l.collateral.map(|(c, _)| c),
+            "collateral_cost_share": ms_number(l.collateral_cost_text()),
         }))).zip(report.limiters.iter().map(|l| json!({
             "instances": l.instances,
             "scope": l.scope,

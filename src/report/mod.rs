@@ -52,8 +52,11 @@ pub struct LimiterReport {
     pub pass_ratio_spread: Option<[(u64, u64); 5]>,
     /// Jain's fairness index of client pass ratios.
     pub fairness: Option<f64>,
-    /// Rejected attempts on clients within their limit, of all rejected.
+    /// Rejected attempts that would have passed had their client had a key
+    /// of its own, of all rejected: `(collateral, rejected)`.
     pub collateral: Option<(u64, u64)>,
+    /// The same weighted by cost.
+    pub collateral_cost: Option<(u64, u64)>,
     /// `instances` and `scope` of the deployment (1, "local" when plain).
     pub instances: u32,
     pub scope: &'static str,
@@ -96,9 +99,11 @@ impl LimiterReport {
     }
 
     pub fn collateral_text(&self) -> String {
-        self.collateral
-            .map(|(i, r)| decimal_places(i as u128, r as u128, 4))
-            .unwrap_or_default()
+        share_text(self.collateral)
+    }
+
+    pub fn collateral_cost_text(&self) -> String {
+        share_text(self.collateral_cost)
     }
 
     /// Store operations per second of simulated time, 2 decimals.
@@ -186,7 +191,8 @@ impl Report {
                         }),
                     pass_ratio_spread: r.pass_ratio_spread(),
                     fairness: r.fairness(),
-                    collateral: r.collateral(scenario.defaults.limit, scenario.duration),
+                    collateral: r.collateral(),
+                    collateral_cost: r.collateral_cost(),
                     instances: spec.deployment.instances,
                     scope: if spec.deployment.is_global() {
                         "global"
@@ -222,6 +228,13 @@ impl Report {
 }
 
 /// Nanoseconds as milliseconds, exact to the nanosecond (`100`, `0.000001`).
+/// `part / whole` to 4 decimals; empty when there is no whole.
+fn share_text(share: Option<(u64, u64)>) -> String {
+    share
+        .map(|(part, whole)| decimal_places(part as u128, whole as u128, 4))
+        .unwrap_or_default()
+}
+
 pub fn ms(t: Nanos) -> String {
     decimal_places(t.0 as u128, 1_000_000, 6)
 }
