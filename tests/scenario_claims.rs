@@ -1475,13 +1475,26 @@ fn distributed_local_passes_nearly_four_times_the_policy() {
         "distributed",
         &[
             "20 clients each send 40 requests per second",
-            "the local deployment passes nearly 4× the policy — about 3.7 times what the global store passes, nearly all the clients send",
+            "the local deployment passes nearly 4× the policy (about 3.7 times what the global store passes: nearly all the clients send)",
+            "each instance enforces a quarter of the policy (Envoy's cluster-wide share: capacity 10/4 → 2, rate 10/s / 4)",
             "local-shared holds the policy without a store (within 3% of the global store's admitted)",
             "global-atomic: one shared store updated by a server-side script, 1 ms median round trip, 5 ms p99",
             "the same store across a region, 10 ms median",
         ],
     );
-    let s = Summary::of(&run("distributed", &[]));
+    let r = run("distributed", &[]);
+    let s = Summary::of(&r);
+    let json: serde_json::Value =
+        serde_json::from_slice(&read(&r.dir.join("summary.json"))).unwrap();
+    let shared = json["scenario"]["limiters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["name"] == "local-shared")
+        .unwrap();
+    let per_instance = &shared["deployment"]["instance_params"];
+    assert_eq!(per_instance["capacity"], 2, "{shared}");
+    assert_eq!(per_instance["rate"], "1/400ms", "{shared}");
     let attempts = s.u("local", "attempts");
     within(
         "requests per client per second",
