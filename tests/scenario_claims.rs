@@ -283,11 +283,12 @@ fn boundary_peaks_leaky_bucket_and_retries_are_as_its_comments_say() {
             "The sliding log never exceeds 100",
             "stays at 100 here",
             "hold the pair to 100: their capacity, plus the 0.1 token that refilled in the 1 ms between",
-            "The interval bucket reaches 101",
+            "The interval bucket reaches 101: the second burst lands exactly on a fill tick and sees that token",
             "(delayed; delay_p50_ms 500, delay_p99_ms 990)",
             "it rejects 99 of those 100. Its peak is 100",
             "reads 100, 200, 300 at the bursts just before 3s, 4s and 5s and stays at 300 from then on",
-            "makes 100 clients give up at each burst",
+            "makes 100 requests give up at each burst",
+            "every rejected request comes back at the same instant one second later, on top of that second's fresh burst",
         ],
     );
     let r = run("boundary", &["--decisions"]);
@@ -321,6 +322,11 @@ fn boundary_peaks_leaky_bucket_and_retries_are_as_its_comments_say() {
     let fw = of(&all, "fixed_window");
     let passed_at = |t: u64| fw.iter().filter(|d| d.time_ns == t && d.passed()).count();
     assert_eq!((passed_at(SECOND - MS), passed_at(SECOND)), (100, 100));
+
+    // The interval bucket's 101st: the fill at 1s, seen by the second burst.
+    let ib = of(&all, "interval_bucket");
+    let ib_passed_at = |t: u64| ib.iter().filter(|d| d.time_ns == t && d.passed()).count();
+    assert_eq!((ib_passed_at(SECOND - MS), ib_passed_at(SECOND)), (100, 1));
 
     // GCRA: the token bucket's decisions exactly.
     let key = |d: &&Decision| (d.time_ns, d.attempt, d.outcome.clone(), d.retry_after_ns);
@@ -367,7 +373,7 @@ fn boundary_experiments_do_what_its_comments_say() {
     says(
         "boundary",
         &[
-            "delete `granularity` below: clients then wait exactly the retry_after the limiter computed, and the fixed window's rejected clients come back at the very boundary",
+            "delete `granularity` below: clients then wait exactly the retry_after the limiter computed, and the fixed window's rejected requests come back at the very boundary",
             "set `after = \"500ms\"`: the two bursts are still within one second but in different windows, so the fixed window still passes 200, while the token bucket, which refills 50 tokens in those 500 ms, now passes 150",
             "give the token bucket `capacity = 20` and see the burst cut to 20",
             "admitted falls from 1000 to 100. (On the fixed window it changes no decision",
