@@ -209,7 +209,7 @@ fn why(ctx: &Context, c: &Closeup, index: usize, in_window: u64, gap: Option<u64
                 .map(|r| style::duration(r.time_for(1).0))
                 .unwrap_or_else(|| "?".into());
             format!(
-                "A shaper: it lets one request through every {spacing} and queues up to {} instead of rejecting, so the bursts wait (p99 delay {} ms) rather than pass together.",
+                "A shaper: it lets one request through every {spacing}, queues up to {} and rejects what does not fit, so the first burst waits its turn (p99 delay {} ms) and fills the queue the second burst then finds full.",
                 param(ctx, index, "queue"),
                 style::millis(l.delay_p99_ms.unwrap_or(0.0))
             )
@@ -336,7 +336,7 @@ fn text(ctx: &Context, c: &Closeup) -> String {
         s,
         "{}\n",
         wrap(
-            "Try next: move the second burst half a window later (after = \"500ms\" in scenarios/boundary.toml) and the fixed window falls back to the limit; give the token bucket capacity = 20 and its burst shrinks to 20.",
+            "Try next: move the second burst half a window later (after = \"500ms\" in scenarios/boundary.toml): the bursts are still within one second but in different windows, so the fixed window still passes 200, and the token bucket, which refills 50 tokens in those 500 ms, passes 150. Give the token bucket capacity = 20 and its burst shrinks to 20.",
             78,
             0
         )
