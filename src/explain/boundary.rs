@@ -336,7 +336,7 @@ fn text(ctx: &Context, c: &Closeup) -> String {
         s,
         "{}\n",
         wrap(
-            "Try next: move the second burst half a window later (after = \"500ms\" in scenarios/boundary.toml) and the fixed window falls back to the limit; give the token bucket capacity = 20 and its burst shrinks to 20.",
+            "Try next: `ratesim init boundary` writes this scenario to boundary.toml to edit. Move the second burst half a window later (after = \"500ms\" in its [[traffic]]) and the fixed window falls back to the limit; give the token bucket capacity = 20 and its burst shrinks to 20. Then `ratesim run boundary.toml`.",
             78,
             0
         )
