@@ -63,7 +63,7 @@ pub enum Command {
     },
     /// Write a built-in scenario to a file to edit, with any trace it reads
     #[command(
-        after_help = "Examples:\n  ratesim init boundary                writes boundary.toml\n  ratesim init trace replay/t.toml     writes replay/t.toml and replay/traces/sample.csv\n  ratesim init steady experiments/     writes experiments/steady.toml\n\nFILE defaults to NAME.toml in the current directory; when it is an existing directory the\nscenario goes inside it as NAME.toml. Files the scenario reads are written at their path\nrelative to FILE, so it runs unchanged: `ratesim run FILE` from any directory. Nothing is\nwritten when any of the files exists, unless --force (exit status 2 naming the file)."
+        after_help = "Examples:\n  ratesim init boundary                writes boundary.toml\n  ratesim init trace replay/t.toml     writes replay/t.toml and replay/traces/sample.csv\n  ratesim init steady experiments/     writes experiments/steady.toml\n\nFILE defaults to NAME.toml in the current directory; when it is a directory (existing, or\nending in /) the scenario goes inside it as NAME.toml. Files the scenario reads are written at their path\nrelative to FILE, so it runs unchanged: `ratesim run FILE` from any directory. Nothing is\nwritten when any of the files exists, unless --force (exit status 2 naming the file)."
     )]
     Init(InitArgs),
 }

@@ -33,19 +33,24 @@ pub fn find(command: &str, name: &str) -> Result<&'static Builtin, InputError> {
 }
 
 /// What `init` writes: the scenario at `file` (default `NAME.toml`; inside
-/// `file` when it is an existing directory), then each shipped file at its
-/// path relative to the scenario's directory.
+/// `file` when it is an existing directory or ends in `/`), then each
+/// shipped file at its path relative to the scenario's directory.
 pub fn plan(b: &'static Builtin, file: Option<&Path>) -> Vec<(PathBuf, &'static [u8])> {
     let own = format!("{}.toml", b.name);
     let scenario = match file {
         None => PathBuf::from(own),
-        Some(f) if f.is_dir() => f.join(own),
+        Some(f) if f.is_dir() || ends_in_separator(f) => f.join(own),
         Some(f) => f.to_path_buf(),
     };
     let base = scenario.parent().unwrap_or(Path::new("")).to_path_buf();
     let mut files = vec![(scenario, b.toml.as_bytes())];
     files.extend(b.files.iter().map(|(rel, data)| (base.join(rel), *data)));
     files
+}
+
+fn ends_in_separator(f: &Path) -> bool {
+    let text = f.as_os_str().to_string_lossy();
+    text.ends_with('/') || text.ends_with(std::path::MAIN_SEPARATOR)
 }
 
 /// Refuses to write over anything that exists, unless `force` — and even
@@ -189,6 +194,9 @@ mod tests {
                 Path::new("exp/traces/sample.csv")
             ]
         );
+        let p = plan(b, Some(Path::new("new/")));
+        assert_eq!(p[0].0, Path::new("new/trace.toml"));
+        assert_eq!(p[1].0, Path::new("new/traces/sample.csv"));
         let p = plan(b, None);
         assert_eq!(p[0].0, Path::new("trace.toml"));
         assert_eq!(p[1].0, Path::new("traces/sample.csv"));

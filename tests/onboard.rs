@@ -119,7 +119,7 @@ fn init_writes_the_trace_beside_the_scenario() {
     assert!(text.contains("ratesim run replay/t.toml"), "{text}");
 }
 
-// Item 7.2: FILE may be an existing directory: NAME.toml goes inside it.
+// Item 7.2: FILE may be a directory: NAME.toml goes inside it.
 #[test]
 fn init_into_a_directory_writes_name_toml_inside_it() {
     let tmp = tempfile::tempdir().unwrap();
@@ -129,6 +129,10 @@ fn init_into_a_directory_writes_name_toml_inside_it() {
         &tmp.path().join("exp/steady.toml"),
         &manifest_dir().join("scenarios/steady.toml"),
     );
+    // A FILE ending in / is a directory too, created if need be.
+    stdout(ratesim_in(tmp.path()).args(["init", "trace", "new/"]));
+    assert!(tmp.path().join("new/trace.toml").is_file());
+    assert!(tmp.path().join("new/traces/sample.csv").is_file());
 }
 
 // Item 7.2: never overwrite without --force — exit 2 naming the file, and
