@@ -55,6 +55,10 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::List => list(),
         Command::Plot { run_dir, quiet } => plot(&run_dir, quiet),
         Command::Explain(args) => explain_command(args),
+        Command::Show { name } => crate::onboard::show(&name),
+        Command::Init(args) => {
+            crate::onboard::init_command(&args.name, args.file.as_deref(), args.force)
+        }
     }
 }
 
@@ -225,6 +229,10 @@ fn list() -> anyhow::Result<()> {
             .unwrap_or_default();
         writeln!(out, "  {:<16} {}", b.name, first_sentence(&description))?;
     }
+    writeln!(
+        out,
+        "  (ratesim show NAME prints one; ratesim init NAME writes it to a file to edit)"
+    )?;
     writeln!(out, "\nAlgorithms ([[limiter]] algorithm = …):")?;
     for (name, what) in ALGORITHMS {
         writeln!(out, "  {name:<16} {what}")?;

@@ -12,7 +12,7 @@ use clap::{Parser, Subcommand, ValueEnum};
     long_about = "ratesim drives traffic through token bucket, interval bucket, GCRA, leaky bucket, \
 fixed window, sliding log and sliding counter limiters on a virtual nanosecond clock, and shows what \
 each admits, delays and rejects, and how much state it keeps.",
-    after_help = "Examples:\n  ratesim run boundary                 the flagship: a fixed window passes 2x its limit\n  ratesim run my.toml --out runs/a --decisions\n  ratesim plot output/boundary         re-render a run directory's charts\n  ratesim explain boundary             a walkthrough of the boundary burst, with its numbers\n  ratesim validate my.toml\n  ratesim list"
+    after_help = "Examples:\n  ratesim run boundary                 the flagship: a fixed window passes 2x its limit\n  ratesim run my.toml --out runs/a --decisions\n  ratesim plot output/boundary         re-render a run directory's charts\n  ratesim explain boundary             a walkthrough of the boundary burst, with its numbers\n  ratesim validate my.toml\n  ratesim list\n  ratesim init boundary                write boundary.toml to edit, then: ratesim run boundary.toml"
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -23,12 +23,12 @@ pub struct Cli {
 pub enum Command {
     /// Run a scenario and write its results to a run directory
     #[command(
-        after_help = "Examples:\n  ratesim run boundary\n  ratesim run scenarios/steady.toml --seed 42 --out /tmp/steady\n  ratesim run poisson --decisions --quiet\n  ratesim run boundary --format json | jq '.limiters[].peak_in_window'\n\nSCENARIO is a path to a .toml file or the name of a built-in scenario (see `ratesim list`).\nThe run directory gets summary.csv, summary.json, timeseries.csv, summary.md, the PNG charts\n(timeline, peak, outcomes, state, and delay when something was delayed) and, with --decisions,\ndecisions.csv. A progress bar shows on stderr for runs longer than a second, unless --quiet or\nstderr is not a terminal."
+        after_help = "Examples:\n  ratesim run boundary\n  ratesim run steady.toml --seed 42 --out /tmp/steady   (after `ratesim init steady`)\n  ratesim run poisson --decisions --quiet\n  ratesim run boundary --format json | jq '.limiters[].peak_in_window'\n\nSCENARIO is a path to a .toml file or the name of a built-in scenario (see `ratesim list`).\nThe run directory gets summary.csv, summary.json, timeseries.csv, summary.md, the PNG charts\n(timeline, peak, outcomes, state, and delay when something was delayed) and, with --decisions,\ndecisions.csv. A progress bar shows on stderr for runs longer than a second, unless --quiet or\nstderr is not a terminal.\n\nPaths: a trace's `path` is relative to the scenario file (so a scenario and its trace move\ntogether); `[output] dir` and --out are relative to the current directory, like every path\ngiven on the command line (so results land where you run ratesim).\n\nratesim refuses a run of more than 10^10 decisions (see `ratesim validate`) unless --force."
     )]
     Run(RunArgs),
     /// Check a scenario file without running it
     #[command(
-        after_help = "Examples:\n  ratesim validate scenarios/boundary.toml\n  ratesim validate boundary\n\nPrints the work the scenario is (attempts, decisions, the most memory its limiters' state\ncan take) and whether `ratesim run` would refuse it without --force.\nExit status 0 when the scenario is valid, 2 with a message naming the field when not."
+        after_help = "Examples:\n  ratesim validate my.toml\n  ratesim validate boundary\n\nPrints the work the scenario is (attempts, decisions, the most memory its limiters' state\ncan take) and whether `ratesim run` would refuse it without --force.\nExit status 0 when the scenario is valid, 2 with a message naming the field when not."
     )]
     Validate {
         /// Path to a scenario .toml, or a built-in scenario name
@@ -53,6 +53,30 @@ pub enum Command {
         after_help = "Topics:\n  boundary   why a fixed window lets through twice its limit (writes boundary-zoom.png)\n  gcra       GCRA decides exactly as a token bucket, in half the state\n\nExamples:\n  ratesim explain boundary\n  ratesim explain gcra --out /tmp/gcra\n\nThe run directory (default output/<topic>) gets the usual results and charts too."
     )]
     Explain(ExplainArgs),
+    /// Print a built-in scenario's TOML exactly as shipped
+    #[command(
+        after_help = "Examples:\n  ratesim show boundary\n  ratesim show trace > trace.toml\n\nNAME is a built-in scenario (see `ratesim list`). The TOML goes to stdout byte for byte as\nshipped. When the scenario reads other files (the `trace` scenario reads traces/sample.csv,\nrelative to the scenario file), a note on stderr says so: `ratesim init NAME` writes them too.\nExit status 2 for an unknown NAME, with the list of built-ins."
+    )]
+    Show {
+        /// A built-in scenario name
+        name: String,
+    },
+    /// Write a built-in scenario to a file to edit, with any trace it reads
+    #[command(
+        after_help = "Examples:\n  ratesim init boundary                writes boundary.toml\n  ratesim init trace replay/t.toml     writes replay/t.toml and replay/traces/sample.csv\n  ratesim init steady experiments/     writes experiments/steady.toml\n\nFILE defaults to NAME.toml in the current directory; when it is a directory (existing, or\nending in /) the scenario goes inside it as NAME.toml. Files the scenario reads are written at their path\nrelative to FILE, so it runs unchanged: `ratesim run FILE` from any directory. Nothing is\nwritten when any of the files exists, unless --force (exit status 2 naming the file)."
+    )]
+    Init(InitArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct InitArgs {
+    /// A built-in scenario name (see `ratesim list`)
+    pub name: String,
+    /// Where to write the scenario (default: NAME.toml)
+    pub file: Option<PathBuf>,
+    /// Overwrite existing files
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -68,7 +92,8 @@ pub struct ExplainArgs {
 pub struct RunArgs {
     /// Path to a scenario .toml, or a built-in scenario name
     pub scenario: String,
-    /// Run directory (default: [output] dir, else output/<name>)
+    /// Run directory (default: [output] dir, else output/<name>; both
+    /// relative to the current directory)
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Seed for random traffic, overriding the scenario's

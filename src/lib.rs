@@ -7,7 +7,8 @@
 //! (pure decisions) and [`metrics`] (streaming counters) → [`report`]
 //! (CSV, JSON, terminal, Markdown, PNG charts). [`app`] ties them together
 //! with the file system; [`progress`] is the progress bar at the edge, and
-//! [`explain`] the guided walkthroughs.
+//! [`explain`] the guided walkthroughs; [`onboard`] writes the built-in
+//! scenarios out to edit.
 
 pub mod app;
 pub mod builtin;
@@ -20,6 +21,7 @@ pub mod estimate;
 pub mod explain;
 pub mod limiter;
 pub mod metrics;
+pub mod onboard;
 pub mod progress;
 pub mod report;
 pub mod scenario;

@@ -336,7 +336,7 @@ fn text(ctx: &Context, c: &Closeup) -> String {
         s,
         "{}\n",
         wrap(
-            "Try next: move the second burst half a window later (after = \"500ms\" in scenarios/boundary.toml): the bursts are still within one second but in different windows, so the fixed window still passes 200, and the token bucket, which refills 50 tokens in those 500 ms, passes 150. Give the token bucket capacity = 20 and its burst shrinks to 20.",
+            "Try next: `ratesim init boundary` writes this scenario to boundary.toml to edit. Move the second burst half a window later (after = \"500ms\" in its [[traffic]]): the bursts are still within one second but in different windows, so the fixed window still passes 200, and the token bucket, which refills 50 tokens in those 500 ms, passes 150. Give the token bucket capacity = 20 and its burst shrinks to 20. Then `ratesim run boundary.toml`.",
             78,
             0
         )

@@ -1,7 +1,8 @@
 //! Ramp: a rate that climbs (or falls) over the run, for finding where each
 //! algorithm starts to reject.
 //!
-//! The run is cut into `steps` equal parts (default 20); in part j each of
+//! The run is cut into `steps` equal parts (default 20, at least 2: one
+//! step would be `steady` at `from`); in part j each of
 //! the `clients` clients sends steadily at
 //! `from + (to − from) · j / (steps − 1)`, exactly (the step rates are
 //! rationals too), with clients spread evenly over each interval. With many
@@ -38,6 +39,19 @@ impl Ramp {
         let to = opt_steady_rate(f, "to")?
             .ok_or_else(|| f.missing("to", "each client's final rate, e.g. \"50/1s\""))?;
         let n = f.opt_count("steps", 1)?.unwrap_or(20);
+        if n == 1 {
+            // One step would be steady traffic at `from`, with `to` silently
+            // ignored: refused rather than given a meaning the file does not say.
+            // `from` as written (a string or a number per second).
+            let written = f
+                .peek("from")
+                .map(crate::scenario::fields::show)
+                .unwrap_or_else(|| format!("\"{from}\""));
+            return Err(InputError::new(format!(
+                "{}: 1 — a ramp of one step is just steady traffic at `from` and never reaches `to`; use pattern = \"steady\" with rate = {written}, or steps of 2 or more (default 20)",
+                f.at("steps")
+            )));
+        }
         if n > MAX_STEPS {
             return Err(InputError::new(format!(
                 "{}: {n} — at most {MAX_STEPS}",
@@ -96,7 +110,8 @@ impl Ramp {
     }
 }
 
-/// `from + (to − from) · j / (n − 1)` exactly, or `None` if out of range.
+/// `from + (to − from) · j / (n − 1)` exactly (`from` when `n` is 1), or
+/// `None` if out of range.
 fn step_rate(from: Rate, to: Rate, j: u64, n: u64) -> Option<Rate> {
     if n == 1 {
         return Some(from);
