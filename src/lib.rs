@@ -23,6 +23,7 @@ pub mod limiter;
 pub mod metrics;
 pub mod onboard;
 pub mod progress;
+pub mod redis;
 pub mod report;
 pub mod scenario;
 pub mod staging;

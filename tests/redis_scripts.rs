@@ -1,0 +1,467 @@
+//! The Redis scripts of `redis/` against ratesim's limiters, decision by
+//! decision, on a real redis-server (DESIGN §6).
+//!
+//! Random traces — microsecond timestamps, several keys, mixed costs,
+//! parameters whole in microseconds, times snapped to window and emission
+//! boundaries — go through `EVALSHA` and through ratesim's limiter at the
+//! same nanosecond; every outcome and wait must agree (ratesim's ns waits
+//! rounded up to whole µs). Along the way:
+//! - keys of one trace never interfere (each has its own ratesim key);
+//! - an expired key decides like a fresh one: the expiry each call asks for
+//!   is captured (the trace runs slower than real time, where it would fire
+//!   early) and applied in virtual time: when the key's next request comes
+//!   after it, the key is expired first (PEXPIRE 0), and the
+//!   decisions must still agree with ratesim, which never forgets;
+//! - the edge of each script's stated range still agrees.
+//!
+//! The server: `RATESIM_REDIS=host:port` (what `.ci/run` starts), else a
+//! `redis-server` on PATH started here on a free loopback port with no
+//! persistence, else the tests are skipped with a message — unless
+//! `RATESIM_REQUIRE_REDIS` is set, as `.ci/run` sets it.
+
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use ratesim::clock::{Nanos, Rate};
+use ratesim::limiter::{
+    fixed_window, gcra, leaky_bucket, sliding_counter, sliding_log, token_bucket, Decision, Limiter,
+};
+
+// ---------------------------------------------------------------------------
+// The server
+// ---------------------------------------------------------------------------
+
+struct Server {
+    child: Option<Child>,
+    url: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(child) = self.child.as_mut() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free loopback port")
+}
+
+/// A redis-server to test against, or `None` (skipped) when there is none.
+fn server() -> Option<Server> {
+    if let Ok(addr) = std::env::var("RATESIM_REDIS") {
+        return Some(Server {
+            child: None,
+            url: format!("redis://{addr}/"),
+        });
+    }
+    let port = free_port();
+    let child = Command::new("redis-server")
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+        .args(["--save", "", "--appendonly", "no"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn();
+    let child = match child {
+        Ok(c) => c,
+        Err(e) => {
+            assert!(
+                std::env::var_os("RATESIM_REQUIRE_REDIS").is_none(),
+                "RATESIM_REQUIRE_REDIS is set but redis-server cannot be started: {e}"
+            );
+            eprintln!(
+                "SKIPPED: no redis-server on PATH ({e}); install redis-server to run these tests"
+            );
+            return None;
+        }
+    };
+    let server = Server {
+        child: Some(child),
+        url: format!("redis://127.0.0.1:{port}/"),
+    };
+    let start = Instant::now();
+    loop {
+        if let Ok(mut c) = connect(&server) {
+            if redis::cmd("PING").query::<String>(&mut c).is_ok() {
+                return Some(server);
+            }
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "redis-server did not start"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn connect(s: &Server) -> redis::RedisResult<redis::Connection> {
+    redis::Client::open(s.url.as_str())?.get_connection()
+}
+
+// ---------------------------------------------------------------------------
+// The scripts and ratesim's limiters
+// ---------------------------------------------------------------------------
+
+#[derive(Debug, Clone, Copy)]
+enum Algo {
+    TokenBucket { capacity: u64 },
+    Gcra { burst: u64 },
+    Leaky { queue: u64, delay: u64 },
+    Fixed { count_rejected: bool },
+    Log { count_rejected: bool },
+    Counter { count_rejected: bool },
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Params {
+    limit: u64,
+    window_us: u64,
+    algo: Algo,
+}
+
+impl Params {
+    fn script(&self) -> &'static str {
+        let name = match self.algo {
+            Algo::TokenBucket { .. } => "token_bucket",
+            Algo::Gcra { .. } => "gcra",
+            Algo::Leaky { .. } => "leaky_bucket",
+            Algo::Fixed { .. } => "fixed_window",
+            Algo::Log { .. } => "sliding_log",
+            Algo::Counter { .. } => "sliding_counter",
+        };
+        ratesim::redis::script(name).expect("a script").text
+    }
+
+    fn extras(&self) -> Vec<String> {
+        let flag = |b: bool| if b { "1" } else { "0" }.to_string();
+        match self.algo {
+            Algo::TokenBucket { capacity } => vec![capacity.to_string()],
+            Algo::Gcra { burst } => vec![burst.to_string()],
+            Algo::Leaky { queue, delay } => vec![queue.to_string(), delay.to_string()],
+            Algo::Fixed { count_rejected } => vec![flag(count_rejected), "epoch".into()],
+            Algo::Log { count_rejected } => vec![flag(count_rejected), "exclusive".into()],
+            Algo::Counter { count_rejected } => vec![flag(count_rejected), "exact".into()],
+        }
+    }
+
+    fn limiter(&self) -> Box<dyn Limiter> {
+        let window = Nanos(self.window_us * 1000);
+        let rate = Rate::per(self.limit, window).expect("a representable rate");
+        let (limit, window) = (self.limit, window);
+        match self.algo {
+            Algo::TokenBucket { capacity } => {
+                Box::new(token_bucket::TokenBucket::new(token_bucket::Config {
+                    capacity,
+                    rate,
+                }))
+            }
+            Algo::Gcra { burst } => Box::new(gcra::Gcra::new(gcra::Config { burst, rate })),
+            Algo::Leaky { queue, delay } => {
+                Box::new(leaky_bucket::LeakyBucket::new(leaky_bucket::Config {
+                    rate,
+                    queue,
+                    delay,
+                }))
+            }
+            Algo::Fixed { count_rejected } => {
+                Box::new(fixed_window::FixedWindow::new(fixed_window::Config {
+                    limit,
+                    window,
+                    count_rejected,
+                }))
+            }
+            Algo::Log { count_rejected } => {
+                Box::new(sliding_log::SlidingLog::new(sliding_log::Config {
+                    limit,
+                    window,
+                    count_rejected,
+                }))
+            }
+            Algo::Counter { count_rejected } => Box::new(sliding_counter::SlidingCounter::new(
+                sliding_counter::Config {
+                    limit,
+                    window,
+                    count_rejected,
+                },
+            )),
+        }
+    }
+
+    /// The emission interval and window in µs (rounded down): boundaries
+    /// worth landing on.
+    fn periods(&self) -> [u64; 2] {
+        [(self.window_us / self.limit).max(1), self.window_us]
+    }
+}
+
+/// What a script replies for ratesim's `decision`.
+fn expected(decision: Decision) -> (i64, i64) {
+    let us = |ns: u64| ns.div_ceil(1000) as i64;
+    match decision {
+        Decision::Admitted => (1, 0),
+        Decision::Delayed { delay } => (2, us(delay.0)),
+        Decision::Rejected { retry_after: None } => (0, -1),
+        Decision::Rejected {
+            retry_after: Some(r),
+        } => (0, us(r.0)),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Replaying a trace
+// ---------------------------------------------------------------------------
+
+/// `script` with its expiry captured instead of set: `{outcome, wait_us,
+/// ms}`, where `ms` is the PEXPIRE the script asked for (−1: none). The
+/// trace runs slower than real time, so a real expiry would fire early;
+/// the caller applies it at its virtual moment instead. Nothing else of
+/// the script's text changes.
+fn observed(script: &str) -> String {
+    const PEXPIRE: &str = "redis.call('PEXPIRE', KEYS[1], ";
+    assert!(script.contains(PEXPIRE) || script.contains("no expiry"));
+    let body = script.replace(PEXPIRE, "expire_in(");
+    format!(
+        "local expiry = -1\n\
+         local function expire_in(ms) expiry = tonumber(ms) return 1 end\n\
+         local function decide()\n{body}\nend\n\
+         local r = decide()\n\
+         return {{r[1], r[2], expiry}}\n"
+    )
+}
+
+/// One request: time in µs, key, cost.
+type Request = (u64, u32, u64);
+
+/// Replays `trace` through the script and through ratesim; panics at the
+/// first disagreement, naming it. Returns how many keys were expired on the
+/// way (at the moment the script's expiry said they were fresh again).
+fn replay(conn: &mut redis::Connection, prefix: &str, p: &Params, trace: &[Request]) -> usize {
+    let sha: String = redis::cmd("SCRIPT")
+        .arg("LOAD")
+        .arg(observed(p.script()))
+        .query(conn)
+        .expect("SCRIPT LOAD");
+    let mut limiter = p.limiter();
+    let extras = p.extras();
+    let mut expires_at: Vec<Option<u64>> = Vec::new();
+    let mut expired = 0;
+    for (i, &(t, key, cost)) in trace.iter().enumerate() {
+        let name = format!("{prefix}:{key}");
+        let k = key as usize;
+        if expires_at.len() <= k {
+            expires_at.resize(k + 1, None);
+        }
+        if expires_at[k].is_some_and(|at| t >= at) {
+            // Redis would have expired the key by now: make it so (a
+            // timeout of 0 expires it at once).
+            let _: i64 = redis::cmd("PEXPIRE").arg(&name).arg(0).query(conn).unwrap();
+            let exists: i64 = redis::cmd("EXISTS").arg(&name).query(conn).unwrap();
+            assert_eq!(exists, 0, "{name} did not expire");
+            expires_at[k] = None;
+            expired += 1;
+        }
+        let want = expected(limiter.decide(key, Nanos(t * 1000), cost));
+        // The expiry the call asked for is applied above, at its virtual
+        // moment: the key expires `ms` after now.
+        let (outcome, wait, ms): (i64, i64, i64) = redis::cmd("EVALSHA")
+            .arg(&sha)
+            .arg(1)
+            .arg(&name)
+            .arg(t)
+            .arg(cost)
+            .arg(p.limit)
+            .arg(p.window_us)
+            .arg(&extras)
+            .query(conn)
+            .unwrap_or_else(|e| panic!("{p:?} request {i} {:?}: {e}", trace[i]));
+        let got = (outcome, wait);
+        assert_eq!(
+            got,
+            want,
+            "{p:?}: request {i} (t = {t} us, key {key}, cost {cost}) — script {got:?}, ratesim {want:?}; trace so far: {:?}",
+            &trace[..=i]
+        );
+        if ms >= 0 {
+            assert!(ms >= 1, "{p:?}: request {i}: PEXPIRE {ms}");
+            expires_at[k] = Some(t + ms as u64 * 1000);
+        }
+    }
+    expired
+}
+
+fn random_params(rng: &mut ChaCha8Rng, kinds: &[&str]) -> Params {
+    let limit = rng.random_range(1..=8u64);
+    let window_us = *[1_000u64, 3_000, 7, 250, 1_000_000, 333_333, 20_000]
+        .get(rng.random_range(0..7))
+        .unwrap();
+    let small = |rng: &mut ChaCha8Rng| rng.random_range(1..=6u64);
+    let kind = kinds[rng.random_range(0..kinds.len())];
+    let algo = match kind {
+        "token_bucket" => Algo::TokenBucket {
+            capacity: small(rng),
+        },
+        "gcra" => Algo::Gcra { burst: small(rng) },
+        "leaky_bucket" => {
+            let queue = rng.random_range(0..=4u64);
+            Algo::Leaky {
+                queue,
+                delay: rng.random_range(0..=queue),
+            }
+        }
+        "fixed_window" => Algo::Fixed {
+            count_rejected: rng.random_bool(0.4),
+        },
+        "sliding_log" => Algo::Log {
+            count_rejected: rng.random_bool(0.4),
+        },
+        "sliding_counter" => Algo::Counter {
+            count_rejected: rng.random_bool(0.4),
+        },
+        other => unreachable!("{other}"),
+    };
+    Params {
+        limit,
+        window_us,
+        algo,
+    }
+}
+
+/// Sorted requests over 3 keys: many at the same µs, some 1 µs apart, some
+/// snapped to boundaries (±1 µs), some after long pauses (so keys expire).
+fn random_trace(rng: &mut ChaCha8Rng, p: &Params, n: usize) -> Vec<Request> {
+    let mut t = rng.random_range(0..3 * p.window_us);
+    let periods = p.periods();
+    (0..n)
+        .map(|_| {
+            t += match rng.random_range(0..10) {
+                0..=2 => 0,
+                3 => 1,
+                4..=5 => rng.random_range(1..=p.window_us.max(2)),
+                6 => rng.random_range(1..=4 * p.window_us),
+                7 => 3 * p.window_us + rng.random_range(0..2_000_000),
+                _ => {
+                    let period = periods[rng.random_range(0..2)];
+                    let next = (t / period + 1) * period;
+                    (next + rng.random_range(0..=2)).saturating_sub(1) - t
+                }
+            };
+            let cost = if rng.random_bool(0.8) {
+                1
+            } else {
+                rng.random_range(1..=9)
+            };
+            (t, rng.random_range(0..3), cost)
+        })
+        .collect()
+}
+
+fn check(kinds: &[&str], seed: u64, traces: usize) {
+    let Some(server) = server() else { return };
+    let mut conn = connect(&server).expect("a connection");
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut expired = 0;
+    for n in 0..traces {
+        let p = random_params(&mut rng, kinds);
+        let trace = random_trace(&mut rng, &p, 60);
+        expired += replay(&mut conn, &format!("t{seed}:{n}"), &p, &trace);
+    }
+    assert!(
+        expired > 0,
+        "no key ever expired: the expiry check did not run"
+    );
+}
+
+#[test]
+fn token_bucket_script_decides_as_ratesim() {
+    check(&["token_bucket"], 1, 150);
+}
+
+#[test]
+fn gcra_script_decides_as_ratesim() {
+    check(&["gcra"], 2, 150);
+}
+
+#[test]
+fn leaky_bucket_script_decides_and_delays_as_ratesim() {
+    check(&["leaky_bucket"], 3, 150);
+}
+
+#[test]
+fn fixed_window_script_decides_as_ratesim() {
+    check(&["fixed_window"], 4, 150);
+}
+
+#[test]
+fn sliding_log_script_decides_as_ratesim() {
+    check(&["sliding_log"], 5, 150);
+}
+
+#[test]
+fn sliding_counter_script_decides_as_ratesim() {
+    check(&["sliding_counter"], 6, 150);
+}
+
+/// What the script itself does with the key, called as production calls it.
+#[test]
+fn the_scripts_as_shipped_reply_expire_and_refuse_bad_arguments() {
+    let Some(server) = server() else { return };
+    let mut conn = connect(&server).expect("a connection");
+    let cases: &[(&str, &[&str], i64)] = &[
+        // (script, extras, ms the first admitted request's key lives)
+        ("token_bucket", &["5"], 200), // full again once 1 token is back
+        ("gcra", &["5"], 200),         // TAT, one emission interval ahead
+        ("leaky_bucket", &["2", "0"], 200), // the outlet is free again
+        ("fixed_window", &["0", "epoch"], 1000),
+        ("fixed_window", &["1", "first_hit"], 1000),
+        ("sliding_log", &["0", "exclusive"], 1000),
+        ("sliding_counter", &["0", "exact"], 2000),
+    ];
+    for (i, (algorithm, extras, ms)) in cases.iter().enumerate() {
+        let text = ratesim::redis::script(algorithm).unwrap().text;
+        let sha: String = redis::cmd("SCRIPT")
+            .arg("LOAD")
+            .arg(text)
+            .query(&mut conn)
+            .unwrap();
+        let key = format!("shipped:{i}");
+        // 5 per second, at t = 0: admitted, and the key expires when fresh.
+        let reply: Vec<i64> = redis::cmd("EVALSHA")
+            .arg(&sha)
+            .arg(1)
+            .arg(&key)
+            .arg(0)
+            .arg(1)
+            .arg(5)
+            .arg(1_000_000)
+            .arg(*extras)
+            .query(&mut conn)
+            .unwrap();
+        assert_eq!(reply, [1, 0], "{algorithm}");
+        let pttl: i64 = redis::cmd("PTTL").arg(&key).query(&mut conn).unwrap();
+        assert!(
+            (*ms - 50..=*ms).contains(&pttl),
+            "{algorithm}: PTTL {pttl}, expected {ms} less the time since"
+        );
+        // A cost of 0 is not a request: an error naming the arguments.
+        let err = redis::cmd("EVALSHA")
+            .arg(&sha)
+            .arg(1)
+            .arg(&key)
+            .arg(0)
+            .arg(0)
+            .arg(5)
+            .arg(1_000_000)
+            .arg(*extras)
+            .query::<Vec<i64>>(&mut conn)
+            .unwrap_err();
+        assert!(err.to_string().contains(algorithm), "{algorithm}: {err}");
+    }
+}
