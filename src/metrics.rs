@@ -84,10 +84,14 @@ pub struct ClientCounts {
 }
 
 impl Recorder {
-    /// `window` is the policy window `peak_in_window` uses; `resolution` the
-    /// bucket width; `duration` sizes the series up front.
-    /// `window` and `limit` are the policy's; `clients` sizes the
-    /// per-client table.
+    /// `window` and `limit` are the policy's (`peak_in_window` uses the
+    /// window); `resolution` is the bucket width; `duration` sizes the
+    /// series up front; `clients` sizes the per-client table.
+    ///
+    /// The series plans `duration / resolution + 1` buckets, at most
+    /// [`MAX_BUCKETS`](crate::scenario::MAX_BUCKETS) + 1 (scenario
+    /// validation keeps it there; this holds for any caller), and never
+    /// grows past twice that: its memory is bounded whatever the duration.
     pub fn new(
         window: Nanos,
         limit: u64,
@@ -95,13 +99,14 @@ impl Recorder {
         duration: Nanos,
         clients: usize,
     ) -> Self {
-        let buckets = duration.0 / resolution.0 + 1;
+        let buckets = crate::scenario::planned_buckets(resolution, duration)
+            .min(crate::scenario::MAX_BUCKETS + 1) as usize;
         Recorder {
             window: window.0,
             limit,
-            max_buckets: 2 * buckets as usize,
-            resolution: resolution.0,
-            series: vec![Bucket::default(); buckets as usize],
+            max_buckets: 2 * buckets,
+            resolution: resolution.0.max(1),
+            series: vec![Bucket::default(); buckets],
             clients: vec![ClientCounts::default(); clients],
             ..Recorder::default()
         }
@@ -519,6 +524,18 @@ mod tests {
         r.finish();
         // Passes at 100, 900 and 1500ms: (500, 1500] holds two.
         assert_eq!(r.peak_in_window, 2);
+    }
+
+    // Regression (robustness issue item 8): the series was sized
+    // duration / resolution + 1 up front, whatever that came to.
+    #[test]
+    fn a_series_stays_bounded_whatever_the_duration() {
+        let cap = 2 * (crate::scenario::MAX_BUCKETS as usize + 1);
+        let mut r = Recorder::new(Nanos(1000 * MS), 10, Nanos(1), Nanos(u64::MAX / 2), 0);
+        assert!(r.series.len() <= cap / 2);
+        r.record(0, Nanos(u64::MAX - 1), 1, Decision::Admitted);
+        assert!(r.series.len() <= cap && r.series.capacity() <= cap);
+        assert_eq!(r.series.iter().map(|b| b.passed).sum::<u64>(), 1);
     }
 
     #[test]

@@ -455,3 +455,86 @@ fn explain_an_unknown_topic_is_bad_input_naming_the_topics() {
     );
     assert!(!dir.join("out").exists());
 }
+
+/// A scenario of seven limiters (every algorithm but the shaper's twin)
+/// replaying `trace.csv` beside it.
+const SEVEN_LIMITERS: &str = r#"name = "long"
+[defaults]
+limit = 10
+window = "1s"
+[[limiter]]
+algorithm = "token_bucket"
+[[limiter]]
+algorithm = "fixed_window"
+[[limiter]]
+algorithm = "sliding_log"
+[[limiter]]
+algorithm = "sliding_counter"
+[[limiter]]
+algorithm = "gcra"
+[[limiter]]
+algorithm = "leaky_bucket"
+[[limiter]]
+algorithm = "interval_bucket"
+[[traffic]]
+pattern = "trace"
+path = "trace.csv"
+"#;
+
+// Regression (robustness issue item 8): the time series grew with duration
+// ÷ resolution × limiters, not with traffic — a 4-row trace over 10^9 s with
+// 7 limiters either failed ("gives 10000000000 time-series buckets") or,
+// with a coarser window, took 1.8 GB. The default resolution now keeps every
+// series at most `DEFAULT_BUCKETS` buckets, and an explicit resolution is
+// capped at `MAX_BUCKETS`.
+#[test]
+fn a_four_row_trace_over_a_billion_seconds_runs_quickly_in_a_bounded_series() {
+    use ratesim::scenario::{DEFAULT_BUCKETS, MAX_BUCKETS};
+    let tmp = scratch();
+    let dir = tmp.path();
+    fs::write(
+        dir.join("trace.csv"),
+        "time,client\n0,a\n0.5,b\n1,a\n1000000000,a\n",
+    )
+    .unwrap();
+    fs::write(dir.join("long.toml"), SEVEN_LIMITERS).unwrap();
+    let out = dir.join("out");
+    let start = Instant::now();
+    succeeds_quietly(
+        ratesim()
+            .arg("run")
+            .arg(dir.join("long.toml"))
+            .args(["--quiet", "--out"])
+            .arg(&out),
+    );
+    let took = start.elapsed();
+    assert!(took.as_secs() < 30, "the run took {took:?}");
+    let csv = fs::read_to_string(out.join("timeseries.csv")).unwrap();
+    let rows = csv.lines().count() - 1;
+    assert!(
+        rows as u64 <= 7 * DEFAULT_BUCKETS,
+        "{rows} rows for 7 limiters: more than {DEFAULT_BUCKETS} each"
+    );
+    let data = RunData::load(&out).unwrap();
+    assert!(
+        data.resolution_ns >= 100_000_000_000_000,
+        "{}",
+        data.resolution_ns
+    );
+    assert!(out.join("timeline.png").is_file());
+
+    // An explicit resolution that would plan a million buckets is refused.
+    fs::write(
+        dir.join("fine.toml"),
+        format!("{SEVEN_LIMITERS}[output]\nresolution = \"1000s\"\n"),
+    )
+    .unwrap();
+    assert_bad_input(
+        ratesim()
+            .arg("run")
+            .arg(dir.join("fine.toml"))
+            .args(["--quiet", "--out"])
+            .arg(dir.join("fine")),
+        &["output.resolution", &MAX_BUCKETS.to_string()],
+    );
+}
