@@ -16,10 +16,10 @@ pub const FILE: &str = "summary.md";
 /// registered charts first, in their order, then any other image (such as
 /// `ratesim explain`'s close-ups) by name.
 pub fn render(data: &RunData, dir: &Path) -> anyhow::Result<String> {
-    let mut images: Vec<(String, Option<&'static str>)> = charts::CHARTS
+    let mut images: Vec<(String, Option<String>)> = charts::CHARTS
         .iter()
         .filter(|c| dir.join(c.file).is_file())
-        .map(|c| (c.file.to_string(), Some(c.about)))
+        .map(|c| (c.file.to_string(), Some((c.caption)(data))))
         .collect();
     let mut others: Vec<String> = fs::read_dir(dir)?
         .filter_map(|e| e.ok())
@@ -28,14 +28,14 @@ pub fn render(data: &RunData, dir: &Path) -> anyhow::Result<String> {
         .collect();
     others.sort();
     images.extend(others.into_iter().map(|n| {
-        let about = (n == charts::zoom::FILE).then_some(charts::zoom::ABOUT);
+        let about = (n == charts::zoom::FILE).then(|| charts::zoom::ABOUT.to_string());
         (n, about)
     }));
     Ok(document(data, &images))
 }
 
 /// The document itself, given the images to link and what each shows.
-pub fn document(data: &RunData, images: &[(String, Option<&str>)]) -> String {
+pub fn document(data: &RunData, images: &[(String, Option<String>)]) -> String {
     let mut md = format!("# {} — ratesim results\n\n", escape(&data.name));
     let description = data.description.trim();
     if !description.is_empty() {
@@ -158,7 +158,7 @@ mod tests {
         let md = document(
             &d,
             &[
-                ("peak.png".into(), Some("the peaks")),
+                ("peak.png".into(), Some("the peaks".into())),
                 ("zoom.png".into(), None),
             ],
         );

@@ -29,6 +29,7 @@ pub const CHART: Chart = Chart {
     file: "clients.png",
     size: (1400, 760),
     about: "only when clients retry or share a key (by ip, global): attempts per request per limiter against 1× (no retries), with the requests that gave up; and the spread of the share of its requests each client got through (box p10–p90, whiskers min–max, tick median), with Jain's fairness index",
+    caption,
     render,
 };
 
@@ -117,6 +118,12 @@ pub fn clients_series(data: &RunData) -> ClientsSeries {
         shared_keys: rows.iter().any(ClientsRow::shares_keys),
         rows,
     }
+}
+
+/// What `summary.md` says under the chart.
+fn caption(data: &RunData) -> String {
+    let _ = data;
+    CHART.about.to_string()
 }
 
 fn render(data: &RunData, path: &Path) -> anyhow::Result<bool> {

@@ -31,6 +31,10 @@ pub struct RunData {
     pub duration_ns: u64,
     /// Width of one time-series bucket.
     pub resolution_ns: u64,
+    /// Whether `timeseries.csv` has the per-key columns
+    /// (`worst_key_in_window`, `overshoot`); run directories written
+    /// before them load with zeros there and this false.
+    pub per_key_series: bool,
     pub limiters: Vec<LimiterData>,
 }
 
@@ -160,6 +164,12 @@ pub struct Bucket {
     pub rejected: u64,
     /// Requests that passed in this bucket (a shaper's at their release).
     pub passed: u64,
+    /// The most one key had passed within the policy window before any
+    /// pass in this bucket (0 when nothing passed, or in an older file).
+    pub worst_key_in_window: u64,
+    /// Cost passed beyond the limit per key per aligned window, at the
+    /// passes in this bucket, all keys together (0 in an older file).
+    pub overshoot: u64,
 }
 
 #[derive(Deserialize)]
@@ -264,7 +274,7 @@ struct LimiterJson {
     fallback_decisions: u64,
 }
 
-/// The `timeseries.csv` columns the charts read (others are ignored).
+/// The `timeseries.csv` columns the charts read (others are ignored)…
 const SERIES_COLUMNS: [&str; 7] = [
     "limiter",
     "bucket_start_ns",
@@ -274,6 +284,9 @@ const SERIES_COLUMNS: [&str; 7] = [
     "rejected",
     "passed",
 ];
+
+/// …and those they read when present (0 in files from before them).
+const OPTIONAL_SERIES_COLUMNS: [&str; 2] = ["worst_key_in_window", "overshoot"];
 
 impl RunData {
     /// Loads `dir/summary.json` and `dir/timeseries.csv`. A directory that
@@ -347,6 +360,7 @@ impl RunData {
             window_ns: f.window_ns,
             duration_ns: f.duration_ns,
             resolution_ns: f.resolution_ns,
+            per_key_series: false,
             limiters: f
                 .limiters
                 .into_iter()
@@ -408,6 +422,11 @@ impl RunData {
                 InputError::new(format!("line 1: no column {name:?} in the header"))
             })?;
         }
+        let optional: Vec<Option<usize>> = OPTIONAL_SERIES_COLUMNS
+            .iter()
+            .map(|name| headers.iter().position(|h| h == *name))
+            .collect();
+        self.per_key_series = optional.iter().all(Option::is_some);
         let index: HashMap<String, usize> = self
             .limiters
             .iter()
@@ -436,6 +455,16 @@ impl RunData {
                     ))
                 })
             };
+            let extra = |k: usize| -> Result<u64, InputError> {
+                let Some(c) = optional[k] else { return Ok(0) };
+                let text = record.get(c).unwrap_or("");
+                text.parse().map_err(|_| {
+                    InputError::new(format!(
+                        "line {line}: {} = {text:?} is not a whole number",
+                        OPTIONAL_SERIES_COLUMNS[k]
+                    ))
+                })
+            };
             let &i = index.get(field(0)).ok_or_else(|| {
                 InputError::new(format!(
                     "line {line}: limiter {:?} is not in summary.json",
@@ -449,6 +478,8 @@ impl RunData {
                 delayed: number(4)?,
                 rejected: number(5)?,
                 passed: number(6)?,
+                worst_key_in_window: extra(0)?,
+                overshoot: extra(1)?,
             };
             let series = &mut self.limiters[i].series;
             let expected = series.len() as u64 * self.resolution_ns;
@@ -512,6 +543,21 @@ fw,500,1000,20,10,0,10,10,10,x\n";
         assert_eq!(l.series.len(), 2);
         assert_eq!(l.series[1].rejected, 10);
         assert_eq!(d.series_end_ns(), 2000);
+    }
+
+    #[test]
+    fn the_per_key_columns_are_read_when_present_and_zero_in_older_files() {
+        let mut d = RunData::from_summary_json(SUMMARY).unwrap();
+        d.read_series(SERIES.as_bytes()).unwrap();
+        assert!(!d.per_key_series, "SERIES predates the per-key columns");
+        assert_eq!(d.limiters[0].series[1].worst_key_in_window, 0);
+        let csv = "limiter,bucket_start_ns,attempts,admitted,delayed,rejected,passed,worst_key_in_window,overshoot\n\
+fw,0,10,10,0,0,10,10,0\n\
+fw,500,20,10,0,10,10,20,10\n";
+        d.read_series(csv.as_bytes()).unwrap();
+        assert!(d.per_key_series);
+        let b = d.limiters[0].series[1];
+        assert_eq!((b.worst_key_in_window, b.overshoot), (20, 10));
     }
 
     #[test]
@@ -671,6 +717,7 @@ pub mod tests_support {
             window_ns: 1_000_000_000,
             duration_ns: 10_000_000_000,
             resolution_ns: 100_000_000,
+            per_key_series: true,
             limiters: limiters.iter().map(|&(n, p)| limiter(n, p)).collect(),
         }
     }

@@ -19,6 +19,7 @@ pub const CHART: Chart = Chart {
     file: "delay.png",
     size: (1200, 700),
     about: "for shaping limiters only (skipped when nothing was delayed): median, 99th percentile and largest delay of passed requests — what smoothing instead of rejecting costs in waiting",
+    caption,
     render,
 };
 
@@ -50,6 +51,12 @@ pub fn delay_series(data: &RunData) -> Vec<DelayBar> {
             ],
         })
         .collect()
+}
+
+/// What `summary.md` says under the chart.
+fn caption(data: &RunData) -> String {
+    let _ = data;
+    CHART.about.to_string()
 }
 
 fn render(data: &RunData, path: &Path) -> anyhow::Result<bool> {

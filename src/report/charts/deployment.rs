@@ -28,6 +28,7 @@ pub const CHART: Chart = Chart {
     file: "deployment.png",
     size: (1400, 760),
     about: "only when a limiter runs on several instances or a shared store: overshoot (cost passed beyond the limit per key per window, summed) and the p99 latency the store added per decision, per limiter, with store operations per second and the decisions taken while the store failed",
+    caption,
     render,
 };
 
@@ -120,6 +121,12 @@ pub fn deployment_series(data: &RunData) -> DeploymentSeries {
             })
             .collect(),
     }
+}
+
+/// What `summary.md` says under the chart.
+fn caption(data: &RunData) -> String {
+    let _ = data;
+    CHART.about.to_string()
 }
 
 fn render(data: &RunData, path: &Path) -> anyhow::Result<bool> {

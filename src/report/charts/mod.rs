@@ -40,8 +40,11 @@ pub use data::RunData;
 pub struct Chart {
     pub file: &'static str,
     pub size: (u32, u32),
-    /// One line for `summary.md` and the README: what to read from it.
+    /// One line for the README: what to read from it, in general.
     pub about: &'static str,
+    /// What `summary.md` says under it: generated from the run's own data,
+    /// so it mentions only what the run holds and quotes its numbers.
+    pub caption: fn(&RunData) -> String,
     pub render: fn(&RunData, &Path) -> anyhow::Result<bool>,
 }
 

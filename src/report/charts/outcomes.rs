@@ -21,6 +21,7 @@ pub const CHART: Chart = Chart {
     file: "outcomes.png",
     size: (1200, 700),
     about: "admitted / delayed / rejected (and gave up, where clients retry) per limiter, stacked: who passes at once, who waits, who is turned away",
+    caption,
     render,
 };
 
@@ -103,6 +104,12 @@ pub fn outcomes_series(data: &RunData) -> OutcomeSeries {
         })
         .collect();
     OutcomeSeries { gave_up, bars }
+}
+
+/// What `summary.md` says under the chart.
+fn caption(data: &RunData) -> String {
+    let _ = data;
+    CHART.about.to_string()
 }
 
 fn render(data: &RunData, path: &Path) -> anyhow::Result<bool> {

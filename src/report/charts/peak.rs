@@ -21,6 +21,7 @@ pub const CHART: Chart = Chart {
     file: "peak.png",
     size: (1200, 700),
     about: "the most one key got through in any window, per limiter, against the limit line: a bar above the line broke the policy (the fixed window's boundary burst reaches 2×)",
+    caption,
     render,
 };
 
@@ -56,6 +57,12 @@ pub fn peak_series(data: &RunData) -> PeakSeries {
             })
             .collect(),
     }
+}
+
+/// What `summary.md` says under the chart.
+fn caption(data: &RunData) -> String {
+    let _ = data;
+    CHART.about.to_string()
 }
 
 fn render(data: &RunData, path: &Path) -> anyhow::Result<bool> {

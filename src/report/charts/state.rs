@@ -21,6 +21,7 @@ pub const CHART: Chart = Chart {
     file: "state.png",
     size: (1200, 700),
     about: "state bytes per key, mean (solid) and peak (light), per limiter — what each algorithm's memory costs per client (log axis when the spread is wide)",
+    caption,
     render,
 };
 
@@ -64,6 +65,12 @@ pub fn state_series(data: &RunData) -> StateSeries {
         log: lo.is_finite() && hi / lo > LOG_SPREAD,
         bars,
     }
+}
+
+/// What `summary.md` says under the chart.
+fn caption(data: &RunData) -> String {
+    let _ = data;
+    CHART.about.to_string()
 }
 
 fn render(data: &RunData, path: &Path) -> anyhow::Result<bool> {
