@@ -538,3 +538,68 @@ fn a_four_row_trace_over_a_billion_seconds_runs_quickly_in_a_bounded_series() {
         &["output.resolution", &MAX_BUCKETS.to_string()],
     );
 }
+
+// Regression (robustness issue item 9): `ratesim plot` on a crafted
+// summary.json (a state size of 1e308 bytes per key: the log axis reached
+// infinity) hung for over ten minutes, after it had already overwritten
+// timeline.png and others — half the run directory redrawn, half not.
+// Values read back are now checked like any input, and charts are drawn
+// beside the run directory and moved into place only when all succeeded.
+#[test]
+fn plot_on_a_crafted_summary_fails_fast_as_bad_input_and_leaves_the_charts_alone() {
+    let tmp = scratch();
+    let dir = tmp.path().join("boundary");
+    run_boundary(&dir);
+    let before: Vec<(PathBuf, Vec<u8>)> = fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "png" || x == "md"))
+        .map(|p| (p.clone(), fs::read(&p).unwrap()))
+        .collect();
+    assert!(before.len() >= 5);
+    let original = fs::read(dir.join("summary.json")).unwrap();
+    let mut json: serde_json::Value = serde_json::from_slice(&original).unwrap();
+    let crafted = [
+        ("state_bytes_per_key_mean", serde_json::json!(1e308)),
+        ("delay_p99_ms", serde_json::json!(-1.0)),
+        ("attempts", serde_json::json!(u64::MAX)),
+    ];
+    for (field, value) in crafted {
+        let mut j = json.clone();
+        j["limiters"][2][field] = value;
+        fs::write(dir.join("summary.json"), j.to_string()).unwrap();
+        let start = Instant::now();
+        assert_bad_input(
+            ratesim().args(["plot", "--quiet"]).arg(&dir),
+            &["summary.json", &format!("limiters[2].{field}")],
+        );
+        assert!(
+            start.elapsed().as_secs() < 10,
+            "{field}: {:?}",
+            start.elapsed()
+        );
+    }
+    // A resolution of 1 ns over the run: ten billion buckets.
+    json["resolution_ns"] = serde_json::json!(1);
+    fs::write(dir.join("summary.json"), json.to_string()).unwrap();
+    assert_bad_input(
+        ratesim().args(["plot", "--quiet"]).arg(&dir),
+        &["summary.json", "resolution_ns"],
+    );
+    for (path, bytes) in &before {
+        assert!(
+            fs::read(path).unwrap() == *bytes,
+            "{} changed",
+            path.display()
+        );
+    }
+    let leftovers: Vec<_> = fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n != "boundary")
+        .collect();
+    assert!(leftovers.is_empty(), "left behind: {leftovers:?}");
+    // The original summary plots again.
+    fs::write(dir.join("summary.json"), &original).unwrap();
+    succeeds_quietly(ratesim().args(["plot", "--quiet"]).arg(&dir));
+}

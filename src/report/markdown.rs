@@ -12,13 +12,20 @@ use super::charts::{self, style, RunData};
 
 pub const FILE: &str = "summary.md";
 
-/// The Markdown for `data`, linking every PNG present in `dir`: the
-/// registered charts first, in their order, then any other image (such as
-/// `ratesim explain`'s close-ups) by name.
-pub fn render(data: &RunData, dir: &Path) -> anyhow::Result<String> {
+/// The Markdown for `data`: it links the registered charts `drawn` (or,
+/// when `None`, those present in `dir`), in their order, then any other
+/// PNG in `dir` (such as `ratesim explain`'s close-ups) by name.
+pub fn render(
+    data: &RunData,
+    dir: &Path,
+    drawn: Option<&[&'static charts::Chart]>,
+) -> anyhow::Result<String> {
     let mut images: Vec<(String, Option<String>)> = charts::CHARTS
         .iter()
-        .filter(|c| dir.join(c.file).is_file())
+        .filter(|c| match drawn {
+            Some(drawn) => drawn.iter().any(|d| d.file == c.file),
+            None => dir.join(c.file).is_file(),
+        })
         .map(|c| (c.file.to_string(), Some((c.caption)(data))))
         .collect();
     let mut others: Vec<String> = fs::read_dir(dir)?

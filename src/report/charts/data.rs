@@ -285,6 +285,46 @@ const SERIES_COLUMNS: [&str; 7] = [
     "passed",
 ];
 
+/// The longest a run's durations (and a series' time span) can be.
+const MAX_NS: u64 = crate::clock::MAX_NANOS;
+/// The most buckets a limiter's series can hold: twice the most a run may
+/// plan (see [`crate::scenario::MAX_BUCKETS`]).
+pub const MAX_SERIES: u64 = 2 * (crate::scenario::MAX_BUCKETS + 1);
+/// The largest delay or latency a run can report: `u64::MAX` ns, in ms.
+const MAX_MS: f64 = 2e13;
+/// The largest other number (a mean, a ratio, a rate) a run can report.
+const MAX_NUMBER: f64 = 1e20;
+/// The most store outages a limiter's echo may list.
+pub const MAX_OUTAGES: usize = 10_000;
+
+/// `summary.json`'s times, checked before anything is computed from them.
+fn check_times(f: &SummaryFile) -> Result<(), InputError> {
+    for (field, v) in [
+        ("window_ns", f.window_ns),
+        ("duration_ns", f.duration_ns),
+        ("resolution_ns", f.resolution_ns),
+    ] {
+        if v > MAX_NS {
+            return Err(InputError::new(format!(
+                "{field}: {v} — longer than a run can be (at most {MAX_NS} ns)"
+            )));
+        }
+    }
+    let planned = f.duration_ns / f.resolution_ns + 1;
+    if planned > crate::scenario::MAX_BUCKETS + 1 {
+        return Err(InputError::new(format!(
+            "resolution_ns: {} — gives {planned} buckets over duration_ns {}; a run writes at most {}",
+            f.resolution_ns,
+            f.duration_ns,
+            crate::scenario::MAX_BUCKETS
+        )));
+    }
+    if f.limit == 0 {
+        return Err(InputError::new("limit: 0 — the policy's limit is positive"));
+    }
+    Ok(())
+}
+
 /// …and those they read when present (0 in files from before them).
 const OPTIONAL_SERIES_COLUMNS: [&str; 2] = ["worst_key_in_window", "overshoot"];
 
@@ -329,6 +369,7 @@ impl RunData {
                 "window_ns and resolution_ns must be positive",
             ));
         }
+        check_times(&f)?;
         let mut outages: HashMap<String, Vec<Outage>> = HashMap::new();
         for (i, l) in f.scenario.limiters.iter().enumerate() {
             let Some(d) = &l.deployment else { continue };
@@ -352,7 +393,7 @@ impl RunData {
                 .collect::<Result<Vec<_>, InputError>>()?;
             outages.insert(l.name.clone(), parsed);
         }
-        Ok(RunData {
+        let data = RunData {
             name: f.scenario.name,
             description: f.scenario.description,
             seed: f.seed,
@@ -404,7 +445,129 @@ impl RunData {
                     series: Vec::new(),
                 })
                 .collect(),
-        })
+        };
+        data.check_metrics()?;
+        Ok(data)
+    }
+
+    /// Every metric a chart draws, checked like any input: counts that add
+    /// up, fractions within 0…1, other numbers finite, non-negative and
+    /// within what a run can produce. An error names the field.
+    fn check_metrics(&self) -> Result<(), InputError> {
+        for (i, l) in self.limiters.iter().enumerate() {
+            let at = |field: &str| format!("limiters[{i}].{field}");
+            let outcomes = l
+                .admitted
+                .checked_add(l.delayed)
+                .and_then(|n| n.checked_add(l.rejected));
+            if outcomes != Some(l.attempts) {
+                return Err(InputError::new(format!(
+                    "{}: admitted {} + delayed {} + rejected {} is not attempts = {} — every attempt has one outcome",
+                    at("attempts"),
+                    l.admitted,
+                    l.delayed,
+                    l.rejected,
+                    l.attempts
+                )));
+            }
+            if let Some(g) = l.gave_up.filter(|&g| g > l.rejected) {
+                return Err(InputError::new(format!(
+                    "{}: {g} — more than the {} rejected attempts",
+                    at("gave_up"),
+                    l.rejected
+                )));
+            }
+            let c = &l.clients;
+            let d = &l.deployment;
+            let spread = c.pass_ratio_spread.unwrap_or_default();
+            let numbers = [
+                ("delay_p50_ms", l.delay_p50_ms, MAX_MS),
+                ("delay_p99_ms", l.delay_p99_ms, MAX_MS),
+                ("delay_max_ms", l.delay_max_ms, MAX_MS),
+                ("state_bytes_per_key_mean", Some(l.state_mean), MAX_NUMBER),
+                ("retry_amplification", c.retry_amplification, MAX_NUMBER),
+                ("fairness_jain", c.fairness_jain, 1.0),
+                ("client_pass_ratio_spread.min", Some(spread.min), 1.0),
+                ("client_pass_ratio_spread.p10", Some(spread.p10), 1.0),
+                ("client_pass_ratio_spread.p50", Some(spread.p50), 1.0),
+                ("client_pass_ratio_spread.p90", Some(spread.p90), 1.0),
+                ("client_pass_ratio_spread.max", Some(spread.max), 1.0),
+                ("added_latency_p50_ms", d.added_latency_p50_ms, MAX_MS),
+                ("added_latency_p99_ms", d.added_latency_p99_ms, MAX_MS),
+                ("store_ops_per_s", d.store_ops_per_s, MAX_NUMBER),
+            ];
+            for (field, value, most) in numbers {
+                let Some(v) = value else { continue };
+                if !(0.0..=most).contains(&v) {
+                    return Err(InputError::new(format!(
+                        "{}: {v:?} — must be a number from 0 to {most:?}",
+                        at(field)
+                    )));
+                }
+            }
+            if d.outages.len() > MAX_OUTAGES {
+                return Err(InputError::new(format!(
+                    "scenario.limiters: {} has {} store outages; at most {MAX_OUTAGES}",
+                    l.name,
+                    d.outages.len()
+                )));
+            }
+            if let Some(o) = d.outages.iter().find(|o| o.start_ns > o.end_ns) {
+                return Err(InputError::new(format!(
+                    "scenario.limiters: {} has a store outage ending ({} ns) before it starts ({} ns)",
+                    l.name, o.end_ns, o.start_ns
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The series, checked against the summary once read: each bucket's
+    /// counts add up, and every limiter's buckets add up to its totals.
+    fn check_series(&self) -> Result<(), InputError> {
+        for l in &self.limiters {
+            let mut attempts = 0u64;
+            let mut passed = 0u64;
+            let mut overshoot = 0u64;
+            for b in &l.series {
+                let sums = (|| {
+                    attempts = attempts.checked_add(b.attempts)?;
+                    passed = passed.checked_add(b.passed)?;
+                    overshoot = overshoot.checked_add(b.overshoot)?;
+                    b.admitted.checked_add(b.delayed)?.checked_add(b.rejected)
+                })();
+                let bad = |what: String| {
+                    InputError::new(format!(
+                        "limiter {:?}, bucket_start_ns {}: {what}",
+                        l.name, b.start_ns
+                    ))
+                };
+                if sums != Some(b.attempts) {
+                    return Err(bad("admitted + delayed + rejected is not attempts".into()));
+                }
+                if b.worst_key_in_window > l.peak_in_window {
+                    return Err(bad(format!(
+                        "worst_key_in_window {} is above the limiter's peak_in_window {}",
+                        b.worst_key_in_window, l.peak_in_window
+                    )));
+                }
+            }
+            if attempts != l.attempts || passed != l.passed() {
+                return Err(InputError::new(format!(
+                    "limiter {:?}: the buckets add up to {attempts} attempts and {passed} passed; summary.json says {} and {}",
+                    l.name,
+                    l.attempts,
+                    l.passed()
+                )));
+            }
+            if let Some(total) = l.deployment.overshoot.filter(|&t| overshoot > t) {
+                return Err(InputError::new(format!(
+                    "limiter {:?}: the buckets' overshoot adds up to {overshoot}; summary.json says {total}",
+                    l.name
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// Fills every limiter's series from `timeseries.csv` bytes. Rows of a
@@ -482,6 +645,12 @@ impl RunData {
                 overshoot: extra(1)?,
             };
             let series = &mut self.limiters[i].series;
+            if series.len() as u64 >= MAX_SERIES {
+                return Err(InputError::new(format!(
+                    "line {line}: limiter {:?} has more than {MAX_SERIES} buckets, more than a run writes",
+                    field(0)
+                )));
+            }
             let expected = series.len() as u64 * self.resolution_ns;
             if b.start_ns != expected {
                 return Err(InputError::new(format!(
@@ -491,7 +660,7 @@ impl RunData {
             }
             series.push(b);
         }
-        Ok(())
+        self.check_series()
     }
 
     /// The end of the longest series (at least the run's duration).

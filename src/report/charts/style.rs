@@ -273,8 +273,16 @@ pub fn boxed_label(
     Ok(())
 }
 
+/// Pixel coordinates a dashed or dotted line is clipped to: no chart is
+/// larger, and a coordinate far off the canvas (from an absurd value) must
+/// not make a loop of a billion dashes.
+fn on_canvas(v: i32) -> i32 {
+    v.clamp(-16, 16_384)
+}
+
 /// A horizontal dashed line from `x0` to `x1` at `y`, in pixels.
 pub fn dashed_hline(area: &Area, x0: i32, x1: i32, y: i32, c: RGBColor) -> anyhow::Result<()> {
+    let (x0, x1) = (on_canvas(x0), on_canvas(x1));
     let mut x = x0;
     while x < x1 {
         area.draw(&PathElement::new(
@@ -295,6 +303,7 @@ pub fn dotted_vline(
     c: RGBColor,
     width: u32,
 ) -> anyhow::Result<()> {
+    let (y0, y1) = (on_canvas(y0), on_canvas(y1));
     let mut y = y0;
     while y < y1 {
         area.draw(&PathElement::new(
@@ -308,6 +317,7 @@ pub fn dotted_vline(
 
 /// A vertical dashed line from `y0` to `y1` at `x`, in pixels.
 pub fn dashed_vline(area: &Area, x: i32, y0: i32, y1: i32, c: RGBColor) -> anyhow::Result<()> {
+    let (y0, y1) = (on_canvas(y0), on_canvas(y1));
     let mut y = y0;
     while y < y1 {
         area.draw(&PathElement::new(
