@@ -202,7 +202,8 @@ pub fn draw_clients(data: &RunData, s: &ClientsSeries, path: &Path) -> anyhow::R
     let root = BitMapBackend::new(path, CHART.size).into_drawing_area();
     root.fill(&WHITE)?;
 
-    let mut legend = style::limiter_entries(s.rows.iter().map(|r| (r.index, r.name.as_str())));
+    let mut legend =
+        style::limiter_entries(data, s.rows.iter().map(|r| (r.index, r.name.as_str())));
     legend.push((Mark::Dashed(style::LIMIT), "1× = no retries".into()));
     legend.push((
         Mark::Outlined {
@@ -235,7 +236,7 @@ pub fn draw_clients(data: &RunData, s: &ClientsSeries, path: &Path) -> anyhow::R
         .iter()
         .map(|r| RowName {
             name: r.name.clone(),
-            color: style::limiter_color(r.index),
+            color: style::limiter_color(data, r.index),
             note: notes.then(|| format!("keyed by {}", r.key_by)),
         })
         .collect();
@@ -310,7 +311,7 @@ pub fn draw_clients(data: &RunData, s: &ClientsSeries, path: &Path) -> anyhow::R
         .draw()?;
     for (i, (r, (value, gave))) in s.rows.iter().zip(&labels).enumerate() {
         let y = style::row(n, i);
-        let color = style::limiter_color(r.index);
+        let color = style::limiter_color(data, r.index);
         if let Some(a) = r.amplification {
             chart.draw_series([Rectangle::new(
                 [(0.0, y + 0.28), (a, y + 0.72)],
@@ -363,7 +364,7 @@ pub fn draw_clients(data: &RunData, s: &ClientsSeries, path: &Path) -> anyhow::R
     ))?;
     for (i, r) in s.rows.iter().enumerate() {
         let y = style::row(n, i);
-        let color = style::limiter_color(r.index);
+        let color = style::limiter_color(data, r.index);
         let mid = y + 0.5;
         match r.spread {
             Some(q) => {

@@ -300,7 +300,7 @@ pub fn draw_deployment(data: &RunData, s: &DeploymentSeries, path: &Path) -> any
     let window = style::duration(data.window_ns);
     let root = BitMapBackend::new(path, CHART.size).into_drawing_area();
     root.fill(&WHITE)?;
-    let legend = style::limiter_entries(s.rows.iter().map(|r| (r.index, r.name.as_str())));
+    let legend = style::limiter_entries(data, s.rows.iter().map(|r| (r.index, r.name.as_str())));
     let body = style::header(
         &root,
         &format!("{} — what the deployment costs", data.name),
@@ -321,7 +321,7 @@ pub fn draw_deployment(data: &RunData, s: &DeploymentSeries, path: &Path) -> any
         .iter()
         .map(|r| RowName {
             name: r.name.clone(),
-            color: style::limiter_color(r.index),
+            color: style::limiter_color(data, r.index),
             note: Some(r.shape()),
         })
         .collect();
@@ -329,7 +329,7 @@ pub fn draw_deployment(data: &RunData, s: &DeploymentSeries, path: &Path) -> any
     let (width, _) = body.dim_in_pixel();
     let (left, right) = body.split_horizontally(names_w + (width - names_w) / 2);
 
-    let color = |r: &DeploymentRow| style::limiter_color(r.index);
+    let color = |r: &DeploymentRow| style::limiter_color(data, r.index);
     let overshoot = BarPanel {
         caption: "overshoot",
         x_desc: "passed beyond the limit, all keys and windows (cost)",

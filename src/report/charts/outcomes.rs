@@ -26,10 +26,7 @@ pub const CHART: Chart = Chart {
 };
 
 /// The outcome colours, the same in every run.
-pub const ADMITTED: RGBColor = RGBColor(0x59, 0xA1, 0x4F);
-pub const DELAYED: RGBColor = RGBColor(0xED, 0xA2, 0x47);
-pub const REJECTED: RGBColor = RGBColor(0xE1, 0x57, 0x59);
-pub const GAVE_UP: RGBColor = RGBColor(0x8C, 0x2D, 0x2F);
+pub use super::style::{ADMITTED, DELAYED, GAVE_UP, REJECTED};
 
 /// One outcome's share of a bar.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -228,7 +225,7 @@ pub fn draw_outcomes(data: &RunData, s: &OutcomeSeries, path: &Path) -> anyhow::
             x = x1;
         }
         let (px, py) = chart.backend_coord(&(0.0, row(i) + 0.5));
-        let color = style::limiter_color(b.index);
+        let color = style::limiter_color(data, b.index);
         root.draw(&Rectangle::new(
             [(px - 22, py - 7), (px - 8, py + 7)],
             color.filled(),

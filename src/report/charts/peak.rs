@@ -97,7 +97,8 @@ pub fn draw_peak(data: &RunData, s: &PeakSeries, path: &Path) -> anyhow::Result<
             style::trim(worst.ratio, 2)
         ),
     };
-    let mut legend = style::limiter_entries(s.bars.iter().map(|b| (b.index, b.name.as_str())));
+    let mut legend =
+        style::limiter_entries(data, s.bars.iter().map(|b| (b.index, b.name.as_str())));
     legend.push((
         Mark::Dashed(style::LIMIT),
         format!("limit: {} per {window}", s.limit),
@@ -140,7 +141,7 @@ pub fn draw_peak(data: &RunData, s: &PeakSeries, path: &Path) -> anyhow::Result<
         let x = i as f64;
         Rectangle::new(
             [(x + 0.2, 0.0), (x + 0.8, b.peak as f64)],
-            style::limiter_color(b.index).filled(),
+            style::limiter_color(data, b.index).filled(),
         )
     }))?;
 
@@ -174,7 +175,7 @@ pub fn draw_peak(data: &RunData, s: &PeakSeries, path: &Path) -> anyhow::Result<
     let names: Vec<(String, RGBColor)> = s
         .bars
         .iter()
-        .map(|b| (b.name.clone(), style::limiter_color(b.index)))
+        .map(|b| (b.name.clone(), style::limiter_color(data, b.index)))
         .collect();
     style::category_names(&root, &chart, &names, 8)?;
     root.present()?;

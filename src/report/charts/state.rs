@@ -85,7 +85,8 @@ fn render(data: &RunData, path: &Path) -> anyhow::Result<bool> {
 pub fn draw_state(data: &RunData, s: &StateSeries, path: &Path) -> anyhow::Result<()> {
     let root = BitMapBackend::new(path, CHART.size).into_drawing_area();
     root.fill(&WHITE)?;
-    let mut legend = style::limiter_entries(s.bars.iter().map(|b| (b.index, b.name.as_str())));
+    let mut legend =
+        style::limiter_entries(data, s.bars.iter().map(|b| (b.index, b.name.as_str())));
     legend.push((Mark::Swatch(style::MUTED), "mean".into()));
     legend.push((
         Mark::Outlined {
@@ -117,16 +118,17 @@ pub fn draw_state(data: &RunData, s: &StateSeries, path: &Path) -> anyhow::Resul
             .fold(f64::INFINITY, f64::min);
         let base = 10f64.powf((lo / 2.0).log10().floor()).min(1.0);
         let chart = style::category_chart(&body, s.bars.len(), (base..hi * 4.0).log_scale())?;
-        draw_bars(&root, chart, s, base)?;
+        draw_bars(data, &root, chart, s, base)?;
     } else {
         let chart = style::category_chart(&body, s.bars.len(), 0f64..hi * 1.18)?;
-        draw_bars(&root, chart, s, 0.0)?;
+        draw_bars(data, &root, chart, s, 0.0)?;
     }
     root.present()?;
     Ok(())
 }
 
 fn draw_bars<Y>(
+    data: &RunData,
     root: &style::Area,
     mut chart: Categories<'_, '_, Y>,
     s: &StateSeries,
@@ -152,7 +154,7 @@ where
     let small = style::anchored(style::text(13, style::INK), HPos::Center, VPos::Top);
     let (_, ys) = chart.plotting_area().get_pixel_range();
     for (i, b) in s.bars.iter().enumerate() {
-        let color = style::limiter_color(b.index);
+        let color = style::limiter_color(data, b.index);
         let x = i as f64;
         let bars = [
             (x + 0.14, x + 0.48, b.mean, color, "mean"),
@@ -182,7 +184,7 @@ where
     let names: Vec<(String, RGBColor)> = s
         .bars
         .iter()
-        .map(|b| (b.name.clone(), style::limiter_color(b.index)))
+        .map(|b| (b.name.clone(), style::limiter_color(data, b.index)))
         .collect();
     style::category_names(root, &chart, &names, 22)?;
     Ok(())

@@ -370,7 +370,8 @@ pub fn draw_timeline(data: &RunData, s: &TimelineSeries, path: &Path) -> anyhow:
             "(More than {MAX_BOUNDARIES} windows: boundaries not drawn.)"
         ));
     }
-    let mut legend = style::limiter_entries(s.lines.iter().map(|l| (l.index, l.name.as_str())));
+    let mut legend =
+        style::limiter_entries(data, s.lines.iter().map(|l| (l.index, l.name.as_str())));
     if s.limit.is_some() {
         legend.push((Mark::Dashed(style::LIMIT), "limit per key".into()));
     }
@@ -394,7 +395,7 @@ pub fn draw_timeline(data: &RunData, s: &TimelineSeries, path: &Path) -> anyhow:
     let end = s.end_ns.max(1) as f64;
 
     for (i, (line, panel)) in s.lines.iter().zip(&panels).enumerate() {
-        let color = style::limiter_color(line.index);
+        let color = style::limiter_color(data, line.index);
         let bottom_row = i + cols >= n;
         let (_, panel_h) = panel.dim_in_pixel();
         let (panel, strip) = match &line.overshoot {
