@@ -603,3 +603,68 @@ fn plot_on_a_crafted_summary_fails_fast_as_bad_input_and_leaves_the_charts_alone
     fs::write(dir.join("summary.json"), &original).unwrap();
     succeeds_quietly(ratesim().args(["plot", "--quiet"]).arg(&dir));
 }
+
+// Regression (chart details issue item 6): summary.md's captions were fixed
+// text — the `trace` scenario's mentioned a fixed window and store outages
+// it does not have. They are now written from the run's own data.
+#[test]
+fn summary_md_captions_say_only_what_the_run_holds_and_quote_its_numbers() {
+    let tmp = scratch();
+    let trace = tmp.path().join("trace");
+    succeeds_quietly(
+        ratesim()
+            .args(["run", "trace", "--quiet", "--out"])
+            .arg(&trace),
+    );
+    let md = fs::read_to_string(trace.join("summary.md")).unwrap();
+    let charts = &md[md.find("## Charts").expect("a Charts section")..];
+    for absent in ["fixed window", "fixed_window", "outage", "(2×", "boundar"] {
+        assert!(!charts.contains(absent), "{absent:?} in:\n{charts}");
+    }
+    let data = RunData::load(&trace).unwrap();
+    let over = data
+        .limiters
+        .iter()
+        .find(|l| l.peak_in_window > data.limit)
+        .unwrap();
+    assert!(
+        charts.contains(&format!("{} {}", over.name, over.peak_in_window)),
+        "{charts}"
+    );
+
+    let boundary = tmp.path().join("boundary");
+    run_boundary(&boundary);
+    let md = fs::read_to_string(boundary.join("summary.md")).unwrap();
+    assert!(md.contains("fixed_window 200 (2×)"), "{md}");
+}
+
+// Regression (chart details issue item 6): CJK and emoji in names were
+// drawn as empty boxes. The charts draw them as `?` and summary.md says so.
+#[test]
+fn names_the_font_cannot_draw_fall_back_visibly() {
+    let tmp = scratch();
+    let dir = tmp.path();
+    fs::write(
+        dir.join("s.toml"),
+        "name = \"限流 🚀\"\nduration = \"2s\"\n[defaults]\nlimit = 5\nwindow = \"1s\"\n\
+         [[limiter]]\nname = \"令牌桶\"\nalgorithm = \"token_bucket\"\n\
+         [[traffic]]\npattern = \"steady\"\nrate = \"10/1s\"\n",
+    )
+    .unwrap();
+    let out = dir.join("out");
+    succeeds_quietly(
+        ratesim()
+            .arg("run")
+            .arg(dir.join("s.toml"))
+            .args(["--quiet", "--out"])
+            .arg(&out),
+    );
+    let md = fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(
+        md.starts_with("# 限流 🚀"),
+        "summary.md keeps the names:\n{md}"
+    );
+    assert!(md.contains("no glyph for 6 characters"), "{md}");
+    assert!(md.contains("as `?`"), "{md}");
+    assert_chart(&out.join("peak.png"), (1200, 700));
+}

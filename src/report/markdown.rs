@@ -112,8 +112,8 @@ pub fn document(data: &RunData, images: &[(String, Option<String>)]) -> String {
             peak
         });
         row.push(match l.delay_p99_ms {
-            Some(ms) if ms > 0.0 => format!("{} ms", style::millis(ms)),
-            _ => "–".into(),
+            Some(ms) => format!("{} ms", style::millis(ms)),
+            None => "–".into(),
         });
         let mean = style::trim(l.state_mean, 2);
         row.push(if mean == l.state_peak.to_string() {
@@ -129,6 +129,26 @@ pub fn document(data: &RunData, images: &[(String, Option<String>)]) -> String {
     );
     if !images.is_empty() {
         md.push_str("\n## Charts\n");
+        let mut names = vec![data.name.as_str()];
+        names.extend(data.limiters.iter().map(|l| l.name.as_str()));
+        let missing = style::missing_glyphs(&names.concat());
+        if !missing.is_empty() {
+            let shown: String = missing.iter().take(20).collect();
+            md.push_str(&format!(
+                "\nThe charts' embedded font (DejaVu Sans) has no glyph for {} character{} in these names ({shown}{}): the charts draw {} as `?`.\n",
+                missing.len(),
+                if missing.len() == 1 { "" } else { "s" },
+                if missing.len() > 20 { "…" } else { "" },
+                if missing.len() == 1 { "it" } else { "them" },
+            ));
+        }
+        if data.limiters.len() > charts::MAX_CHARTED {
+            md.push_str(&format!(
+                "\nThe charts show the first {} of the {} limiters; the table above has them all.\n",
+                charts::MAX_CHARTED,
+                data.limiters.len()
+            ));
+        }
         for (file, about) in images {
             let stem = file.trim_end_matches(".png");
             md.push_str(&format!("\n### {stem}\n\n"));

@@ -122,8 +122,16 @@ pub fn clients_series(data: &RunData) -> ClientsSeries {
 
 /// What `summary.md` says under the chart.
 fn caption(data: &RunData) -> String {
-    let _ = data;
-    CHART.about.to_string()
+    let s = clients_series(data);
+    let mut what = Vec::new();
+    if s.retries {
+        what.push("attempts per logical request (retries)");
+    }
+    if s.shared_keys {
+        what.push("how evenly clients sharing a key were served");
+    }
+    what.push("the spread of the share of its requests each client got through");
+    format!("Per limiter: {}. {}", what.join("; "), verdict(&s))
 }
 
 fn render(data: &RunData, path: &Path) -> anyhow::Result<bool> {

@@ -53,10 +53,22 @@ pub fn delay_series(data: &RunData) -> Vec<DelayBar> {
         .collect()
 }
 
-/// What `summary.md` says under the chart.
+/// What `summary.md` says under the chart: each shaper's waits.
 fn caption(data: &RunData) -> String {
-    let _ = data;
-    CHART.about.to_string()
+    let rows: Vec<String> = delay_series(data)
+        .iter()
+        .map(|b| {
+            let [p50, p99, max] = b.stats.map(|(_, ms)| style::millis(ms));
+            format!(
+                "{} delayed {} of {} passed requests — p50 {p50} ms, p99 {p99} ms, largest {max} ms",
+                b.name, b.delayed, b.passed
+            )
+        })
+        .collect();
+    format!(
+        "How long shaping limiters made requests wait (admitted ones count as 0 ms): {}",
+        rows.join("; ")
+    )
 }
 
 fn render(data: &RunData, path: &Path) -> anyhow::Result<bool> {

@@ -125,8 +125,35 @@ pub fn deployment_series(data: &RunData) -> DeploymentSeries {
 
 /// What `summary.md` says under the chart.
 fn caption(data: &RunData) -> String {
-    let _ = data;
-    CHART.about.to_string()
+    let s = deployment_series(data);
+    let rows: Vec<String> = s
+        .rows
+        .iter()
+        .filter(|r| r.deployed)
+        .map(|r| {
+            let mut t = format!(
+                "{} ({}): overshoot {}",
+                r.name,
+                r.shape(),
+                style::count(r.overshoot as f64)
+            );
+            if r.latency_p99_ms > 0.0 {
+                t.push_str(&format!(
+                    ", store latency p99 {} ms",
+                    style::millis(r.latency_p99_ms)
+                ));
+            }
+            for note in r.fault_notes() {
+                t.push_str(&format!(", {note}"));
+            }
+            t
+        })
+        .collect();
+    format!(
+        "What each deployment cost — overshoot (cost passed beyond the limit per key per window, summed) and the latency a shared store added: {}. {}",
+        rows.join("; "),
+        verdict(&s)
+    )
 }
 
 fn render(data: &RunData, path: &Path) -> anyhow::Result<bool> {

@@ -86,8 +86,9 @@ pub fn render_all(data: &RunData, dir: &Path) -> anyhow::Result<Vec<&'static Cha
 }
 
 /// `data` as the charts show it: at most [`MAX_CHARTED`] limiters (the
-/// title says how many there were), and every name cut to a length a chart
-/// can hold.
+/// title says how many there were), every name cut to a length a chart
+/// can hold, and every character the embedded font lacks drawn as `?`
+/// (`summary.md` says which).
 pub fn shown(data: &RunData) -> RunData {
     let mut d = data.clone();
     if d.limiters.len() > MAX_CHARTED {
@@ -109,10 +110,11 @@ pub fn shown(data: &RunData) -> RunData {
     d
 }
 
-/// `s` cut to `n` characters, with `…` when it was longer.
+/// `s` cut to `n` characters, with `…` when it was longer, and drawable.
 fn cut(s: &str, n: usize) -> String {
+    let s = style::drawable(s);
     if s.chars().count() <= n {
-        s.to_string()
+        s
     } else {
         let mut t: String = s.chars().take(n - 1).collect();
         t.push('…');

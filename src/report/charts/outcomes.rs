@@ -103,10 +103,41 @@ pub fn outcomes_series(data: &RunData) -> OutcomeSeries {
     OutcomeSeries { gave_up, bars }
 }
 
-/// What `summary.md` says under the chart.
+/// What `summary.md` says under the chart: each limiter's outcomes, naming
+/// only those that happened.
 fn caption(data: &RunData) -> String {
-    let _ = data;
-    CHART.about.to_string()
+    let s = outcomes_series(data);
+    let rows: Vec<String> = s
+        .bars
+        .iter()
+        .map(|b| {
+            let parts: Vec<String> = b
+                .segments
+                .iter()
+                .filter(|(_, n)| *n > 0)
+                .map(|&(o, n)| {
+                    let what = match o {
+                        Outcome::Admitted => "admitted",
+                        Outcome::Delayed => "delayed",
+                        Outcome::Rejected if s.gave_up => "rejected then retried",
+                        Outcome::Rejected => "rejected",
+                        Outcome::GaveUp => "rejected, then gave up",
+                    };
+                    format!("{n} {what}")
+                })
+                .collect();
+            let parts = if parts.is_empty() {
+                "no attempts".to_string()
+            } else {
+                parts.join(", ")
+            };
+            format!("{} {} ({parts})", b.name, b.attempts)
+        })
+        .collect();
+    format!(
+        "What happened to every attempt, per limiter, stacked: {}",
+        rows.join("; ")
+    )
 }
 
 fn render(data: &RunData, path: &Path) -> anyhow::Result<bool> {

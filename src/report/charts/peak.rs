@@ -59,10 +59,26 @@ pub fn peak_series(data: &RunData) -> PeakSeries {
     }
 }
 
-/// What `summary.md` says under the chart.
+/// What `summary.md` says under the chart: which limiters let one key
+/// through more than the limit, and how much.
 fn caption(data: &RunData) -> String {
-    let _ = data;
-    CHART.about.to_string()
+    let s = peak_series(data);
+    let window = style::duration(data.window_ns);
+    let over: Vec<String> = s
+        .bars
+        .iter()
+        .filter(|b| b.peak > s.limit)
+        .map(|b| format!("{} {} ({}×)", b.name, b.peak, style::trim(b.ratio, 2)))
+        .collect();
+    let verdict = if over.is_empty() {
+        format!("every limiter held every key to at most {}", s.limit)
+    } else {
+        format!("above it: {}", over.join(", "))
+    };
+    format!(
+        "The most one key got through in any {window} window, per limiter, against the limit of {}: {verdict}",
+        s.limit
+    )
 }
 
 fn render(data: &RunData, path: &Path) -> anyhow::Result<bool> {

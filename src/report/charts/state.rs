@@ -67,10 +67,35 @@ pub fn state_series(data: &RunData) -> StateSeries {
     }
 }
 
-/// What `summary.md` says under the chart.
+/// What `summary.md` says under the chart: the smallest and the largest.
 fn caption(data: &RunData) -> String {
-    let _ = data;
-    CHART.about.to_string()
+    let s = state_series(data);
+    let bytes = |b: &StateBar| {
+        let mean = style::trim(b.mean, 2);
+        if mean == b.peak.to_string() {
+            format!("{mean} B")
+        } else {
+            format!("{mean} B mean, {} B peak", b.peak)
+        }
+    };
+    let most = |b: &&StateBar| b.mean.max(b.peak as f64);
+    let lo = s.bars.iter().min_by(|a, b| most(a).total_cmp(&most(b)));
+    let hi = s.bars.iter().max_by(|a, b| most(a).total_cmp(&most(b)));
+    let range = match (lo, hi) {
+        (Some(lo), Some(hi)) if lo.name != hi.name => format!(
+            ": least {} ({}), most {} ({})",
+            lo.name,
+            bytes(lo),
+            hi.name,
+            bytes(hi)
+        ),
+        (Some(only), _) => format!(": {} ({})", only.name, bytes(only)),
+        _ => String::new(),
+    };
+    format!(
+        "State bytes per key, mean (solid) and peak (light), per limiter{range}{}",
+        if s.log { "; logarithmic axis" } else { "" }
+    )
 }
 
 fn render(data: &RunData, path: &Path) -> anyhow::Result<bool> {

@@ -34,6 +34,42 @@ pub fn ensure_fonts() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Whether the embedded font (regular and bold) has a glyph for `c`.
+pub fn has_glyph(c: char) -> bool {
+    use ab_glyph::Font;
+    static FONTS: OnceLock<Option<[ab_glyph::FontRef<'static>; 2]>> = OnceLock::new();
+    let fonts = FONTS.get_or_init(|| {
+        Some([
+            ab_glyph::FontRef::try_from_slice(dejavu::sans::regular()).ok()?,
+            ab_glyph::FontRef::try_from_slice(dejavu::sans::bold()).ok()?,
+        ])
+    });
+    c.is_whitespace()
+        || fonts
+            .as_ref()
+            .is_some_and(|f| f.iter().all(|f| f.glyph_id(c).0 != 0))
+}
+
+/// The characters of `text` the embedded font cannot draw, each once, in
+/// order.
+pub fn missing_glyphs(text: &str) -> Vec<char> {
+    let mut out = Vec::new();
+    for c in text.chars() {
+        if !has_glyph(c) && !out.contains(&c) {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// `text` with every character the embedded font cannot draw replaced by
+/// `?`, so a chart shows that something is there instead of an empty box.
+pub fn drawable(text: &str) -> String {
+    text.chars()
+        .map(|c| if has_glyph(c) { c } else { '?' })
+        .collect()
+}
+
 /// What happened to an attempt: the outcome colours of every chart. No
 /// algorithm's colour is near one of them.
 pub const ADMITTED: RGBColor = RGBColor(0x59, 0xA1, 0x4F);
@@ -45,18 +81,18 @@ pub const GAVE_UP: RGBColor = RGBColor(0x8C, 0x2D, 0x2F);
 /// none of them green, orange or red (those mean admitted, delayed,
 /// rejected).
 pub const ALGORITHM_COLORS: [(&str, RGBColor); 8] = [
-    ("fixed_window", RGBColor(0x4E, 0x79, 0xA7)),
-    ("sliding_log", RGBColor(0x7B, 0x5E, 0xA7)),
-    ("sliding_counter", RGBColor(0xD0, 0x60, 0x9F)),
-    ("token_bucket", RGBColor(0x2A, 0x9D, 0x8F)),
-    ("gcra", RGBColor(0x1F, 0x3A, 0x5F)),
-    ("interval_bucket", RGBColor(0x9C, 0x75, 0x5F)),
-    ("leaky_bucket", RGBColor(0x56, 0xB4, 0xE9)),
-    ("smooth_bursty", RGBColor(0xC9, 0xA8, 0x1A)),
+    ("fixed_window", RGBColor(0x2F, 0x5C, 0x9E)),
+    ("sliding_log", RGBColor(0x8A, 0x5B, 0xC0)),
+    ("sliding_counter", RGBColor(0xD0, 0x4F, 0xB0)),
+    ("token_bucket", RGBColor(0x17, 0xA5, 0xB5)),
+    ("gcra", RGBColor(0x1F, 0x2F, 0x4F)),
+    ("interval_bucket", RGBColor(0xC9, 0xB3, 0xE6)),
+    ("leaky_bucket", RGBColor(0x86, 0xC5, 0xF0)),
+    ("smooth_bursty", RGBColor(0xA6, 0xA6, 0xA6)),
 ];
 
 /// The colour of an algorithm this table does not know.
-pub const OTHER_ALGORITHM: RGBColor = RGBColor(0x8C, 0x8C, 0x8C);
+pub const OTHER_ALGORITHM: RGBColor = RGBColor(0x55, 0x55, 0x55);
 
 pub fn algorithm_color(algorithm: &str) -> RGBColor {
     ALGORITHM_COLORS
@@ -67,10 +103,15 @@ pub fn algorithm_color(algorithm: &str) -> RGBColor {
 
 /// The colour of the `k`-th (from 0) of `n` limiters sharing a colour: the
 /// colour itself for the first, then alternately darker and lighter
-/// shades, spread so all `n` differ.
+/// shades (only darker for a light colour), spread so all `n` differ.
 pub fn shade(base: RGBColor, k: usize, n: usize) -> RGBColor {
     if k == 0 {
         return base;
+    }
+    let luma = 0.299 * base.0 as f64 + 0.587 * base.1 as f64 + 0.114 * base.2 as f64;
+    if luma > 150.0 {
+        // A light colour has no room to lighten: only darker shades.
+        return darken(base, 0.55 * k as f64 / (n.max(2) - 1) as f64);
     }
     let steps = (n.saturating_sub(1)).div_ceil(2).max(1) as f64;
     let f = k.div_ceil(2) as f64 / steps;
@@ -617,6 +658,7 @@ mod tests {
         let algorithms: Vec<&str> = ALGORITHM_COLORS.iter().map(|(a, _)| *a).collect();
         for run in [
             run_of(&["token_bucket"; 40]),
+            run_of(&["leaky_bucket"; 40]),
             run_of(
                 &algorithms
                     .iter()
@@ -649,10 +691,10 @@ mod tests {
         };
         for (name, c) in ALGORITHM_COLORS {
             for o in [ADMITTED, DELAYED, REJECTED, GAVE_UP] {
-                assert!(far(c, o) > 80.0, "{name} is too near an outcome colour");
+                assert!(far(c, o) > 85.0, "{name} is too near an outcome colour");
             }
             for (other, d) in ALGORITHM_COLORS {
-                assert!(name == other || far(c, d) > 60.0, "{name} ≈ {other}");
+                assert!(name == other || far(c, d) > 70.0, "{name} ≈ {other}");
             }
         }
         // Two limiters of one algorithm: its colour and a shade of it.
@@ -669,6 +711,15 @@ mod tests {
         assert!((room_for_labels(100.0, 2_000, 600) - 250.0).abs() < 1e-9);
         // Nothing to show still makes a positive axis.
         assert!(room_for_labels(0.0, 10, 600) > 0.0);
+    }
+
+    // Regression (chart details issue item 6): CJK text and emoji in names
+    // were drawn as empty boxes, silently.
+    #[test]
+    fn characters_the_font_lacks_become_question_marks() {
+        assert_eq!(drawable("api-限流 🚀 ok — 2×"), "api-?? ? ok — 2×");
+        assert_eq!(missing_glyphs("限流限 🚀"), ['限', '流', '🚀']);
+        assert!(missing_glyphs("fixed_window … ↑ é").is_empty());
     }
 
     #[test]

@@ -80,8 +80,11 @@ pub struct TimelineSeries {
     pub end_ns: u64,
     /// The per-key limit line (`WorstKey` only).
     pub limit: Option<u64>,
-    /// Window boundaries `k·W` in `(0, end)`, empty when there are too many
-    /// to draw.
+    /// The limiters that count in aligned windows (fixed window, sliding
+    /// counter): the window boundaries are theirs.
+    pub windowed: Vec<String>,
+    /// Window boundaries `k·W` in `(0, end)`: empty when no limiter counts
+    /// in aligned windows, or when there are too many to draw.
     pub boundaries: Vec<u64>,
     pub lines: Vec<TimelineLine>,
 }
@@ -102,7 +105,13 @@ pub fn timeline_series(data: &RunData) -> TimelineSeries {
     };
     let end_ns = data.series_end_ns();
     let n_bounds = end_ns.saturating_sub(1) / window;
-    let boundaries = if n_bounds <= MAX_BOUNDARIES {
+    let windowed: Vec<String> = data
+        .limiters
+        .iter()
+        .filter(|l| matches!(l.algorithm.as_str(), "fixed_window" | "sliding_counter"))
+        .map(|l| l.name.clone())
+        .collect();
+    let boundaries = if n_bounds <= MAX_BOUNDARIES && !windowed.is_empty() {
         (1..=n_bounds).map(|i| i * window).collect()
     } else {
         Vec::new()
@@ -156,6 +165,7 @@ pub fn timeline_series(data: &RunData) -> TimelineSeries {
         span_ns: k as u64 * res,
         end_ns,
         limit: (measure == Measure::WorstKey).then_some(data.limit),
+        windowed,
         boundaries,
         lines,
     }
@@ -247,7 +257,11 @@ fn caption(data: &RunData) -> String {
         ));
     }
     if !s.boundaries.is_empty() {
-        text.push_str("; dotted lines are window boundaries");
+        text.push_str(&format!(
+            "; dotted lines are the window boundaries where {} start{} counting afresh",
+            s.windowed.join(", "),
+            if s.windowed.len() == 1 { "s" } else { "" }
+        ));
     }
     text
 }
@@ -326,9 +340,13 @@ pub fn draw_timeline(data: &RunData, s: &TimelineSeries, path: &Path) -> anyhow:
                 "Dashed: the limit, {} per {window} per key.{}",
                 data.limit,
                 if s.boundaries.is_empty() {
-                    ""
+                    String::new()
                 } else {
-                    " Dotted: window boundaries, where a fixed window's counter resets."
+                    format!(
+                        " Dotted: window boundaries, where {} start{} counting afresh.",
+                        s.windowed.join(", "),
+                        if s.windowed.len() == 1 { "s" } else { "" }
+                    )
                 }
             ));
             format!(
@@ -365,7 +383,7 @@ pub fn draw_timeline(data: &RunData, s: &TimelineSeries, path: &Path) -> anyhow:
                 .to_string(),
         );
     }
-    if s.boundaries.is_empty() && s.end_ns / data.window_ns.max(1) > MAX_BOUNDARIES {
+    if !s.windowed.is_empty() && s.end_ns / data.window_ns.max(1) > MAX_BOUNDARIES {
         subtitle.push(format!(
             "(More than {MAX_BOUNDARIES} windows: boundaries not drawn.)"
         ));
@@ -400,7 +418,9 @@ pub fn draw_timeline(data: &RunData, s: &TimelineSeries, path: &Path) -> anyhow:
         let (_, panel_h) = panel.dim_in_pixel();
         let (panel, strip) = match &line.overshoot {
             Some(_) => {
-                let (a, b) = panel.split_vertically(panel_h * 64 / 100);
+                // The bottom row's strip also holds the time axis.
+                let share = if bottom_row { 54 } else { 64 };
+                let (a, b) = panel.split_vertically(panel_h * share / 100);
                 (a, Some(b))
             }
             None => (panel.clone(), None),
@@ -539,7 +559,7 @@ fn draw_overshoot(
         .margin_left(4)
         .margin_right(16)
         .margin_bottom(4)
-        .x_label_area_size(if bottom_row { 44 } else { 20 })
+        .x_label_area_size(if bottom_row { 40 } else { 20 })
         .y_label_area_size(64)
         .build_cartesian_2d(0f64..end, 0f64..top)?;
     let x_fmt = |t: &f64| style::seconds(*t, end);

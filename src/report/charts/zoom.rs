@@ -230,6 +230,12 @@ pub fn dash_slots(points: &[(i32, i32)], slot: usize, n: usize) -> Vec<[(i32, i3
 pub fn draw_zoom(scenario: &str, s: &ZoomSeries, path: &Path) -> anyhow::Result<()> {
     style::ensure_fonts()?;
     let colors = line_colors(s, path);
+    let scenario = style::drawable(scenario);
+    let mut s = s.clone();
+    for l in &mut s.lines {
+        l.name = style::drawable(&l.name);
+    }
+    let s = &s;
     let window = style::duration(s.window_ns);
     let fixed = s
         .lines
