@@ -153,7 +153,8 @@ pub fn document(data: &RunData, images: &[(String, Option<String>)]) -> String {
             let stem = file.trim_end_matches(".png");
             md.push_str(&format!("\n### {stem}\n\n"));
             if let Some(about) = about {
-                md.push_str(&format!("{}.\n\n", capitalise(about)));
+                let stop = if about.ends_with('.') { "" } else { "." };
+                md.push_str(&format!("{}{stop}\n\n", capitalise(about)));
             }
             md.push_str(&format!("![{} — {stem}]({file})\n", escape(&data.name)));
         }

@@ -112,14 +112,19 @@ pub fn draw_state(data: &RunData, s: &StateSeries, path: &Path) -> anyhow::Resul
     root.fill(&WHITE)?;
     let mut legend =
         style::limiter_entries(data, s.bars.iter().map(|b| (b.index, b.name.as_str())));
-    legend.push((Mark::Swatch(style::MUTED), "mean".into()));
-    legend.push((
-        Mark::Outlined {
-            fill: style::lighten(style::MUTED, 0.6),
-            line: style::MUTED,
-        },
-        "peak".into(),
-    ));
+    // Which bar is the mean and which the peak is written under each pair,
+    // in the limiter's own colours (a grey legend swatch matched no bar).
+    if let [only] = &s.bars[..] {
+        let color = style::limiter_color(data, only.index);
+        legend.push((Mark::Swatch(color), "mean".into()));
+        legend.push((
+            Mark::Outlined {
+                fill: style::lighten(color, 0.6),
+                line: color,
+            },
+            "peak".into(),
+        ));
+    }
     let body = style::header(
         &root,
         &format!("{} — state bytes per key", data.name),

@@ -118,7 +118,7 @@ pub fn shade(base: RGBColor, k: usize, n: usize) -> RGBColor {
     if k % 2 == 1 {
         darken(base, 0.45 * f)
     } else {
-        lighten(base, 0.6 * f)
+        lighten(base, 0.45 * f)
     }
 }
 
@@ -146,6 +146,17 @@ pub fn lighten(c: RGBColor, f: f64) -> RGBColor {
 pub fn multiply(a: RGBColor, b: RGBColor) -> RGBColor {
     let mix = |x: u8, y: u8| ((x as u16 * y as u16 + 127) / 255) as u8;
     RGBColor(mix(a.0, b.0), mix(a.1, b.1), mix(a.2, b.2))
+}
+
+/// `c` for text on white: darkened by a quarter, and further when it is a
+/// light colour, so a label in a limiter's colour stays readable.
+pub fn label_color(c: RGBColor) -> RGBColor {
+    let luma = |c: RGBColor| 0.299 * c.0 as f64 + 0.587 * c.1 as f64 + 0.114 * c.2 as f64;
+    let mut f = 0.25;
+    while luma(darken(c, f)) > 115.0 && f < 0.8 {
+        f += 0.05;
+    }
+    darken(c, f)
 }
 
 pub fn darken(c: RGBColor, f: f64) -> RGBColor {
@@ -566,7 +577,7 @@ where
             name,
             (cx, y),
             (slot - 8.0).max(20.0) as u32,
-            darken(*color, 0.25),
+            label_color(*color),
         )?;
         bottom = bottom.max(y + h);
     }

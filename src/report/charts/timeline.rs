@@ -437,7 +437,7 @@ pub fn draw_timeline(data: &RunData, s: &TimelineSeries, path: &Path) -> anyhow:
             None => line.name.clone(),
         };
         let mut chart = ChartBuilder::on(&panel)
-            .caption(caption, style::bold(15, style::darken(color, 0.25)))
+            .caption(caption, style::bold(15, style::label_color(color)))
             .margin(4)
             .margin_right(16)
             .x_label_area_size(if axis_here {

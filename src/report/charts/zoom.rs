@@ -360,7 +360,7 @@ pub fn draw_zoom(scenario: &str, s: &ZoomSeries, path: &Path) -> anyhow::Result<
             ),
             (x + 10, y - 12),
             style::anchored(
-                style::bold(15, style::darken(colors[s.fixed], 0.3)),
+                style::bold(15, style::label_color(colors[s.fixed])),
                 HPos::Left,
                 VPos::Bottom,
             ),
