@@ -668,3 +668,30 @@ fn names_the_font_cannot_draw_fall_back_visibly() {
     assert!(md.contains("as `?`"), "{md}");
     assert_chart(&out.join("peak.png"), (1200, 700));
 }
+
+/// A run directory written before `worst_key_in_window` and `overshoot`
+/// existed still plots: its timeline shows throughput, labelled so.
+#[test]
+fn a_time_series_without_the_per_key_columns_still_plots() {
+    let tmp = scratch();
+    let dir = tmp.path().join("distributed");
+    succeeds_quietly(
+        ratesim()
+            .args(["run", "distributed", "--quiet", "--no-plots", "--out"])
+            .arg(&dir),
+    );
+    let csv = fs::read_to_string(dir.join("timeseries.csv")).unwrap();
+    let old: String = csv
+        .lines()
+        .map(|l| {
+            let cells: Vec<&str> = l.split(',').collect();
+            format!("{}\n", cells[..cells.len() - 2].join(","))
+        })
+        .collect();
+    assert!(old.starts_with("limiter,bucket_start_ns,") && !old.contains("worst_key"));
+    fs::write(dir.join("timeseries.csv"), old).unwrap();
+    succeeds_quietly(ratesim().args(["plot", "--quiet"]).arg(&dir));
+    assert_chart(&dir.join("timeline.png"), (1200, 900));
+    let md = fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(md.contains("throughput"), "{md}");
+}
