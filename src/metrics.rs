@@ -23,6 +23,14 @@ pub struct Bucket {
     pub retries: u64,
     /// Logical requests given up, at their last rejection.
     pub gave_up: u64,
+    /// The most any one key had passed within `(t − W, t]` (W the policy
+    /// window), over every pass at a time `t` in this bucket: the policy's
+    /// own measure, per key, over time. 0 when nothing passed here.
+    pub worst_key_in_window: u64,
+    /// Passed cost beyond the limit, per key per aligned policy window,
+    /// counted at the passes in this bucket (summed over keys): the series
+    /// sums to `overshoot`.
+    pub overshoot: u64,
 }
 
 /// Everything measured about one limiter over a run.
@@ -90,10 +98,14 @@ pub struct ClientCounts {
 }
 
 impl Recorder {
-    /// `window` is the policy window `peak_in_window` uses; `resolution` the
-    /// bucket width; `duration` sizes the series up front.
-    /// `window` and `limit` are the policy's; `clients` sizes the
-    /// per-client table.
+    /// `window` and `limit` are the policy's (`peak_in_window` uses the
+    /// window); `resolution` is the bucket width; `duration` sizes the
+    /// series up front; `clients` sizes the per-client table.
+    ///
+    /// The series plans `duration / resolution + 1` buckets, at most
+    /// [`MAX_BUCKETS`](crate::scenario::MAX_BUCKETS) + 1 (scenario
+    /// validation keeps it there; this holds for any caller), and never
+    /// grows past twice that: its memory is bounded whatever the duration.
     pub fn new(
         window: Nanos,
         limit: u64,
@@ -101,13 +113,14 @@ impl Recorder {
         duration: Nanos,
         clients: usize,
     ) -> Self {
-        let buckets = duration.0 / resolution.0 + 1;
+        let buckets = crate::scenario::planned_buckets(resolution, duration)
+            .min(crate::scenario::MAX_BUCKETS + 1) as usize;
         Recorder {
             window: window.0,
             limit,
-            max_buckets: 2 * buckets as usize,
-            resolution: resolution.0,
-            series: vec![Bucket::default(); buckets as usize],
+            max_buckets: 2 * buckets,
+            resolution: resolution.0.max(1),
+            series: vec![Bucket::default(); buckets],
             clients: vec![ClientCounts::default(); clients],
             ..Recorder::default()
         }
@@ -249,7 +262,8 @@ impl Recorder {
         let over_before = w.in_aligned.saturating_sub(self.limit);
         w.in_aligned += cost;
         let over = w.in_aligned.saturating_sub(self.limit);
-        self.overshoot += over - over_before;
+        let overshoot = over - over_before;
+        self.overshoot += overshoot;
         self.overshoot_max = self.overshoot_max.max(over);
         if w.sum > 0 && w.last + self.window <= t {
             // Everything in the queue has left the window: forget it without
@@ -271,10 +285,14 @@ impl Recorder {
         }
         w.last = t;
         w.sum += cost;
-        if w.sum > self.peak_in_window {
-            self.peak_in_window = w.sum;
+        let sum = w.sum;
+        if sum > self.peak_in_window {
+            self.peak_in_window = sum;
             self.peak_at = Some((Nanos(t), key));
         }
+        let b = self.bucket(t);
+        b.worst_key_in_window = b.worst_key_in_window.max(sum);
+        b.overshoot += overshoot;
     }
 
     pub fn passed(&self) -> u64 {
@@ -512,6 +530,31 @@ mod tests {
         assert_eq!((r.overshoot, r.overshoot_max), (3, 2));
     }
 
+    // Regression (truthful-outputs issue item 3): the series held only
+    // all-keys counts, so timeline.png could not show what the policy
+    // limits — one key's passes per window.
+    #[test]
+    fn each_bucket_holds_its_worst_keys_window_and_its_overshoot() {
+        let mut r = Recorder::new(Nanos(1000 * MS), 2, Nanos(100 * MS), Nanos(3000 * MS), 0);
+        // Key 0 passes at 0, 50, 150 and 1050ms; key 1 three at 120ms.
+        for t in [0, 50] {
+            r.record(0, Nanos(t * MS), 1, Decision::Admitted);
+        }
+        r.record(1, Nanos(120 * MS), 3, Decision::Admitted);
+        r.record(0, Nanos(150 * MS), 1, Decision::Admitted);
+        r.record(0, Nanos(1050 * MS), 1, Decision::Admitted);
+        let worst: Vec<u64> = r.series[..11]
+            .iter()
+            .map(|b| b.worst_key_in_window)
+            .collect();
+        // (−0.95s, 0.05s] holds 2 for key 0; at 120ms key 1 has 3; at
+        // 1.05s key 0's window (0.05s, 1.05s] holds 150ms and 1.05s.
+        assert_eq!(worst, [2, 3, 0, 0, 0, 0, 0, 0, 0, 0, 2]);
+        let over: Vec<u64> = r.series[..11].iter().map(|b| b.overshoot).collect();
+        assert_eq!(over, [0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(over.iter().sum::<u64>(), r.overshoot);
+    }
+
     #[test]
     fn future_passes_are_released_in_time_order() {
         let mut r = Recorder::new(Nanos(1000 * MS), 10, Nanos(100 * MS), Nanos(3000 * MS), 0);
@@ -526,6 +569,18 @@ mod tests {
         r.finish();
         // Passes at 100, 900 and 1500ms: (500, 1500] holds two.
         assert_eq!(r.peak_in_window, 2);
+    }
+
+    // Regression (robustness issue item 8): the series was sized
+    // duration / resolution + 1 up front, whatever that came to.
+    #[test]
+    fn a_series_stays_bounded_whatever_the_duration() {
+        let cap = 2 * (crate::scenario::MAX_BUCKETS as usize + 1);
+        let mut r = Recorder::new(Nanos(1000 * MS), 10, Nanos(1), Nanos(u64::MAX / 2), 0);
+        assert!(r.series.len() <= cap / 2);
+        r.record(0, Nanos(u64::MAX - 1), 1, Decision::Admitted);
+        assert!(r.series.len() <= cap && r.series.capacity() <= cap);
+        assert_eq!(r.series.iter().map(|b| b.passed).sum::<u64>(), 1);
     }
 
     #[test]

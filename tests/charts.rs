@@ -462,3 +462,243 @@ fn explain_an_unknown_topic_is_bad_input_naming_the_topics() {
     );
     assert!(!dir.join("out").exists());
 }
+
+/// A scenario of seven limiters (every algorithm but the shaper's twin)
+/// replaying `trace.csv` beside it.
+const SEVEN_LIMITERS: &str = r#"name = "long"
+[defaults]
+limit = 10
+window = "1s"
+[[limiter]]
+algorithm = "token_bucket"
+[[limiter]]
+algorithm = "fixed_window"
+[[limiter]]
+algorithm = "sliding_log"
+[[limiter]]
+algorithm = "sliding_counter"
+[[limiter]]
+algorithm = "gcra"
+[[limiter]]
+algorithm = "leaky_bucket"
+[[limiter]]
+algorithm = "interval_bucket"
+[[traffic]]
+pattern = "trace"
+path = "trace.csv"
+"#;
+
+// Regression (robustness issue item 8): the time series grew with duration
+// ÷ resolution × limiters, not with traffic — a 4-row trace over 10^9 s with
+// 7 limiters either failed ("gives 10000000000 time-series buckets") or,
+// with a coarser window, took 1.8 GB. The default resolution now keeps every
+// series at most `DEFAULT_BUCKETS` buckets, and an explicit resolution is
+// capped at `MAX_BUCKETS`.
+#[test]
+fn a_four_row_trace_over_a_billion_seconds_runs_quickly_in_a_bounded_series() {
+    use ratesim::scenario::{DEFAULT_BUCKETS, MAX_BUCKETS};
+    let tmp = scratch();
+    let dir = tmp.path();
+    fs::write(
+        dir.join("trace.csv"),
+        "time,client\n0,a\n0.5,b\n1,a\n1000000000,a\n",
+    )
+    .unwrap();
+    fs::write(dir.join("long.toml"), SEVEN_LIMITERS).unwrap();
+    let out = dir.join("out");
+    let start = Instant::now();
+    succeeds_quietly(
+        ratesim()
+            .arg("run")
+            .arg(dir.join("long.toml"))
+            .args(["--quiet", "--out"])
+            .arg(&out),
+    );
+    let took = start.elapsed();
+    assert!(took.as_secs() < 30, "the run took {took:?}");
+    let csv = fs::read_to_string(out.join("timeseries.csv")).unwrap();
+    let rows = csv.lines().count() - 1;
+    assert!(
+        rows as u64 <= 7 * DEFAULT_BUCKETS,
+        "{rows} rows for 7 limiters: more than {DEFAULT_BUCKETS} each"
+    );
+    let data = RunData::load(&out).unwrap();
+    assert!(
+        data.resolution_ns >= 100_000_000_000_000,
+        "{}",
+        data.resolution_ns
+    );
+    assert!(out.join("timeline.png").is_file());
+
+    // An explicit resolution that would plan a million buckets is refused.
+    fs::write(
+        dir.join("fine.toml"),
+        format!("{SEVEN_LIMITERS}[output]\nresolution = \"1000s\"\n"),
+    )
+    .unwrap();
+    assert_bad_input(
+        ratesim()
+            .arg("run")
+            .arg(dir.join("fine.toml"))
+            .args(["--quiet", "--out"])
+            .arg(dir.join("fine")),
+        &["output.resolution", &MAX_BUCKETS.to_string()],
+    );
+}
+
+// Regression (robustness issue item 9): `ratesim plot` on a crafted
+// summary.json (a state size of 1e308 bytes per key: the log axis reached
+// infinity) hung for over ten minutes, after it had already overwritten
+// timeline.png and others — half the run directory redrawn, half not.
+// Values read back are now checked like any input, and charts are drawn
+// beside the run directory and moved into place only when all succeeded.
+#[test]
+fn plot_on_a_crafted_summary_fails_fast_as_bad_input_and_leaves_the_charts_alone() {
+    let tmp = scratch();
+    let dir = tmp.path().join("boundary");
+    run_boundary(&dir);
+    let before: Vec<(PathBuf, Vec<u8>)> = fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "png" || x == "md"))
+        .map(|p| (p.clone(), fs::read(&p).unwrap()))
+        .collect();
+    assert!(before.len() >= 5);
+    let original = fs::read(dir.join("summary.json")).unwrap();
+    let mut json: serde_json::Value = serde_json::from_slice(&original).unwrap();
+    let crafted = [
+        ("state_bytes_per_key_mean", serde_json::json!(1e308)),
+        ("delay_p99_ms", serde_json::json!(-1.0)),
+        ("attempts", serde_json::json!(u64::MAX)),
+    ];
+    for (field, value) in crafted {
+        let mut j = json.clone();
+        j["limiters"][2][field] = value;
+        fs::write(dir.join("summary.json"), j.to_string()).unwrap();
+        let start = Instant::now();
+        assert_bad_input(
+            ratesim().args(["plot", "--quiet"]).arg(&dir),
+            &["summary.json", &format!("limiters[2].{field}")],
+        );
+        assert!(
+            start.elapsed().as_secs() < 10,
+            "{field}: {:?}",
+            start.elapsed()
+        );
+    }
+    // A resolution of 1 ns over the run: ten billion buckets.
+    json["resolution_ns"] = serde_json::json!(1);
+    fs::write(dir.join("summary.json"), json.to_string()).unwrap();
+    assert_bad_input(
+        ratesim().args(["plot", "--quiet"]).arg(&dir),
+        &["summary.json", "resolution_ns"],
+    );
+    for (path, bytes) in &before {
+        assert!(
+            fs::read(path).unwrap() == *bytes,
+            "{} changed",
+            path.display()
+        );
+    }
+    let leftovers: Vec<_> = fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n != "boundary")
+        .collect();
+    assert!(leftovers.is_empty(), "left behind: {leftovers:?}");
+    // The original summary plots again.
+    fs::write(dir.join("summary.json"), &original).unwrap();
+    succeeds_quietly(ratesim().args(["plot", "--quiet"]).arg(&dir));
+}
+
+// Regression (chart details issue item 6): summary.md's captions were fixed
+// text — the `trace` scenario's mentioned a fixed window and store outages
+// it does not have. They are now written from the run's own data.
+#[test]
+fn summary_md_captions_say_only_what_the_run_holds_and_quote_its_numbers() {
+    let tmp = scratch();
+    let trace = tmp.path().join("trace");
+    succeeds_quietly(
+        ratesim()
+            .args(["run", "trace", "--quiet", "--out"])
+            .arg(&trace),
+    );
+    let md = fs::read_to_string(trace.join("summary.md")).unwrap();
+    let charts = &md[md.find("## Charts").expect("a Charts section")..];
+    for absent in ["fixed window", "fixed_window", "outage", "(2×", "boundar"] {
+        assert!(!charts.contains(absent), "{absent:?} in:\n{charts}");
+    }
+    let data = RunData::load(&trace).unwrap();
+    let over = data
+        .limiters
+        .iter()
+        .find(|l| l.peak_in_window > data.limit)
+        .unwrap();
+    assert!(
+        charts.contains(&format!("{} {}", over.name, over.peak_in_window)),
+        "{charts}"
+    );
+
+    let boundary = tmp.path().join("boundary");
+    run_boundary(&boundary);
+    let md = fs::read_to_string(boundary.join("summary.md")).unwrap();
+    assert!(md.contains("fixed_window 200 (2×)"), "{md}");
+}
+
+// Regression (chart details issue item 6): CJK and emoji in names were
+// drawn as empty boxes. The charts draw them as `?` and summary.md says so.
+#[test]
+fn names_the_font_cannot_draw_fall_back_visibly() {
+    let tmp = scratch();
+    let dir = tmp.path();
+    fs::write(
+        dir.join("s.toml"),
+        "name = \"限流 🚀\"\nduration = \"2s\"\n[defaults]\nlimit = 5\nwindow = \"1s\"\n\
+         [[limiter]]\nname = \"令牌桶\"\nalgorithm = \"token_bucket\"\n\
+         [[traffic]]\npattern = \"steady\"\nrate = \"10/1s\"\n",
+    )
+    .unwrap();
+    let out = dir.join("out");
+    succeeds_quietly(
+        ratesim()
+            .arg("run")
+            .arg(dir.join("s.toml"))
+            .args(["--quiet", "--out"])
+            .arg(&out),
+    );
+    let md = fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(
+        md.starts_with("# 限流 🚀"),
+        "summary.md keeps the names:\n{md}"
+    );
+    assert!(md.contains("no glyph for 6 characters"), "{md}");
+    assert!(md.contains("as `?`"), "{md}");
+    assert_chart(&out.join("peak.png"), (1200, 700));
+}
+
+/// A run directory written before `worst_key_in_window` and `overshoot`
+/// existed still plots: its timeline shows throughput, labelled so.
+#[test]
+fn a_time_series_without_the_per_key_columns_still_plots() {
+    let tmp = scratch();
+    let dir = tmp.path().join("distributed");
+    succeeds_quietly(
+        ratesim()
+            .args(["run", "distributed", "--quiet", "--no-plots", "--out"])
+            .arg(&dir),
+    );
+    let csv = fs::read_to_string(dir.join("timeseries.csv")).unwrap();
+    let old: String = csv
+        .lines()
+        .map(|l| {
+            let cells: Vec<&str> = l.split(',').collect();
+            format!("{}\n", cells[..cells.len() - 2].join(","))
+        })
+        .collect();
+    assert!(old.starts_with("limiter,bucket_start_ns,") && !old.contains("worst_key"));
+    fs::write(dir.join("timeseries.csv"), old).unwrap();
+    succeeds_quietly(ratesim().args(["plot", "--quiet"]).arg(&dir));
+    assert_chart(&dir.join("timeline.png"), (1200, 900));
+    let md = fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(md.contains("throughput"), "{md}");
+}

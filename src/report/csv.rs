@@ -116,6 +116,8 @@ pub const TIMESERIES_COLUMNS: &[&str] = &[
     "passed_cost",
     "retries",
     "gave_up",
+    "worst_key_in_window",
+    "overshoot",
 ];
 
 /// Every limiter's series over the same buckets (the longest series, so a
@@ -146,6 +148,8 @@ pub fn timeseries(report: &Report, out: impl Write) -> csv::Result<()> {
                 b.passed_cost.to_string(),
                 b.retries.to_string(),
                 b.gave_up.to_string(),
+                b.worst_key_in_window.to_string(),
+                b.overshoot.to_string(),
             ])?;
         }
     }

@@ -12,14 +12,21 @@ use super::charts::{self, style, RunData};
 
 pub const FILE: &str = "summary.md";
 
-/// The Markdown for `data`, linking every PNG present in `dir`: the
-/// registered charts first, in their order, then any other image (such as
-/// `ratesim explain`'s close-ups) by name.
-pub fn render(data: &RunData, dir: &Path) -> anyhow::Result<String> {
-    let mut images: Vec<(String, Option<&'static str>)> = charts::CHARTS
+/// The Markdown for `data`: it links the registered charts `drawn` (or,
+/// when `None`, those present in `dir`), in their order, then any other
+/// PNG in `dir` (such as `ratesim explain`'s close-ups) by name.
+pub fn render(
+    data: &RunData,
+    dir: &Path,
+    drawn: Option<&[&'static charts::Chart]>,
+) -> anyhow::Result<String> {
+    let mut images: Vec<(String, Option<String>)> = charts::CHARTS
         .iter()
-        .filter(|c| dir.join(c.file).is_file())
-        .map(|c| (c.file.to_string(), Some(c.about)))
+        .filter(|c| match drawn {
+            Some(drawn) => drawn.iter().any(|d| d.file == c.file),
+            None => dir.join(c.file).is_file(),
+        })
+        .map(|c| (c.file.to_string(), Some((c.caption)(data))))
         .collect();
     let mut others: Vec<String> = fs::read_dir(dir)?
         .filter_map(|e| e.ok())
@@ -28,14 +35,14 @@ pub fn render(data: &RunData, dir: &Path) -> anyhow::Result<String> {
         .collect();
     others.sort();
     images.extend(others.into_iter().map(|n| {
-        let about = (n == charts::zoom::FILE).then_some(charts::zoom::ABOUT);
+        let about = (n == charts::zoom::FILE).then(|| charts::zoom::ABOUT.to_string());
         (n, about)
     }));
     Ok(document(data, &images))
 }
 
 /// The document itself, given the images to link and what each shows.
-pub fn document(data: &RunData, images: &[(String, Option<&str>)]) -> String {
+pub fn document(data: &RunData, images: &[(String, Option<String>)]) -> String {
     let mut md = format!("# {} — ratesim results\n\n", escape(&data.name));
     let description = data.description.trim();
     if !description.is_empty() {
@@ -105,8 +112,8 @@ pub fn document(data: &RunData, images: &[(String, Option<&str>)]) -> String {
             peak
         });
         row.push(match l.delay_p99_ms {
-            Some(ms) if ms > 0.0 => format!("{} ms", style::millis(ms)),
-            _ => "–".into(),
+            Some(ms) => format!("{} ms", style::millis(ms)),
+            None => "–".into(),
         });
         let mean = style::trim(l.state_mean, 2);
         row.push(if mean == l.state_peak.to_string() {
@@ -122,11 +129,32 @@ pub fn document(data: &RunData, images: &[(String, Option<&str>)]) -> String {
     );
     if !images.is_empty() {
         md.push_str("\n## Charts\n");
+        let mut names = vec![data.name.as_str()];
+        names.extend(data.limiters.iter().map(|l| l.name.as_str()));
+        let missing = style::missing_glyphs(&names.concat());
+        if !missing.is_empty() {
+            let shown: String = missing.iter().take(20).collect();
+            md.push_str(&format!(
+                "\nThe charts' embedded font (DejaVu Sans) has no glyph for {} character{} in these names ({shown}{}): the charts draw {} as `?`.\n",
+                missing.len(),
+                if missing.len() == 1 { "" } else { "s" },
+                if missing.len() > 20 { "…" } else { "" },
+                if missing.len() == 1 { "it" } else { "them" },
+            ));
+        }
+        if data.limiters.len() > charts::MAX_CHARTED {
+            md.push_str(&format!(
+                "\nThe charts show the first {} of the {} limiters; the table above has them all.\n",
+                charts::MAX_CHARTED,
+                data.limiters.len()
+            ));
+        }
         for (file, about) in images {
             let stem = file.trim_end_matches(".png");
             md.push_str(&format!("\n### {stem}\n\n"));
             if let Some(about) = about {
-                md.push_str(&format!("{}.\n\n", capitalise(about)));
+                let stop = if about.ends_with('.') { "" } else { "." };
+                md.push_str(&format!("{}{stop}\n\n", capitalise(about)));
             }
             md.push_str(&format!("![{} — {stem}]({file})\n", escape(&data.name)));
         }
@@ -158,7 +186,7 @@ mod tests {
         let md = document(
             &d,
             &[
-                ("peak.png".into(), Some("the peaks")),
+                ("peak.png".into(), Some("the peaks".into())),
                 ("zoom.png".into(), None),
             ],
         );

@@ -11,13 +11,16 @@ use crate::clock::{decimal_places, Nanos};
 /// A column: its header, whether it is text (left-aligned), and its cell.
 type Column = (&'static str, bool, fn(&Report, &LimiterReport) -> String);
 
+/// A duration for a cell: `0` when it is zero, `-` only when there is
+/// none (nothing passed, nothing measured).
 fn short_ms(d: Option<Nanos>) -> String {
     match d {
         Some(d) if d.0 >= 1_000_000 => {
             format!("{}ms", decimal_places(d.0 as u128, 1_000_000, 1))
         }
         Some(d) if d.0 > 0 => format!("{}us", decimal_places(d.0 as u128, 1_000, 1)),
-        _ => "-".to_string(),
+        Some(_) => "0".to_string(),
+        None => "-".to_string(),
     }
 }
 
@@ -134,4 +137,19 @@ pub fn render(report: &Report) -> String {
         out.push_str(&line(r));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Regression (chart details issue item 6): a delay or latency of 0 was
+    // printed `-`, as if there were none.
+    #[test]
+    fn zero_prints_zero_and_only_none_prints_a_dash() {
+        assert_eq!(short_ms(Some(Nanos(0))), "0");
+        assert_eq!(short_ms(None), "-");
+        assert_eq!(short_ms(Some(Nanos(1_500_000))), "1.5ms");
+        assert_eq!(short_ms(Some(Nanos(20_000))), "20us");
+    }
 }

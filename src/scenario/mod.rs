@@ -41,8 +41,19 @@ pub struct OutputSpec {
     pub resolution: Nanos,
 }
 
-/// The most time-series buckets a run may ask for.
-pub const MAX_BUCKETS: u64 = 1_000_000;
+/// The most time-series buckets an explicit `[output] resolution` may plan
+/// over the run (`duration / resolution + 1`). A limiter's series holds at
+/// most twice its planned buckets (the second half for passes after the
+/// end: a shaper's releases, a store's late answers), so with
+/// [`crate::metrics::Bucket`]'s 80 bytes a series never takes more than
+/// 16 MB, whatever the duration.
+pub const MAX_BUCKETS: u64 = 100_000;
+
+/// The most buckets the default resolution plans (`timeseries.csv` rows
+/// per limiter, before late passes): `window / 10` when that fits, else
+/// the smallest coarser 1-2-5 multiple of it that does. A series then takes
+/// at most 1.6 MB however long the run.
+pub const DEFAULT_BUCKETS: u64 = 10_000;
 
 /// A validated scenario.
 #[derive(Debug, Clone)]
@@ -328,11 +339,11 @@ impl Scenario {
         let output = match top.opt_table("output")? {
             Some(t) => {
                 let mut f = Fields::new("output", t);
-                let o = parse_output(&mut f, &defaults)?;
+                let o = parse_output(&mut f, &defaults, duration)?;
                 f.finish()?;
                 o
             }
-            None => default_output(&defaults),
+            None => default_output(&defaults, duration),
         };
         check_buckets(&output, duration, "output.resolution")?;
         top.finish()?;
@@ -412,20 +423,46 @@ fn parse_defaults(f: &mut Fields) -> Result<Defaults, InputError> {
     Ok(Defaults { limit, window })
 }
 
-fn default_output(d: &Defaults) -> OutputSpec {
+fn default_output(d: &Defaults, duration: Nanos) -> OutputSpec {
     OutputSpec {
         dir: None,
         decisions: false,
-        resolution: Nanos((d.window.0 / 10).max(1)),
+        resolution: default_resolution(d.window, duration),
     }
 }
 
-fn parse_output(f: &mut Fields, d: &Defaults) -> Result<OutputSpec, InputError> {
+/// The time-series bucket width when `[output] resolution` is not given:
+/// a tenth of the window, unless that would plan more than
+/// [`DEFAULT_BUCKETS`] buckets over `duration`; then the smallest multiple
+/// `m × window/10`, `m` in 1, 2, 5, 10, 20, 50, …, that plans at most that
+/// many. So the series of a long run is coarser, never longer.
+pub fn default_resolution(window: Nanos, duration: Nanos) -> Nanos {
+    let base = (window.0 / 10).max(1) as u128;
+    let fits = |r: u128| duration.0 as u128 / r < DEFAULT_BUCKETS as u128;
+    let mut decade = 1u128;
+    loop {
+        for m in [1, 2, 5] {
+            let r = base * m * decade;
+            if fits(r) {
+                return Nanos(r.min(u64::MAX as u128) as u64);
+            }
+        }
+        decade *= 10;
+    }
+}
+
+/// Buckets a series plans over `duration`: one per `resolution` from 0,
+/// and one more for the instant `duration` itself.
+pub fn planned_buckets(resolution: Nanos, duration: Nanos) -> u64 {
+    duration.0 / resolution.0.max(1) + 1
+}
+
+fn parse_output(f: &mut Fields, d: &Defaults, duration: Nanos) -> Result<OutputSpec, InputError> {
     let dir = f.opt_str("dir")?.map(PathBuf::from);
     let decisions = f.opt_bool("decisions")?.unwrap_or(false);
     let resolution = f
         .opt_duration("resolution", false)?
-        .unwrap_or(default_output(d).resolution);
+        .unwrap_or(default_resolution(d.window, duration));
     Ok(OutputSpec {
         dir,
         decisions,
@@ -434,7 +471,7 @@ fn parse_output(f: &mut Fields, d: &Defaults) -> Result<OutputSpec, InputError> 
 }
 
 fn check_buckets(o: &OutputSpec, duration: Nanos, path: &str) -> Result<(), InputError> {
-    let buckets = duration.0.div_ceil(o.resolution.0);
+    let buckets = planned_buckets(o.resolution, duration);
     if buckets > MAX_BUCKETS {
         return Err(InputError::new(format!(
             "{path}: \"{}\" — gives {buckets} time-series buckets over {}; at most {MAX_BUCKETS} (choose a coarser resolution)",

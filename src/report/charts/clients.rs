@@ -29,6 +29,7 @@ pub const CHART: Chart = Chart {
     file: "clients.png",
     size: (1400, 760),
     about: "only when clients retry or share a key (by ip, global): attempts per request per limiter against 1× (no retries), with the requests that gave up; and the spread of the share of its requests each client got through (box p10–p90, whiskers min–max, tick median), with Jain's fairness index",
+    caption,
     render,
 };
 
@@ -119,6 +120,20 @@ pub fn clients_series(data: &RunData) -> ClientsSeries {
     }
 }
 
+/// What `summary.md` says under the chart.
+fn caption(data: &RunData) -> String {
+    let s = clients_series(data);
+    let mut what = Vec::new();
+    if s.retries {
+        what.push("attempts per logical request (retries)");
+    }
+    if s.shared_keys {
+        what.push("how evenly clients sharing a key were served");
+    }
+    what.push("the spread of the share of its requests each client got through");
+    format!("Per limiter: {}. {}", what.join("; "), verdict(&s))
+}
+
 fn render(data: &RunData, path: &Path) -> anyhow::Result<bool> {
     let series = clients_series(data);
     if !series.shown() {
@@ -195,7 +210,8 @@ pub fn draw_clients(data: &RunData, s: &ClientsSeries, path: &Path) -> anyhow::R
     let root = BitMapBackend::new(path, CHART.size).into_drawing_area();
     root.fill(&WHITE)?;
 
-    let mut legend = style::limiter_entries(s.rows.iter().map(|r| (r.index, r.name.as_str())));
+    let mut legend =
+        style::limiter_entries(data, s.rows.iter().map(|r| (r.index, r.name.as_str())));
     legend.push((Mark::Dashed(style::LIMIT), "1× = no retries".into()));
     legend.push((
         Mark::Outlined {
@@ -228,7 +244,7 @@ pub fn draw_clients(data: &RunData, s: &ClientsSeries, path: &Path) -> anyhow::R
         .iter()
         .map(|r| RowName {
             name: r.name.clone(),
-            color: style::limiter_color(r.index),
+            color: style::limiter_color(data, r.index),
             note: notes.then(|| format!("keyed by {}", r.key_by)),
         })
         .collect();
@@ -303,7 +319,7 @@ pub fn draw_clients(data: &RunData, s: &ClientsSeries, path: &Path) -> anyhow::R
         .draw()?;
     for (i, (r, (value, gave))) in s.rows.iter().zip(&labels).enumerate() {
         let y = style::row(n, i);
-        let color = style::limiter_color(r.index);
+        let color = style::limiter_color(data, r.index);
         if let Some(a) = r.amplification {
             chart.draw_series([Rectangle::new(
                 [(0.0, y + 0.28), (a, y + 0.72)],
@@ -356,7 +372,7 @@ pub fn draw_clients(data: &RunData, s: &ClientsSeries, path: &Path) -> anyhow::R
     ))?;
     for (i, r) in s.rows.iter().enumerate() {
         let y = style::row(n, i);
-        let color = style::limiter_color(r.index);
+        let color = style::limiter_color(data, r.index);
         let mid = y + 0.5;
         match r.spread {
             Some(q) => {

@@ -31,6 +31,10 @@ pub struct RunData {
     pub duration_ns: u64,
     /// Width of one time-series bucket.
     pub resolution_ns: u64,
+    /// Whether `timeseries.csv` has the per-key columns
+    /// (`worst_key_in_window`, `overshoot`); run directories written
+    /// before them load with zeros there and this false.
+    pub per_key_series: bool,
     pub limiters: Vec<LimiterData>,
 }
 
@@ -160,6 +164,12 @@ pub struct Bucket {
     pub rejected: u64,
     /// Requests that passed in this bucket (a shaper's at their release).
     pub passed: u64,
+    /// The most one key had passed within the policy window before any
+    /// pass in this bucket (0 when nothing passed, or in an older file).
+    pub worst_key_in_window: u64,
+    /// Cost passed beyond the limit per key per aligned window, at the
+    /// passes in this bucket, all keys together (0 in an older file).
+    pub overshoot: u64,
 }
 
 #[derive(Deserialize)]
@@ -264,7 +274,7 @@ struct LimiterJson {
     fallback_decisions: u64,
 }
 
-/// The `timeseries.csv` columns the charts read (others are ignored).
+/// The `timeseries.csv` columns the charts read (others are ignored)…
 const SERIES_COLUMNS: [&str; 7] = [
     "limiter",
     "bucket_start_ns",
@@ -274,6 +284,49 @@ const SERIES_COLUMNS: [&str; 7] = [
     "rejected",
     "passed",
 ];
+
+/// The longest a run's durations (and a series' time span) can be.
+const MAX_NS: u64 = crate::clock::MAX_NANOS;
+/// The most buckets a limiter's series can hold: twice the most a run may
+/// plan (see [`crate::scenario::MAX_BUCKETS`]).
+pub const MAX_SERIES: u64 = 2 * (crate::scenario::MAX_BUCKETS + 1);
+/// The largest delay or latency a run can report: `u64::MAX` ns, in ms.
+const MAX_MS: f64 = 2e13;
+/// The largest other number (a mean, a ratio, a rate) a run can report.
+const MAX_NUMBER: f64 = 1e20;
+/// The most store outages a limiter's echo may list.
+pub const MAX_OUTAGES: usize = 10_000;
+
+/// `summary.json`'s times, checked before anything is computed from them.
+fn check_times(f: &SummaryFile) -> Result<(), InputError> {
+    for (field, v) in [
+        ("window_ns", f.window_ns),
+        ("duration_ns", f.duration_ns),
+        ("resolution_ns", f.resolution_ns),
+    ] {
+        if v > MAX_NS {
+            return Err(InputError::new(format!(
+                "{field}: {v} — longer than a run can be (at most {MAX_NS} ns)"
+            )));
+        }
+    }
+    let planned = f.duration_ns / f.resolution_ns + 1;
+    if planned > crate::scenario::MAX_BUCKETS + 1 {
+        return Err(InputError::new(format!(
+            "resolution_ns: {} — gives {planned} buckets over duration_ns {}; a run writes at most {}",
+            f.resolution_ns,
+            f.duration_ns,
+            crate::scenario::MAX_BUCKETS
+        )));
+    }
+    if f.limit == 0 {
+        return Err(InputError::new("limit: 0 — the policy's limit is positive"));
+    }
+    Ok(())
+}
+
+/// …and those they read when present (0 in files from before them).
+const OPTIONAL_SERIES_COLUMNS: [&str; 2] = ["worst_key_in_window", "overshoot"];
 
 impl RunData {
     /// Loads `dir/summary.json` and `dir/timeseries.csv`. A directory that
@@ -316,6 +369,7 @@ impl RunData {
                 "window_ns and resolution_ns must be positive",
             ));
         }
+        check_times(&f)?;
         let mut outages: HashMap<String, Vec<Outage>> = HashMap::new();
         for (i, l) in f.scenario.limiters.iter().enumerate() {
             let Some(d) = &l.deployment else { continue };
@@ -339,7 +393,7 @@ impl RunData {
                 .collect::<Result<Vec<_>, InputError>>()?;
             outages.insert(l.name.clone(), parsed);
         }
-        Ok(RunData {
+        let data = RunData {
             name: f.scenario.name,
             description: f.scenario.description,
             seed: f.seed,
@@ -347,6 +401,7 @@ impl RunData {
             window_ns: f.window_ns,
             duration_ns: f.duration_ns,
             resolution_ns: f.resolution_ns,
+            per_key_series: false,
             limiters: f
                 .limiters
                 .into_iter()
@@ -390,7 +445,129 @@ impl RunData {
                     series: Vec::new(),
                 })
                 .collect(),
-        })
+        };
+        data.check_metrics()?;
+        Ok(data)
+    }
+
+    /// Every metric a chart draws, checked like any input: counts that add
+    /// up, fractions within 0…1, other numbers finite, non-negative and
+    /// within what a run can produce. An error names the field.
+    fn check_metrics(&self) -> Result<(), InputError> {
+        for (i, l) in self.limiters.iter().enumerate() {
+            let at = |field: &str| format!("limiters[{i}].{field}");
+            let outcomes = l
+                .admitted
+                .checked_add(l.delayed)
+                .and_then(|n| n.checked_add(l.rejected));
+            if outcomes != Some(l.attempts) {
+                return Err(InputError::new(format!(
+                    "{}: admitted {} + delayed {} + rejected {} is not attempts = {} — every attempt has one outcome",
+                    at("attempts"),
+                    l.admitted,
+                    l.delayed,
+                    l.rejected,
+                    l.attempts
+                )));
+            }
+            if let Some(g) = l.gave_up.filter(|&g| g > l.rejected) {
+                return Err(InputError::new(format!(
+                    "{}: {g} — more than the {} rejected attempts",
+                    at("gave_up"),
+                    l.rejected
+                )));
+            }
+            let c = &l.clients;
+            let d = &l.deployment;
+            let spread = c.pass_ratio_spread.unwrap_or_default();
+            let numbers = [
+                ("delay_p50_ms", l.delay_p50_ms, MAX_MS),
+                ("delay_p99_ms", l.delay_p99_ms, MAX_MS),
+                ("delay_max_ms", l.delay_max_ms, MAX_MS),
+                ("state_bytes_per_key_mean", Some(l.state_mean), MAX_NUMBER),
+                ("retry_amplification", c.retry_amplification, MAX_NUMBER),
+                ("fairness_jain", c.fairness_jain, 1.0),
+                ("client_pass_ratio_spread.min", Some(spread.min), 1.0),
+                ("client_pass_ratio_spread.p10", Some(spread.p10), 1.0),
+                ("client_pass_ratio_spread.p50", Some(spread.p50), 1.0),
+                ("client_pass_ratio_spread.p90", Some(spread.p90), 1.0),
+                ("client_pass_ratio_spread.max", Some(spread.max), 1.0),
+                ("added_latency_p50_ms", d.added_latency_p50_ms, MAX_MS),
+                ("added_latency_p99_ms", d.added_latency_p99_ms, MAX_MS),
+                ("store_ops_per_s", d.store_ops_per_s, MAX_NUMBER),
+            ];
+            for (field, value, most) in numbers {
+                let Some(v) = value else { continue };
+                if !(0.0..=most).contains(&v) {
+                    return Err(InputError::new(format!(
+                        "{}: {v:?} — must be a number from 0 to {most:?}",
+                        at(field)
+                    )));
+                }
+            }
+            if d.outages.len() > MAX_OUTAGES {
+                return Err(InputError::new(format!(
+                    "scenario.limiters: {} has {} store outages; at most {MAX_OUTAGES}",
+                    l.name,
+                    d.outages.len()
+                )));
+            }
+            if let Some(o) = d.outages.iter().find(|o| o.start_ns > o.end_ns) {
+                return Err(InputError::new(format!(
+                    "scenario.limiters: {} has a store outage ending ({} ns) before it starts ({} ns)",
+                    l.name, o.end_ns, o.start_ns
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The series, checked against the summary once read: each bucket's
+    /// counts add up, and every limiter's buckets add up to its totals.
+    fn check_series(&self) -> Result<(), InputError> {
+        for l in &self.limiters {
+            let mut attempts = 0u64;
+            let mut passed = 0u64;
+            let mut overshoot = 0u64;
+            for b in &l.series {
+                let sums = (|| {
+                    attempts = attempts.checked_add(b.attempts)?;
+                    passed = passed.checked_add(b.passed)?;
+                    overshoot = overshoot.checked_add(b.overshoot)?;
+                    b.admitted.checked_add(b.delayed)?.checked_add(b.rejected)
+                })();
+                let bad = |what: String| {
+                    InputError::new(format!(
+                        "limiter {:?}, bucket_start_ns {}: {what}",
+                        l.name, b.start_ns
+                    ))
+                };
+                if sums != Some(b.attempts) {
+                    return Err(bad("admitted + delayed + rejected is not attempts".into()));
+                }
+                if b.worst_key_in_window > l.peak_in_window {
+                    return Err(bad(format!(
+                        "worst_key_in_window {} is above the limiter's peak_in_window {}",
+                        b.worst_key_in_window, l.peak_in_window
+                    )));
+                }
+            }
+            if attempts != l.attempts || passed != l.passed() {
+                return Err(InputError::new(format!(
+                    "limiter {:?}: the buckets add up to {attempts} attempts and {passed} passed; summary.json says {} and {}",
+                    l.name,
+                    l.attempts,
+                    l.passed()
+                )));
+            }
+            if let Some(total) = l.deployment.overshoot.filter(|&t| overshoot > t) {
+                return Err(InputError::new(format!(
+                    "limiter {:?}: the buckets' overshoot adds up to {overshoot}; summary.json says {total}",
+                    l.name
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// Fills every limiter's series from `timeseries.csv` bytes. Rows of a
@@ -408,6 +585,11 @@ impl RunData {
                 InputError::new(format!("line 1: no column {name:?} in the header"))
             })?;
         }
+        let optional: Vec<Option<usize>> = OPTIONAL_SERIES_COLUMNS
+            .iter()
+            .map(|name| headers.iter().position(|h| h == *name))
+            .collect();
+        self.per_key_series = optional.iter().all(Option::is_some);
         let index: HashMap<String, usize> = self
             .limiters
             .iter()
@@ -436,6 +618,16 @@ impl RunData {
                     ))
                 })
             };
+            let extra = |k: usize| -> Result<u64, InputError> {
+                let Some(c) = optional[k] else { return Ok(0) };
+                let text = record.get(c).unwrap_or("");
+                text.parse().map_err(|_| {
+                    InputError::new(format!(
+                        "line {line}: {} = {text:?} is not a whole number",
+                        OPTIONAL_SERIES_COLUMNS[k]
+                    ))
+                })
+            };
             let &i = index.get(field(0)).ok_or_else(|| {
                 InputError::new(format!(
                     "line {line}: limiter {:?} is not in summary.json",
@@ -449,8 +641,16 @@ impl RunData {
                 delayed: number(4)?,
                 rejected: number(5)?,
                 passed: number(6)?,
+                worst_key_in_window: extra(0)?,
+                overshoot: extra(1)?,
             };
             let series = &mut self.limiters[i].series;
+            if series.len() as u64 >= MAX_SERIES {
+                return Err(InputError::new(format!(
+                    "line {line}: limiter {:?} has more than {MAX_SERIES} buckets, more than a run writes",
+                    field(0)
+                )));
+            }
             let expected = series.len() as u64 * self.resolution_ns;
             if b.start_ns != expected {
                 return Err(InputError::new(format!(
@@ -460,7 +660,7 @@ impl RunData {
             }
             series.push(b);
         }
-        Ok(())
+        self.check_series()
     }
 
     /// The end of the longest series (at least the run's duration).
@@ -512,6 +712,21 @@ fw,500,1000,20,10,0,10,10,10,x\n";
         assert_eq!(l.series.len(), 2);
         assert_eq!(l.series[1].rejected, 10);
         assert_eq!(d.series_end_ns(), 2000);
+    }
+
+    #[test]
+    fn the_per_key_columns_are_read_when_present_and_zero_in_older_files() {
+        let mut d = RunData::from_summary_json(SUMMARY).unwrap();
+        d.read_series(SERIES.as_bytes()).unwrap();
+        assert!(!d.per_key_series, "SERIES predates the per-key columns");
+        assert_eq!(d.limiters[0].series[1].worst_key_in_window, 0);
+        let csv = "limiter,bucket_start_ns,attempts,admitted,delayed,rejected,passed,worst_key_in_window,overshoot\n\
+fw,0,10,10,0,0,10,10,0\n\
+fw,500,20,10,0,10,10,20,10\n";
+        d.read_series(csv.as_bytes()).unwrap();
+        assert!(d.per_key_series);
+        let b = d.limiters[0].series[1];
+        assert_eq!((b.worst_key_in_window, b.overshoot), (20, 10));
     }
 
     #[test]
@@ -671,6 +886,7 @@ pub mod tests_support {
             window_ns: 1_000_000_000,
             duration_ns: 10_000_000_000,
             resolution_ns: 100_000_000,
+            per_key_series: true,
             limiters: limiters.iter().map(|&(n, p)| limiter(n, p)).collect(),
         }
     }

@@ -19,6 +19,7 @@ pub const CHART: Chart = Chart {
     file: "delay.png",
     size: (1200, 700),
     about: "for shaping limiters only (skipped when nothing was delayed): median, 99th percentile and largest delay of passed requests — what smoothing instead of rejecting costs in waiting",
+    caption,
     render,
 };
 
@@ -52,6 +53,24 @@ pub fn delay_series(data: &RunData) -> Vec<DelayBar> {
         .collect()
 }
 
+/// What `summary.md` says under the chart: each shaper's waits.
+fn caption(data: &RunData) -> String {
+    let rows: Vec<String> = delay_series(data)
+        .iter()
+        .map(|b| {
+            let [p50, p99, max] = b.stats.map(|(_, ms)| style::millis(ms));
+            format!(
+                "{} delayed {} of {} passed requests — p50 {p50} ms, p99 {p99} ms, largest {max} ms",
+                b.name, b.delayed, b.passed
+            )
+        })
+        .collect();
+    format!(
+        "How long shaping limiters made requests wait (admitted ones count as 0 ms): {}",
+        rows.join("; ")
+    )
+}
+
 fn render(data: &RunData, path: &Path) -> anyhow::Result<bool> {
     let series = delay_series(data);
     if series.is_empty() {
@@ -68,17 +87,25 @@ pub fn draw_delay(data: &RunData, bars: &[DelayBar], path: &Path) -> anyhow::Res
     anyhow::ensure!(!bars.is_empty(), "no delayed requests to draw");
     let root = BitMapBackend::new(path, CHART.size).into_drawing_area();
     root.fill(&WHITE)?;
-    let mut legend = style::limiter_entries(bars.iter().map(|b| (b.index, b.name.as_str())));
-    for ((what, _), shade) in bars[0].stats.iter().zip(SHADES) {
-        let name = match *what {
-            "p50" => "median (p50)",
-            "p99" => "99th percentile",
-            _ => "largest",
-        };
-        legend.push((
-            Mark::Swatch(style::lighten(style::MUTED, shade)),
-            name.to_string(),
-        ));
+    let mut legend = style::limiter_entries(data, bars.iter().map(|b| (b.index, b.name.as_str())));
+    // The shades of p50, p99 and max, in the colour of the bars they
+    // stand for: with one limiter, its own; with several, each group's
+    // labels say which bar is which.
+    if let [only] = bars {
+        for ((what, _), shade) in only.stats.iter().zip(SHADES) {
+            let name = match *what {
+                "p50" => "median (p50)",
+                "p99" => "99th percentile",
+                _ => "largest",
+            };
+            legend.push((
+                Mark::Swatch(style::lighten(
+                    style::limiter_color(data, only.index),
+                    shade,
+                )),
+                name.to_string(),
+            ));
+        }
     }
     let shares: Vec<String> = bars
         .iter()
@@ -96,7 +123,7 @@ pub fn draw_delay(data: &RunData, bars: &[DelayBar], path: &Path) -> anyhow::Res
         &root,
         &format!("{} — how long shaping limiters made requests wait", data.name),
         &[
-            "Delay of passed requests, admitted ones counting as 0 ms (nearest-rank percentiles). Only limiters that delayed something are shown.".to_string(),
+            "Delay of passed requests, admitted ones counting as 0 ms (nearest-rank percentiles): per limiter, p50, p99 and the largest, light to full colour. Only limiters that delayed something are shown.".to_string(),
             format!("{}.", shares.join("; ")),
         ],
         &legend,
@@ -126,7 +153,7 @@ pub fn draw_delay(data: &RunData, bars: &[DelayBar], path: &Path) -> anyhow::Res
     // Narrow groups when there are few: three bars of a sensible width.
     let width = (0.8 / 3.0f64).min(0.24);
     for (i, b) in bars.iter().enumerate() {
-        let color = style::limiter_color(b.index);
+        let color = style::limiter_color(data, b.index);
         let left = i as f64 + 0.5 - 1.5 * width;
         for (k, ((what, ms), shade)) in b.stats.iter().zip(SHADES).enumerate() {
             let x0 = left + k as f64 * width + 0.01;
@@ -146,7 +173,7 @@ pub fn draw_delay(data: &RunData, bars: &[DelayBar], path: &Path) -> anyhow::Res
     }
     let names: Vec<(String, RGBColor)> = bars
         .iter()
-        .map(|b| (b.name.clone(), style::limiter_color(b.index)))
+        .map(|b| (b.name.clone(), style::limiter_color(data, b.index)))
         .collect();
     style::category_names(&root, &chart, &names, 22)?;
     root.present()?;
@@ -166,6 +193,43 @@ mod tests {
         assert_eq!(names, ["leaky_bucket"]);
         assert_eq!(s[0].index, 6, "keeps the limiter's index, so its colour");
         assert!(s[0].stats[2].1 >= s[0].stats[1].1);
+    }
+
+    // Regression (chart details issue item 6): the legend's p50/p99/max
+    // swatches were grey while the bars were the limiter's colour.
+    #[test]
+    fn the_legend_swatches_are_the_bars_colours() {
+        let d = tests_support::boundary();
+        let bars = delay_series(&d);
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("delay.png");
+        crate::report::charts::style::ensure_fonts().unwrap();
+        draw_delay(&d, &bars, &path).unwrap();
+        let img = image_rgb(&path);
+        let color = style::limiter_color(&d, bars[0].index);
+        let grey = style::lighten(style::MUTED, 0.6);
+        let count = |c: RGBColor| img.iter().filter(|p| **p == [c.0, c.1, c.2]).count();
+        // The legend sits in the top 140 pixels; the median's swatch is
+        // the lightest shade of the bars' colour, not grey.
+        let top: Vec<[u8; 3]> = img[..1200 * 140].to_vec();
+        let in_top = |c: RGBColor| top.iter().filter(|p| **p == [c.0, c.1, c.2]).count();
+        assert!(in_top(style::lighten(color, SHADES[0])) >= 100);
+        // (A 16 × 16 grey swatch would be 256 pixels; text edges have a few.)
+        assert!(in_top(grey) < 100, "{} grey pixels", in_top(grey));
+        assert!(count(style::lighten(color, SHADES[0])) > in_top(style::lighten(color, SHADES[0])));
+    }
+
+    /// The RGB pixels of a PNG the charts wrote, row by row.
+    fn image_rgb(path: &std::path::Path) -> Vec<[u8; 3]> {
+        let decoder = png::Decoder::new(std::fs::File::open(path).unwrap());
+        let mut reader = decoder.read_info().unwrap();
+        let mut buf = vec![0; reader.output_buffer_size()];
+        let info = reader.next_frame(&mut buf).unwrap();
+        let n = info.color_type.samples();
+        buf[..info.buffer_size()]
+            .chunks(n)
+            .map(|p| [p[0], p[1], p[2]])
+            .collect()
     }
 
     #[test]

@@ -28,6 +28,7 @@ pub const CHART: Chart = Chart {
     file: "deployment.png",
     size: (1400, 760),
     about: "only when a limiter runs on several instances or a shared store: overshoot (cost passed beyond the limit per key per window, summed) and the p99 latency the store added per decision, per limiter, with store operations per second and the decisions taken while the store failed",
+    caption,
     render,
 };
 
@@ -120,6 +121,39 @@ pub fn deployment_series(data: &RunData) -> DeploymentSeries {
             })
             .collect(),
     }
+}
+
+/// What `summary.md` says under the chart.
+fn caption(data: &RunData) -> String {
+    let s = deployment_series(data);
+    let rows: Vec<String> = s
+        .rows
+        .iter()
+        .filter(|r| r.deployed)
+        .map(|r| {
+            let mut t = format!(
+                "{} ({}): overshoot {}",
+                r.name,
+                r.shape(),
+                style::count(r.overshoot as f64)
+            );
+            if r.latency_p99_ms > 0.0 {
+                t.push_str(&format!(
+                    ", store latency p99 {} ms",
+                    style::millis(r.latency_p99_ms)
+                ));
+            }
+            for note in r.fault_notes() {
+                t.push_str(&format!(", {note}"));
+            }
+            t
+        })
+        .collect();
+    format!(
+        "What each deployment cost — overshoot (cost passed beyond the limit per key per window, summed) and the latency a shared store added: {}. {}",
+        rows.join("; "),
+        verdict(&s)
+    )
 }
 
 fn render(data: &RunData, path: &Path) -> anyhow::Result<bool> {
@@ -293,7 +327,7 @@ pub fn draw_deployment(data: &RunData, s: &DeploymentSeries, path: &Path) -> any
     let window = style::duration(data.window_ns);
     let root = BitMapBackend::new(path, CHART.size).into_drawing_area();
     root.fill(&WHITE)?;
-    let legend = style::limiter_entries(s.rows.iter().map(|r| (r.index, r.name.as_str())));
+    let legend = style::limiter_entries(data, s.rows.iter().map(|r| (r.index, r.name.as_str())));
     let body = style::header(
         &root,
         &format!("{} — what the deployment costs", data.name),
@@ -314,7 +348,7 @@ pub fn draw_deployment(data: &RunData, s: &DeploymentSeries, path: &Path) -> any
         .iter()
         .map(|r| RowName {
             name: r.name.clone(),
-            color: style::limiter_color(r.index),
+            color: style::limiter_color(data, r.index),
             note: Some(r.shape()),
         })
         .collect();
@@ -322,7 +356,7 @@ pub fn draw_deployment(data: &RunData, s: &DeploymentSeries, path: &Path) -> any
     let (width, _) = body.dim_in_pixel();
     let (left, right) = body.split_horizontally(names_w + (width - names_w) / 2);
 
-    let color = |r: &DeploymentRow| style::limiter_color(r.index);
+    let color = |r: &DeploymentRow| style::limiter_color(data, r.index);
     let overshoot = BarPanel {
         caption: "overshoot",
         x_desc: "passed beyond the limit, all keys and windows (cost)",

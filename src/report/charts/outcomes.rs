@@ -21,14 +21,12 @@ pub const CHART: Chart = Chart {
     file: "outcomes.png",
     size: (1200, 700),
     about: "admitted / delayed / rejected (and gave up, where clients retry) per limiter, stacked: who passes at once, who waits, who is turned away",
+    caption,
     render,
 };
 
 /// The outcome colours, the same in every run.
-pub const ADMITTED: RGBColor = RGBColor(0x59, 0xA1, 0x4F);
-pub const DELAYED: RGBColor = RGBColor(0xED, 0xA2, 0x47);
-pub const REJECTED: RGBColor = RGBColor(0xE1, 0x57, 0x59);
-pub const GAVE_UP: RGBColor = RGBColor(0x8C, 0x2D, 0x2F);
+pub use super::style::{ADMITTED, DELAYED, GAVE_UP, REJECTED};
 
 /// One outcome's share of a bar.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,6 +101,43 @@ pub fn outcomes_series(data: &RunData) -> OutcomeSeries {
         })
         .collect();
     OutcomeSeries { gave_up, bars }
+}
+
+/// What `summary.md` says under the chart: each limiter's outcomes, naming
+/// only those that happened.
+fn caption(data: &RunData) -> String {
+    let s = outcomes_series(data);
+    let rows: Vec<String> = s
+        .bars
+        .iter()
+        .map(|b| {
+            let parts: Vec<String> = b
+                .segments
+                .iter()
+                .filter(|(_, n)| *n > 0)
+                .map(|&(o, n)| {
+                    let what = match o {
+                        Outcome::Admitted => "admitted",
+                        Outcome::Delayed => "delayed",
+                        Outcome::Rejected if s.gave_up => "rejected then retried",
+                        Outcome::Rejected => "rejected",
+                        Outcome::GaveUp => "rejected, then gave up",
+                    };
+                    format!("{n} {what}")
+                })
+                .collect();
+            let parts = if parts.is_empty() {
+                "no attempts".to_string()
+            } else {
+                parts.join(", ")
+            };
+            format!("{} {} ({parts})", b.name, b.attempts)
+        })
+        .collect();
+    format!(
+        "What happened to every attempt, per limiter, stacked: {}",
+        rows.join("; ")
+    )
 }
 
 fn render(data: &RunData, path: &Path) -> anyhow::Result<bool> {
@@ -221,7 +256,7 @@ pub fn draw_outcomes(data: &RunData, s: &OutcomeSeries, path: &Path) -> anyhow::
             x = x1;
         }
         let (px, py) = chart.backend_coord(&(0.0, row(i) + 0.5));
-        let color = style::limiter_color(b.index);
+        let color = style::limiter_color(data, b.index);
         root.draw(&Rectangle::new(
             [(px - 22, py - 7), (px - 8, py + 7)],
             color.filled(),

@@ -21,6 +21,7 @@ pub const CHART: Chart = Chart {
     file: "peak.png",
     size: (1200, 700),
     about: "the most one key got through in any window, per limiter, against the limit line: a bar above the line broke the policy (the fixed window's boundary burst reaches 2×)",
+    caption,
     render,
 };
 
@@ -58,6 +59,28 @@ pub fn peak_series(data: &RunData) -> PeakSeries {
     }
 }
 
+/// What `summary.md` says under the chart: which limiters let one key
+/// through more than the limit, and how much.
+fn caption(data: &RunData) -> String {
+    let s = peak_series(data);
+    let window = style::duration(data.window_ns);
+    let over: Vec<String> = s
+        .bars
+        .iter()
+        .filter(|b| b.peak > s.limit)
+        .map(|b| format!("{} {} ({}×)", b.name, b.peak, style::trim(b.ratio, 2)))
+        .collect();
+    let verdict = if over.is_empty() {
+        format!("every limiter held every key to at most {}", s.limit)
+    } else {
+        format!("above it: {}", over.join(", "))
+    };
+    format!(
+        "The most one key got through in any {window} window, per limiter, against the limit of {}: {verdict}",
+        s.limit
+    )
+}
+
 fn render(data: &RunData, path: &Path) -> anyhow::Result<bool> {
     let series = peak_series(data);
     if series.bars.is_empty() {
@@ -90,7 +113,8 @@ pub fn draw_peak(data: &RunData, s: &PeakSeries, path: &Path) -> anyhow::Result<
             style::trim(worst.ratio, 2)
         ),
     };
-    let mut legend = style::limiter_entries(s.bars.iter().map(|b| (b.index, b.name.as_str())));
+    let mut legend =
+        style::limiter_entries(data, s.bars.iter().map(|b| (b.index, b.name.as_str())));
     legend.push((
         Mark::Dashed(style::LIMIT),
         format!("limit: {} per {window}", s.limit),
@@ -133,7 +157,7 @@ pub fn draw_peak(data: &RunData, s: &PeakSeries, path: &Path) -> anyhow::Result<
         let x = i as f64;
         Rectangle::new(
             [(x + 0.2, 0.0), (x + 0.8, b.peak as f64)],
-            style::limiter_color(b.index).filled(),
+            style::limiter_color(data, b.index).filled(),
         )
     }))?;
 
@@ -167,7 +191,7 @@ pub fn draw_peak(data: &RunData, s: &PeakSeries, path: &Path) -> anyhow::Result<
     let names: Vec<(String, RGBColor)> = s
         .bars
         .iter()
-        .map(|b| (b.name.clone(), style::limiter_color(b.index)))
+        .map(|b| (b.name.clone(), style::limiter_color(data, b.index)))
         .collect();
     style::category_names(&root, &chart, &names, 8)?;
     root.present()?;

@@ -21,6 +21,7 @@ pub const CHART: Chart = Chart {
     file: "state.png",
     size: (1200, 700),
     about: "state bytes per key, mean (solid) and peak (light), per limiter — what each algorithm's memory costs per client (log axis when the spread is wide)",
+    caption,
     render,
 };
 
@@ -66,6 +67,37 @@ pub fn state_series(data: &RunData) -> StateSeries {
     }
 }
 
+/// What `summary.md` says under the chart: the smallest and the largest.
+fn caption(data: &RunData) -> String {
+    let s = state_series(data);
+    let bytes = |b: &StateBar| {
+        let mean = style::trim(b.mean, 2);
+        if mean == b.peak.to_string() {
+            format!("{mean} B")
+        } else {
+            format!("{mean} B mean, {} B peak", b.peak)
+        }
+    };
+    let most = |b: &&StateBar| b.mean.max(b.peak as f64);
+    let lo = s.bars.iter().min_by(|a, b| most(a).total_cmp(&most(b)));
+    let hi = s.bars.iter().max_by(|a, b| most(a).total_cmp(&most(b)));
+    let range = match (lo, hi) {
+        (Some(lo), Some(hi)) if lo.name != hi.name => format!(
+            ": least {} ({}), most {} ({})",
+            lo.name,
+            bytes(lo),
+            hi.name,
+            bytes(hi)
+        ),
+        (Some(only), _) => format!(": {} ({})", only.name, bytes(only)),
+        _ => String::new(),
+    };
+    format!(
+        "State bytes per key, mean (solid) and peak (light), per limiter{range}{}",
+        if s.log { "; logarithmic axis" } else { "" }
+    )
+}
+
 fn render(data: &RunData, path: &Path) -> anyhow::Result<bool> {
     let series = state_series(data);
     if series.bars.is_empty() {
@@ -78,15 +110,21 @@ fn render(data: &RunData, path: &Path) -> anyhow::Result<bool> {
 pub fn draw_state(data: &RunData, s: &StateSeries, path: &Path) -> anyhow::Result<()> {
     let root = BitMapBackend::new(path, CHART.size).into_drawing_area();
     root.fill(&WHITE)?;
-    let mut legend = style::limiter_entries(s.bars.iter().map(|b| (b.index, b.name.as_str())));
-    legend.push((Mark::Swatch(style::MUTED), "mean".into()));
-    legend.push((
-        Mark::Outlined {
-            fill: style::lighten(style::MUTED, 0.6),
-            line: style::MUTED,
-        },
-        "peak".into(),
-    ));
+    let mut legend =
+        style::limiter_entries(data, s.bars.iter().map(|b| (b.index, b.name.as_str())));
+    // Which bar is the mean and which the peak is written under each pair,
+    // in the limiter's own colours (a grey legend swatch matched no bar).
+    if let [only] = &s.bars[..] {
+        let color = style::limiter_color(data, only.index);
+        legend.push((Mark::Swatch(color), "mean".into()));
+        legend.push((
+            Mark::Outlined {
+                fill: style::lighten(color, 0.6),
+                line: color,
+            },
+            "peak".into(),
+        ));
+    }
     let body = style::header(
         &root,
         &format!("{} — state bytes per key", data.name),
@@ -110,16 +148,17 @@ pub fn draw_state(data: &RunData, s: &StateSeries, path: &Path) -> anyhow::Resul
             .fold(f64::INFINITY, f64::min);
         let base = 10f64.powf((lo / 2.0).log10().floor()).min(1.0);
         let chart = style::category_chart(&body, s.bars.len(), (base..hi * 4.0).log_scale())?;
-        draw_bars(&root, chart, s, base)?;
+        draw_bars(data, &root, chart, s, base)?;
     } else {
         let chart = style::category_chart(&body, s.bars.len(), 0f64..hi * 1.18)?;
-        draw_bars(&root, chart, s, 0.0)?;
+        draw_bars(data, &root, chart, s, 0.0)?;
     }
     root.present()?;
     Ok(())
 }
 
 fn draw_bars<Y>(
+    data: &RunData,
     root: &style::Area,
     mut chart: Categories<'_, '_, Y>,
     s: &StateSeries,
@@ -145,7 +184,7 @@ where
     let small = style::anchored(style::text(13, style::INK), HPos::Center, VPos::Top);
     let (_, ys) = chart.plotting_area().get_pixel_range();
     for (i, b) in s.bars.iter().enumerate() {
-        let color = style::limiter_color(b.index);
+        let color = style::limiter_color(data, b.index);
         let x = i as f64;
         let bars = [
             (x + 0.14, x + 0.48, b.mean, color, "mean"),
@@ -175,7 +214,7 @@ where
     let names: Vec<(String, RGBColor)> = s
         .bars
         .iter()
-        .map(|b| (b.name.clone(), style::limiter_color(b.index)))
+        .map(|b| (b.name.clone(), style::limiter_color(data, b.index)))
         .collect();
     style::category_names(root, &chart, &names, 22)?;
     Ok(())

@@ -2,8 +2,9 @@
 //! limiter, the title block with its legend, category labels under bars,
 //! and number formats.
 //!
-//! A limiter's colour is picked by its index in the scenario, so a limiter
-//! has the same colour in every chart of a run. Text is drawn with DejaVu
+//! A limiter's colour is its algorithm's ([`ALGORITHM_COLORS`]), the same
+//! in every chart of every run and never an outcome colour; limiters that
+//! share an algorithm get shades of it. Text is drawn with DejaVu
 //! Sans compiled into the binary (the `dejavu` crate) through plotters'
 //! `ab_glyph` renderer: charts render identically on a machine with no
 //! system fonts at all.
@@ -16,6 +17,8 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use plotters::style::FontStyle;
+
+use super::data::RunData;
 
 /// The family name every chart asks plotters for.
 pub const FONT: &str = "sans-serif";
@@ -31,28 +34,104 @@ pub fn ensure_fonts() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Tableau 10: distinct, colour-blind-aware, readable on white.
-const PALETTE: [RGBColor; 10] = [
-    RGBColor(0x4E, 0x79, 0xA7),
-    RGBColor(0xF2, 0x8E, 0x2B),
-    RGBColor(0xE1, 0x57, 0x59),
-    RGBColor(0x76, 0xB7, 0xB2),
-    RGBColor(0x59, 0xA1, 0x4F),
-    RGBColor(0xED, 0xC9, 0x48),
-    RGBColor(0xB0, 0x7A, 0xA1),
-    RGBColor(0xFF, 0x9D, 0xA7),
-    RGBColor(0x9C, 0x75, 0x5F),
-    RGBColor(0xBA, 0xB0, 0xAC),
+/// Whether the embedded font (regular and bold) has a glyph for `c`.
+pub fn has_glyph(c: char) -> bool {
+    use ab_glyph::Font;
+    static FONTS: OnceLock<Option<[ab_glyph::FontRef<'static>; 2]>> = OnceLock::new();
+    let fonts = FONTS.get_or_init(|| {
+        Some([
+            ab_glyph::FontRef::try_from_slice(dejavu::sans::regular()).ok()?,
+            ab_glyph::FontRef::try_from_slice(dejavu::sans::bold()).ok()?,
+        ])
+    });
+    c.is_whitespace()
+        || fonts
+            .as_ref()
+            .is_some_and(|f| f.iter().all(|f| f.glyph_id(c).0 != 0))
+}
+
+/// The characters of `text` the embedded font cannot draw, each once, in
+/// order.
+pub fn missing_glyphs(text: &str) -> Vec<char> {
+    let mut out = Vec::new();
+    for c in text.chars() {
+        if !has_glyph(c) && !out.contains(&c) {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// `text` with every character the embedded font cannot draw replaced by
+/// `?`, so a chart shows that something is there instead of an empty box.
+pub fn drawable(text: &str) -> String {
+    text.chars()
+        .map(|c| if has_glyph(c) { c } else { '?' })
+        .collect()
+}
+
+/// What happened to an attempt: the outcome colours of every chart. No
+/// algorithm's colour is near one of them.
+pub const ADMITTED: RGBColor = RGBColor(0x59, 0xA1, 0x4F);
+pub const DELAYED: RGBColor = RGBColor(0xED, 0xA2, 0x47);
+pub const REJECTED: RGBColor = RGBColor(0xE1, 0x57, 0x59);
+pub const GAVE_UP: RGBColor = RGBColor(0x8C, 0x2D, 0x2F);
+
+/// One colour per algorithm, the same in every chart of every run, and
+/// none of them green, orange or red (those mean admitted, delayed,
+/// rejected).
+pub const ALGORITHM_COLORS: [(&str, RGBColor); 8] = [
+    ("fixed_window", RGBColor(0x2F, 0x5C, 0x9E)),
+    ("sliding_log", RGBColor(0x8A, 0x5B, 0xC0)),
+    ("sliding_counter", RGBColor(0xD0, 0x4F, 0xB0)),
+    ("token_bucket", RGBColor(0x17, 0xA5, 0xB5)),
+    ("gcra", RGBColor(0x1F, 0x2F, 0x4F)),
+    ("interval_bucket", RGBColor(0xC9, 0xB3, 0xE6)),
+    ("leaky_bucket", RGBColor(0x86, 0xC5, 0xF0)),
+    ("smooth_bursty", RGBColor(0xA6, 0xA6, 0xA6)),
 ];
 
-/// The colour of limiter `index` in every chart of a run.
-pub fn limiter_color(index: usize) -> RGBColor {
-    let base = PALETTE[index % PALETTE.len()];
-    // Past ten limiters, cycle through darker shades so colours stay unique.
-    match index / PALETTE.len() {
-        0 => base,
-        k => darken(base, 0.25 * k.min(3) as f64),
+/// The colour of an algorithm this table does not know.
+pub const OTHER_ALGORITHM: RGBColor = RGBColor(0x55, 0x55, 0x55);
+
+pub fn algorithm_color(algorithm: &str) -> RGBColor {
+    ALGORITHM_COLORS
+        .iter()
+        .find(|(a, _)| *a == algorithm)
+        .map_or(OTHER_ALGORITHM, |(_, c)| *c)
+}
+
+/// The colour of the `k`-th (from 0) of `n` limiters sharing a colour: the
+/// colour itself for the first, then alternately darker and lighter
+/// shades (only darker for a light colour), spread so all `n` differ.
+pub fn shade(base: RGBColor, k: usize, n: usize) -> RGBColor {
+    if k == 0 {
+        return base;
     }
+    let luma = 0.299 * base.0 as f64 + 0.587 * base.1 as f64 + 0.114 * base.2 as f64;
+    if luma > 150.0 {
+        // A light colour has no room to lighten: only darker shades.
+        return darken(base, 0.55 * k as f64 / (n.max(2) - 1) as f64);
+    }
+    let steps = (n.saturating_sub(1)).div_ceil(2).max(1) as f64;
+    let f = k.div_ceil(2) as f64 / steps;
+    if k % 2 == 1 {
+        darken(base, 0.45 * f)
+    } else {
+        lighten(base, 0.45 * f)
+    }
+}
+
+/// The colour of limiter `index` of `data` in every chart: its algorithm's
+/// colour, shaded when several limiters of the run share the algorithm.
+pub fn limiter_color(data: &RunData, index: usize) -> RGBColor {
+    let Some(l) = data.limiters.get(index) else {
+        return OTHER_ALGORITHM;
+    };
+    let same = |m: &&super::data::LimiterData| m.algorithm == l.algorithm;
+    let k = data.limiters[..index].iter().filter(same).count();
+    let n = data.limiters.iter().filter(same).count();
+    shade(algorithm_color(&l.algorithm), k, n)
 }
 
 /// `c` blended towards white by `f` (0 = unchanged, 1 = white), exactly,
@@ -67,6 +146,17 @@ pub fn lighten(c: RGBColor, f: f64) -> RGBColor {
 pub fn multiply(a: RGBColor, b: RGBColor) -> RGBColor {
     let mix = |x: u8, y: u8| ((x as u16 * y as u16 + 127) / 255) as u8;
     RGBColor(mix(a.0, b.0), mix(a.1, b.1), mix(a.2, b.2))
+}
+
+/// `c` for text on white: darkened by a quarter, and further when it is a
+/// light colour, so a label in a limiter's colour stays readable.
+pub fn label_color(c: RGBColor) -> RGBColor {
+    let luma = |c: RGBColor| 0.299 * c.0 as f64 + 0.587 * c.1 as f64 + 0.114 * c.2 as f64;
+    let mut f = 0.25;
+    while luma(darken(c, f)) > 115.0 && f < 0.8 {
+        f += 0.05;
+    }
+    darken(c, f)
 }
 
 pub fn darken(c: RGBColor, f: f64) -> RGBColor {
@@ -119,11 +209,12 @@ pub enum Mark {
 
 /// The legend of one limiter: its colour and name.
 pub fn limiter_entries<'a>(
+    data: &RunData,
     limiters: impl IntoIterator<Item = (usize, &'a str)>,
 ) -> Vec<(Mark, String)> {
     limiters
         .into_iter()
-        .map(|(i, name)| (Mark::Swatch(limiter_color(i)), name.to_string()))
+        .map(|(i, name)| (Mark::Swatch(limiter_color(data, i)), name.to_string()))
         .collect()
 }
 
@@ -273,8 +364,16 @@ pub fn boxed_label(
     Ok(())
 }
 
+/// Pixel coordinates a dashed or dotted line is clipped to: no chart is
+/// larger, and a coordinate far off the canvas (from an absurd value) must
+/// not make a loop of a billion dashes.
+fn on_canvas(v: i32) -> i32 {
+    v.clamp(-16, 16_384)
+}
+
 /// A horizontal dashed line from `x0` to `x1` at `y`, in pixels.
 pub fn dashed_hline(area: &Area, x0: i32, x1: i32, y: i32, c: RGBColor) -> anyhow::Result<()> {
+    let (x0, x1) = (on_canvas(x0), on_canvas(x1));
     let mut x = x0;
     while x < x1 {
         area.draw(&PathElement::new(
@@ -295,6 +394,7 @@ pub fn dotted_vline(
     c: RGBColor,
     width: u32,
 ) -> anyhow::Result<()> {
+    let (y0, y1) = (on_canvas(y0), on_canvas(y1));
     let mut y = y0;
     while y < y1 {
         area.draw(&PathElement::new(
@@ -308,6 +408,7 @@ pub fn dotted_vline(
 
 /// A vertical dashed line from `y0` to `y1` at `x`, in pixels.
 pub fn dashed_vline(area: &Area, x: i32, y0: i32, y1: i32, c: RGBColor) -> anyhow::Result<()> {
+    let (y0, y1) = (on_canvas(y0), on_canvas(y1));
     let mut y = y0;
     while y < y1 {
         area.draw(&PathElement::new(
@@ -476,7 +577,7 @@ where
             name,
             (cx, y),
             (slot - 8.0).max(20.0) as u32,
-            darken(*color, 0.25),
+            label_color(*color),
         )?;
         bottom = bottom.max(y + h);
     }
@@ -550,11 +651,67 @@ pub fn millis(ms: f64) -> String {
 mod tests {
     use super::*;
 
+    use crate::report::charts::data::tests_support::run_data;
+
+    /// A run of limiters with the given algorithms.
+    fn run_of(algorithms: &[&str]) -> RunData {
+        let names: Vec<String> = (0..algorithms.len()).map(|i| format!("l{i}")).collect();
+        let limiters: Vec<(&str, u64)> = names.iter().map(|n| (n.as_str(), 1)).collect();
+        let mut d = run_data(&limiters, 1);
+        for (l, a) in d.limiters.iter_mut().zip(algorithms) {
+            l.algorithm = a.to_string();
+        }
+        d
+    }
+
     #[test]
     fn every_limiter_of_a_large_scenario_gets_a_distinct_colour() {
-        let colours: std::collections::HashSet<_> =
-            (0..40).map(|i| limiter_color(i).rgb()).collect();
-        assert_eq!(colours.len(), 40);
+        let algorithms: Vec<&str> = ALGORITHM_COLORS.iter().map(|(a, _)| *a).collect();
+        for run in [
+            run_of(&["token_bucket"; 40]),
+            run_of(&["leaky_bucket"; 40]),
+            run_of(
+                &algorithms
+                    .iter()
+                    .cycle()
+                    .take(40)
+                    .copied()
+                    .collect::<Vec<_>>(),
+            ),
+        ] {
+            let colours: std::collections::HashSet<_> =
+                (0..40).map(|i| limiter_color(&run, i).rgb()).collect();
+            assert_eq!(colours.len(), 40);
+        }
+    }
+
+    // Regression (chart details issue item 6): a limiter's colour was its
+    // index in the scenario's palette — the same algorithm changed colour
+    // between scenarios, and limiters wore the green, orange and red that
+    // mean admitted, delayed and rejected.
+    #[test]
+    fn an_algorithm_has_one_colour_everywhere_and_none_is_an_outcome_colour() {
+        let a = run_of(&["fixed_window", "gcra"]);
+        let b = run_of(&["gcra", "sliding_log", "fixed_window"]);
+        assert_eq!(limiter_color(&a, 1), limiter_color(&b, 0));
+        assert_eq!(limiter_color(&a, 0), limiter_color(&b, 2));
+        assert_eq!(limiter_color(&a, 1), algorithm_color("gcra"));
+        let far = |x: RGBColor, y: RGBColor| {
+            let d = |p: u8, q: u8| (p as f64 - q as f64).powi(2);
+            (d(x.0, y.0) + d(x.1, y.1) + d(x.2, y.2)).sqrt()
+        };
+        for (name, c) in ALGORITHM_COLORS {
+            for o in [ADMITTED, DELAYED, REJECTED, GAVE_UP] {
+                assert!(far(c, o) > 85.0, "{name} is too near an outcome colour");
+            }
+            for (other, d) in ALGORITHM_COLORS {
+                assert!(name == other || far(c, d) > 70.0, "{name} ≈ {other}");
+            }
+        }
+        // Two limiters of one algorithm: its colour and a shade of it.
+        let two = run_of(&["token_bucket", "token_bucket"]);
+        assert_eq!(limiter_color(&two, 0), algorithm_color("token_bucket"));
+        assert_ne!(limiter_color(&two, 1), limiter_color(&two, 0));
     }
 
     #[test]
@@ -565,6 +722,15 @@ mod tests {
         assert!((room_for_labels(100.0, 2_000, 600) - 250.0).abs() < 1e-9);
         // Nothing to show still makes a positive axis.
         assert!(room_for_labels(0.0, 10, 600) > 0.0);
+    }
+
+    // Regression (chart details issue item 6): CJK text and emoji in names
+    // were drawn as empty boxes, silently.
+    #[test]
+    fn characters_the_font_lacks_become_question_marks() {
+        assert_eq!(drawable("api-限流 🚀 ok — 2×"), "api-?? ? ok — 2×");
+        assert_eq!(missing_glyphs("限流限 🚀"), ['限', '流', '🚀']);
+        assert!(missing_glyphs("fixed_window … ↑ é").is_empty());
     }
 
     #[test]

@@ -17,6 +17,7 @@ use std::path::Path;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, VPos};
 
+use super::data::RunData;
 use super::style::{self, Mark};
 
 pub const FILE: &str = "boundary-zoom.png";
@@ -25,8 +26,8 @@ pub const FILE: &str = "boundary-zoom.png";
 pub const ABOUT: &str = "a close-up of the fixed window's worst window (drawn by `ratesim explain boundary`): what each limiter let one key through in the window before each instant, around the boundary where the fixed window's counter reset";
 pub const SIZE: (u32, u32) = (1200, 720);
 
-/// Pixels between lines that would coincide.
-const DODGE: i32 = 3;
+/// The length in pixels of one dash where lines coincide.
+const DASH: i32 = 12;
 
 /// One limiter's passes for one key: `(time passed, cost)`, in time order.
 #[derive(Debug, Clone, PartialEq)]
@@ -178,8 +179,63 @@ fn ms_label(ns: f64, span: f64) -> String {
     format!("{:.places$}", ns / 1e6)
 }
 
+/// The colour of each line: its limiter's, from the `summary.json` of the
+/// run directory the close-up is drawn into (its algorithm's colour, as in
+/// every other chart), else the colour of the algorithm its name is.
+fn line_colors(s: &ZoomSeries, path: &Path) -> Vec<RGBColor> {
+    let run = path
+        .parent()
+        .and_then(|d| std::fs::read_to_string(d.join("summary.json")).ok())
+        .and_then(|t| RunData::from_summary_json(&t).ok());
+    s.lines
+        .iter()
+        .enumerate()
+        .map(|(k, l)| match &run {
+            Some(run) if run.limiters.get(l.index).is_some_and(|r| r.name == l.name) => {
+                style::limiter_color(run, l.index)
+            }
+            _ => style::shade(style::algorithm_color(&l.name), k, s.lines.len()),
+        })
+        .collect()
+}
+
+/// The pieces of the axis-aligned path `points` (pixels) in dash slot
+/// `slot` of `n`: a horizontal piece by its x, a vertical one by its y, in
+/// runs of [`DASH`] pixels. Lines that coincide share those positions, so
+/// each shows its own colour in its own slots.
+pub fn dash_slots(points: &[(i32, i32)], slot: usize, n: usize) -> Vec<[(i32, i32); 2]> {
+    let n = n.max(1) as i32;
+    let mut out = Vec::new();
+    for w in points.windows(2) {
+        let ((x0, y0), (x1, y1)) = (w[0], w[1]);
+        let horizontal = y0 == y1;
+        let (a, b) = if horizontal { (x0, x1) } else { (y0, y1) };
+        let (lo, hi) = (a.min(b), a.max(b));
+        let mut d = lo.div_euclid(DASH);
+        while d * DASH < hi {
+            if d.rem_euclid(n) == slot as i32 {
+                let (p, q) = ((d * DASH).max(lo), ((d + 1) * DASH).min(hi));
+                out.push(if horizontal {
+                    [(p, y0), (q, y0)]
+                } else {
+                    [(x0, p), (x0, q)]
+                });
+            }
+            d += 1;
+        }
+    }
+    out
+}
+
 pub fn draw_zoom(scenario: &str, s: &ZoomSeries, path: &Path) -> anyhow::Result<()> {
     style::ensure_fonts()?;
+    let colors = line_colors(s, path);
+    let scenario = style::drawable(scenario);
+    let mut s = s.clone();
+    for l in &mut s.lines {
+        l.name = style::drawable(&l.name);
+    }
+    let s = &s;
     let window = style::duration(s.window_ns);
     let fixed = s
         .lines
@@ -191,12 +247,8 @@ pub fn draw_zoom(scenario: &str, s: &ZoomSeries, path: &Path) -> anyhow::Result<
     let mut legend: Vec<(Mark, String)> = s
         .lines
         .iter()
-        .map(|l| {
-            (
-                Mark::Line(style::limiter_color(l.index)),
-                format!("{}: {}", l.name, l.in_window),
-            )
-        })
+        .zip(&colors)
+        .map(|(l, &c)| (Mark::Line(c), format!("{}: {}", l.name, l.in_window)))
         .collect();
     legend.push((Mark::Dashed(style::LIMIT), format!("limit {}", s.limit)));
     legend.push((Mark::Swatch(shade), "the worst window".into()));
@@ -215,7 +267,7 @@ pub fn draw_zoom(scenario: &str, s: &ZoomSeries, path: &Path) -> anyhow::Result<
                 "Each line: what the limiter let one key through in the {window} before each instant, exactly (re-simulated, every pass)."
             ),
             format!(
-                "Legend: the count in the shaded worst window. At the boundary ({}) a fixed window's counter resets; the others remember. Equal lines are drawn a few pixels apart.",
+                "Legend: the count in the shaded worst window. At the boundary ({}) a fixed window's counter resets; the others remember. Lines are drawn at their exact values; where they coincide, in alternating dashes of each colour.",
                 style::duration(s.boundary)
             ),
         ],
@@ -270,23 +322,25 @@ pub fn draw_zoom(scenario: &str, s: &ZoomSeries, path: &Path) -> anyhow::Result<
     let ly = chart.backend_coord(&(lo, s.limit as f64)).1;
     style::dashed_hline(&root, xs.start, xs.end, ly, style::LIMIT)?;
 
-    // Lines that coincide are drawn a few pixels apart (in legend order,
-    // top to bottom), so none hides another.
-    let n = s.lines.len() as i32;
-    for (i, l) in s.lines.iter().enumerate() {
-        let dodge = (i as i32 - (n - 1) / 2) * DODGE;
-        let points: Vec<(i32, i32)> = l
-            .steps
-            .iter()
-            .map(|&(t, v)| {
-                let (x, y) = chart.backend_coord(&(t as f64, v as f64));
-                (x, (y + dodge).clamp(ys.start, ys.end - 2))
-            })
-            .collect();
-        root.draw(&PathElement::new(
-            points,
-            style::limiter_color(l.index).stroke_width(3),
-        ))?;
+    // Every line at its exact value: first each one solid, then each one's
+    // own dash slots on top, so where lines coincide every colour shows.
+    let paths: Vec<Vec<(i32, i32)>> = s
+        .lines
+        .iter()
+        .map(|l| {
+            l.steps
+                .iter()
+                .map(|&(t, v)| chart.backend_coord(&(t as f64, v as f64)))
+                .collect()
+        })
+        .collect();
+    for (points, &c) in paths.iter().zip(&colors) {
+        root.draw(&PathElement::new(points.clone(), c.stroke_width(3)))?;
+    }
+    for (slot, (points, &c)) in paths.iter().zip(&colors).enumerate() {
+        for piece in dash_slots(points, slot, paths.len()) {
+            root.draw(&PathElement::new(piece.to_vec(), c.stroke_width(3)))?;
+        }
     }
     // Where the fixed window ends up, said on the chart.
     let after = fixed
@@ -306,7 +360,7 @@ pub fn draw_zoom(scenario: &str, s: &ZoomSeries, path: &Path) -> anyhow::Result<
             ),
             (x + 10, y - 12),
             style::anchored(
-                style::bold(15, style::darken(style::limiter_color(fixed.index), 0.3)),
+                style::bold(15, style::label_color(colors[s.fixed])),
                 HPos::Left,
                 VPos::Bottom,
             ),
@@ -343,6 +397,27 @@ mod tests {
         let top = |l: &ZoomLine| l.steps.iter().map(|p| p.1).max().unwrap();
         assert_eq!(top(&z.lines[0]), 200);
         assert_eq!(top(&z.lines[1]), 100);
+    }
+
+    // Regression (chart details issue item 6): lines that coincided were
+    // offset by a few pixels each, so the interval bucket's 101 was drawn
+    // at about 97. Each line is now drawn at its value, and coinciding
+    // lines share dash positions, one slot each.
+    #[test]
+    fn coinciding_lines_take_turns_in_dash_slots_at_the_same_pixels() {
+        let path = [(0, 50), (60, 50), (60, 10)];
+        let a = dash_slots(&path, 0, 2);
+        let b = dash_slots(&path, 1, 2);
+        assert_eq!(a[0], [(0, 50), (12, 50)]);
+        assert_eq!(b[0], [(12, 50), (24, 50)]);
+        // Together the slots cover the whole path, at its own pixels.
+        let len = |v: &[[(i32, i32); 2]]| -> i32 {
+            v.iter()
+                .map(|[p, q]| (q.0 - p.0).abs() + (q.1 - p.1).abs())
+                .sum()
+        };
+        assert_eq!(len(&a) + len(&b), 60 + 40);
+        assert!(a.iter().chain(&b).all(|[p, q]| p.1 == q.1 || p.0 == 60));
     }
 
     #[test]
