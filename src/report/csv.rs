@@ -49,6 +49,10 @@ pub const SUMMARY_COLUMNS: &[&str] = &[
     "cache_rejections",
     "overshoot",
     "overshoot_max",
+    "state_bytes_total_mean",
+    "state_bytes_total_peak",
+    "state_bytes_redis_per_key_mean",
+    "state_bytes_redis_total_peak",
 ];
 
 pub fn summary(report: &Report, out: impl Write) -> csv::Result<()> {
@@ -94,6 +98,10 @@ pub fn summary(report: &Report, out: impl Write) -> csv::Result<()> {
             l.cache_rejections.to_string(),
             l.overshoot.to_string(),
             l.overshoot_max.to_string(),
+            l.state_total_mean_text(),
+            l.state_total_peak.to_string(),
+            l.redis_mean_text(),
+            l.redis_total_peak.to_string(),
         ])?;
     }
     w.flush()?;
