@@ -210,12 +210,7 @@ pub fn simulate(
         .limiters
         .iter()
         .map(|l| l.footprint(last))
-        .reduce(|a, b| Footprint {
-            byte_ns: a.byte_ns + b.byte_ns,
-            key_ns: a.key_ns + b.key_ns,
-            peak_bytes: a.peak_bytes.max(b.peak_bytes),
-            keys: a.keys + b.keys,
-        })
+        .reduce(Footprint::combine)
         .unwrap_or_default();
     Ok(LimiterRun {
         footprint,

@@ -633,6 +633,142 @@ proptest! {
 }
 
 // ---------------------------------------------------------------------------
+// 7. State accounting: a key counts exactly while it differs from a fresh one
+// ---------------------------------------------------------------------------
+
+impl Algo {
+    /// Requests at one instant that a key decides differently from a fresh
+    /// key whenever its state is not fresh-equivalent: one of the largest
+    /// cost for the counters and buckets; `queue + 1` of cost 1 for the
+    /// shaper (a fresh key accepts them all).
+    fn probe(&self) -> Vec<u64> {
+        match *self {
+            Algo::Leaky(c) => vec![1; c.queue as usize + 1],
+            _ => vec![self.max_cost().unwrap_or(1)],
+        }
+    }
+
+    /// Compact bytes of a key while alive, for the algorithms whose state
+    /// has a fixed size.
+    fn fixed_bytes(&self) -> Option<u64> {
+        use ratesim::limiter::state_bytes as b;
+        match *self {
+            Algo::TokenBucket(_) => Some(b::TOKEN_BUCKET),
+            Algo::Gcra(_) => Some(b::GCRA),
+            Algo::Interval(_) => Some(b::INTERVAL_BUCKET),
+            Algo::Leaky(_) => Some(b::LEAKY_BUCKET),
+            Algo::Fixed(_) => Some(b::FIXED_WINDOW),
+            Algo::Counter(_) => Some(b::SLIDING_COUNTER),
+            Algo::Log(_) => None,
+        }
+    }
+}
+
+/// The decisions `key` gets for `rest` after `prefix` was decided.
+fn after(algo: &Algo, prefix: &[Ev], rest: &[Ev]) -> Vec<Decision> {
+    let mut l = algo.build();
+    run(l.as_mut(), prefix);
+    run(l.as_mut(), rest)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    // The accounting may only drop a key when a store could: from the
+    // moment it declares a key fresh-equivalent, the key decides every
+    // later request of its own exactly as a key never seen would.
+    #[test]
+    fn a_key_declared_fresh_decides_everything_after_as_a_new_key(
+        algo in any_algo(),
+        trace in trace(40, 4),
+    ) {
+        let mut l = algo.build();
+        for (i, e) in trace.iter().enumerate() {
+            if l.fresh_at(e.key) <= Nanos(e.t) {
+                let rest: Vec<Ev> = trace[i..].iter().copied().filter(|r| r.key == e.key).collect();
+                prop_assert_eq!(
+                    after(&algo, &trace[..i], &rest),
+                    after(&algo, &[], &rest),
+                    "key {} declared fresh at {} (request {})", e.key, e.t, i
+                );
+            }
+            l.decide(e.key, Nanos(e.t), e.cost);
+        }
+    }
+
+    // And it drops it no later than that: while a key is declared alive,
+    // some request at that very instant is decided differently from a
+    // fresh key's (so the state bytes are not overstated either).
+    #[test]
+    fn a_key_declared_alive_decides_some_request_differently_from_a_new_key(
+        algo in any_algo(),
+        trace in trace(40, 4),
+    ) {
+        let mut l = algo.build();
+        for (i, e) in trace.iter().enumerate() {
+            l.decide(e.key, Nanos(e.t), e.cost);
+            // Probe just after this decision and just before the declared
+            // fresh moment.
+            let fresh = l.fresh_at(e.key).0;
+            for t in [e.t, fresh.saturating_sub(1).max(e.t)] {
+                if fresh <= t {
+                    continue;
+                }
+                let probe: Vec<Ev> = algo.probe().into_iter().map(|cost| Ev { t, key: e.key, cost }).collect();
+                prop_assert_ne!(
+                    after(&algo, &trace[..=i], &probe),
+                    after(&algo, &[], &probe),
+                    "key {} alive until {} but fresh-equivalent at {}", e.key, fresh, t
+                );
+            }
+        }
+    }
+
+    // The ledger's integral and peak against a direct count: a fixed-size
+    // key is held from each decision to the earlier of its declared fresh
+    // moment and its next decision; the sliding log holds 8 bytes per
+    // logged entry for one window.
+    #[test]
+    fn state_bytes_integrate_exactly_what_each_key_holds(
+        algo in any_algo(),
+        trace in trace(40, 4),
+        tail in 0u64..3 * SEC,
+    ) {
+        let end = trace.last().map_or(0, |e| e.t) + tail;
+        let mut l = algo.build();
+        let mut fresh: Vec<Option<u64>> = vec![None; 3];
+        let (mut byte_ns, mut peak_total) = (0u128, 0u64);
+        let mut logged: Vec<(u64, u32)> = Vec::new();
+        for (i, e) in trace.iter().enumerate() {
+            let d = l.decide(e.key, Nanos(e.t), e.cost);
+            let f = l.fresh_at(e.key).0;
+            if let Some(bytes) = algo.fixed_bytes() {
+                let next = trace[i + 1..].iter().find(|r| r.key == e.key).map_or(end, |r| r.t);
+                byte_ns += bytes as u128 * f.min(next).saturating_sub(e.t) as u128;
+                fresh[e.key as usize] = Some(f);
+                let alive = fresh.iter().flatten().filter(|&&f| f > e.t).count() as u64;
+                peak_total = peak_total.max(alive * bytes);
+            } else if let Algo::Log(c) = algo {
+                if d.passes() || c.count_rejected {
+                    logged.push((e.t, e.key));
+                }
+                let live = logged.iter().filter(|&&(s, _)| s + c.window.0 > e.t).count() as u64;
+                peak_total = peak_total.max(live * 8);
+            }
+        }
+        if let Algo::Log(c) = algo {
+            byte_ns = logged.iter().map(|&(s, _)| 8 * (s + c.window.0).min(end).saturating_sub(s) as u128).sum();
+        }
+        let fp = l.footprint(Nanos(end));
+        prop_assert_eq!(fp.byte_ns, byte_ns);
+        prop_assert_eq!(fp.peak_total, peak_total);
+        prop_assert!(fp.peak_bytes <= fp.peak_total);
+        let (n, d) = fp.mean();
+        prop_assert!(n <= fp.peak_bytes as u128 * d);
+    }
+}
+
+// ---------------------------------------------------------------------------
 // 4. Rates stay exact over a long run
 // ---------------------------------------------------------------------------
 

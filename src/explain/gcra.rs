@@ -200,12 +200,14 @@ fn explain(ctx: &Context) -> anyhow::Result<String> {
         "  {}\n",
         wrap(
             &format!(
-                "{}: {} bytes (a token balance and the time it was last updated). {}: {} bytes (one timestamp, the theoretical arrival time TAT). For these {} keys: {} bytes against {}.",
+                "{}: {} bytes (a token balance and the time it was last updated). {}: {} bytes (one timestamp, the theoretical arrival time TAT). Both hold a key exactly as long — until the bucket is full again, i.e. TAT ≤ now — so over these {} keys and the whole run the mean is {} bytes per key against {}: {} bytes against {} in all.",
                 l_tb.name,
-                style::trim(l_tb.state_mean, 2),
+                l_tb.state_peak,
                 l_g.name,
-                style::trim(l_g.state_mean, 2),
+                l_g.state_peak,
                 l_g.keys,
+                style::trim(l_tb.state_mean, 2),
+                style::trim(l_g.state_mean, 2),
                 bytes(l_tb.state_mean, l_tb.keys),
                 bytes(l_g.state_mean, l_g.keys)
             ),

@@ -14,7 +14,9 @@
 //! envoyproxy/ratelimit's Redis `INCRBY`-then-compare: a client that keeps
 //! hammering stays locked out until the window ends.
 
-use super::{detachable, state_bytes, Decision, Footprint, Keyed, Limiter};
+use super::{
+    detachable, redis_bytes, span, state_bytes, Decision, Footprint, Keyed, Ledger, Limiter,
+};
 use crate::clock::Nanos;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,6 +35,7 @@ struct Counter {
 pub struct FixedWindow {
     cfg: Config,
     keys: Keyed<Counter>,
+    ledger: Ledger,
 }
 
 impl FixedWindow {
@@ -40,15 +43,27 @@ impl FixedWindow {
         FixedWindow {
             cfg,
             keys: Keyed::default(),
+            ledger: Ledger::fixed::<{ state_bytes::FIXED_WINDOW }, { redis_bytes::STRING_INT }>(),
         }
     }
-}
 
-impl Limiter for FixedWindow {
-    fn decide(&mut self, key: u32, now: Nanos, cost: u64) -> Decision {
+    /// Fresh-equivalent when its window ends, `(k + 1)·W` — or at once if
+    /// its count is 0 (a fresh key is count 0 in the current window). Before
+    /// that, a request of `limit` is refused.
+    fn rehold(&mut self, key: u32) {
+        let Some(c) = self.keys.get(key) else { return };
+        let at = if c.count == 0 {
+            0
+        } else {
+            (c.window as u128 + 1) * self.cfg.window.0 as u128
+        };
+        self.ledger.hold(key, span(at), []);
+    }
+
+    fn decide_inner(&mut self, key: u32, now: Nanos, cost: u64) -> Decision {
         let cfg = self.cfg;
         let k = now.0 / cfg.window.0;
-        let c = self.keys.entry(key, now, || Counter {
+        let c = self.keys.entry(key, || Counter {
             window: k,
             count: 0,
         });
@@ -68,11 +83,20 @@ impl Limiter for FixedWindow {
         let retry_after = (cost <= cfg.limit).then(|| Nanos((k + 1) * cfg.window.0 - now.0));
         Decision::Rejected { retry_after }
     }
+}
+
+impl Limiter for FixedWindow {
+    fn decide(&mut self, key: u32, now: Nanos, cost: u64) -> Decision {
+        self.ledger.advance(now);
+        let decision = self.decide_inner(key, now, cost);
+        self.rehold(key);
+        decision
+    }
 
     detachable!(keys);
 
     fn footprint(&self, end: Nanos) -> Footprint {
-        self.keys.fixed_footprint(state_bytes::FIXED_WINDOW, end)
+        self.ledger.footprint(self.keys.keys(), end)
     }
 }
 
@@ -131,5 +155,17 @@ mod tests {
         assert_eq!(plain.decide(0, Nanos(MS), 1), Decision::Admitted);
         assert!(!counting.decide(0, Nanos(MS), 1).passes());
         assert_eq!(counting.decide(0, Nanos(1000 * MS), 3), Decision::Admitted);
+    }
+
+    #[test]
+    fn a_key_counts_until_its_window_ends_and_not_at_all_with_count_zero() {
+        let mut fw = window(1, false);
+        fw.decide(0, Nanos(250 * MS), 1);
+        assert_eq!(fw.fresh_at(0), Nanos(1000 * MS));
+        // Cost above the limit, not counted: the key stays fresh.
+        fw.decide(1, Nanos(250 * MS), 2);
+        assert_eq!(fw.fresh_at(1), Nanos(0));
+        let f = fw.footprint(Nanos(3000 * MS));
+        assert_eq!((f.byte_ns, f.keys), (8 * 750 * MS as u128, 2));
     }
 }

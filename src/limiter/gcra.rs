@@ -17,7 +17,10 @@
 //! Exactness: with `rate = n/d`, `T = d/n` ns; the TAT is kept multiplied by
 //! `n`, so every quantity is an integer.
 
-use super::{detachable, state_bytes, wait_until_scaled, Decision, Footprint, Keyed, Limiter};
+use super::{
+    detachable, redis_bytes, span, state_bytes, wait_until_scaled, Decision, Footprint, Keyed,
+    Ledger, Limiter,
+};
 use crate::clock::{Nanos, Rate};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,6 +33,7 @@ pub struct Gcra {
     cfg: Config,
     /// TAT × rate numerator, per key.
     tat: Keyed<u128>,
+    ledger: Ledger,
 }
 
 impl Gcra {
@@ -37,14 +41,26 @@ impl Gcra {
         Gcra {
             cfg,
             tat: Keyed::default(),
+            ledger: Ledger::fixed::<{ state_bytes::GCRA }, { redis_bytes::STRING_INT }>(),
         }
     }
-}
 
-impl Limiter for Gcra {
-    fn decide(&mut self, key: u32, now: Nanos, cost: u64) -> Decision {
+    /// Fresh-equivalent once `t ≥ TAT` — not `TAT − τ`. A fresh key's TAT
+    /// is 0, and for any `TAT ≤ t` a request conforms and leaves
+    /// `TAT = t + cost·T` exactly as on a fresh key. At `TAT − τ ≤ t < TAT`
+    /// one request of cost 1 conforms, but a request of cost `burst` (or a
+    /// burst of `burst` requests) does not, while a fresh key passes it.
+    fn rehold(&mut self, key: u32) {
+        let Some(&tat) = self.tat.get(key) else {
+            return;
+        };
+        let at = tat.div_ceil(self.cfg.rate.tokens());
+        self.ledger.hold(key, span(at), []);
+    }
+
+    fn decide_inner(&mut self, key: u32, now: Nanos, cost: u64) -> Decision {
         let (n, d) = (self.cfg.rate.tokens(), self.cfg.rate.per_ns());
-        let tat = self.tat.entry(key, now, || 0);
+        let tat = self.tat.entry(key, || 0);
         if cost > self.cfg.burst {
             return Decision::Rejected { retry_after: None };
         }
@@ -60,11 +76,20 @@ impl Limiter for Gcra {
             }
         }
     }
+}
+
+impl Limiter for Gcra {
+    fn decide(&mut self, key: u32, now: Nanos, cost: u64) -> Decision {
+        self.ledger.advance(now);
+        let decision = self.decide_inner(key, now, cost);
+        self.rehold(key);
+        decision
+    }
 
     detachable!(tat);
 
     fn footprint(&self, end: Nanos) -> Footprint {
-        self.tat.fixed_footprint(state_bytes::GCRA, end)
+        self.ledger.footprint(self.tat.keys(), end)
     }
 }
 
@@ -113,5 +138,19 @@ mod tests {
         let mut g = gcra(3, "10/1s");
         g.decide(7, Nanos(0), 1);
         assert_eq!(g.footprint(Nanos(1)).peak_bytes, 8);
+    }
+
+    #[test]
+    fn gcra_state_counts_until_its_tat_not_until_tat_minus_tau() {
+        let mut g = gcra(3, "10/1s");
+        g.decide(0, Nanos(0), 1);
+        // TAT = 100ms; TAT − τ = −100ms already passed, yet a burst of 3
+        // at 99.999999ms is refused where a fresh key admits it.
+        assert_eq!(g.fresh_at(0), Nanos(100_000_000));
+        let mut probe = gcra(3, "10/1s");
+        probe.decide(0, Nanos(0), 1);
+        assert!(!probe.decide(0, Nanos(99_999_999), 3).passes());
+        assert_eq!(probe.decide(0, Nanos(100_000_000), 3), Decision::Admitted);
+        assert_eq!(g.footprint(Nanos(1_000_000_000)).byte_ns, 8 * 100_000_000);
     }
 }

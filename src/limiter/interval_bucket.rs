@@ -15,7 +15,9 @@
 //! clients that learn the fill moments all arrive there, and a request one
 //! nanosecond before a fill waits a whole interval's worth of nothing.
 
-use super::{detachable, span, state_bytes, Decision, Footprint, Keyed, Limiter};
+use super::{
+    detachable, redis_bytes, span, state_bytes, Decision, Footprint, Keyed, Ledger, Limiter,
+};
 use crate::clock::Nanos;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,6 +37,7 @@ struct Bucket {
 pub struct IntervalBucket {
     cfg: Config,
     keys: Keyed<Bucket>,
+    ledger: Ledger,
 }
 
 impl IntervalBucket {
@@ -42,16 +45,30 @@ impl IntervalBucket {
         IntervalBucket {
             cfg,
             keys: Keyed::default(),
+            ledger: Ledger::fixed::<
+                { state_bytes::INTERVAL_BUCKET },
+                { redis_bytes::HASH_TWO_FIELDS },
+            >(),
         }
     }
-}
 
-impl Limiter for IntervalBucket {
-    fn decide(&mut self, key: u32, now: Nanos, cost: u64) -> Decision {
+    /// Fresh-equivalent at the first fill moment that brings it back to
+    /// `max_tokens`: `(filled_at + ⌈(max − tokens)/per_fill⌉) · interval`. A
+    /// fresh key is full with its fills counted from now; a full bucket is
+    /// the same. One nanosecond before, a request of `max_tokens` is refused.
+    fn rehold(&mut self, key: u32) {
+        let cfg = self.cfg;
+        let Some(b) = self.keys.get(key) else { return };
+        let fills = (cfg.max_tokens - b.tokens).div_ceil(cfg.tokens_per_fill) as u128;
+        let at = (b.filled_at as u128 + fills) * cfg.fill_interval.0 as u128;
+        self.ledger.hold(key, span(at), []);
+    }
+
+    fn decide_inner(&mut self, key: u32, now: Nanos, cost: u64) -> Decision {
         let cfg = self.cfg;
         let k = now.0 / cfg.fill_interval.0;
         // Full from the start of the run; a key first seen later is still full.
-        let b = self.keys.entry(key, now, || Bucket {
+        let b = self.keys.entry(key, || Bucket {
             tokens: cfg.max_tokens,
             filled_at: k,
         });
@@ -72,11 +89,20 @@ impl Limiter for IntervalBucket {
             retry_after: Some(span(at - now.0 as u128)),
         }
     }
+}
+
+impl Limiter for IntervalBucket {
+    fn decide(&mut self, key: u32, now: Nanos, cost: u64) -> Decision {
+        self.ledger.advance(now);
+        let decision = self.decide_inner(key, now, cost);
+        self.rehold(key);
+        decision
+    }
 
     detachable!(keys);
 
     fn footprint(&self, end: Nanos) -> Footprint {
-        self.keys.fixed_footprint(state_bytes::INTERVAL_BUCKET, end)
+        self.ledger.footprint(self.keys.keys(), end)
     }
 }
 
@@ -144,5 +170,17 @@ mod tests {
         assert_eq!(b.decide(0, Nanos(0), 3), Decision::Admitted);
         assert_eq!(b.decide(0, Nanos(10_000 * MS), 3), Decision::Admitted);
         assert!(!b.decide(0, Nanos(10_000 * MS), 1).passes());
+    }
+
+    #[test]
+    fn a_key_counts_until_the_fill_that_makes_it_full() {
+        let mut b = bucket(2, 1, 250);
+        b.decide(0, Nanos(10 * MS), 2);
+        // Two fills needed: at 250ms and 500ms, not 260ms and 510ms.
+        assert_eq!(b.fresh_at(0), Nanos(500 * MS));
+        // The 250ms fill brought one, spent at 260ms: two fills again.
+        b.decide(0, Nanos(260 * MS), 1);
+        assert_eq!(b.fresh_at(0), Nanos(750 * MS));
+        assert_eq!(b.footprint(Nanos(MS * 1000)).byte_ns, 8 * 740 * MS as u128);
     }
 }

@@ -24,7 +24,8 @@
 use std::collections::VecDeque;
 
 use super::{
-    detachable, span, state_bytes, wait_until_scaled, Decision, Footprint, Keyed, Limiter,
+    detachable, redis_bytes, span, state_bytes, wait_until_scaled, Decision, Footprint, Keyed,
+    Ledger, Limiter,
 };
 use crate::clock::{Nanos, Rate};
 
@@ -47,6 +48,7 @@ struct Outlet {
 pub struct LeakyBucket {
     cfg: Config,
     keys: Keyed<Outlet>,
+    ledger: Ledger,
 }
 
 impl LeakyBucket {
@@ -54,15 +56,25 @@ impl LeakyBucket {
         LeakyBucket {
             cfg,
             keys: Keyed::default(),
+            ledger: Ledger::fixed::<{ state_bytes::LEAKY_BUCKET }, { redis_bytes::HASH_TWO_FIELDS }>(
+            ),
         }
     }
-}
 
-impl Limiter for LeakyBucket {
-    fn decide(&mut self, key: u32, now: Nanos, cost: u64) -> Decision {
+    /// Fresh-equivalent once `next_free ≤ t`: every waiting slot is before
+    /// `next_free`, so none waits then, and a request is released at its
+    /// arrival as on a fresh key. While `next_free > t` a policer refuses
+    /// what a fresh key admits, and a queue takes one request fewer.
+    fn rehold(&mut self, key: u32) {
+        let Some(o) = self.keys.get(key) else { return };
+        let at = o.next_free.div_ceil(self.cfg.rate.tokens());
+        self.ledger.hold(key, span(at), []);
+    }
+
+    fn decide_inner(&mut self, key: u32, now: Nanos, cost: u64) -> Decision {
         let (n, d) = (self.cfg.rate.tokens(), self.cfg.rate.per_ns());
         let queue = self.cfg.queue;
-        let o = self.keys.entry(key, now, Outlet::default);
+        let o = self.keys.entry(key, Outlet::default);
         let t = now.0 as u128 * n;
         while o.waiting.front().is_some_and(|&slot| slot <= t) {
             o.waiting.pop_front();
@@ -96,11 +108,20 @@ impl Limiter for LeakyBucket {
             }
         }
     }
+}
+
+impl Limiter for LeakyBucket {
+    fn decide(&mut self, key: u32, now: Nanos, cost: u64) -> Decision {
+        self.ledger.advance(now);
+        let decision = self.decide_inner(key, now, cost);
+        self.rehold(key);
+        decision
+    }
 
     detachable!(keys);
 
     fn footprint(&self, end: Nanos) -> Footprint {
-        self.keys.fixed_footprint(state_bytes::LEAKY_BUCKET, end)
+        self.ledger.footprint(self.keys.keys(), end)
     }
 }
 
@@ -215,6 +236,19 @@ mod tests {
             Decision::Delayed {
                 delay: Nanos(300 * MS)
             }
+        );
+    }
+
+    #[test]
+    fn a_key_counts_until_its_outlet_is_free() {
+        let mut lb = shaper("10/1s", 2, 0);
+        lb.decide(0, Nanos(0), 1);
+        lb.decide(0, Nanos(0), 1);
+        // Slots 0 and 100ms: the outlet is free at 200ms.
+        assert_eq!(lb.fresh_at(0), Nanos(200 * MS));
+        assert_eq!(
+            lb.footprint(Nanos(1000 * MS)).byte_ns,
+            16 * 200 * MS as u128
         );
     }
 }

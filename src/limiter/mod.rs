@@ -54,6 +54,10 @@ impl Decision {
 
 /// State bytes per key of a compact production implementation, defined here
 /// and nowhere else (the README's algorithm table lists the same numbers).
+///
+/// A key is charged these bytes only while its state differs from a fresh
+/// key's (see [`Ledger`]): once it is equivalent to a key never seen, a
+/// store may drop it — the moment the Redis scripts' `PEXPIRE` names.
 pub mod state_bytes {
     /// Balance (8) and last-refill timestamp (8).
     pub const TOKEN_BUCKET: u64 = 16;
@@ -65,36 +69,379 @@ pub mod state_bytes {
     pub const LEAKY_BUCKET: u64 = 16;
     /// Window index (4) and counter (4).
     pub const FIXED_WINDOW: u64 = 8;
-    /// One timestamp (8) per live log entry.
+    /// One timestamp (8) per live log entry, and nothing per key.
     pub const SLIDING_LOG_PER_ENTRY: u64 = 8;
     /// Window index (4), previous count (4), current count (4).
     pub const SLIDING_COUNTER: u64 = 12;
 }
 
-/// How much memory a limiter's state took over a run, exactly.
+/// State bytes per key in a real Redis, for the data structure each
+/// algorithm's script keeps there: measured, not assumed.
 ///
-/// `byte_ns / key_ns` is the mean state bytes per key over keys and time: each
-/// key counts from its first request to the end of the run.
+/// Redis 7.0.15 (jemalloc 5.3.0, Debian 12), `MEMORY USAGE key SAMPLES 0`
+/// on a key named `ratesim:client-000042` (21 bytes) — the value, the key's
+/// name, its robj and dict entry; not the expires-dict entry a `PEXPIRE`
+/// adds nor the hash table's bucket arrays (INFO `used_memory` over 10 000
+/// such keys says about 125–140 bytes per key in all, so these figures are a
+/// floor). Reproduce with `scripts/redis-memory.sh`.
+pub mod redis_bytes {
+    /// The Redis the figures below were measured on.
+    pub const VERSION: &str = "7.0.15";
+    /// A string holding an integer (`SET key 17`, `INCR`): a fixed-window
+    /// counter, one sliding-counter window, a GCRA TAT in microseconds.
+    pub const STRING_INT: u64 = 72;
+    /// A hash of two integer fields (`HSET key tokens 17 ts 1700000000123456`):
+    /// token bucket (balance, last), interval bucket (tokens, last fill),
+    /// leaky bucket (excess or next_free, last).
+    pub const HASH_TWO_FIELDS: u64 = 104;
+    /// Sorted sets up to this many entries are one listpack
+    /// (`zset-max-listpack-entries`); one more and Redis converts the key
+    /// to a skiplist and dict, and does not convert back while it lives.
+    pub const ZSET_LISTPACK_MAX_ENTRIES: u64 = 128;
+    /// Listpack sorted set: `80 + 40·n` bytes for `n` entries, each member
+    /// `"<time_us>-<seq>"` (23 bytes) scored by its time (within 8 bytes of
+    /// every measurement from 1 to 128 entries).
+    pub const ZSET_LISTPACK_BASE: u64 = 80;
+    pub const ZSET_LISTPACK_PER_ENTRY: u64 = 40;
+    /// Skiplist sorted set: `3625 + 117·n` bytes (least squares over 129 to
+    /// 1000 entries; the dict's doublings make the true curve a staircase
+    /// around this line: 18 136 bytes at 129 entries, 118 048 at 1000).
+    pub const ZSET_SKIPLIST_BASE: u64 = 3625;
+    pub const ZSET_SKIPLIST_PER_ENTRY: u64 = 117;
+
+    /// A sorted set holding `entries` entries, whose largest size since it
+    /// was created is `high` (which decides its encoding).
+    pub fn zset(entries: u64, high: u64) -> u64 {
+        if high > ZSET_LISTPACK_MAX_ENTRIES {
+            ZSET_SKIPLIST_BASE + ZSET_SKIPLIST_PER_ENTRY * entries
+        } else {
+            ZSET_LISTPACK_BASE + ZSET_LISTPACK_PER_ENTRY * entries
+        }
+    }
+}
+
+/// How much memory a limiter's state took over a run, exactly, under the
+/// compact figures ([`state_bytes`]) and the Redis ones ([`redis_bytes`]).
+///
+/// Every key is charged only while its state differs from a fresh key's.
+/// `byte_ns / key_ns` is the mean bytes per key over **every key seen and
+/// the whole run** (multiply by a key population to size a store);
+/// `byte_ns / span` is the mean total.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Footprint {
     /// Integral over the run of the bytes held, summed over keys (byte·ns).
     pub byte_ns: u128,
-    /// Integral over the run of the number of keys held (key·ns).
+    /// Keys seen × the run's span (key·ns): the per-key mean's denominator.
     pub key_ns: u128,
     /// The most bytes one key held at any moment.
     pub peak_bytes: u64,
+    /// The most bytes all keys held together at any moment. (Summed over
+    /// the instances of a local deployment: an upper bound there.)
+    pub peak_total: u64,
+    /// The same three under the Redis figures.
+    pub redis_byte_ns: u128,
+    pub redis_peak_bytes: u64,
+    pub redis_peak_total: u64,
+    /// The run's span the means are taken over (ns), from 0 to its end.
+    pub span: u64,
     /// Distinct keys seen.
     pub keys: u64,
 }
 
 impl Footprint {
-    /// Mean bytes per key as an exact fraction `(num, den)`; a run whose keys
-    /// all appeared at its very end reports its peak.
+    /// Mean bytes per key as an exact fraction `(num, den)`: over every key
+    /// seen and the whole run. A run of zero length reports its peak.
     pub fn mean(&self) -> (u128, u128) {
         if self.key_ns == 0 {
             (self.peak_bytes as u128, 1)
         } else {
             (self.byte_ns, self.key_ns)
+        }
+    }
+
+    /// [`Footprint::mean`] under the Redis figures.
+    pub fn redis_mean(&self) -> (u128, u128) {
+        if self.key_ns == 0 {
+            (self.redis_peak_bytes as u128, 1)
+        } else {
+            (self.redis_byte_ns, self.key_ns)
+        }
+    }
+
+    /// Mean bytes of all keys together over the run, exact.
+    pub fn total_mean(&self) -> (u128, u128) {
+        if self.span == 0 {
+            (self.peak_total as u128, 1)
+        } else {
+            (self.byte_ns, self.span as u128)
+        }
+    }
+
+    /// The footprint of several instances' stores: integrals and keys add,
+    /// the per-key peak is the largest, the total peaks add (an upper bound
+    /// on the instant all of them were fullest).
+    pub fn combine(self, other: Footprint) -> Footprint {
+        Footprint {
+            byte_ns: self.byte_ns + other.byte_ns,
+            key_ns: self.key_ns + other.key_ns,
+            peak_bytes: self.peak_bytes.max(other.peak_bytes),
+            peak_total: self.peak_total + other.peak_total,
+            redis_byte_ns: self.redis_byte_ns + other.redis_byte_ns,
+            redis_peak_bytes: self.redis_peak_bytes.max(other.redis_peak_bytes),
+            redis_peak_total: self.redis_peak_total + other.redis_peak_total,
+            span: self.span.max(other.span),
+            keys: self.keys + other.keys,
+        }
+    }
+}
+
+/// The bytes of one key's state under one figure, given the items it holds
+/// now (log entries, window counters) and the most it has held since it last
+/// was fresh.
+pub type Size = fn(items: u64, high: u64) -> u64;
+
+/// One key's place in the [`Ledger`].
+#[derive(Debug, Clone, Copy)]
+struct Mark {
+    /// The state is fresh-equivalent from this moment on.
+    fresh_at: u64,
+    /// When this key's one pending fresh event fires (`u64::MAX`: none);
+    /// always after the ledger's time.
+    scheduled: u64,
+    alive: bool,
+    /// Bumped whenever the key's items are dropped at once.
+    generation: u32,
+    items: u64,
+    high: u64,
+    bytes: [u64; 2],
+}
+
+impl Default for Mark {
+    fn default() -> Self {
+        Mark {
+            fresh_at: 0,
+            scheduled: u64::MAX,
+            alive: false,
+            generation: 0,
+            items: 0,
+            high: 0,
+            bytes: [0; 2],
+        }
+    }
+}
+
+/// A moment something expires: `(time, key, generation, is_item)`.
+type Expiry = std::cmp::Reverse<(u64, u32, u32, bool)>;
+
+/// The state-memory accounting shared by every limiter: which keys a store
+/// must hold at each moment, and what they cost.
+///
+/// The rule, the same for all algorithms: **a key counts while its state
+/// differs from a fresh key's** — from the decision that makes it differ to
+/// the moment it becomes equivalent to a key never seen again (every later
+/// request would be decided as for a new key). That is when a production
+/// store can drop it, and the moment the Redis scripts' `PEXPIRE` names
+/// (DESIGN §6). Each limiter tells the ledger, after every decision that
+/// writes a key, when that key becomes fresh-equivalent if nothing else
+/// arrives, and which items (log entries, window counters) it gained with
+/// their expiry; the ledger expires them in time order and integrates the
+/// bytes exactly, in byte·ns. Decisions never read it.
+#[derive(Debug, Clone)]
+pub struct Ledger {
+    sizes: [Size; 2],
+    marks: Vec<Mark>,
+    expiries: std::collections::BinaryHeap<Expiry>,
+    now: u64,
+    alive: u64,
+    items: u64,
+    total: [u64; 2],
+    byte_ns: [u128; 2],
+    peak_key: [u64; 2],
+    peak_total: [u64; 2],
+}
+
+impl Ledger {
+    /// A ledger whose keys cost `compact(items, high)` and `redis(items,
+    /// high)` bytes while alive.
+    pub fn new(compact: Size, redis: Size) -> Ledger {
+        Ledger {
+            sizes: [compact, redis],
+            marks: Vec::new(),
+            expiries: std::collections::BinaryHeap::new(),
+            now: 0,
+            alive: 0,
+            items: 0,
+            total: [0; 2],
+            byte_ns: [0; 2],
+            peak_key: [0; 2],
+            peak_total: [0; 2],
+        }
+    }
+
+    /// A ledger whose keys cost a fixed `compact` and `redis` bytes while
+    /// alive, with no items.
+    pub fn fixed<const C: u64, const R: u64>() -> Ledger {
+        Ledger::new(|_, _| C, |_, _| R)
+    }
+
+    fn integrate_to(&mut self, t: u64) {
+        let dt = t.saturating_sub(self.now) as u128;
+        for f in 0..2 {
+            self.byte_ns[f] += self.total[f] as u128 * dt;
+        }
+        self.now = self.now.max(t);
+    }
+
+    /// Moves the ledger's clock to `now`, expiring in order everything that
+    /// expires at or before it.
+    pub fn advance(&mut self, now: Nanos) {
+        while let Some(&std::cmp::Reverse((t, key, generation, item))) = self.expiries.peek() {
+            if t > now.0 {
+                break;
+            }
+            self.expiries.pop();
+            self.integrate_to(t);
+            let m = self.marks[key as usize];
+            if item {
+                if m.alive && m.generation == generation {
+                    self.marks[key as usize].items -= 1;
+                    self.items -= 1;
+                    self.resize(key);
+                }
+            } else if m.scheduled == t {
+                if m.alive && m.fresh_at > t {
+                    // Written again since: the key lives on.
+                    self.marks[key as usize].scheduled = m.fresh_at;
+                    self.expiries
+                        .push(std::cmp::Reverse((m.fresh_at, key, 0, false)));
+                } else {
+                    self.marks[key as usize].scheduled = u64::MAX;
+                    self.forget(key);
+                }
+            }
+        }
+        self.integrate_to(now.0);
+    }
+
+    /// `key` is fresh-equivalent now: it holds nothing.
+    fn forget(&mut self, key: u32) {
+        let m = &mut self.marks[key as usize];
+        if !m.alive {
+            return;
+        }
+        self.alive -= 1;
+        self.items -= m.items;
+        for f in 0..2 {
+            self.total[f] -= m.bytes[f];
+        }
+        // A pending fresh event stays scheduled: a later write of this key
+        // reuses it (see `hold`), so rewriting a key does not pile them up.
+        *m = Mark {
+            fresh_at: m.fresh_at.min(self.now),
+            scheduled: m.scheduled,
+            generation: m.generation.wrapping_add(1),
+            ..Mark::default()
+        };
+    }
+
+    fn resize(&mut self, key: u32) {
+        let m = &mut self.marks[key as usize];
+        for f in 0..2 {
+            let b = (self.sizes[f])(m.items, m.high);
+            self.total[f] = self.total[f] - m.bytes[f] + b;
+            m.bytes[f] = b;
+            self.peak_key[f] = self.peak_key[f].max(b);
+            self.peak_total[f] = self.peak_total[f].max(self.total[f]);
+        }
+    }
+
+    /// After a decision at the ledger's time wrote `key`: its state is
+    /// fresh-equivalent from `fresh_at` on (if nothing else arrives), and it
+    /// gained `items`, given by their expiry times.
+    pub fn hold(&mut self, key: u32, fresh_at: Nanos, items: impl IntoIterator<Item = u64>) {
+        let i = key as usize;
+        if i >= self.marks.len() {
+            self.marks.resize(i + 1, Mark::default());
+        }
+        if fresh_at.0 <= self.now {
+            self.forget(key);
+            self.marks[i].fresh_at = fresh_at.0;
+            return;
+        }
+        let now = self.now;
+        let m = &mut self.marks[i];
+        if !m.alive {
+            m.alive = true;
+            self.alive += 1;
+        }
+        m.fresh_at = fresh_at.0;
+        if fresh_at.0 < m.scheduled {
+            m.scheduled = fresh_at.0;
+            self.expiries
+                .push(std::cmp::Reverse((fresh_at.0, key, 0, false)));
+        }
+        let generation = m.generation;
+        for at in items {
+            if at > now {
+                m.items += 1;
+                self.items += 1;
+                self.expiries
+                    .push(std::cmp::Reverse((at, key, generation, true)));
+            }
+        }
+        m.high = m.high.max(m.items);
+        self.resize(key);
+        self.compact_expiries();
+    }
+
+    /// A write replaced `key`'s whole state at the ledger's time: what it
+    /// held goes, and the new state is held as by [`Ledger::hold`].
+    pub fn replace(&mut self, key: u32, fresh_at: Nanos, items: impl IntoIterator<Item = u64>) {
+        if (key as usize) < self.marks.len() {
+            self.forget(key);
+        }
+        self.hold(key, fresh_at, items);
+    }
+
+    /// From when `key`'s state is declared equivalent to a fresh key's (0
+    /// for a key never written).
+    pub fn fresh_at(&self, key: u32) -> Nanos {
+        Nanos(self.marks.get(key as usize).map_or(0, |m| m.fresh_at))
+    }
+
+    /// Drops expiries that no longer apply once they outnumber the live
+    /// ones, so memory follows keys and live items, not requests.
+    fn compact_expiries(&mut self) {
+        let live = self.alive + self.items;
+        if (self.expiries.len() as u64) <= 64 + 2 * live {
+            return;
+        }
+        let marks = &self.marks;
+        self.expiries
+            .retain(|&std::cmp::Reverse((t, key, g, item))| {
+                let m = &marks[key as usize];
+                if item {
+                    m.alive && m.generation == g
+                } else {
+                    m.scheduled == t
+                }
+            });
+    }
+
+    /// The footprint of `keys` keys from 0 to `end`.
+    pub fn footprint(&self, keys: u64, end: Nanos) -> Footprint {
+        let mut l = self.clone();
+        l.advance(end);
+        Footprint {
+            byte_ns: l.byte_ns[0],
+            key_ns: keys as u128 * end.0 as u128,
+            peak_bytes: l.peak_key[0],
+            peak_total: l.peak_total[0],
+            redis_byte_ns: l.byte_ns[1],
+            redis_peak_bytes: l.peak_key[1],
+            redis_peak_total: l.peak_total[1],
+            span: end.0,
+            keys,
         }
     }
 }
@@ -107,6 +454,12 @@ pub trait Limiter: Send {
 
     /// The state memory this limiter held from the start until `end`.
     fn footprint(&self, end: Nanos) -> Footprint;
+
+    /// From when the accounting declares `key`'s stored state equivalent to
+    /// a fresh key's (if nothing else arrives): from then on every request
+    /// for `key` is decided exactly as for a key never seen. 0 for a key
+    /// never written.
+    fn fresh_at(&self, key: u32) -> Nanos;
 
     /// Read-then-write, the read: decides on a copy of `key`'s state at
     /// `now`, leaving the stored state as it was. The copy, as this decision
@@ -125,7 +478,9 @@ pub trait Limiter: Send {
 }
 
 /// Implements the read-then-write methods of [`Limiter`] for a limiter whose
-/// per-key state lives in the [`Keyed`] field `$keys`.
+/// per-key state lives in the [`Keyed`] field `$keys`, whose decision rule is
+/// `decide_inner` and whose stored state tells the ledger what it holds
+/// through `rehold(key)` (at the ledger's time).
 macro_rules! detachable {
     ($keys:ident) => {
         fn decide_detached(
@@ -134,13 +489,20 @@ macro_rules! detachable {
             now: $crate::clock::Nanos,
             cost: u64,
         ) -> ($crate::limiter::Decision, u32) {
+            // A decision on a copy writes nothing the store holds.
             let saved = self.$keys.save(key);
-            let decision = self.decide(key, now, cost);
-            (decision, self.$keys.detach(key, saved, now))
+            let decision = self.decide_inner(key, now, cost);
+            (decision, self.$keys.detach(key, saved))
         }
 
         fn write_back(&mut self, key: u32, ticket: u32, now: $crate::clock::Nanos) {
-            self.$keys.attach(key, ticket, now);
+            self.$keys.attach(key, ticket);
+            self.ledger.advance(now);
+            self.rehold(key);
+        }
+
+        fn fresh_at(&self, key: u32) -> $crate::clock::Nanos {
+            self.ledger.fresh_at(key)
         }
 
         fn discard(&mut self, ticket: u32) {
@@ -156,7 +518,6 @@ pub(crate) use detachable;
 pub struct Keyed<S> {
     states: Vec<Option<S>>,
     keys: u64,
-    first_seen_sum: u128,
     /// Copies taken out by read-then-write decisions, by ticket.
     detached: Vec<Option<S>>,
     free: Vec<u32>,
@@ -167,7 +528,6 @@ impl<S> Default for Keyed<S> {
         Keyed {
             states: Vec::new(),
             keys: 0,
-            first_seen_sum: 0,
             detached: Vec::new(),
             free: Vec::new(),
         }
@@ -180,15 +540,14 @@ impl<S: Clone> Keyed<S> {
         self.states.get(key as usize).cloned().flatten()
     }
 
-    /// Takes the state a decision at `now` just left for `key`, puts `saved`
-    /// back in its place, and keeps the taken state under a new ticket.
-    pub fn detach(&mut self, key: u32, saved: Option<S>, now: Nanos) -> u32 {
+    /// Takes the state a decision just left for `key`, puts `saved` back in
+    /// its place, and keeps the taken state under a new ticket.
+    pub fn detach(&mut self, key: u32, saved: Option<S>) -> u32 {
         let slot = &mut self.states[key as usize];
         let computed = slot.take();
         if saved.is_none() {
             // The decision created the key; the store never saw it.
             self.keys -= 1;
-            self.first_seen_sum -= now.0 as u128;
         }
         *slot = saved;
         match self.free.pop() {
@@ -203,8 +562,8 @@ impl<S: Clone> Keyed<S> {
         }
     }
 
-    /// `key`'s state becomes the copy under `ticket` (written at `now`).
-    pub fn attach(&mut self, key: u32, ticket: u32, now: Nanos) {
+    /// `key`'s state becomes the copy under `ticket`.
+    pub fn attach(&mut self, key: u32, ticket: u32) {
         let computed = self.detached[ticket as usize].take();
         self.free.push(ticket);
         let i = key as usize;
@@ -213,7 +572,6 @@ impl<S: Clone> Keyed<S> {
         }
         if self.states[i].is_none() && computed.is_some() {
             self.keys += 1;
-            self.first_seen_sum += now.0 as u128;
         }
         if computed.is_some() {
             self.states[i] = computed;
@@ -237,8 +595,8 @@ impl<S: Clone> Keyed<S> {
 }
 
 impl<S> Keyed<S> {
-    /// The state for `key`, created by `init` on its first request at `now`.
-    pub fn entry(&mut self, key: u32, now: Nanos, init: impl FnOnce() -> S) -> &mut S {
+    /// The state for `key`, created by `init` on its first request.
+    pub fn entry(&mut self, key: u32, init: impl FnOnce() -> S) -> &mut S {
         let i = key as usize;
         if i >= self.states.len() {
             self.states.resize_with(i + 1, || None);
@@ -246,7 +604,6 @@ impl<S> Keyed<S> {
         let slot = &mut self.states[i];
         if slot.is_none() {
             self.keys += 1;
-            self.first_seen_sum += now.0 as u128;
         }
         slot.get_or_insert_with(init)
     }
@@ -255,24 +612,8 @@ impl<S> Keyed<S> {
         self.keys
     }
 
-    /// Σ over keys of the time from first request to `end` (key·ns).
-    pub fn key_ns(&self, end: Nanos) -> u128 {
-        (self.keys as u128 * end.0 as u128).saturating_sub(self.first_seen_sum)
-    }
-
     pub fn iter(&self) -> impl Iterator<Item = &S> {
         self.states.iter().flatten()
-    }
-
-    /// Footprint of state that is `bytes` per key for the key's whole life.
-    pub fn fixed_footprint(&self, bytes: u64, end: Nanos) -> Footprint {
-        let key_ns = self.key_ns(end);
-        Footprint {
-            byte_ns: key_ns * bytes as u128,
-            key_ns,
-            peak_bytes: if self.keys > 0 { bytes } else { 0 },
-            keys: self.keys,
-        }
     }
 }
 
@@ -288,4 +629,76 @@ pub(crate) fn wait_until_scaled(now: Nanos, at_scaled: u128, scale: u128) -> Nan
 /// `u64::MAX` instead of wrapping.
 pub(crate) fn span(ns: u128) -> Nanos {
     Nanos(u64::try_from(ns).unwrap_or(u64::MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ledger() -> Ledger {
+        Ledger::new(|items, _| 10 + items, |items, high| 100 * high + items)
+    }
+
+    #[test]
+    fn keys_count_from_the_write_to_the_declared_fresh_moment() {
+        let mut l = ledger();
+        l.advance(Nanos(10));
+        l.hold(0, Nanos(30), []);
+        l.advance(Nanos(20));
+        l.hold(1, Nanos(25), []);
+        // 0 alive over [10, 30), 1 over [20, 25): 10 bytes each.
+        let f = l.footprint(2, Nanos(100));
+        assert_eq!(f.byte_ns, 10 * 20 + 10 * 5);
+        assert_eq!((f.peak_bytes, f.peak_total), (10, 20));
+        assert_eq!(f.key_ns, 200);
+        assert_eq!(l.fresh_at(0), Nanos(30));
+    }
+
+    #[test]
+    fn a_key_written_again_before_it_is_fresh_lives_on() {
+        let mut l = ledger();
+        l.hold(0, Nanos(10), []);
+        l.advance(Nanos(5));
+        l.hold(0, Nanos(40), []);
+        l.advance(Nanos(50));
+        assert_eq!(l.footprint(1, Nanos(50)).byte_ns, 10 * 40);
+        // A write that declares it fresh at once ends it there.
+        l.hold(0, Nanos(60), []);
+        l.advance(Nanos(55));
+        l.hold(0, Nanos(55), []);
+        assert_eq!(l.footprint(1, Nanos(100)).byte_ns, 10 * 45);
+    }
+
+    #[test]
+    fn items_expire_one_by_one_and_a_replacement_drops_them_all() {
+        let mut l = ledger();
+        l.hold(0, Nanos(30), [10, 30]);
+        // [0,10): 2 items, [10,30): 1 item.
+        let f = l.footprint(1, Nanos(100));
+        assert_eq!(f.byte_ns, 12 * 10 + 11 * 20);
+        assert_eq!(f.redis_byte_ns, 202 * 10 + 201 * 20);
+        l.advance(Nanos(5));
+        l.replace(0, Nanos(8), [8]);
+        let f = l.footprint(1, Nanos(100));
+        assert_eq!(f.byte_ns, 12 * 5 + 11 * 3);
+        // The replaced key's most items since it was fresh restart at 1.
+        assert_eq!(f.redis_byte_ns, 202 * 5 + 101 * 3);
+    }
+
+    #[test]
+    fn stale_expiries_do_not_pile_up() {
+        let mut l = ledger();
+        for t in 0..10_000u64 {
+            l.advance(Nanos(t));
+            l.hold((t % 3) as u32, Nanos(t + 1_000 - t % 500), [t + 100]);
+            l.replace(3, Nanos(t + 1_000 - t % 700), []);
+        }
+        assert!(
+            l.expiries.len() <= 64 + 2 * (4 + 100 + 1) + 2,
+            "{} {} {}",
+            l.expiries.len(),
+            l.alive,
+            l.items
+        );
+    }
 }

@@ -15,7 +15,9 @@
 //! it when the log is too big and the fixed window's boundary burst too
 //! much. With `count_rejected = true` rejected cost adds to `c` too.
 
-use super::{detachable, state_bytes, Decision, Footprint, Keyed, Limiter};
+use super::{
+    detachable, redis_bytes, span, state_bytes, Decision, Footprint, Keyed, Ledger, Limiter,
+};
 use crate::clock::Nanos;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,6 +37,7 @@ struct Counts {
 pub struct SlidingCounter {
     cfg: Config,
     keys: Keyed<Counts>,
+    ledger: Ledger,
 }
 
 impl SlidingCounter {
@@ -42,7 +45,37 @@ impl SlidingCounter {
         SlidingCounter {
             cfg,
             keys: Keyed::default(),
+            // In Redis, one counter key per window (`key:k`), each expiring
+            // once it no longer weighs: the items.
+            ledger: Ledger::new(
+                |_, _| state_bytes::SLIDING_COUNTER,
+                |windows, _| windows * redis_bytes::STRING_INT,
+            ),
         }
+    }
+
+    /// Fresh-equivalent once neither count weighs: window `k`'s count
+    /// weighs through window `k + 1` (as `p`, by `W − e ≥ 1`), so a key
+    /// whose current count is non-zero is fresh-equivalent at `(k + 2)·W`,
+    /// one with only a previous count at `(k + 1)·W`. Before that a request
+    /// of `limit` is refused. Each non-zero window count is an item that
+    /// expires at the same moment.
+    fn windows(&self, c: &Counts) -> (Nanos, [Option<u64>; 2]) {
+        let w = self.cfg.window.0 as u128;
+        let k = c.window as u128;
+        let end = |j: u128| span(j * w).0;
+        let current = (c.current > 0).then(|| end(k + 2));
+        let previous = (c.previous > 0 && k > 0).then(|| end(k + 1));
+        (
+            Nanos(current.or(previous).unwrap_or(0)),
+            [previous, current],
+        )
+    }
+
+    fn rehold(&mut self, key: u32) {
+        let Some(c) = self.keys.get(key) else { return };
+        let (at, items) = self.windows(c);
+        self.ledger.replace(key, at, items.into_iter().flatten());
     }
 
     /// The smallest offset `e` into a window whose previous count is `p` and
@@ -61,11 +94,33 @@ impl SlidingCounter {
 
 impl Limiter for SlidingCounter {
     fn decide(&mut self, key: u32, now: Nanos, cost: u64) -> Decision {
+        self.ledger.advance(now);
+        let before = self.keys.get(key).map(|c| (c.window, c.current));
+        let decision = self.decide_inner(key, now, cost);
+        let Some(c) = self.keys.get(key) else {
+            return decision;
+        };
+        let (at, [_, current]) = self.windows(c);
+        // The current window's counter is new if it was zero before.
+        let opened = !matches!(before, Some((w, n)) if w == c.window && n > 0);
+        self.ledger.hold(key, at, current.filter(|_| opened));
+        decision
+    }
+
+    detachable!(keys);
+
+    fn footprint(&self, end: Nanos) -> Footprint {
+        self.ledger.footprint(self.keys.keys(), end)
+    }
+}
+
+impl SlidingCounter {
+    fn decide_inner(&mut self, key: u32, now: Nanos, cost: u64) -> Decision {
         let cfg = self.cfg;
         let w = cfg.window.0;
         let k = now.0 / w;
         let e = now.0 - k * w;
-        let s = self.keys.entry(key, now, || Counts {
+        let s = self.keys.entry(key, || Counts {
             window: k,
             previous: 0,
             current: 0,
@@ -102,12 +157,6 @@ impl Limiter for SlidingCounter {
         Decision::Rejected {
             retry_after: Some(Nanos(at - now.0)),
         }
-    }
-
-    detachable!(keys);
-
-    fn footprint(&self, end: Nanos) -> Footprint {
-        self.keys.fixed_footprint(state_bytes::SLIDING_COUNTER, end)
     }
 }
 
@@ -196,6 +245,25 @@ mod tests {
             Decision::Rejected {
                 retry_after: Some(Nanos(1_666_666_667))
             }
+        );
+    }
+
+    #[test]
+    fn a_key_counts_while_either_window_count_weighs() {
+        let mut sc = counter(4, false);
+        sc.decide(0, Nanos(500 * MS), 1);
+        // Window 0's count weighs through window 1.
+        assert_eq!(sc.fresh_at(0), Nanos(2000 * MS));
+        let f = sc.footprint(Nanos(5000 * MS));
+        assert_eq!(f.byte_ns, 12 * 1500 * MS as u128);
+        // Redis: one counter key for window 0, until it stops weighing.
+        let one = crate::limiter::redis_bytes::STRING_INT as u128;
+        assert_eq!(f.redis_byte_ns, one * 1500 * MS as u128);
+        sc.decide(0, Nanos(1500 * MS), 1);
+        assert_eq!(sc.fresh_at(0), Nanos(3000 * MS));
+        assert_eq!(
+            sc.footprint(Nanos(5000 * MS)).redis_peak_total,
+            2 * one as u64
         );
     }
 }

@@ -16,7 +16,7 @@
 
 use std::collections::VecDeque;
 
-use super::{state_bytes, Decision, Footprint, Keyed, Limiter};
+use super::{redis_bytes, state_bytes, Decision, Footprint, Keyed, Ledger, Limiter};
 use crate::clock::Nanos;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,10 +39,7 @@ struct Log {
 pub struct SlidingLog {
     cfg: Config,
     keys: Keyed<Log>,
-    /// Σ over expired entries of their live time (entry·ns).
-    /// (Signed: a write-back takes off time that later removals add.)
-    expired_entry_ns: i128,
-    peak_entries: u64,
+    ledger: Ledger,
 }
 
 impl SlidingLog {
@@ -50,30 +47,43 @@ impl SlidingLog {
         SlidingLog {
             cfg,
             keys: Keyed::default(),
-            expired_entry_ns: 0,
-            peak_entries: 0,
+            // Compact: 8 bytes per live entry. Redis: a sorted set, one
+            // member per entry (`ZREMRANGEBYSCORE` prunes, `PEXPIRE` drops
+            // the key with its last entry).
+            ledger: Ledger::new(
+                |entries, _| entries * state_bytes::SLIDING_LOG_PER_ENTRY,
+                redis_bytes::zset,
+            ),
         }
     }
-}
 
-impl Limiter for SlidingLog {
-    fn decide(&mut self, key: u32, now: Nanos, cost: u64) -> Decision {
+    /// Fresh-equivalent once every entry has expired, at `s + W` for its
+    /// newest entry `s`: an empty log is a fresh key's, and while any entry
+    /// is live a request of `limit` is refused. Each entry is an item that
+    /// expires at its own `s + W`.
+    fn empty_at(&self, log: &Log) -> Nanos {
+        Nanos(
+            log.entries
+                .back()
+                .map_or(0, |&(s, _)| s + self.cfg.window.0),
+        )
+    }
+
+    fn decide_inner(&mut self, key: u32, now: Nanos, cost: u64) -> Decision {
         let w = self.cfg.window.0;
-        let log = self.keys.entry(key, now, Log::default);
+        let log = self.keys.entry(key, Log::default);
         while let Some(&(s, cum)) = log.entries.front() {
             if s + w > now.0 {
                 break;
             }
             log.entries.pop_front();
             log.expired = cum;
-            self.expired_entry_ns += w as i128;
         }
         let live = log.total - log.expired;
         let admit = live + cost <= self.cfg.limit;
         if admit || self.cfg.count_rejected {
             log.total += cost;
             log.entries.push_back((now.0, log.total));
-            self.peak_entries = self.peak_entries.max(log.entries.len() as u64);
         }
         if admit {
             return Decision::Admitted;
@@ -92,58 +102,51 @@ impl Limiter for SlidingLog {
             retry_after: Some(Nanos(s + w - now.0)),
         }
     }
+}
+
+impl Limiter for SlidingLog {
+    fn decide(&mut self, key: u32, now: Nanos, cost: u64) -> Decision {
+        self.ledger.advance(now);
+        let before = self.keys.get(key).map_or(0, |l| l.total);
+        let decision = self.decide_inner(key, now, cost);
+        if let Some(log) = self.keys.get(key) {
+            let appended = (log.total != before).then_some(now.0 + self.cfg.window.0);
+            let at = self.empty_at(log);
+            self.ledger.hold(key, at, appended);
+        }
+        decision
+    }
 
     fn decide_detached(&mut self, key: u32, now: Nanos, cost: u64) -> (Decision, u32) {
-        // A decision on a copy changes no stored entry: what it prunes or
-        // appends is not the store's memory (yet), so the counters stay.
-        let counters = (self.expired_entry_ns, self.peak_entries);
+        // A decision on a copy writes nothing the store holds.
         let saved = self.keys.save(key);
-        let decision = self.decide(key, now, cost);
-        (self.expired_entry_ns, self.peak_entries) = counters;
-        (decision, self.keys.detach(key, saved, now))
+        let decision = self.decide_inner(key, now, cost);
+        (decision, self.keys.detach(key, saved))
     }
 
     fn write_back(&mut self, key: u32, ticket: u32, now: Nanos) {
         // The stored log is replaced at `now`: its entries leave the store
-        // then, and the written ones are held from then on. With each
-        // entry counted as min(W, removal − s), that is: add the old
-        // entries' time so far, and take off the new ones' time before now.
-        let w = self.cfg.window.0;
-        let lived = |log: Option<&Log>| -> i128 {
-            log.map_or(0, |l| {
-                l.entries
-                    .iter()
-                    .map(|&(s, _)| now.0.saturating_sub(s).min(w) as i128)
-                    .sum()
-            })
-        };
-        let (old, new) = (lived(self.keys.get(key)), lived(self.keys.detached(ticket)));
-        self.expired_entry_ns += old - new;
-        if let Some(l) = self.keys.detached(ticket) {
-            self.peak_entries = self.peak_entries.max(l.entries.len() as u64);
+        // then, and the written ones (those still live) are held from then.
+        self.keys.attach(key, ticket);
+        self.ledger.advance(now);
+        if let Some(log) = self.keys.get(key) {
+            let w = self.cfg.window.0;
+            let at = self.empty_at(log);
+            let entries: Vec<u64> = log.entries.iter().map(|&(s, _)| s + w).collect();
+            self.ledger.replace(key, at, entries);
         }
-        self.keys.attach(key, ticket, now);
     }
 
     fn discard(&mut self, ticket: u32) {
         self.keys.discard(ticket);
     }
 
+    fn fresh_at(&self, key: u32) -> Nanos {
+        self.ledger.fresh_at(key)
+    }
+
     fn footprint(&self, end: Nanos) -> Footprint {
-        let w = self.cfg.window.0;
-        let live_entry_ns: u128 = self
-            .keys
-            .iter()
-            .flat_map(|log| log.entries.iter())
-            .map(|&(s, _)| (end.0.saturating_sub(s)).min(w) as u128)
-            .sum();
-        let per = state_bytes::SLIDING_LOG_PER_ENTRY;
-        Footprint {
-            byte_ns: (self.expired_entry_ns + live_entry_ns as i128).max(0) as u128 * per as u128,
-            key_ns: self.keys.key_ns(end),
-            peak_bytes: self.peak_entries * per,
-            keys: self.keys.keys(),
-        }
+        self.ledger.footprint(self.keys.keys(), end)
     }
 }
 
@@ -231,5 +234,23 @@ mod tests {
         let f = sl.footprint(Nanos(2000 * MS));
         assert_eq!(f.peak_bytes, 24);
         assert_eq!(f.mean(), (24 * 1000 * MS as u128, 2000 * MS as u128));
+    }
+
+    #[test]
+    fn a_key_counts_until_its_newest_entry_expires() {
+        let mut sl = log(5, false);
+        sl.decide(0, Nanos(100 * MS), 1);
+        sl.decide(0, Nanos(300 * MS), 1);
+        assert_eq!(sl.fresh_at(0), Nanos(1300 * MS));
+        let f = sl.footprint(Nanos(5000 * MS));
+        assert_eq!(f.byte_ns, 2 * 8 * 1000 * MS as u128);
+        assert_eq!(f.peak_total, 16);
+        // Redis: a listpack sorted set of 1, then 2, then 1 entries.
+        use crate::limiter::redis_bytes::zset;
+        let redis = zset(1, 1) as u128 * 200 * MS as u128
+            + zset(2, 2) as u128 * 800 * MS as u128
+            + zset(1, 2) as u128 * 200 * MS as u128;
+        assert_eq!(f.redis_byte_ns, redis);
+        assert_eq!(f.redis_peak_total, zset(2, 2));
     }
 }

@@ -17,7 +17,10 @@
 //! `tokens · d`, so a refill over `Δ` ns adds `Δ · n`, an integer. Nothing is ever rounded except a
 //! `retry_after`, which rounds up to the next whole nanosecond.
 
-use super::{detachable, state_bytes, wait_until_scaled, Decision, Footprint, Keyed, Limiter};
+use super::{
+    detachable, redis_bytes, span, state_bytes, wait_until_scaled, Decision, Footprint, Keyed,
+    Ledger, Limiter,
+};
 use crate::clock::{Nanos, Rate};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,6 +41,7 @@ pub struct TokenBucket {
     /// Capacity × rate denominator.
     full: u128,
     keys: Keyed<Bucket>,
+    ledger: Ledger,
 }
 
 impl TokenBucket {
@@ -46,15 +50,26 @@ impl TokenBucket {
             cfg,
             full: cfg.capacity as u128 * cfg.rate.per_ns(),
             keys: Keyed::default(),
+            ledger: Ledger::fixed::<{ state_bytes::TOKEN_BUCKET }, { redis_bytes::HASH_TWO_FIELDS }>(
+            ),
         }
     }
-}
 
-impl Limiter for TokenBucket {
-    fn decide(&mut self, key: u32, now: Nanos, cost: u64) -> Decision {
+    /// Fresh-equivalent once refilled to capacity: a fresh key is a full
+    /// bucket, and a full bucket's past is forgotten (the refill is capped),
+    /// so from `last + (full − balance)/rate` on, every decision is a fresh
+    /// key's. One nanosecond before, a request of `capacity` is refused.
+    fn rehold(&mut self, key: u32) {
+        let Some(b) = self.keys.get(key) else { return };
+        let missing = self.full - b.balance;
+        let at = b.last.0 as u128 + missing.div_ceil(self.cfg.rate.tokens());
+        self.ledger.hold(key, span(at), []);
+    }
+
+    fn decide_inner(&mut self, key: u32, now: Nanos, cost: u64) -> Decision {
         let (n, d) = (self.cfg.rate.tokens(), self.cfg.rate.per_ns());
         let full = self.full;
-        let b = self.keys.entry(key, now, || Bucket {
+        let b = self.keys.entry(key, || Bucket {
             balance: full,
             last: now,
         });
@@ -76,11 +91,20 @@ impl Limiter for TokenBucket {
             }
         }
     }
+}
+
+impl Limiter for TokenBucket {
+    fn decide(&mut self, key: u32, now: Nanos, cost: u64) -> Decision {
+        self.ledger.advance(now);
+        let decision = self.decide_inner(key, now, cost);
+        self.rehold(key);
+        decision
+    }
 
     detachable!(keys);
 
     fn footprint(&self, end: Nanos) -> Footprint {
-        self.keys.fixed_footprint(state_bytes::TOKEN_BUCKET, end)
+        self.ledger.footprint(self.keys.keys(), end)
     }
 }
 
@@ -195,5 +219,20 @@ mod tests {
         assert!(!tb.decide(0, Nanos(0), 1).passes());
         assert_eq!(tb.footprint(Nanos(10)).keys, 2);
         assert_eq!(tb.footprint(Nanos(10)).peak_bytes, 16);
+    }
+
+    #[test]
+    fn a_key_counts_until_its_bucket_is_full_again() {
+        let mut tb = bucket(5, "3/1s");
+        tb.decide(0, Nanos(0), 1);
+        // One token missing: back at capacity after 1/3 s, rounded up.
+        assert_eq!(tb.fresh_at(0), Nanos(333_333_334));
+        let f = tb.footprint(Nanos(2_000_000_000));
+        assert_eq!(f.byte_ns, 16 * 333_333_334);
+        assert_eq!((f.peak_bytes, f.peak_total), (16, 16));
+        assert_eq!(
+            f.redis_peak_total,
+            crate::limiter::redis_bytes::HASH_TWO_FIELDS
+        );
     }
 }

@@ -51,6 +51,10 @@ pub const SUMMARY_COLUMNS: &[&str] = &[
     "overshoot_max",
     "collateral_rejections",
     "collateral_cost_share",
+    "state_bytes_total_mean",
+    "state_bytes_total_peak",
+    "state_bytes_redis_per_key_mean",
+    "state_bytes_redis_total_peak",
 ];
 
 pub fn summary(report: &Report, out: impl Write) -> csv::Result<()> {
@@ -98,6 +102,10 @@ pub fn summary(report: &Report, out: impl Write) -> csv::Result<()> {
             l.overshoot_max.to_string(),
             l.collateral.map_or(String::new(), |(c, _)| c.to_string()),
             l.collateral_cost_text(),
+            l.state_total_mean_text(),
+            l.state_total_peak.to_string(),
+            l.redis_mean_text(),
+            l.redis_total_peak.to_string(),
         ])?;
     }
     w.flush()?;

@@ -67,6 +67,10 @@ pub fn summary(report: &Report) -> Value {
             "cache_rejections": l.cache_rejections,
             "overshoot": l.overshoot,
             "overshoot_max": l.overshoot_max,
+            "state_bytes_total_mean": ms_number(l.state_total_mean_text()),
+            "state_bytes_total_peak": l.state_total_peak,
+            "state_bytes_redis_per_key_mean": ms_number(l.redis_mean_text()),
+            "state_bytes_redis_total_peak": l.redis_total_peak,
         }))).map(|((core, clients), deployment)| merge([core, clients, deployment])).collect::<Vec<_>>(),
     })
 }

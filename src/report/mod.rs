@@ -35,9 +35,18 @@ pub struct LimiterReport {
     pub delay_p50: Option<Nanos>,
     pub delay_p99: Option<Nanos>,
     pub delay_max: Option<Nanos>,
-    /// Mean state bytes per key as an exact fraction.
+    /// Mean state bytes per key (over every key seen and the whole run) as
+    /// an exact fraction. A key counts only while its state differs from a
+    /// fresh key's.
     pub state_mean: (u128, u128),
+    /// The most bytes one key held.
     pub state_peak: u64,
+    /// Mean and peak bytes of all keys together.
+    pub state_total_mean: (u128, u128),
+    pub state_total_peak: u64,
+    /// Mean bytes per key and peak total under the measured Redis figures.
+    pub redis_mean: (u128, u128),
+    pub redis_total_peak: u64,
     pub keys: u64,
     pub series: Vec<Bucket>,
     /// Logical requests (first attempts).
@@ -126,6 +135,17 @@ impl LimiterReport {
     pub fn state_mean_text(&self) -> String {
         decimal_places(self.state_mean.0, self.state_mean.1.max(1), 2)
     }
+
+    /// Mean state bytes of all keys together, rounded to 2 decimals.
+    pub fn state_total_mean_text(&self) -> String {
+        let (n, d) = self.state_total_mean;
+        decimal_places(n, d.max(1), 2)
+    }
+
+    /// Mean state bytes per key under the Redis figures, 2 decimals.
+    pub fn redis_mean_text(&self) -> String {
+        decimal_places(self.redis_mean.0, self.redis_mean.1.max(1), 2)
+    }
 }
 
 /// Everything a run produced.
@@ -175,6 +195,10 @@ impl Report {
                     delay_max: r.delays.max(),
                     state_mean: run.footprint.mean(),
                     state_peak: run.footprint.peak_bytes,
+                    state_total_mean: run.footprint.total_mean(),
+                    state_total_peak: run.footprint.peak_total,
+                    redis_mean: run.footprint.redis_mean(),
+                    redis_total_peak: run.footprint.redis_peak_total,
                     keys: run.footprint.keys,
                     logical: r.logical,
                     gave_up: r.gave_up,
