@@ -53,6 +53,15 @@ impl Boundary {
             )));
         }
         let every = f.opt_count("every", 1)?.unwrap_or(1);
+        // The next boundary's first burst must not come before this one's
+        // second: before + after ≤ every · window.
+        let spacing = (every as u128) * window.0 as u128;
+        if before.0 as u128 + after.0 as u128 > spacing {
+            return Err(InputError::new(format!(
+                "{}: \"{after}\" — before ({before}) + after must be at most the time between bursted boundaries ({every} × {window}), or the bursts of one boundary would come after the next boundary's",
+                f.at("after")
+            )));
+        }
         let cost = cost_field(f)?;
         let clients = synthetic_clients(f, ctx, count, "clients")?;
         Ok(Boundary {
@@ -157,6 +166,31 @@ impl Stream for BoundaryStream {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bursts_that_would_overlap_the_next_boundary_are_refused() {
+        // Found by the fuzz suite: before = window with after > 0 sent the
+        // next boundary's first burst before this one's second (time went
+        // backwards; a debug build panicked).
+        use crate::scenario::{Origin, Scenario};
+        let text = |before: &str, after: &str| {
+            format!(
+                "duration = \"1s\"\n[defaults]\nlimit = 5\nwindow = \"100ms\"\n\
+                 [[limiter]]\nalgorithm = \"fixed_window\"\n\
+                 [[traffic]]\npattern = \"boundary\"\nbefore = \"{before}\"\nafter = \"{after}\"\n"
+            )
+        };
+        let parse = |t: String| Scenario::parse(&t, "b", Origin::File("b.toml".into()));
+        let err = parse(text("100ms", "1ns")).unwrap_err();
+        assert!(
+            err.message().contains("traffic[0].after"),
+            "{}",
+            err.message()
+        );
+        assert!(parse(text("100ms", "0s")).is_ok());
+        assert!(parse(text("60ms", "40ms")).is_ok());
+        assert!(parse(text("60ms", "41ms")).is_err());
+    }
 
     #[test]
     fn bursts_straddle_each_boundary() {
