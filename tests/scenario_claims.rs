@@ -1452,6 +1452,41 @@ fn many_keys_rate_and_key_count_are_as_its_comments_say() {
 }
 
 #[test]
+fn many_keys_state_is_cheapest_for_gcra_and_dearest_for_the_sliding_log() {
+    says(
+        "many-keys",
+        &[
+            "The average key sends fewer requests in all 20 s than its limit allows in one",
+            "so every mean is far below the per-key peak — and the sliding log's is the highest",
+            "the sliding log costs the most per key and GCRA the least",
+        ],
+    );
+    let s = Summary::of(&run("many-keys", &[]));
+    let column = |l: &str, c: &str| s.f(l, c);
+    let per_key = s.u("token_bucket", "attempts") as f64 / s.u("token_bucket", "keys") as f64;
+    within("attempts per key", per_key, 1.0, 20.0);
+    for l in s.limiters() {
+        let (mean, peak) = (
+            column(&l, "state_bytes_per_key_mean"),
+            column(&l, "state_bytes_per_key_peak"),
+        );
+        assert!(mean * 2.0 < peak, "{l}: mean {mean}, peak {peak}");
+    }
+    for c in ["state_bytes_per_key_mean", "state_bytes_redis_per_key_mean"] {
+        let by = |pick: fn(f64, f64) -> bool| {
+            s.limiters()
+                .into_iter()
+                .reduce(|a, b| if pick(column(&b, c), column(&a, c)) { b } else { a })
+                .unwrap()
+        };
+        assert_eq!(by(|a, b| a > b), "sliding_log", "{c}");
+        if c == "state_bytes_redis_per_key_mean" {
+            assert_eq!(by(|a, b| a < b), "gcra", "{c}");
+        }
+    }
+}
+
+#[test]
 fn many_keys_more_skew_means_fewer_hotter_keys() {
     says(
         "many-keys",
