@@ -1476,7 +1476,13 @@ fn many_keys_state_is_cheapest_for_gcra_and_dearest_for_the_sliding_log() {
         let by = |pick: fn(f64, f64) -> bool| {
             s.limiters()
                 .into_iter()
-                .reduce(|a, b| if pick(column(&b, c), column(&a, c)) { b } else { a })
+                .reduce(|a, b| {
+                    if pick(column(&b, c), column(&a, c)) {
+                        b
+                    } else {
+                        a
+                    }
+                })
                 .unwrap()
         };
         assert_eq!(by(|a, b| a > b), "sliding_log", "{c}");
