@@ -23,7 +23,7 @@ use crate::estimate::Estimate;
 use crate::explain;
 use crate::progress::Progress;
 use crate::report::{self, Report};
-use crate::scenario::{Scenario, ALGORITHMS};
+use crate::scenario::{Scenario, ALGORITHMS, IMPLEMENTATIONS};
 use crate::staging::Staging;
 use crate::traffic::retry::POLICIES;
 use crate::traffic::PATTERNS;
@@ -236,6 +236,14 @@ fn list() -> anyhow::Result<()> {
     writeln!(out, "\nAlgorithms ([[limiter]] algorithm = …):")?;
     for (name, what) in ALGORITHMS {
         writeln!(out, "  {name:<16} {what}")?;
+    }
+    writeln!(
+        out,
+        "\nImplementations ([[limiter]] implementation = …; fields written beside it override):"
+    )?;
+    for i in IMPLEMENTATIONS {
+        writeln!(out, "  {:<22} {}", i.name, i.maps_to())?;
+        writeln!(out, "  {:<22} {}", "", i.about)?;
     }
     writeln!(out, "\nTraffic patterns ([[traffic]] pattern = …):")?;
     for (name, what) in PATTERNS {

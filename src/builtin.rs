@@ -63,6 +63,20 @@ pub static SCENARIOS: &[Builtin] = &[
         files: &[],
     },
     Builtin {
+        name: "libraries",
+        toml: include_str!("../scenarios/libraries.toml"),
+        files: &[
+            (
+                "traces/libraries.csv",
+                include_bytes!("../scenarios/traces/libraries.csv"),
+            ),
+            (
+                "traces/libraries-whale.csv",
+                include_bytes!("../scenarios/traces/libraries-whale.csv"),
+            ),
+        ],
+    },
+    Builtin {
         name: "trace",
         toml: include_str!("../scenarios/trace.toml"),
         files: &[(

@@ -201,6 +201,7 @@ fn state_bytes_of(algorithm: &Algorithm, keys: u128, attempts: u128) -> u128 {
         Algorithm::SlidingLog(c) if c.count_rejected => (0, u64::MAX),
         Algorithm::SlidingLog(c) => (0, c.limit),
         Algorithm::LeakyBucket(c) => (b::LEAKY_BUCKET, c.queue),
+        Algorithm::SmoothBursty(_) => (b::SMOOTH_BURSTY, 0),
     };
     let entries = keys.saturating_mul(entries_per_key as u128).min(attempts);
     keys.saturating_mul(fixed as u128)

@@ -1,20 +1,22 @@
 //! The conformance vectors of DESIGN.md (copied from `shared/conformance/`):
 //! thirteen limiter configurations on one hand-checkable trace, and the exact
-//! decision log a correct implementation writes.
+//! decision log a correct implementation writes. `conformance/variants/`
+//! holds the same for the variants of DESIGN §5 and the named
+//! implementations, each row worked out by hand in its README.md.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use ratesim::engine;
 use ratesim::report::csv::DecisionLog;
 use ratesim::scenario::Scenario;
 
-fn conformance_dir() -> &'static Path {
-    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/conformance"))
+fn conformance_dir() -> PathBuf {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/conformance")).to_path_buf()
 }
 
-#[test]
-fn decision_log_matches_the_conformance_vectors_row_for_row() {
-    let dir = conformance_dir();
+/// Runs `dir/scenario.toml` and compares its decision log with
+/// `dir/expected_decisions.csv`, row for row.
+fn check_vectors(dir: &Path) {
     let scenario = Scenario::load(dir.join("scenario.toml").to_str().unwrap()).unwrap();
     let mut log = Vec::new();
     DecisionLog::header(&mut log).unwrap();
@@ -29,4 +31,14 @@ fn decision_log_matches_the_conformance_vectors_row_for_row() {
         assert_eq!(a, e, "row {} of expected_decisions.csv", n + 1);
     }
     assert_eq!(actual.lines().count(), expected.lines().count());
+}
+
+#[test]
+fn decision_log_matches_the_conformance_vectors_row_for_row() {
+    check_vectors(&conformance_dir());
+}
+
+#[test]
+fn decision_log_matches_the_variant_vectors_row_for_row() {
+    check_vectors(&conformance_dir().join("variants"));
 }

@@ -1,4 +1,5 @@
-//! Property tests of the limiters' decision rules (DESIGN.md §1–2).
+//! Property tests of the limiters' decision rules (DESIGN.md §1–2) and of
+//! the variants real libraries use (§5).
 //!
 //! Random traces — sorted `(time_ns, key, cost)` triples over a few seconds,
 //! with many equal and nanosecond-adjacent times and arrivals snapped to window
@@ -8,8 +9,8 @@
 use proptest::prelude::*;
 use ratesim::clock::{parse_duration, parse_rate, Nanos, Rate};
 use ratesim::limiter::{
-    fixed_window, gcra, interval_bucket, leaky_bucket, sliding_counter, sliding_log, token_bucket,
-    Decision, Limiter,
+    fixed_window, gcra, interval_bucket, leaky_bucket, sliding_counter, sliding_log, smooth_bursty,
+    token_bucket, Decision, Limiter,
 };
 
 // ---------------------------------------------------------------------------
@@ -97,7 +98,7 @@ fn window() -> impl Strategy<Value = Nanos> {
     prop::sample::select(WINDOWS).prop_map(|w| parse_duration(w).unwrap())
 }
 
-/// A limiter configuration of any of the seven algorithms.
+/// A limiter configuration of any of the eight algorithms.
 #[derive(Debug, Clone, Copy)]
 enum Algo {
     TokenBucket(token_bucket::Config),
@@ -107,6 +108,7 @@ enum Algo {
     Fixed(fixed_window::Config),
     Log(sliding_log::Config),
     Counter(sliding_counter::Config),
+    Bursty(smooth_bursty::Config),
 }
 
 impl Algo {
@@ -115,10 +117,11 @@ impl Algo {
             Algo::TokenBucket(c) => Box::new(token_bucket::TokenBucket::new(c)),
             Algo::Gcra(c) => Box::new(gcra::Gcra::new(c)),
             Algo::Interval(c) => Box::new(interval_bucket::IntervalBucket::new(c)),
-            Algo::Leaky(c) => Box::new(leaky_bucket::LeakyBucket::new(c)),
+            Algo::Leaky(c) => leaky_bucket::boxed(c),
             Algo::Fixed(c) => Box::new(fixed_window::FixedWindow::new(c)),
             Algo::Log(c) => Box::new(sliding_log::SlidingLog::new(c)),
             Algo::Counter(c) => Box::new(sliding_counter::SlidingCounter::new(c)),
+            Algo::Bursty(c) => Box::new(smooth_bursty::SmoothBursty::new(c)),
         }
     }
 
@@ -133,6 +136,8 @@ impl Algo {
             Algo::Fixed(c) => Some(c.limit),
             Algo::Log(c) => Some(c.limit),
             Algo::Counter(c) => Some(c.limit),
+            // Admits any cost while no debt is outstanding.
+            Algo::Bursty(_) => None,
         }
     }
 }
@@ -159,45 +164,139 @@ fn interval_cfg() -> impl Strategy<Value = interval_bucket::Config> {
 fn leaky_cfg() -> impl Strategy<Value = leaky_bucket::Config> {
     (rate(), 0u64..=4)
         .prop_flat_map(|(rate, queue)| (Just(rate), Just(queue), 0..=queue))
-        .prop_map(|(rate, queue, delay)| leaky_bucket::Config { rate, queue, delay })
+        .prop_map(|(rate, queue, delay)| leaky_bucket::Config {
+            rate,
+            queue,
+            delay,
+            arithmetic: leaky_bucket::Arithmetic::Exact,
+        })
+}
+
+/// The same shapers computed in nginx's integers.
+fn nginx_cfg() -> impl Strategy<Value = leaky_bucket::Config> {
+    leaky_cfg().prop_map(|c| leaky_bucket::Config {
+        arithmetic: leaky_bucket::Arithmetic::Nginx,
+        ..c
+    })
 }
 
 fn fixed_cfg(count_rejected: bool) -> impl Strategy<Value = fixed_window::Config> {
+    aligned_cfg(count_rejected, fixed_window::Align::Epoch)
+}
+
+fn aligned_cfg(
+    count_rejected: bool,
+    align: fixed_window::Align,
+) -> impl Strategy<Value = fixed_window::Config> {
     (1u64..=6, window()).prop_map(move |(limit, window)| fixed_window::Config {
         limit,
         window,
         count_rejected,
+        align,
     })
 }
 
+fn first_hit_cfg() -> impl Strategy<Value = fixed_window::Config> {
+    any::<bool>().prop_flat_map(|cr| aligned_cfg(cr, fixed_window::Align::FirstHit))
+}
+
 fn log_cfg(count_rejected: bool) -> impl Strategy<Value = sliding_log::Config> {
+    bounded_log_cfg(count_rejected, sliding_log::Boundary::Exclusive)
+}
+
+fn bounded_log_cfg(
+    count_rejected: bool,
+    boundary: sliding_log::Boundary,
+) -> impl Strategy<Value = sliding_log::Config> {
     (1u64..=6, window()).prop_map(move |(limit, window)| sliding_log::Config {
         limit,
         window,
         count_rejected,
+        boundary,
     })
 }
 
 fn counter_cfg(count_rejected: bool) -> impl Strategy<Value = sliding_counter::Config> {
+    weighted_counter_cfg(count_rejected, sliding_counter::Weight::Exact)
+}
+
+fn weighted_counter_cfg(
+    count_rejected: bool,
+    weight: sliding_counter::Weight,
+) -> impl Strategy<Value = sliding_counter::Config> {
     (1u64..=6, window()).prop_map(move |(limit, window)| sliding_counter::Config {
         limit,
         window,
         count_rejected,
+        weight,
     })
 }
 
-/// Any algorithm, including the `count_rejected` variants.
+fn align() -> impl Strategy<Value = fixed_window::Align> {
+    prop_oneof![
+        Just(fixed_window::Align::Epoch),
+        Just(fixed_window::Align::FirstHit)
+    ]
+}
+
+fn boundary() -> impl Strategy<Value = sliding_log::Boundary> {
+    prop_oneof![
+        Just(sliding_log::Boundary::Exclusive),
+        Just(sliding_log::Boundary::Inclusive)
+    ]
+}
+
+fn weight() -> impl Strategy<Value = sliding_counter::Weight> {
+    prop_oneof![
+        Just(sliding_counter::Weight::Exact),
+        Just(sliding_counter::Weight::Floor)
+    ]
+}
+
+fn bursty_cfg() -> impl Strategy<Value = smooth_bursty::Config> {
+    (
+        rate(),
+        1u64..=5,
+        prop_oneof![
+            Just(smooth_bursty::Start::Empty),
+            Just(smooth_bursty::Start::Full)
+        ],
+    )
+        .prop_map(|(rate, capacity, start)| smooth_bursty::Config {
+            rate,
+            capacity,
+            start,
+        })
+}
+
+/// Any fixed window, sliding log or sliding counter, with or without
+/// `count_rejected`, in any of its variants.
+fn any_window_variant() -> impl Strategy<Value = Algo> {
+    prop_oneof![
+        (any::<bool>(), align())
+            .prop_flat_map(|(cr, a)| aligned_cfg(cr, a))
+            .prop_map(Algo::Fixed),
+        (any::<bool>(), boundary())
+            .prop_flat_map(|(cr, b)| bounded_log_cfg(cr, b))
+            .prop_map(Algo::Log),
+        (any::<bool>(), weight())
+            .prop_flat_map(|(cr, w)| weighted_counter_cfg(cr, w))
+            .prop_map(Algo::Counter),
+    ]
+}
+
+/// Any algorithm, including the `count_rejected` variants and every knob
+/// of DESIGN §5.
 fn any_algo() -> impl Strategy<Value = Algo> {
     prop_oneof![
         token_bucket_cfg().prop_map(Algo::TokenBucket),
         gcra_cfg().prop_map(Algo::Gcra),
         interval_cfg().prop_map(Algo::Interval),
         leaky_cfg().prop_map(Algo::Leaky),
-        any::<bool>().prop_flat_map(fixed_cfg).prop_map(Algo::Fixed),
-        any::<bool>().prop_flat_map(log_cfg).prop_map(Algo::Log),
-        any::<bool>()
-            .prop_flat_map(counter_cfg)
-            .prop_map(Algo::Counter),
+        nginx_cfg().prop_map(Algo::Leaky),
+        any_window_variant(),
+        any_window_variant(),
+        bursty_cfg().prop_map(Algo::Bursty),
     ]
 }
 
@@ -417,7 +516,7 @@ proptest! {
         queue in 0u64..=4,
         trace in trace(60, 3),
     ) {
-        let cfg = leaky_bucket::Config { rate, queue, delay: 0 };
+        let cfg = leaky_bucket::Config { rate, queue, delay: 0, arithmetic: leaky_bucket::Arithmetic::Exact };
         let ds = decisions(&Algo::Leaky(cfg), &trace);
         let (n, d) = (rate.tokens(), rate.per_ns());
         for key in 0..3 {
@@ -458,9 +557,14 @@ proptest! {
     /// Each attempt is admitted iff the rule holds over the cost counted so
     /// far for its key: the admitted cost, or with `count_rejected` the cost
     /// of every earlier attempt (a counted rejection counts like an admission).
+    ///
+    /// The variants of DESIGN §5 restated too: a first-hit window is the one
+    /// the key's earlier attempts opened (`[s, s + W)`, a new one at `t` once
+    /// `t ≥ s + W`); an inclusive log counts entries with `t' ≥ t − W`; a
+    /// floored counter admits iff `⌊p·(W − e)/W⌋ + c + cost ≤ limit`.
     #[test]
     fn window_limiters_admit_exactly_when_the_counted_cost_leaves_room(
-        algo in window_algo(),
+        algo in prop_oneof![window_algo(), any_window_variant()],
         trace in trace(60, 3),
     ) {
         let ds = decisions(&algo, &trace);
@@ -470,6 +574,8 @@ proptest! {
             Algo::Counter(c) => (c.limit, c.window.0, c.count_rejected),
             _ => unreachable!(),
         };
+        // First-hit window start per key, as the attempts so far opened them.
+        let mut opened: [Option<u64>; 3] = [None; 3];
         for (i, e) in trace.iter().enumerate() {
             let counted = |keep: &dyn Fn(u64) -> bool| -> u64 {
                 trace[..i]
@@ -481,14 +587,33 @@ proptest! {
             };
             let k = e.t / w;
             let admit = match algo {
+                Algo::Fixed(c) if c.align == fixed_window::Align::FirstHit => {
+                    let slot = &mut opened[e.key as usize];
+                    let s = match *slot {
+                        Some(s) if e.t < s + w => s,
+                        _ => e.t,
+                    };
+                    *slot = Some(s);
+                    counted(&|t| t >= s) + e.cost <= limit
+                }
                 Algo::Fixed(_) => counted(&|t| t / w == k) + e.cost <= limit,
+                Algo::Log(c) if c.boundary == sliding_log::Boundary::Inclusive => {
+                    counted(&|t| t + w >= e.t) + e.cost <= limit
+                }
                 Algo::Log(_) => counted(&|t| t + w > e.t) + e.cost <= limit,
-                Algo::Counter(_) => {
+                Algo::Counter(cfg) => {
                     let offset = (e.t - k * w) as u128;
                     let p = counted(&|t| t / w + 1 == k) as u128;
                     let c = counted(&|t| t / w == k) as u128;
                     let w = w as u128;
-                    p * (w - offset) + (c + e.cost as u128) * w <= limit as u128 * w
+                    match cfg.weight {
+                        sliding_counter::Weight::Exact => {
+                            p * (w - offset) + (c + e.cost as u128) * w <= limit as u128 * w
+                        }
+                        sliding_counter::Weight::Floor => {
+                            p * (w - offset) / w + c + e.cost as u128 <= limit as u128
+                        }
+                    }
                 }
                 _ => unreachable!(),
             };
@@ -533,6 +658,248 @@ proptest! {
                 prop_assert_eq!(*dec, expected, "{:?}", e);
                 slots.push(slot);
                 next_free = slot + e.cost as u128 * d;
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// 2c. The variants of DESIGN §5
+// ---------------------------------------------------------------------------
+
+/// `trace` plus, for every key and every window `k` in which the key has an
+/// attempt, an attempt of cost 1 at exactly `k·W` ahead of the key's others
+/// there: every key then hits at each window start of every window it is
+/// active in.
+fn hitting_every_window_start(trace: &[Ev], w: u64) -> Vec<Ev> {
+    let mut starts: Vec<(u64, u32)> = trace.iter().map(|e| (e.t / w * w, e.key)).collect();
+    starts.sort_unstable();
+    starts.dedup();
+    let mut out: Vec<(u64, u8, Ev)> = starts
+        .into_iter()
+        .map(|(t, key)| (t, 0, Ev { t, key, cost: 1 }))
+        .chain(trace.iter().map(|e| (e.t, 1, *e)))
+        .collect();
+    // Stable: original attempts keep their order among equal times.
+    out.sort_by_key(|&(t, first, _)| (t, first));
+    out.into_iter().map(|(_, _, e)| e).collect()
+}
+
+/// `trace` without any attempt exactly `w` after an attempt kept before it.
+fn no_two_exactly_apart(trace: &[Ev], w: u64) -> Vec<Ev> {
+    let mut kept: Vec<Ev> = Vec::new();
+    for e in trace {
+        if !kept.iter().any(|k| k.t + w == e.t) {
+            kept.push(*e);
+        }
+    }
+    kept
+}
+
+/// A trace whose arrivals are whole milliseconds.
+fn whole_ms_trace(max_len: usize) -> impl Strategy<Value = Vec<Ev>> {
+    prop::collection::vec(
+        (
+            prop_oneof![3 => Just(0u64), 2 => 1u64..=3, 2 => 1u64..=400, 1 => 90u64..=110],
+            0u32..3,
+        ),
+        0..=max_len,
+    )
+    .prop_map(|steps| {
+        let mut ms = 0u64;
+        steps
+            .into_iter()
+            .map(|(gap, key)| {
+                ms += gap;
+                Ev {
+                    t: ms * MS,
+                    key,
+                    cost: 1,
+                }
+            })
+            .collect()
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(768))]
+
+    #[test]
+    fn first_hit_windows_decide_as_epoch_windows_when_every_key_hits_each_window_start(
+        cfg in any::<bool>().prop_flat_map(fixed_cfg),
+        trace in trace(50, 3),
+    ) {
+        let trace = hitting_every_window_start(&trace, cfg.window.0);
+        let epoch = decisions(&Algo::Fixed(cfg), &trace);
+        let first_hit = decisions(
+            &Algo::Fixed(fixed_window::Config { align: fixed_window::Align::FirstHit, ..cfg }),
+            &trace,
+        );
+        prop_assert_eq!(epoch, first_hit);
+    }
+
+    #[test]
+    fn a_first_hit_window_passes_at_most_twice_its_limit_in_any_window(
+        cfg in first_hit_cfg(),
+        trace in trace(60, 3),
+    ) {
+        let ds = decisions(&Algo::Fixed(cfg), &trace);
+        for key in 0..3 {
+            let p = passes_of(&trace, &ds, key);
+            let (peak, s) = peak_in_sliding_window(&p, cfg.window.0);
+            prop_assert!(peak <= 2 * cfg.limit, "key {} passed {} in (s − W, s], s = {}", key, peak, s);
+        }
+    }
+
+    /// With `start = "full"` the balance `T` of a smooth bursty limiter is
+    /// a token bucket's balance minus one: admitting iff `T ≥ 0` is holding
+    /// one token, and the cap `capacity` on `T` is `capacity + 1` on tokens.
+    /// (With `start = "empty"` it is the same bucket holding 1 token at first.)
+    #[test]
+    fn smooth_bursty_started_full_with_unit_costs_decides_as_a_token_bucket_of_capacity_plus_one(
+        cfg in bursty_cfg(),
+        trace in trace(60, 1),
+    ) {
+        let cfg = smooth_bursty::Config { start: smooth_bursty::Start::Full, ..cfg };
+        let bursty = decisions(&Algo::Bursty(cfg), &trace);
+        let bucket = decisions(
+            &Algo::TokenBucket(token_bucket::Config { capacity: cfg.capacity + 1, rate: cfg.rate }),
+            &trace,
+        );
+        for (i, (a, b)) in bursty.iter().zip(&bucket).enumerate() {
+            prop_assert_eq!(a, b, "attempt {} {:?}", i, trace[i]);
+        }
+    }
+
+    #[test]
+    fn smooth_bursty_admits_whenever_no_debt_is_outstanding_whatever_the_cost(
+        cfg in bursty_cfg(),
+        trace in trace(40, 12),
+    ) {
+        // Replayed in the test: T·d in integers.
+        let ds = decisions(&Algo::Bursty(cfg), &trace);
+        let (n, d) = (cfg.rate.tokens() as i128, cfg.rate.per_ns() as i128);
+        let full = cfg.capacity as i128 * d;
+        let mut state: [Option<(i128, u64)>; 3] = [None; 3];
+        for (e, dec) in trace.iter().zip(&ds) {
+            let start = if cfg.start == smooth_bursty::Start::Full { full } else { 0 };
+            let (t0, last) = state[e.key as usize].unwrap_or((start, e.t));
+            let t = full.min(t0 + (e.t - last) as i128 * n);
+            let expected = if t >= 0 {
+                Decision::Admitted
+            } else {
+                Decision::Rejected { retry_after: Some(Nanos(((-t) as u128).div_ceil(n as u128) as u64)) }
+            };
+            prop_assert_eq!(*dec, expected, "{:?}", e);
+            let after = if t >= 0 { t - e.cost as i128 * d } else { t };
+            state[e.key as usize] = Some((after, e.t));
+        }
+    }
+
+    #[test]
+    fn an_inclusive_log_decides_as_an_exclusive_one_when_no_two_arrivals_are_exactly_a_window_apart(
+        cfg in any::<bool>().prop_flat_map(log_cfg),
+        trace in trace(60, 3),
+    ) {
+        let trace = no_two_exactly_apart(&trace, cfg.window.0);
+        let exclusive = decisions(&Algo::Log(cfg), &trace);
+        let inclusive = decisions(
+            &Algo::Log(sliding_log::Config { boundary: sliding_log::Boundary::Inclusive, ..cfg }),
+            &trace,
+        );
+        for (i, (x, y)) in exclusive.iter().zip(&inclusive).enumerate() {
+            prop_assert_eq!(x.passes(), y.passes(), "attempt {} {:?}", i, trace[i]);
+            // The same entry must expire: one nanosecond later.
+            if let (
+                Decision::Rejected { retry_after: Some(a) },
+                Decision::Rejected { retry_after: Some(b) },
+            ) = (x, y) {
+                prop_assert_eq!(a.0 + 1, b.0, "attempt {} {:?}", i, trace[i]);
+            }
+        }
+    }
+
+    #[test]
+    fn an_inclusive_log_never_passes_more_than_its_limit_in_any_closed_window(
+        cfg in any::<bool>().prop_flat_map(|cr| bounded_log_cfg(cr, sliding_log::Boundary::Inclusive)),
+        trace in trace(60, 3),
+    ) {
+        let ds = decisions(&Algo::Log(cfg), &trace);
+        for key in 0..3 {
+            let p = passes_of(&trace, &ds, key);
+            // [s − W, s] is (s − W − 1 ns, s].
+            let (peak, s) = peak_in_sliding_window(&p, cfg.window.0 + 1);
+            prop_assert!(peak <= cfg.limit, "key {} passed {} in [s − W, s], s = {}", key, peak, s);
+        }
+    }
+
+    #[test]
+    fn a_floored_counter_admits_everything_the_exact_one_does_and_never_more_than_its_limit_per_window(
+        cfg in counter_cfg(false),
+        trace in trace(60, 3),
+    ) {
+        let floor = sliding_counter::Config { weight: sliding_counter::Weight::Floor, ..cfg };
+        let ds = decisions(&Algo::Counter(floor), &trace);
+        let w = cfg.window.0;
+        for key in 0..3 {
+            let p = passes_of(&trace, &ds, key);
+            for &(t, _) in &p {
+                let k = t / w;
+                let aligned = cost_in(&p, k * w, (k + 1) * w - 1);
+                prop_assert!(aligned <= cfg.limit, "key {} passed {} in window {}", key, aligned, k);
+            }
+        }
+        // On its own trace the floored rule admits whatever the exact one
+        // would, given the same counts (⌊x⌋ ≤ x).
+        let exact = decisions(&Algo::Counter(cfg), &trace);
+        if let Some(i) = exact.iter().zip(&ds).position(|(x, y)| x.passes() != y.passes()) {
+            prop_assert!(ds[i].passes(), "attempt {} {:?}: floor rejects what exact admits", i, trace[i]);
+        }
+    }
+
+    /// DESIGN §5 claims nginx's integers change only the delays. Exactly:
+    /// on whole-ms arrivals at `R` r/s (R whole, so `r = 1000·R` and the
+    /// leak `⌊r·ms/1000⌋ = R·ms` loses nothing) with cost 1, the same
+    /// requests pass; each nginx wait is the exact wait truncated to whole
+    /// ms; a rejection retries at the exact retry moment rounded up to a
+    /// whole ms. So the outcomes differ exactly where the exact wait is
+    /// shorter than 1 ms — never when R divides 1000.
+    #[test]
+    fn nginx_arithmetic_truncates_the_exact_delays_to_whole_ms_on_whole_ms_traces(
+        r in prop::sample::select(&[1u64, 2, 3, 4, 5, 7, 8, 10, 25, 30, 100, 128][..]),
+        queue in 0u64..=4,
+        delay_frac in 0u64..=4,
+        trace in whole_ms_trace(60),
+    ) {
+        let exact_cfg = leaky_bucket::Config {
+            rate: parse_rate(&format!("{r}/1s")).unwrap(),
+            queue,
+            delay: delay_frac.min(queue),
+            arithmetic: leaky_bucket::Arithmetic::Exact,
+        };
+        let nginx_cfg = leaky_bucket::Config { arithmetic: leaky_bucket::Arithmetic::Nginx, ..exact_cfg };
+        let exact = decisions(&Algo::Leaky(exact_cfg), &trace);
+        let nginx = decisions(&Algo::Leaky(nginx_cfg), &trace);
+        for (i, (x, y)) in exact.iter().zip(&nginx).enumerate() {
+            let e = trace[i];
+            match (*x, *y) {
+                (Decision::Rejected { retry_after: Some(a) }, Decision::Rejected { retry_after: Some(b) }) => {
+                    let at = (e.t + a.0).div_ceil(MS) * MS;
+                    prop_assert_eq!(e.t + b.0, at, "attempt {} {:?}: retry {:?} vs exact {:?}", i, e, b, a);
+                }
+                (Decision::Rejected { .. }, _) | (_, Decision::Rejected { .. }) => {
+                    prop_assert!(false, "attempt {} {:?}: exact {:?}, nginx {:?}", i, e, x, y);
+                }
+                _ => {
+                    let ns = |d: Decision| match d {
+                        Decision::Delayed { delay } => delay.0,
+                        _ => 0,
+                    };
+                    prop_assert_eq!(ns(*y), ns(*x) / MS * MS, "attempt {} {:?}: exact {:?}, nginx {:?}", i, e, x, y);
+                    if 1000 % r == 0 {
+                        prop_assert_eq!(x, y, "attempt {} {:?}", i, e);
+                    }
+                }
             }
         }
     }
@@ -637,15 +1004,40 @@ proptest! {
 // ---------------------------------------------------------------------------
 
 impl Algo {
-    /// Requests at one instant that a key decides differently from a fresh
-    /// key whenever its state is not fresh-equivalent: one of the largest
-    /// cost for the counters and buckets; `queue + 1` of cost 1 for the
-    /// shaper (a fresh key accepts them all).
-    fn probe(&self) -> Vec<u64> {
+    /// Requests, as (ns after the probe moment, cost), that a key decides
+    /// differently from a fresh key whenever its state is not
+    /// fresh-equivalent: one of the largest cost for the counters and
+    /// buckets; `queue + 1` of cost 1 for the shaper (a fresh key accepts
+    /// them all); `capacity + 1` of cost 1 for a smooth bursty bucket
+    /// started full (a fresh one admits them all). A first-hit window also
+    /// gets a request just before the window a fresh key would open ends: an
+    /// open window with count 0 admits like a fresh key but ends sooner.
+    fn probe(&self) -> Vec<(u64, u64)> {
         match *self {
-            Algo::Leaky(c) => vec![1; c.queue as usize + 1],
-            _ => vec![self.max_cost().unwrap_or(1)],
+            Algo::Leaky(c) => vec![(0, 1); c.queue as usize + 1],
+            Algo::Bursty(c) => vec![(0, 1); c.capacity as usize + 1],
+            Algo::Fixed(c) if c.align == fixed_window::Align::FirstHit => {
+                vec![(0, c.limit), (c.window.0 - 1, 1)]
+            }
+            _ => vec![(0, self.max_cost().unwrap_or(1))],
         }
+    }
+
+    /// Whether a key may be declared alive for good although some instant
+    /// finds it equivalent to a fresh one: a smooth bursty bucket started
+    /// empty never returns to its fresh state for good (DESIGN §6: its
+    /// script sets no expiry), though a probe may find no difference while
+    /// it holds less than one token.
+    fn held_for_good(&self) -> bool {
+        matches!(self, Algo::Bursty(c) if c.start == smooth_bursty::Start::Empty)
+    }
+
+    /// Whether `cost` is a request this algorithm's fresh-key rule speaks
+    /// of: nginx has no request cost, and its key is fresh-equivalent for
+    /// requests of cost 1 only (the first request of a key passes whatever
+    /// it costs).
+    fn costs_one_only(&self) -> bool {
+        matches!(self, Algo::Leaky(c) if c.arithmetic == leaky_bucket::Arithmetic::Nginx)
     }
 
     /// Compact bytes of a key while alive, for the algorithms whose state
@@ -659,6 +1051,7 @@ impl Algo {
             Algo::Leaky(_) => Some(b::LEAKY_BUCKET),
             Algo::Fixed(_) => Some(b::FIXED_WINDOW),
             Algo::Counter(_) => Some(b::SLIDING_COUNTER),
+            Algo::Bursty(_) => Some(b::SMOOTH_BURSTY),
             Algo::Log(_) => None,
         }
     }
@@ -682,6 +1075,10 @@ proptest! {
         algo in any_algo(),
         trace in trace(40, 4),
     ) {
+        let mut trace = trace;
+        if algo.costs_one_only() {
+            trace.iter_mut().for_each(|e| e.cost = 1);
+        }
         let mut l = algo.build();
         for (i, e) in trace.iter().enumerate() {
             if l.fresh_at(e.key) <= Nanos(e.t) {
@@ -704,17 +1101,32 @@ proptest! {
         algo in any_algo(),
         trace in trace(40, 4),
     ) {
+        prop_assume!(!algo.held_for_good());
+        let mut trace = trace;
+        if algo.costs_one_only() {
+            trace.iter_mut().for_each(|e| e.cost = 1);
+        }
         let mut l = algo.build();
+        // A first-hit window opened by a request is, at that very instant,
+        // the window a fresh key would open: probe it 1 ns later.
+        let after_by = match algo {
+            Algo::Fixed(c) if c.align == fixed_window::Align::FirstHit => 1,
+            _ => 0,
+        };
         for (i, e) in trace.iter().enumerate() {
             l.decide(e.key, Nanos(e.t), e.cost);
             // Probe just after this decision and just before the declared
             // fresh moment.
             let fresh = l.fresh_at(e.key).0;
-            for t in [e.t, fresh.saturating_sub(1).max(e.t)] {
+            for t in [e.t + after_by, fresh.saturating_sub(1).max(e.t)] {
                 if fresh <= t {
                     continue;
                 }
-                let probe: Vec<Ev> = algo.probe().into_iter().map(|cost| Ev { t, key: e.key, cost }).collect();
+                let probe: Vec<Ev> = algo
+                    .probe()
+                    .into_iter()
+                    .map(|(dt, cost)| Ev { t: t + dt, key: e.key, cost })
+                    .collect();
                 prop_assert_ne!(
                     after(&algo, &trace[..=i], &probe),
                     after(&algo, &[], &probe),
@@ -752,12 +1164,15 @@ proptest! {
                 if d.passes() || c.count_rejected {
                     logged.push((e.t, e.key));
                 }
-                let live = logged.iter().filter(|&&(s, _)| s + c.window.0 > e.t).count() as u64;
+                let life = c.window.0 + (c.boundary == sliding_log::Boundary::Inclusive) as u64;
+                let live = logged.iter().filter(|&&(s, _)| s + life > e.t).count() as u64;
                 peak_total = peak_total.max(live * 8);
             }
         }
         if let Algo::Log(c) = algo {
-            byte_ns = logged.iter().map(|&(s, _)| 8 * (s + c.window.0).min(end).saturating_sub(s) as u128).sum();
+            // An inclusive entry lives one nanosecond longer.
+            let life = c.window.0 + (c.boundary == sliding_log::Boundary::Inclusive) as u64;
+            byte_ns = logged.iter().map(|&(s, _)| 8 * (s + life).min(end).saturating_sub(s) as u128).sum();
         }
         let fp = l.footprint(Nanos(end));
         prop_assert_eq!(fp.byte_ns, byte_ns);

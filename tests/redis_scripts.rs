@@ -26,8 +26,14 @@ use std::time::{Duration, Instant};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use ratesim::clock::{Nanos, Rate};
+use ratesim::limiter::fixed_window::Align;
+use ratesim::limiter::leaky_bucket::Arithmetic;
+use ratesim::limiter::sliding_counter::Weight;
+use ratesim::limiter::sliding_log::Boundary;
+use ratesim::limiter::smooth_bursty::Start;
 use ratesim::limiter::{
-    fixed_window, gcra, leaky_bucket, sliding_counter, sliding_log, token_bucket, Decision, Limiter,
+    fixed_window, gcra, leaky_bucket, sliding_counter, sliding_log, smooth_bursty, token_bucket,
+    Decision, Limiter,
 };
 
 // ---------------------------------------------------------------------------
@@ -112,12 +118,32 @@ fn connect(s: &Server) -> redis::RedisResult<redis::Connection> {
 
 #[derive(Debug, Clone, Copy)]
 enum Algo {
-    TokenBucket { capacity: u64 },
-    Gcra { burst: u64 },
-    Leaky { queue: u64, delay: u64 },
-    Fixed { count_rejected: bool },
-    Log { count_rejected: bool },
-    Counter { count_rejected: bool },
+    TokenBucket {
+        capacity: u64,
+    },
+    Gcra {
+        burst: u64,
+    },
+    Leaky {
+        queue: u64,
+        delay: u64,
+    },
+    Fixed {
+        count_rejected: bool,
+        align: Align,
+    },
+    Log {
+        count_rejected: bool,
+        boundary: Boundary,
+    },
+    Counter {
+        count_rejected: bool,
+        weight: Weight,
+    },
+    Smooth {
+        capacity: u64,
+        start: Start,
+    },
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -136,6 +162,7 @@ impl Params {
             Algo::Fixed { .. } => "fixed_window",
             Algo::Log { .. } => "sliding_log",
             Algo::Counter { .. } => "sliding_counter",
+            Algo::Smooth { .. } => "smooth_bursty",
         };
         ratesim::redis::script(name).expect("a script").text
     }
@@ -146,9 +173,47 @@ impl Params {
             Algo::TokenBucket { capacity } => vec![capacity.to_string()],
             Algo::Gcra { burst } => vec![burst.to_string()],
             Algo::Leaky { queue, delay } => vec![queue.to_string(), delay.to_string()],
-            Algo::Fixed { count_rejected } => vec![flag(count_rejected), "epoch".into()],
-            Algo::Log { count_rejected } => vec![flag(count_rejected), "exclusive".into()],
-            Algo::Counter { count_rejected } => vec![flag(count_rejected), "exact".into()],
+            Algo::Fixed {
+                count_rejected,
+                align,
+            } => vec![
+                flag(count_rejected),
+                match align {
+                    Align::Epoch => "epoch",
+                    Align::FirstHit => "first_hit",
+                }
+                .into(),
+            ],
+            Algo::Log {
+                count_rejected,
+                boundary,
+            } => vec![
+                flag(count_rejected),
+                match boundary {
+                    Boundary::Exclusive => "exclusive",
+                    Boundary::Inclusive => "inclusive",
+                }
+                .into(),
+            ],
+            Algo::Counter {
+                count_rejected,
+                weight,
+            } => vec![
+                flag(count_rejected),
+                match weight {
+                    Weight::Exact => "exact",
+                    Weight::Floor => "floor",
+                }
+                .into(),
+            ],
+            Algo::Smooth { capacity, start } => vec![
+                capacity.to_string(),
+                match start {
+                    Start::Empty => "empty",
+                    Start::Full => "full",
+                }
+                .into(),
+            ],
         }
     }
 
@@ -169,29 +234,45 @@ impl Params {
                     rate,
                     queue,
                     delay,
+                    arithmetic: Arithmetic::Exact,
                 }))
             }
-            Algo::Fixed { count_rejected } => {
-                Box::new(fixed_window::FixedWindow::new(fixed_window::Config {
-                    limit,
-                    window,
-                    count_rejected,
-                }))
-            }
-            Algo::Log { count_rejected } => {
-                Box::new(sliding_log::SlidingLog::new(sliding_log::Config {
-                    limit,
-                    window,
-                    count_rejected,
-                }))
-            }
-            Algo::Counter { count_rejected } => Box::new(sliding_counter::SlidingCounter::new(
+            Algo::Fixed {
+                count_rejected,
+                align,
+            } => Box::new(fixed_window::FixedWindow::new(fixed_window::Config {
+                limit,
+                window,
+                count_rejected,
+                align,
+            })),
+            Algo::Log {
+                count_rejected,
+                boundary,
+            } => Box::new(sliding_log::SlidingLog::new(sliding_log::Config {
+                limit,
+                window,
+                count_rejected,
+                boundary,
+            })),
+            Algo::Counter {
+                count_rejected,
+                weight,
+            } => Box::new(sliding_counter::SlidingCounter::new(
                 sliding_counter::Config {
                     limit,
                     window,
                     count_rejected,
+                    weight,
                 },
             )),
+            Algo::Smooth { capacity, start } => {
+                Box::new(smooth_bursty::SmoothBursty::new(smooth_bursty::Config {
+                    rate,
+                    capacity,
+                    start,
+                }))
+            }
         }
     }
 
@@ -318,12 +399,35 @@ fn random_params(rng: &mut ChaCha8Rng, kinds: &[&str]) -> Params {
         }
         "fixed_window" => Algo::Fixed {
             count_rejected: rng.random_bool(0.4),
+            align: if rng.random_bool(0.5) {
+                Align::FirstHit
+            } else {
+                Align::Epoch
+            },
         },
         "sliding_log" => Algo::Log {
             count_rejected: rng.random_bool(0.4),
+            boundary: if rng.random_bool(0.5) {
+                Boundary::Inclusive
+            } else {
+                Boundary::Exclusive
+            },
         },
         "sliding_counter" => Algo::Counter {
             count_rejected: rng.random_bool(0.4),
+            weight: if rng.random_bool(0.5) {
+                Weight::Floor
+            } else {
+                Weight::Exact
+            },
+        },
+        "smooth_bursty" => Algo::Smooth {
+            capacity: small(rng),
+            start: if rng.random_bool(0.5) {
+                Start::Full
+            } else {
+                Start::Empty
+            },
         },
         other => unreachable!("{other}"),
     };
@@ -407,6 +511,11 @@ fn sliding_log_script_decides_as_ratesim() {
 #[test]
 fn sliding_counter_script_decides_as_ratesim() {
     check(&["sliding_counter"], 6, 150);
+}
+
+#[test]
+fn smooth_bursty_script_decides_as_ratesim() {
+    check(&["smooth_bursty"], 7, 150);
 }
 
 /// What the script itself does with the key, called as production calls it.

@@ -1761,6 +1761,91 @@ fn race_experiments_do_what_its_comments_say() {
     assert_eq!(one.u("atomic-1ms", "admitted"), 2000);
 }
 
+#[test]
+fn libraries_variants_decide_as_its_comments_say() {
+    says(
+        "libraries",
+        &[
+            "two hand-made traces (traces/libraries.csv, 73 requests of cost 1, and traces/libraries-whale.csv, 6 requests; a policy of 10 per second)",
+            "edge bursts 10 requests at 0.999s and 10 at 1s, straddling the epoch boundary: the textbook fixed window passes all 20 within 1 ms",
+            "opened edge's window at its first hit, 0.999s, so it passes 10",
+            "late sends 1 request at 0.2s",
+            "then 9 at 1.199s and 10 at 1.2s: now the first-hit window passes 19 within 1 ms and the epoch window 10",
+            "tick sends 10 at 2s and 10 at exactly 3s",
+            "rejects the second 10 that the textbook sliding log admits",
+            "trickle sends 10 at 5.5s and 3 at 6.05s",
+            "so one of the 3 passes where the exact counter passes none",
+            "whale sends one request of cost 50 at 3s, then one of cost 1 at 3.1s, 3.5s, 4s, 5s and 8s: a token bucket of 10 can never pass the 50",
+            "nothing passes again until 8s",
+            "nginx's whole-millisecond arithmetic decides exactly as the exact shaper here",
+            "peak_in_window per limiter (20 for fixed_window, 19 for python-limits-fixed)",
+        ],
+    );
+    let r = run("libraries", &["--decisions"]);
+    let s = Summary::of(&r);
+    assert_eq!(s.u("fixed_window", "peak_in_window"), 20);
+    assert_eq!(s.u("python-limits-fixed", "peak_in_window"), 19);
+    assert_eq!(s.u("fixed_window", "attempts"), 79);
+    assert_eq!(s.u("nginx", "attempts"), 73);
+    let all = decisions(&r);
+    // Passed of sent, for one limiter, client and instant (ms).
+    let at = |limiter: &str, client: &str, ms: u64| {
+        let v: Vec<_> = of(&all, limiter)
+            .into_iter()
+            .filter(|d| d.client == client && d.time_ns == ms * MS)
+            .collect();
+        (v.iter().filter(|d| d.passed()).count(), v.len())
+    };
+    assert_eq!(at("fixed_window", "edge", 999), (10, 10));
+    assert_eq!(at("fixed_window", "edge", 1000), (10, 10));
+    assert_eq!(at("python-limits-fixed", "edge", 1000), (0, 10));
+    assert_eq!(at("python-limits-fixed", "late", 200), (1, 1));
+    assert_eq!(at("python-limits-fixed", "late", 1199), (9, 9));
+    assert_eq!(at("python-limits-fixed", "late", 1200), (10, 10));
+    assert_eq!(
+        at("fixed_window", "late", 1199).0 + at("fixed_window", "late", 1200).0,
+        10
+    );
+    assert_eq!(at("sliding_log", "tick", 3000), (10, 10));
+    assert_eq!(at("python-limits-moving", "tick", 3000), (0, 10));
+    assert_eq!(at("sliding_counter", "trickle", 6050), (0, 3));
+    assert_eq!(at("python-limits-sliding", "trickle", 6050), (1, 3));
+    let whale = |limiter: &str| -> Vec<(u64, String)> {
+        of(&all, limiter)
+            .into_iter()
+            .filter(|d| d.client == "whale")
+            .map(|d| (d.time_ns / MS, d.outcome.clone()))
+            .collect()
+    };
+    let bucket = whale("token_bucket");
+    assert_eq!(bucket[0], (3000, "rejected".to_string()));
+    assert!(of(&all, "token_bucket")
+        .iter()
+        .any(|d| d.client == "whale" && d.time_ns == 3 * SECOND && d.retry_after_ns.is_none()));
+    let guava: Vec<(u64, &str)> = whale("guava")
+        .iter()
+        .map(|(t, o)| (*t, if o == "rejected" { "r" } else { "p" }))
+        .collect();
+    assert_eq!(
+        guava,
+        [
+            (3000, "p"),
+            (3100, "r"),
+            (3500, "r"),
+            (4000, "r"),
+            (5000, "r"),
+            (8000, "p")
+        ]
+    );
+    let shaper = |l: &str| -> Vec<(u64, String, String, u64)> {
+        of(&all, l)
+            .into_iter()
+            .map(|d| (d.time_ns, d.client.clone(), d.outcome.clone(), d.delay_ns))
+            .collect()
+    };
+    assert_eq!(shaper("leaky_bucket"), shaper("nginx"));
+}
+
 // ---------------------------------------------------------------------------
 // Every shipped scenario is covered here
 // ---------------------------------------------------------------------------

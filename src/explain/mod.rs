@@ -10,6 +10,7 @@
 
 pub mod boundary;
 pub mod gcra;
+pub mod libraries;
 
 use std::path::{Path, PathBuf};
 
@@ -39,7 +40,7 @@ pub struct Context<'a> {
     pub data: &'a RunData,
 }
 
-pub const TOPICS: &[Topic] = &[boundary::TOPIC, gcra::TOPIC];
+pub const TOPICS: &[Topic] = &[boundary::TOPIC, gcra::TOPIC, libraries::TOPIC];
 
 pub fn find(name: &str) -> Result<&'static Topic, InputError> {
     TOPICS.iter().find(|t| t.name == name).ok_or_else(|| {

@@ -13,6 +13,24 @@
 //! With `count_rejected = true` rejected attempts count too, as with
 //! envoyproxy/ratelimit's Redis `INCRBY`-then-compare: a client that keeps
 //! hammering stays locked out until the window ends.
+//!
+//! ## `align = "first_hit"` (Redis `INCR` + `EXPIRE`, Python `limits`)
+//!
+//! The textbook windows are aligned to the epoch: every key's windows start
+//! at `k·W`. A counter kept in Redis with `INCR key` and `EXPIRE key W` set on
+//! the first increment — and Python `limits`' `FixedWindowRateLimiter` —
+//! instead start a key's window at its first hit:
+//!
+//! ```text
+//! no window, or t ≥ s + W   →  open [t, t + W) with count 0 (whatever the outcome)
+//! admit  ⇔  count + cost ≤ limit          then count += cost
+//! retry_after = s + W − t                 (cost ≤ limit)
+//! ```
+//!
+//! Each key then has its own boundaries, so the boundary burst of `2 × limit`
+//! in well under `W` still happens, only at moments that depend on when the
+//! key first spoke rather than at `k·W`. Both libraries increment before
+//! they compare, so they are used with `count_rejected = true`.
 
 use super::{
     detachable, redis_bytes, span, state_bytes, Decision, Footprint, Keyed, Ledger, Limiter,
@@ -24,10 +42,44 @@ pub struct Config {
     pub limit: u64,
     pub window: Nanos,
     pub count_rejected: bool,
+    pub align: Align,
+}
+
+/// Where a key's windows start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Align {
+    /// At every `k·W` from t = 0, the same for every key (DESIGN §2).
+    #[default]
+    Epoch,
+    /// At the key's first request, then at the first request at or after
+    /// the end of its window (DESIGN §5).
+    FirstHit,
+}
+
+impl Align {
+    /// The accepted spellings, default first.
+    pub const NAMES: &'static [&'static str] = &["epoch", "first_hit"];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Align::Epoch => "epoch",
+            Align::FirstHit => "first_hit",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Align> {
+        match s {
+            "epoch" => Some(Align::Epoch),
+            "first_hit" => Some(Align::FirstHit),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
 struct Counter {
+    /// The window this count belongs to: its index `k` (epoch alignment) or
+    /// its start time in ns (first-hit alignment).
     window: u64,
     count: u64,
 }
@@ -47,26 +99,46 @@ impl FixedWindow {
         }
     }
 
-    /// Fresh-equivalent when its window ends, `(k + 1)·W` — or at once if
-    /// its count is 0 (a fresh key is count 0 in the current window). Before
-    /// that, a request of `limit` is refused.
+    /// Fresh-equivalent when its window ends: `(k + 1)·W` — or at once if
+    /// its count is 0 (a fresh key is count 0 in the current window) — or,
+    /// for `first_hit`, `s + W`. Before that, a request of `limit` is
+    /// refused (or, for a first-hit window with count 0, would end earlier
+    /// than a fresh key's).
     fn rehold(&mut self, key: u32) {
         let Some(c) = self.keys.get(key) else { return };
-        let at = if c.count == 0 {
-            0
-        } else {
-            (c.window as u128 + 1) * self.cfg.window.0 as u128
+        let w = self.cfg.window.0 as u128;
+        let at = match self.cfg.align {
+            Align::Epoch if c.count == 0 => 0,
+            Align::Epoch => (c.window as u128 + 1) * w,
+            // `window` holds the window's start, and an open window decides
+            // the next request's boundaries even with count 0: it is fresh
+            // only when it ends, at s + W.
+            Align::FirstHit => c.window as u128 + w,
         };
         self.ledger.hold(key, span(at), []);
     }
 
     fn decide_inner(&mut self, key: u32, now: Nanos, cost: u64) -> Decision {
         let cfg = self.cfg;
-        let k = now.0 / cfg.window.0;
+        let w = cfg.window.0;
+        // The window `now` falls in, and when it ends, given the key's
+        // current window (`None` for a new key).
+        let current = |window: Option<u64>| match cfg.align {
+            Align::Epoch => now.0 / w,
+            Align::FirstHit => match window {
+                Some(s) if now.0 < s + w => s,
+                _ => now.0,
+            },
+        };
+        let end = |window: u64| match cfg.align {
+            Align::Epoch => (window + 1) * w,
+            Align::FirstHit => window + w,
+        };
         let c = self.keys.entry(key, || Counter {
-            window: k,
+            window: current(None),
             count: 0,
         });
+        let k = current(Some(c.window));
         if c.window != k {
             *c = Counter {
                 window: k,
@@ -80,7 +152,7 @@ impl FixedWindow {
         if cfg.count_rejected {
             c.count += cost;
         }
-        let retry_after = (cost <= cfg.limit).then(|| Nanos((k + 1) * cfg.window.0 - now.0));
+        let retry_after = (cost <= cfg.limit).then(|| Nanos(end(k) - now.0));
         Decision::Rejected { retry_after }
     }
 }
@@ -107,10 +179,15 @@ mod tests {
     const MS: u64 = 1_000_000;
 
     fn window(limit: u64, count_rejected: bool) -> FixedWindow {
+        aligned(limit, count_rejected, Align::Epoch)
+    }
+
+    fn aligned(limit: u64, count_rejected: bool, align: Align) -> FixedWindow {
         FixedWindow::new(Config {
             limit,
             window: Nanos(1000 * MS),
             count_rejected,
+            align,
         })
     }
 
@@ -167,5 +244,75 @@ mod tests {
         assert_eq!(fw.fresh_at(1), Nanos(0));
         let f = fw.footprint(Nanos(3000 * MS));
         assert_eq!((f.byte_ns, f.keys), (8 * 750 * MS as u128, 2));
+    }
+
+    #[test]
+    fn a_first_hit_window_starts_at_the_keys_first_request_not_at_zero() {
+        let mut fw = aligned(2, false, Align::FirstHit);
+        assert_eq!(fw.decide(0, Nanos(700 * MS), 1), Decision::Admitted);
+        assert_eq!(fw.decide(0, Nanos(1000 * MS), 1), Decision::Admitted);
+        // Still the window [0.7s, 1.7s): the epoch boundary at 1s reset nothing.
+        assert_eq!(
+            fw.decide(0, Nanos(1200 * MS), 1),
+            Decision::Rejected {
+                retry_after: Some(Nanos(500 * MS))
+            }
+        );
+        assert!(!fw.decide(0, Nanos(1700 * MS - 1), 1).passes());
+        // At exactly s + W a new window opens at the arrival.
+        assert_eq!(fw.decide(0, Nanos(1700 * MS), 1), Decision::Admitted);
+        assert_eq!(fw.decide(0, Nanos(2500 * MS), 1), Decision::Admitted);
+        assert_eq!(
+            fw.decide(0, Nanos(2600 * MS), 1),
+            Decision::Rejected {
+                retry_after: Some(Nanos(100 * MS))
+            }
+        );
+        assert_eq!(fw.decide(0, Nanos(2700 * MS), 1), Decision::Admitted);
+    }
+
+    #[test]
+    fn a_first_hit_window_opens_late_after_a_quiet_spell() {
+        let mut fw = aligned(1, false, Align::FirstHit);
+        assert_eq!(fw.decide(0, Nanos(0), 1), Decision::Admitted);
+        // The window [0, 1s) ended long ago; the next one starts at 5.3s.
+        assert_eq!(fw.decide(0, Nanos(5300 * MS), 1), Decision::Admitted);
+        assert_eq!(
+            fw.decide(0, Nanos(6000 * MS), 1),
+            Decision::Rejected {
+                retry_after: Some(Nanos(300 * MS))
+            }
+        );
+    }
+
+    #[test]
+    fn a_rejected_first_hit_still_opens_the_window() {
+        let mut fw = aligned(2, true, Align::FirstHit);
+        // Too costly ever to pass, yet it opens [0.5s, 1.5s) and, counted, fills it.
+        assert_eq!(
+            fw.decide(0, Nanos(500 * MS), 3),
+            Decision::Rejected { retry_after: None }
+        );
+        assert_eq!(
+            fw.decide(0, Nanos(600 * MS), 1),
+            Decision::Rejected {
+                retry_after: Some(Nanos(900 * MS))
+            }
+        );
+        assert_eq!(fw.decide(0, Nanos(1500 * MS), 2), Decision::Admitted);
+    }
+
+    #[test]
+    fn first_hit_keys_have_their_own_boundaries() {
+        let mut fw = aligned(1, false, Align::FirstHit);
+        assert_eq!(fw.decide(0, Nanos(100 * MS), 1), Decision::Admitted);
+        assert_eq!(fw.decide(1, Nanos(900 * MS), 1), Decision::Admitted);
+        assert_eq!(fw.decide(0, Nanos(1100 * MS), 1), Decision::Admitted);
+        assert_eq!(
+            fw.decide(1, Nanos(1100 * MS), 1),
+            Decision::Rejected {
+                retry_after: Some(Nanos(800 * MS))
+            }
+        );
     }
 }

@@ -20,6 +20,12 @@
 //!
 //! Exactness: with `rate = n/d` every time is kept multiplied by `n`, so
 //! `cost/rate = cost·d` is an integer; a delay is rounded up to whole ns.
+//!
+//! With `arithmetic = "nginx"` the same policy is decided in nginx's own
+//! integers — whole milliseconds and thousandths of a request — by
+//! [`nginx::LimitReq`]; [`boxed`] builds whichever the config asks for.
+
+pub mod nginx;
 
 use std::collections::VecDeque;
 
@@ -34,6 +40,45 @@ pub struct Config {
     pub rate: Rate,
     pub queue: u64,
     pub delay: u64,
+    pub arithmetic: Arithmetic,
+}
+
+/// Which numbers the rule is computed in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Arithmetic {
+    /// Exact rationals at nanosecond resolution (DESIGN §2).
+    #[default]
+    Exact,
+    /// nginx's integers: whole ms, thousandths of a request (DESIGN §5).
+    Nginx,
+}
+
+impl Arithmetic {
+    /// The accepted spellings, default first.
+    pub const NAMES: &'static [&'static str] = &["exact", "nginx"];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Arithmetic::Exact => "exact",
+            Arithmetic::Nginx => "nginx",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Arithmetic> {
+        match s {
+            "exact" => Some(Arithmetic::Exact),
+            "nginx" => Some(Arithmetic::Nginx),
+            _ => None,
+        }
+    }
+}
+
+/// A fresh limiter for `cfg`, in the arithmetic it names.
+pub fn boxed(cfg: Config) -> Box<dyn Limiter> {
+    match cfg.arithmetic {
+        Arithmetic::Exact => Box::new(LeakyBucket::new(cfg)),
+        Arithmetic::Nginx => Box::new(nginx::LimitReq::new(cfg)),
+    }
 }
 
 #[derive(Debug, Clone, Default)]
@@ -52,6 +97,7 @@ pub struct LeakyBucket {
 }
 
 impl LeakyBucket {
+    /// The exact shaper (whatever `cfg.arithmetic` says; see [`boxed`]).
     pub fn new(cfg: Config) -> Self {
         LeakyBucket {
             cfg,
@@ -137,6 +183,7 @@ mod tests {
             rate: parse_rate(rate).unwrap(),
             queue,
             delay,
+            arithmetic: Arithmetic::Exact,
         })
     }
 

@@ -17,6 +17,14 @@
 //! | [`fixed_window`] | counter per aligned window | envoyproxy/ratelimit on Redis |
 //! | [`sliding_log`] | log of recent requests | Redis sorted-set limiters |
 //! | [`sliding_counter`] | weighted previous + current window | Cloudflare |
+//! | [`smooth_bursty`] | balance that may go into debt | Guava `RateLimiter` |
+//!
+//! Real libraries differ from these textbook rules in small, exact ways;
+//! each difference is a knob on the limiter's `Config`, off by default:
+//! `fixed_window::Align::FirstHit` (Redis `INCR` + `EXPIRE`, Python
+//! `limits`), `sliding_log::Boundary::Inclusive` and
+//! `sliding_counter::Weight::Floor` (Python `limits`), and
+//! `leaky_bucket::Arithmetic::Nginx` (nginx's whole ms).
 //!
 //! All arithmetic is integer: rates are exact rationals (see
 //! [`crate::clock::Rate`]) and quantities are scaled by the rate's denominator
@@ -29,6 +37,7 @@ pub mod interval_bucket;
 pub mod leaky_bucket;
 pub mod sliding_counter;
 pub mod sliding_log;
+pub mod smooth_bursty;
 pub mod token_bucket;
 
 use crate::clock::Nanos;
@@ -73,6 +82,8 @@ pub mod state_bytes {
     pub const SLIDING_LOG_PER_ENTRY: u64 = 8;
     /// Window index (4), previous count (4), current count (4).
     pub const SLIDING_COUNTER: u64 = 12;
+    /// Guava's stored permits (8) and next-free-ticket time (8).
+    pub const SMOOTH_BURSTY: u64 = 16;
 }
 
 /// State bytes per key in a real Redis, for the data structure each

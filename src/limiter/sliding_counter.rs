@@ -14,6 +14,20 @@
 //! close approximation of the sliding log at a fraction of its memory; pick
 //! it when the log is too big and the fixed window's boundary burst too
 //! much. With `count_rejected = true` rejected cost adds to `c` too.
+//!
+//! ## `weight = "floor"` (Python `limits` SlidingWindowCounter)
+//!
+//! Python `limits` rounds the weighted previous count down before adding:
+//!
+//! ```text
+//! admit  ⇔  ⌊p·(W − e)/W⌋ + c + cost ≤ limit
+//! ```
+//!
+//! so it admits a little more than the exact estimate (up to one request's
+//! worth of the previous window's share). Since `⌊x⌋ ≤ room ⇔ x < room + 1`,
+//! the floor rule is the exact one with the budget `room·W` for the weighted
+//! previous count widened to `(room + 1)·W − 1`; the retry-after solves that
+//! for `e` the same way.
 
 use super::{
     detachable, redis_bytes, span, state_bytes, Decision, Footprint, Keyed, Ledger, Limiter,
@@ -25,6 +39,37 @@ pub struct Config {
     pub limit: u64,
     pub window: Nanos,
     pub count_rejected: bool,
+    pub weight: Weight,
+}
+
+/// How the previous window's weighted count enters the sum.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Weight {
+    /// `p·(W − e)/W` exactly (DESIGN §2).
+    #[default]
+    Exact,
+    /// `⌊p·(W − e)/W⌋` (DESIGN §5, Python `limits`).
+    Floor,
+}
+
+impl Weight {
+    /// The accepted spellings, default first.
+    pub const NAMES: &'static [&'static str] = &["exact", "floor"];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Weight::Exact => "exact",
+            Weight::Floor => "floor",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Weight> {
+        match s {
+            "exact" => Some(Weight::Exact),
+            "floor" => Some(Weight::Floor),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -57,15 +102,23 @@ impl SlidingCounter {
     /// Fresh-equivalent once neither count weighs: window `k`'s count
     /// weighs through window `k + 1` (as `p`, by `W − e ≥ 1`), so a key
     /// whose current count is non-zero is fresh-equivalent at `(k + 2)·W`,
-    /// one with only a previous count at `(k + 1)·W`. Before that a request
+    /// one with only a previous count at `(k + 1)·W` — with `floor`
+    /// weights earlier, once the floored weight is 0. Before that a request
     /// of `limit` is refused. Each non-zero window count is an item that
     /// expires at the same moment.
     fn windows(&self, c: &Counts) -> (Nanos, [Option<u64>; 2]) {
         let w = self.cfg.window.0 as u128;
         let k = c.window as u128;
         let end = |j: u128| span(j * w).0;
-        let current = (c.current > 0).then(|| end(k + 2));
-        let previous = (c.previous > 0 && k > 0).then(|| end(k + 1));
+        // A count n of window j weighs in window j + 1 until the offset
+        // from which it no longer can: exact, its end; floor, once
+        // ⌊n·(W − e)/W⌋ = 0, i.e. e ≥ W − ⌊(W − 1)/n⌋.
+        let stops = |j: u128, n: u64| match self.cfg.weight {
+            Weight::Exact => end(j + 2),
+            Weight::Floor => span((j + 1) * w + w - (w - 1) / n as u128).0,
+        };
+        let current = (c.current > 0).then(|| stops(k, c.current));
+        let previous = (c.previous > 0 && k > 0).then(|| stops(k - 1, c.previous));
         (
             Nanos(current.or(previous).unwrap_or(0)),
             [previous, current],
@@ -78,16 +131,29 @@ impl SlidingCounter {
         self.ledger.replace(key, at, items.into_iter().flatten());
     }
 
+    /// The most the weighted previous count `p·(W − e)` may be for `cost`
+    /// to fit on top of a current count `c`; `None` if it never fits.
+    fn budget(cfg: &Config, c: u64, cost: u64) -> Option<u128> {
+        let (limit, w) = (cfg.limit as u128, cfg.window.0 as u128);
+        let room = limit.checked_sub(c as u128 + cost as u128)?;
+        Some(match cfg.weight {
+            // p·(W − e) + (c + cost)·W ≤ limit·W.
+            Weight::Exact => room * w,
+            // ⌊p·(W − e)/W⌋ ≤ room  ⇔  p·(W − e) < (room + 1)·W.
+            Weight::Floor => (room + 1) * w - 1,
+        })
+    }
+
     /// The smallest offset `e` into a window whose previous count is `p` and
     /// current count `c` at which `cost` fits, if any before the window ends.
     fn earliest_offset(&self, p: u64, c: u64, cost: u64) -> Option<u64> {
-        let (limit, w) = (self.cfg.limit as u128, self.cfg.window.0 as u128);
-        let room = limit.checked_sub(c as u128 + cost as u128)?;
+        let w = self.cfg.window.0 as u128;
+        let budget = Self::budget(&self.cfg, c, cost)?;
         if p == 0 {
             return Some(0);
         }
-        // p·(W − e) ≤ room·W  ⇔  e ≥ W − room·W/p.
-        let e = w.saturating_sub(room * w / p as u128);
+        // p·(W − e) ≤ budget  ⇔  e ≥ W − budget/p.
+        let e = w.saturating_sub(budget / p as u128);
         (e < w).then_some(e as u64)
     }
 }
@@ -130,9 +196,9 @@ impl SlidingCounter {
             s.current = 0;
             s.window = k;
         }
-        let (p, c) = (s.previous as u128, s.current as u128);
-        let weighted = p * (w - e) as u128 + (c + cost as u128) * w as u128;
-        if weighted <= cfg.limit as u128 * w as u128 {
+        let fits = Self::budget(&cfg, s.current, cost)
+            .is_some_and(|budget| s.previous as u128 * (w - e) as u128 <= budget);
+        if fits {
             s.current += cost;
             return Decision::Admitted;
         }
@@ -167,10 +233,15 @@ mod tests {
     const MS: u64 = 1_000_000;
 
     fn counter(limit: u64, count_rejected: bool) -> SlidingCounter {
+        weighted(limit, count_rejected, Weight::Exact)
+    }
+
+    fn weighted(limit: u64, count_rejected: bool, weight: Weight) -> SlidingCounter {
         SlidingCounter::new(Config {
             limit,
             window: Nanos(1000 * MS),
             count_rejected,
+            weight,
         })
     }
 
@@ -265,5 +336,61 @@ mod tests {
             sc.footprint(Nanos(5000 * MS)).redis_peak_total,
             2 * one as u64
         );
+    }
+
+    #[test]
+    fn a_floored_weight_admits_while_the_fraction_is_still_there() {
+        let mut exact = counter(10, false);
+        let mut floor = weighted(10, false, Weight::Floor);
+        for sc in [&mut exact, &mut floor] {
+            for _ in 0..10 {
+                assert_eq!(sc.decide(0, Nanos(500 * MS), 1), Decision::Admitted);
+            }
+        }
+        // At 1.05s the previous 10 weigh 9.5: exact 9.5 + 1 > 10 rejects
+        // until 1.1s, floor ⌊9.5⌋ + 1 = 10 admits.
+        assert_eq!(
+            exact.decide(0, Nanos(1050 * MS), 1),
+            Decision::Rejected {
+                retry_after: Some(Nanos(50 * MS))
+            }
+        );
+        assert_eq!(floor.decide(0, Nanos(1050 * MS), 1), Decision::Admitted);
+    }
+
+    #[test]
+    fn a_floored_weight_retries_once_the_weight_drops_below_the_next_integer() {
+        let mut sc = weighted(10, false, Weight::Floor);
+        for _ in 0..10 {
+            sc.decide(0, Nanos(0), 1);
+        }
+        // At 1s the previous 10 weigh 10: ⌊10·(W − e)/W⌋ ≤ 9 needs
+        // 10·(W − e) < 10·W, i.e. e ≥ 1 ns.
+        assert_eq!(
+            sc.decide(0, Nanos(1000 * MS), 1),
+            Decision::Rejected {
+                retry_after: Some(Nanos(1))
+            }
+        );
+        assert_eq!(sc.decide(0, Nanos(1000 * MS + 1), 1), Decision::Admitted);
+        // Now c = 1: ⌊10·(W − e)/W⌋ ≤ 8 needs 10·(W − e) < 9·W, e > W/10.
+        assert_eq!(
+            sc.decide(0, Nanos(1050 * MS), 1),
+            Decision::Rejected {
+                retry_after: Some(Nanos(50 * MS + 1))
+            }
+        );
+        assert!(!sc.decide(0, Nanos(1100 * MS), 1).passes());
+        assert_eq!(sc.decide(0, Nanos(1100 * MS + 1), 1), Decision::Admitted);
+    }
+
+    #[test]
+    fn a_floored_weight_of_a_small_previous_count_never_holds_a_request_back() {
+        let mut sc = weighted(3, false, Weight::Floor);
+        sc.decide(0, Nanos(900 * MS), 1);
+        // p = 1 weighs less than 1 at every e > 0, and floors to 0.
+        for _ in 0..3 {
+            assert_eq!(sc.decide(0, Nanos(1000 * MS + 1), 1), Decision::Admitted);
+        }
     }
 }

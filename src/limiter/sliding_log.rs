@@ -13,6 +13,19 @@
 //! columns make visible next to the counters. With `count_rejected = true`
 //! rejected attempts are logged too (the common Redis sorted-set limiter that
 //! `ZADD`s before it counts), so a client that keeps retrying keeps itself out.
+//!
+//! ## `boundary = "inclusive"` (Python `limits` MovingWindow)
+//!
+//! Python `limits` keeps an entry alive while `entry ≥ t − W`: an entry made
+//! at `s` is still live at exactly `s + W` and expires at `s + W + 1 ns`.
+//!
+//! ```text
+//! live at t  ⇔  s ≥ t − W            retry_after = s_j + W + 1 − t
+//! ```
+//!
+//! That is the textbook rule with a window one nanosecond longer, which is
+//! how it is built: decisions differ from `exclusive` only when two
+//! arrivals are exactly `W` apart.
 
 use std::collections::VecDeque;
 
@@ -24,6 +37,37 @@ pub struct Config {
     pub limit: u64,
     pub window: Nanos,
     pub count_rejected: bool,
+    pub boundary: Boundary,
+}
+
+/// Whether an entry exactly one window old is still live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Boundary {
+    /// Live iff `s > t − W` (DESIGN §2).
+    #[default]
+    Exclusive,
+    /// Live iff `s ≥ t − W` (DESIGN §5, Python `limits`).
+    Inclusive,
+}
+
+impl Boundary {
+    /// The accepted spellings, default first.
+    pub const NAMES: &'static [&'static str] = &["exclusive", "inclusive"];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Boundary::Exclusive => "exclusive",
+            Boundary::Inclusive => "inclusive",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Boundary> {
+        match s {
+            "exclusive" => Some(Boundary::Exclusive),
+            "inclusive" => Some(Boundary::Inclusive),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default)]
@@ -44,6 +88,18 @@ pub struct SlidingLog {
 
 impl SlidingLog {
     pub fn new(cfg: Config) -> Self {
+        // `s ≥ t − W` is `s > t − (W + 1 ns)`: an inclusive log is an
+        // exclusive one whose entries live one nanosecond longer — in its
+        // decisions, its retry-after and its memory alike. Everything below
+        // reads the window only through this `cfg`.
+        let cfg = match cfg.boundary {
+            Boundary::Exclusive => cfg,
+            Boundary::Inclusive => Config {
+                window: Nanos(cfg.window.0 + 1),
+                boundary: Boundary::Exclusive,
+                ..cfg
+            },
+        };
         SlidingLog {
             cfg,
             keys: Keyed::default(),
@@ -157,10 +213,15 @@ mod tests {
     const MS: u64 = 1_000_000;
 
     fn log(limit: u64, count_rejected: bool) -> SlidingLog {
+        bounded(limit, count_rejected, Boundary::Exclusive)
+    }
+
+    fn bounded(limit: u64, count_rejected: bool, boundary: Boundary) -> SlidingLog {
         SlidingLog::new(Config {
             limit,
             window: Nanos(1000 * MS),
             count_rejected,
+            boundary,
         })
     }
 
@@ -252,5 +313,49 @@ mod tests {
             + zset(1, 2) as u128 * 200 * MS as u128;
         assert_eq!(f.redis_byte_ns, redis);
         assert_eq!(f.redis_peak_total, zset(2, 2));
+    }
+
+    #[test]
+    fn an_inclusive_entry_is_still_live_exactly_one_window_later() {
+        let mut sl = bounded(1, false, Boundary::Inclusive);
+        assert_eq!(sl.decide(0, Nanos(100 * MS), 1), Decision::Admitted);
+        assert_eq!(
+            sl.decide(0, Nanos(1100 * MS), 1),
+            Decision::Rejected {
+                retry_after: Some(Nanos(1))
+            }
+        );
+        assert_eq!(sl.decide(0, Nanos(1100 * MS + 1), 1), Decision::Admitted);
+    }
+
+    #[test]
+    fn inclusive_retry_after_waits_one_nanosecond_past_the_window() {
+        let mut sl = bounded(2, false, Boundary::Inclusive);
+        assert_eq!(sl.decide(0, Nanos(0), 1), Decision::Admitted);
+        assert_eq!(sl.decide(0, Nanos(300 * MS), 1), Decision::Admitted);
+        assert_eq!(
+            sl.decide(0, Nanos(500 * MS), 1),
+            Decision::Rejected {
+                retry_after: Some(Nanos(500 * MS + 1))
+            }
+        );
+        // The exclusive log lets the same request in at exactly 1s.
+        let mut ex = log(2, false);
+        ex.decide(0, Nanos(0), 1);
+        ex.decide(0, Nanos(300 * MS), 1);
+        assert_eq!(
+            ex.decide(0, Nanos(500 * MS), 1),
+            Decision::Rejected {
+                retry_after: Some(Nanos(500 * MS))
+            }
+        );
+    }
+
+    #[test]
+    fn an_inclusive_entry_is_held_one_nanosecond_longer() {
+        let mut sl = bounded(1, false, Boundary::Inclusive);
+        sl.decide(0, Nanos(0), 1);
+        let f = sl.footprint(Nanos(2000 * MS));
+        assert_eq!(f.byte_ns, 8 * (1000 * MS as u128 + 1));
     }
 }

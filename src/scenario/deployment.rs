@@ -207,8 +207,15 @@ fn parse_fallback(
         }
     }
     let mut t = t.clone();
-    t.entry("algorithm")
-        .or_insert_with(|| Value::String(limiter.algorithm.name().to_string()));
+    if !t.contains_key("algorithm") && !t.contains_key("implementation") {
+        // The limiter's own implementation if it named one (its knobs
+        // included), else its algorithm.
+        let (key, value) = match limiter.implementation {
+            Some(i) => ("implementation", i),
+            None => ("algorithm", limiter.algorithm.name()),
+        };
+        t.insert(key.to_string(), Value::String(value.to_string()));
+    }
     let mut f = Fields::new(path, &t);
     let spec = limiters::parse(&mut f, defaults)?;
     f.finish()?;

@@ -11,8 +11,8 @@ use super::Defaults;
 use crate::clock::{Nanos, Rate};
 use crate::error::InputError;
 use crate::limiter::{
-    fixed_window, gcra, interval_bucket, leaky_bucket, sliding_counter, sliding_log, token_bucket,
-    Limiter,
+    fixed_window, gcra, interval_bucket, leaky_bucket, sliding_counter, sliding_log, smooth_bursty,
+    token_bucket, Limiter,
 };
 
 /// What a limiter keys its state on.
@@ -43,6 +43,7 @@ pub enum Algorithm {
     FixedWindow(fixed_window::Config),
     SlidingLog(sliding_log::Config),
     SlidingCounter(sliding_counter::Config),
+    SmoothBursty(smooth_bursty::Config),
 }
 
 /// Every algorithm name with a one-line description, for `ratesim list`.
@@ -75,7 +76,148 @@ pub const ALGORITHMS: &[(&str, &str)] = &[
         "sliding_counter",
         "previous window weighted by its remaining share (Cloudflare)",
     ),
+    (
+        "smooth_bursty",
+        "balance may go into debt: admits any cost while none is owed (Guava RateLimiter)",
+    ),
 ];
+
+/// The fields each algorithm takes besides `name`, `key_by`, `traffic`,
+/// `deployment` and `implementation`, for error messages.
+const PARAMS: &[(&str, &str)] = &[
+    ("token_bucket", "capacity, rate"),
+    (
+        "interval_bucket",
+        "max_tokens, tokens_per_fill, fill_interval",
+    ),
+    ("gcra", "burst, rate"),
+    ("leaky_bucket", "rate, queue, delay, arithmetic"),
+    ("fixed_window", "limit, window, count_rejected, align"),
+    ("sliding_log", "limit, window, count_rejected, boundary"),
+    ("sliding_counter", "limit, window, count_rejected, weight"),
+    ("smooth_bursty", "rate, capacity, start"),
+];
+
+/// The variant knobs of DESIGN §5 and the algorithm each belongs to.
+const KNOBS: &[(&str, &str)] = &[
+    ("align", "fixed_window"),
+    ("boundary", "sliding_log"),
+    ("weight", "sliding_counter"),
+    ("arithmetic", "leaky_bucket"),
+    ("start", "smooth_bursty"),
+];
+
+/// A named implementation (`implementation = "..."`): the algorithm and
+/// knob values that reproduce a real library (DESIGN §5). Fields written in
+/// the table override what it implies.
+#[derive(Debug)]
+pub struct Implementation {
+    pub name: &'static str,
+    pub algorithm: &'static str,
+    /// `(field, value as TOML writes it)` it implies.
+    pub implies: &'static [(&'static str, &'static str)],
+    /// What it is, for `ratesim list`.
+    pub about: &'static str,
+}
+
+impl Implementation {
+    /// The value this preset implies for `field`, as TOML writes it.
+    fn implied(&self, field: &str) -> Option<&'static str> {
+        self.implies
+            .iter()
+            .find(|(f, _)| *f == field)
+            .map(|(_, v)| *v)
+    }
+
+    /// `fixed_window, align = "first_hit", count_rejected = true`.
+    pub fn maps_to(&self) -> String {
+        let mut out = self.algorithm.to_string();
+        for (field, value) in self.implies {
+            out.push_str(&format!(", {field} = {value}"));
+        }
+        out
+    }
+}
+
+pub const IMPLEMENTATIONS: &[Implementation] = &[
+    Implementation {
+        name: "python-limits-fixed",
+        algorithm: "fixed_window",
+        implies: &[("align", "\"first_hit\""), ("count_rejected", "true")],
+        about: "Python limits FixedWindowRateLimiter",
+    },
+    Implementation {
+        name: "python-limits-moving",
+        algorithm: "sliding_log",
+        implies: &[("boundary", "\"inclusive\"")],
+        about: "Python limits MovingWindowRateLimiter",
+    },
+    Implementation {
+        name: "python-limits-sliding",
+        algorithm: "sliding_counter",
+        implies: &[("weight", "\"floor\"")],
+        about: "Python limits SlidingWindowCounterRateLimiter",
+    },
+    Implementation {
+        name: "redis-incr-expire",
+        algorithm: "fixed_window",
+        implies: &[("align", "\"first_hit\""), ("count_rejected", "true")],
+        about: "Redis INCR, with EXPIRE set on the first increment",
+    },
+    Implementation {
+        name: "guava",
+        algorithm: "smooth_bursty",
+        implies: &[],
+        about: "Guava RateLimiter.create(rate), tryAcquire(cost)",
+    },
+    Implementation {
+        name: "governor",
+        algorithm: "gcra",
+        implies: &[],
+        about: "the Rust governor crate",
+    },
+    Implementation {
+        name: "redis-cell",
+        algorithm: "gcra",
+        implies: &[],
+        about: "redis-cell CL.THROTTLE; takes max_burst (= burst − 1)",
+    },
+    Implementation {
+        name: "envoy",
+        algorithm: "token_bucket",
+        implies: &[],
+        about: "Envoy local rate limit (lazy refill)",
+    },
+    Implementation {
+        name: "envoy-timer",
+        algorithm: "interval_bucket",
+        implies: &[],
+        about: "Envoy's earlier timer-refilled token bucket",
+    },
+    Implementation {
+        name: "envoy-ratelimit",
+        algorithm: "fixed_window",
+        implies: &[("count_rejected", "true")],
+        about: "envoyproxy/ratelimit's Redis counter",
+    },
+    Implementation {
+        name: "nginx",
+        algorithm: "leaky_bucket",
+        implies: &[("arithmetic", "\"nginx\"")],
+        about: "nginx limit_req (queue = burst, delay = delay=, nodelay = delay equal to queue)",
+    },
+    Implementation {
+        name: "golang-x-time-rate",
+        algorithm: "token_bucket",
+        implies: &[],
+        about: "Go golang.org/x/time/rate Limiter.AllowN (exact at whole-µs timestamps)",
+    },
+];
+
+/// The implementation called `name`.
+pub fn implementation(name: &str) -> Option<&'static Implementation> {
+    IMPLEMENTATIONS.iter().find(|i| i.name == name)
+}
 
 impl Algorithm {
     pub fn name(&self) -> &'static str {
@@ -87,6 +229,7 @@ impl Algorithm {
             Algorithm::FixedWindow(_) => "fixed_window",
             Algorithm::SlidingLog(_) => "sliding_log",
             Algorithm::SlidingCounter(_) => "sliding_counter",
+            Algorithm::SmoothBursty(_) => "smooth_bursty",
         }
     }
 
@@ -96,10 +239,11 @@ impl Algorithm {
             Algorithm::TokenBucket(c) => Box::new(token_bucket::TokenBucket::new(c)),
             Algorithm::IntervalBucket(c) => Box::new(interval_bucket::IntervalBucket::new(c)),
             Algorithm::Gcra(c) => Box::new(gcra::Gcra::new(c)),
-            Algorithm::LeakyBucket(c) => Box::new(leaky_bucket::LeakyBucket::new(c)),
+            Algorithm::LeakyBucket(c) => leaky_bucket::boxed(c),
             Algorithm::FixedWindow(c) => Box::new(fixed_window::FixedWindow::new(c)),
             Algorithm::SlidingLog(c) => Box::new(sliding_log::SlidingLog::new(c)),
             Algorithm::SlidingCounter(c) => Box::new(sliding_counter::SlidingCounter::new(c)),
+            Algorithm::SmoothBursty(c) => Box::new(smooth_bursty::SmoothBursty::new(c)),
         }
     }
 
@@ -127,6 +271,7 @@ impl Algorithm {
                 rate: rate(c.rate)?,
                 queue: c.queue / n,
                 delay: c.delay / n,
+                arithmetic: c.arithmetic,
             }),
             Algorithm::FixedWindow(c) => Algorithm::FixedWindow(fixed_window::Config {
                 limit: count(c.limit),
@@ -140,12 +285,24 @@ impl Algorithm {
                 limit: count(c.limit),
                 ..c
             }),
+            Algorithm::SmoothBursty(c) => Algorithm::SmoothBursty(smooth_bursty::Config {
+                capacity: count(c.capacity),
+                rate: rate(c.rate)?,
+                ..c
+            }),
         })
     }
 
-    /// The resolved parameters, for `summary.json` and the terminal.
+    /// The resolved parameters, for `summary.json` and the terminal. A
+    /// variant knob of DESIGN §5 appears only when it is not the default, so
+    /// a textbook limiter reads as it always did.
     pub fn params(&self) -> serde_json::Value {
-        match *self {
+        let window_params = |limit: u64, window: Nanos, count_rejected: bool| {
+            json!({
+                "limit": limit, "window": window.to_string(), "count_rejected": count_rejected,
+            })
+        };
+        let mut v = match *self {
             Algorithm::TokenBucket(c) => {
                 json!({ "capacity": c.capacity, "rate": c.rate.to_string() })
             }
@@ -158,30 +315,40 @@ impl Algorithm {
             Algorithm::LeakyBucket(c) => json!({
                 "rate": c.rate.to_string(), "queue": c.queue, "delay": c.delay,
             }),
-            Algorithm::FixedWindow(fixed_window::Config {
-                limit,
-                window,
-                count_rejected,
-            })
-            | Algorithm::SlidingLog(sliding_log::Config {
-                limit,
-                window,
-                count_rejected,
-            })
-            | Algorithm::SlidingCounter(sliding_counter::Config {
-                limit,
-                window,
-                count_rejected,
-            }) => json!({
-                "limit": limit, "window": window.to_string(), "count_rejected": count_rejected,
+            Algorithm::FixedWindow(c) => window_params(c.limit, c.window, c.count_rejected),
+            Algorithm::SlidingLog(c) => window_params(c.limit, c.window, c.count_rejected),
+            Algorithm::SlidingCounter(c) => window_params(c.limit, c.window, c.count_rejected),
+            Algorithm::SmoothBursty(c) => json!({
+                "rate": c.rate.to_string(), "capacity": c.capacity, "start": c.start.as_str(),
             }),
+        };
+        let knob = match *self {
+            Algorithm::FixedWindow(c) if c.align != Default::default() => {
+                Some(("align", c.align.as_str()))
+            }
+            Algorithm::SlidingLog(c) if c.boundary != Default::default() => {
+                Some(("boundary", c.boundary.as_str()))
+            }
+            Algorithm::SlidingCounter(c) if c.weight != Default::default() => {
+                Some(("weight", c.weight.as_str()))
+            }
+            Algorithm::LeakyBucket(c) if c.arithmetic != Default::default() => {
+                Some(("arithmetic", c.arithmetic.as_str()))
+            }
+            _ => None,
+        };
+        if let Some((field, value)) = knob {
+            v[field] = json!(value);
         }
+        v
     }
 }
 
 #[derive(Debug, Clone)]
 pub struct LimiterSpec {
     pub name: String,
+    /// The named implementation it was given as (`implementation = "..."`).
+    pub implementation: Option<&'static str>,
     pub key_by: KeyBy,
     pub algorithm: Algorithm,
     /// Indices of the `[[traffic]]` sources this limiter sees (all by default).
@@ -191,9 +358,42 @@ pub struct LimiterSpec {
 }
 
 pub fn parse(f: &mut Fields, d: &Defaults) -> Result<LimiterSpec, InputError> {
-    let algorithm_name = f
-        .opt_str("algorithm")?
-        .ok_or_else(|| f.missing("algorithm", &format!("one of {}", names(ALGORITHMS))))?;
+    let preset = match f.opt_str("implementation")? {
+        None => None,
+        Some(n) => Some(implementation(n).ok_or_else(|| {
+            InputError::new(format!(
+                "{}: {} — unknown implementation; accepted: {}",
+                f.at("implementation"),
+                crate::error::quoted(n),
+                implementation_names()
+            ))
+        })?),
+    };
+    let algorithm_name = match (f.opt_str("algorithm")?, preset) {
+        (Some(a), Some(p)) if a != p.algorithm => {
+            return Err(InputError::new(format!(
+                "{}: {} — implementation \"{}\" is a {}; leave algorithm out (or write \"{}\")",
+                f.at("algorithm"),
+                crate::error::quoted(a),
+                p.name,
+                p.algorithm,
+                p.algorithm
+            )))
+        }
+        (Some(a), _) => a,
+        (None, Some(p)) => p.algorithm,
+        (None, None) => {
+            return Err(f.missing(
+                "algorithm",
+                &format!(
+                    "one of {}; or name a library with implementation = one of {}",
+                    names(ALGORITHMS),
+                    implementation_names()
+                ),
+            ))
+        }
+    };
+    check_knobs(f, algorithm_name)?;
     let name = match f.opt_str("name")? {
         Some("") => {
             return Err(InputError::new(format!(
@@ -209,7 +409,7 @@ pub fn parse(f: &mut Fields, d: &Defaults) -> Result<LimiterSpec, InputError> {
             )))
         }
         Some(n) => n.to_string(),
-        None => algorithm_name.to_string(),
+        None => preset.map_or(algorithm_name, |p| p.name).to_string(),
     };
     let key_by = match f.opt_str("key_by")? {
         None | Some("client") => KeyBy::Client,
@@ -224,37 +424,67 @@ pub fn parse(f: &mut Fields, d: &Defaults) -> Result<LimiterSpec, InputError> {
         }
     };
     let default_rate = || Rate::per(d.limit, d.window).expect("defaults are validated");
-    let count_rejected =
-        |f: &mut Fields| Ok::<_, InputError>(f.opt_bool("count_rejected")?.unwrap_or(false));
+    let count_rejected = |f: &mut Fields| {
+        let implied = preset.and_then(|p| p.implied("count_rejected")) == Some("true");
+        Ok::<_, InputError>(f.opt_bool("count_rejected")?.unwrap_or(implied))
+    };
     let algorithm = match algorithm_name {
         "token_bucket" => Algorithm::TokenBucket(token_bucket::Config {
             capacity: f.opt_count("capacity", 1)?.unwrap_or(d.limit),
             rate: f.opt_rate("rate")?.unwrap_or_else(default_rate),
         }),
         "gcra" => Algorithm::Gcra(gcra::Config {
-            burst: f.opt_count("burst", 1)?.unwrap_or(d.limit),
+            burst: gcra_burst(f, preset)?.unwrap_or(d.limit),
             rate: f.opt_rate("rate")?.unwrap_or_else(default_rate),
         }),
         "interval_bucket" => Algorithm::IntervalBucket(interval_bucket(f, d)?),
-        "leaky_bucket" => Algorithm::LeakyBucket(leaky_bucket::Config {
-            rate: f.opt_rate("rate")?.unwrap_or_else(default_rate),
-            queue: f.opt_count("queue", 0)?.unwrap_or(d.limit),
-            delay: f.opt_count("delay", 0)?.unwrap_or(0),
-        }),
+        "leaky_bucket" => Algorithm::LeakyBucket(leaky_bucket(f, d, preset)?),
         "fixed_window" => Algorithm::FixedWindow(fixed_window::Config {
             limit: f.opt_count("limit", 1)?.unwrap_or(d.limit),
             window: f.opt_duration("window", false)?.unwrap_or(d.window),
             count_rejected: count_rejected(f)?,
+            align: knob(
+                f,
+                preset,
+                "align",
+                fixed_window::Align::NAMES,
+                fixed_window::Align::parse,
+            )?,
         }),
         "sliding_log" => Algorithm::SlidingLog(sliding_log::Config {
             limit: f.opt_count("limit", 1)?.unwrap_or(d.limit),
             window: f.opt_duration("window", false)?.unwrap_or(d.window),
             count_rejected: count_rejected(f)?,
+            boundary: knob(
+                f,
+                preset,
+                "boundary",
+                sliding_log::Boundary::NAMES,
+                sliding_log::Boundary::parse,
+            )?,
         }),
         "sliding_counter" => Algorithm::SlidingCounter(sliding_counter::Config {
             limit: f.opt_count("limit", 1)?.unwrap_or(d.limit),
             window: f.opt_duration("window", false)?.unwrap_or(d.window),
             count_rejected: count_rejected(f)?,
+            weight: knob(
+                f,
+                preset,
+                "weight",
+                sliding_counter::Weight::NAMES,
+                sliding_counter::Weight::parse,
+            )?,
+        }),
+        "smooth_bursty" => Algorithm::SmoothBursty(smooth_bursty::Config {
+            rate: f.opt_rate("rate")?.unwrap_or_else(default_rate),
+            capacity: f.opt_count("capacity", 1)?.unwrap_or(d.limit),
+            start: knob(
+                f,
+                preset,
+                "start",
+                smooth_bursty::Start::NAMES,
+                smooth_bursty::Start::parse,
+            )?,
         }),
         other => {
             return Err(InputError::new(format!(
@@ -267,11 +497,149 @@ pub fn parse(f: &mut Fields, d: &Defaults) -> Result<LimiterSpec, InputError> {
     };
     Ok(LimiterSpec {
         name,
+        implementation: preset.map(|p| p.name),
         key_by,
         algorithm,
         traffic: Vec::new(),
         deployment: crate::deploy::Deployment::default(),
     })
+}
+
+/// A variant knob: the string written, else what the implementation
+/// implies, else the default; anything else is an error naming the
+/// accepted values.
+fn knob<T: Default>(
+    f: &mut Fields,
+    preset: Option<&Implementation>,
+    field: &str,
+    accepted: &[&str],
+    parse: fn(&str) -> Option<T>,
+) -> Result<T, InputError> {
+    let accepted_list = || {
+        accepted
+            .iter()
+            .map(|a| format!("\"{a}\""))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let Some(value) = f.opt_str(field).map_err(|_| {
+        InputError::new(format!(
+            "{}: {} — expected one of {}",
+            f.at(field),
+            f.peek(field).map(super::fields::show).unwrap_or_default(),
+            accepted_list()
+        ))
+    })?
+    else {
+        let implied = preset.and_then(|p| p.implied(field));
+        // An implied value is one of ours, in quotes.
+        return Ok(implied
+            .and_then(|v| parse(v.trim_matches('"')))
+            .unwrap_or_default());
+    };
+    parse(value).ok_or_else(|| {
+        InputError::new(format!(
+            "{}: {} — accepted: {}",
+            f.at(field),
+            crate::error::quoted(value),
+            accepted_list()
+        ))
+    })
+}
+
+/// A knob written on an algorithm it does not belong to is named as such.
+fn check_knobs(f: &Fields, algorithm: &str) -> Result<(), InputError> {
+    for &(field, owner) in KNOBS {
+        if owner == algorithm {
+            continue;
+        }
+        if let Some(v) = f.peek(field) {
+            let takes = PARAMS
+                .iter()
+                .find(|(a, _)| *a == algorithm)
+                .map_or("", |(_, p)| *p);
+            return Err(f.error(
+                field,
+                v,
+                format_args!(
+                    "`{field}` is a knob of {owner}, not of {algorithm}; {algorithm} takes: {takes}"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `burst`, or under redis-cell its own `max_burst = b` (burst `b + 1`).
+fn gcra_burst(f: &mut Fields, preset: Option<&Implementation>) -> Result<Option<u64>, InputError> {
+    let redis_cell = preset.is_some_and(|p| p.name == "redis-cell");
+    if !redis_cell {
+        if let Some(v) = f.peek("max_burst") {
+            return Err(f.error(
+                "max_burst",
+                v,
+                "max_burst is redis-cell's name: write implementation = \"redis-cell\", or burst = max_burst + 1",
+            ));
+        }
+        return f.opt_count("burst", 1);
+    }
+    let burst = f.opt_count("burst", 1)?;
+    let max_burst = f.opt_count("max_burst", 0)?;
+    match (burst, max_burst) {
+        (Some(_), Some(_)) => Err(f.error(
+            "max_burst",
+            f.peek("max_burst").expect("it was just read"),
+            "give max_burst or burst (= max_burst + 1), not both",
+        )),
+        (_, Some(b)) => Ok(Some(b + 1)),
+        (b, None) => Ok(b),
+    }
+}
+
+fn leaky_bucket(
+    f: &mut Fields,
+    d: &Defaults,
+    preset: Option<&Implementation>,
+) -> Result<leaky_bucket::Config, InputError> {
+    let rate_written = f.peek("rate");
+    let cfg = leaky_bucket::Config {
+        rate: f
+            .opt_rate("rate")?
+            .unwrap_or_else(|| Rate::per(d.limit, d.window).expect("defaults are validated")),
+        queue: f.opt_count("queue", 0)?.unwrap_or(d.limit),
+        delay: f.opt_count("delay", 0)?.unwrap_or(0),
+        arithmetic: knob(
+            f,
+            preset,
+            "arithmetic",
+            leaky_bucket::Arithmetic::NAMES,
+            leaky_bucket::Arithmetic::parse,
+        )?,
+    };
+    if cfg.arithmetic == leaky_bucket::Arithmetic::Nginx
+        && leaky_bucket::nginx::thousandths_per_sec(&cfg) == 0
+    {
+        let what = "with arithmetic = \"nginx\" the rate must be at least 1 per 1000s (nginx counts thousandths of a request per second), e.g. \"1/1m\"";
+        return Err(match rate_written {
+            Some(v) => f.error("rate", v, what),
+            None => InputError::new(format!(
+                "{}: {} per {} (from [defaults]) — {what}",
+                f.at("rate"),
+                d.limit,
+                d.window
+            )),
+        });
+    }
+    Ok(cfg)
+}
+
+/// `"a", "b", …` of every implementation name.
+pub fn implementation_names() -> String {
+    IMPLEMENTATIONS
+        .iter()
+        .map(|i| format!("\"{}\"", i.name))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Envoy-style fills: both `tokens_per_fill` and `fill_interval`, or

@@ -22,7 +22,7 @@ use crate::traffic::retry::Retry;
 use crate::traffic::trace::TraceData;
 use crate::traffic::{ParseCtx, Pattern, PATTERNS};
 pub use fields::Fields;
-pub use limiters::{Algorithm, KeyBy, LimiterSpec, ALGORITHMS};
+pub use limiters::{Algorithm, KeyBy, LimiterSpec, ALGORITHMS, IMPLEMENTATIONS};
 
 /// The policy every limiter derives its defaults from, and that
 /// `peak_in_window` is held against.
@@ -385,14 +385,20 @@ impl Scenario {
                 "window": self.defaults.window.to_string(),
                 "window_ns": self.defaults.window.0,
             },
-            "limiters": self.limiters.iter().map(|l| json!({
-                "name": l.name,
-                "algorithm": l.algorithm.name(),
-                "key_by": l.key_by.as_str(),
-                "params": l.algorithm.params(),
-                "traffic": l.traffic.iter().map(|&i| self.traffic[i].name.clone()).collect::<Vec<_>>(),
-                "deployment": l.deployment.echo(),
-            })).collect::<Vec<_>>(),
+            "limiters": self.limiters.iter().map(|l| {
+                let mut v = json!({
+                    "name": l.name,
+                    "algorithm": l.algorithm.name(),
+                    "key_by": l.key_by.as_str(),
+                    "params": l.algorithm.params(),
+                    "traffic": l.traffic.iter().map(|&i| self.traffic[i].name.clone()).collect::<Vec<_>>(),
+                    "deployment": l.deployment.echo(),
+                });
+                if let Some(i) = l.implementation {
+                    v["implementation"] = json!(i);
+                }
+                v
+            }).collect::<Vec<_>>(),
             "traffic": self.traffic.iter().map(|s| {
                 let mut v = s.pattern.echo();
                 v["name"] = json!(s.name);

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use assert_cmd::Command;
 
 /// The built-in scenarios, each also shipped as `scenarios/<name>.toml`.
-pub const SHIPPED: [&str; 11] = [
+pub const SHIPPED: [&str; 12] = [
     "boundary",
     "steady",
     "poisson",
@@ -19,6 +19,7 @@ pub const SHIPPED: [&str; 11] = [
     "distributed",
     "outage",
     "race",
+    "libraries",
 ];
 
 /// DESIGN §3: the columns `summary.csv` starts with, named exactly.

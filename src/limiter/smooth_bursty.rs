@@ -1,0 +1,239 @@
+//! Smooth bursty: Guava's `RateLimiter.create(rate)` (SmoothBursty), asked
+//! with `tryAcquire(cost)` and no timeout.
+//!
+//! A token balance `T` that may go negative — a debt. It starts at 0
+//! (`start = "empty"`, as Guava) or at `capacity` (`"full"`) at the key's
+//! first request, refills at `rate` up to `capacity`, and:
+//!
+//! ```text
+//! T(t) = min(capacity, T(last) + rate · (t − last))
+//! admit  ⇔  T(t) ≥ 0          then T −= cost      (any cost, even > capacity)
+//! retry_after = ⌈−T / rate⌉   (when the debt is paid off)
+//! ```
+//!
+//! The difference from the textbook `token_bucket` is who pays: the bucket
+//! admits a request as long as no debt is outstanding, however much it
+//! costs, and makes the *next* caller wait for it. One request of 100 passes
+//! a bucket of 10 at once; the following ones are refused until the 100 have
+//! been earned back. With unit costs and `start = "full"` it decides exactly
+//! as a token bucket of `capacity + 1` (the balance plus the one unit of
+//! debt it may run into). Guava's `maxPermits` is `rate × maxBurstSeconds`
+//! (one second by default), given here as `capacity`.
+//!
+//! Exactness: with `rate = n/d` the balance is kept as `T · d` in signed
+//! integers, so a refill over `Δ` ns adds `Δ · n`.
+
+use super::{
+    detachable, redis_bytes, span, state_bytes, Decision, Footprint, Keyed, Ledger, Limiter,
+};
+use crate::clock::{Nanos, Rate};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Config {
+    pub rate: Rate,
+    pub capacity: u64,
+    pub start: Start,
+}
+
+/// The balance a key starts with at its first request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Start {
+    /// 0 tokens, as Guava's `RateLimiter.create`.
+    #[default]
+    Empty,
+    /// `capacity` tokens, as a textbook bucket.
+    Full,
+}
+
+impl Start {
+    /// The accepted spellings, default first.
+    pub const NAMES: &'static [&'static str] = &["empty", "full"];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Start::Empty => "empty",
+            Start::Full => "full",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Start> {
+        match s {
+            "empty" => Some(Start::Empty),
+            "full" => Some(Start::Full),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Balance {
+    /// Tokens × rate denominator; negative is debt.
+    tokens: i128,
+    last: Nanos,
+}
+
+pub struct SmoothBursty {
+    cfg: Config,
+    /// Capacity × rate denominator.
+    full: i128,
+    keys: Keyed<Balance>,
+    ledger: Ledger,
+}
+
+impl SmoothBursty {
+    pub fn new(cfg: Config) -> Self {
+        SmoothBursty {
+            cfg,
+            full: cfg.capacity as i128 * cfg.rate.per_ns() as i128,
+            keys: Keyed::default(),
+            ledger: Ledger::fixed::<{ state_bytes::SMOOTH_BURSTY }, { redis_bytes::HASH_TWO_FIELDS }>(
+            ),
+        }
+    }
+
+    /// Fresh-equivalent, with `start = "full"`, once refilled to capacity,
+    /// as a token bucket. With `start = "empty"` never: a fresh key has
+    /// nothing, a rested one has capacity (DESIGN §6 sets no expiry).
+    fn rehold(&mut self, key: u32) {
+        let Some(b) = self.keys.get(key) else { return };
+        let at = match self.cfg.start {
+            Start::Empty => u128::MAX,
+            Start::Full => {
+                let missing = (self.full - b.tokens).unsigned_abs();
+                b.last.0 as u128 + missing.div_ceil(self.cfg.rate.tokens())
+            }
+        };
+        self.ledger.hold(key, span(at), []);
+    }
+
+    fn decide_inner(&mut self, key: u32, now: Nanos, cost: u64) -> Decision {
+        let (n, d) = (self.cfg.rate.tokens(), self.cfg.rate.per_ns());
+        let full = self.full;
+        let start = match self.cfg.start {
+            Start::Empty => 0,
+            Start::Full => full,
+        };
+        let b = self.keys.entry(key, || Balance {
+            tokens: start,
+            last: now,
+        });
+        let elapsed = (now.0 - b.last.0) as i128;
+        b.tokens = full.min(b.tokens.saturating_add(elapsed * n as i128));
+        b.last = now;
+        if b.tokens >= 0 {
+            b.tokens -= cost as i128 * d as i128;
+            return Decision::Admitted;
+        }
+        // The debt −T is paid off after −T / n ns (T is scaled by d).
+        let debt = b.tokens.unsigned_abs();
+        Decision::Rejected {
+            retry_after: Some(span(debt.div_ceil(n))),
+        }
+    }
+}
+
+impl Limiter for SmoothBursty {
+    fn decide(&mut self, key: u32, now: Nanos, cost: u64) -> Decision {
+        self.ledger.advance(now);
+        let decision = self.decide_inner(key, now, cost);
+        self.rehold(key);
+        decision
+    }
+
+    detachable!(keys);
+
+    fn footprint(&self, end: Nanos) -> Footprint {
+        self.ledger.footprint(self.keys.keys(), end)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::parse_rate;
+
+    const MS: u64 = 1_000_000;
+
+    fn bursty(rate: &str, capacity: u64, start: Start) -> SmoothBursty {
+        SmoothBursty::new(Config {
+            rate: parse_rate(rate).unwrap(),
+            capacity,
+            start,
+        })
+    }
+
+    #[test]
+    fn an_empty_limiter_admits_the_first_request_and_makes_the_next_one_wait() {
+        let mut sb = bursty("10/1s", 10, Start::Empty);
+        assert_eq!(sb.decide(0, Nanos(0), 1), Decision::Admitted);
+        assert_eq!(
+            sb.decide(0, Nanos(0), 1),
+            Decision::Rejected {
+                retry_after: Some(Nanos(100 * MS))
+            }
+        );
+        assert!(!sb.decide(0, Nanos(100 * MS - 1), 1).passes());
+        assert_eq!(sb.decide(0, Nanos(100 * MS), 1), Decision::Admitted);
+    }
+
+    #[test]
+    fn one_huge_request_passes_and_the_next_caller_pays_for_it() {
+        let mut sb = bursty("10/1s", 10, Start::Full);
+        // 100 > capacity 10, but no debt is outstanding: admitted.
+        assert_eq!(sb.decide(0, Nanos(0), 100), Decision::Admitted);
+        // Balance 10 − 100 = −90: 9 s of refill before anyone passes.
+        assert_eq!(
+            sb.decide(0, Nanos(0), 1),
+            Decision::Rejected {
+                retry_after: Some(Nanos(9_000 * MS))
+            }
+        );
+        assert_eq!(
+            sb.decide(0, Nanos(4_000 * MS), 1),
+            Decision::Rejected {
+                retry_after: Some(Nanos(5_000 * MS))
+            }
+        );
+        assert_eq!(sb.decide(0, Nanos(9_000 * MS), 1), Decision::Admitted);
+    }
+
+    #[test]
+    fn a_quiet_key_saves_up_to_capacity_and_no_more() {
+        let mut sb = bursty("10/1s", 3, Start::Empty);
+        assert_eq!(sb.decide(0, Nanos(0), 1), Decision::Admitted);
+        // After 10 s the balance is capped at 3: four unit requests pass
+        // (3, 2, 1, 0 before each), the fifth finds a debt of 1.
+        for _ in 0..4 {
+            assert_eq!(sb.decide(0, Nanos(10_000 * MS), 1), Decision::Admitted);
+        }
+        assert_eq!(
+            sb.decide(0, Nanos(10_000 * MS), 1),
+            Decision::Rejected {
+                retry_after: Some(Nanos(100 * MS))
+            }
+        );
+    }
+
+    #[test]
+    fn a_debt_that_is_not_a_whole_nanosecond_rounds_the_retry_up() {
+        let mut sb = bursty("3/1s", 1, Start::Empty);
+        assert_eq!(sb.decide(0, Nanos(0), 1), Decision::Admitted);
+        assert_eq!(
+            sb.decide(0, Nanos(0), 1),
+            Decision::Rejected {
+                retry_after: Some(Nanos(333_333_334))
+            }
+        );
+        assert!(!sb.decide(0, Nanos(333_333_333), 1).passes());
+        assert_eq!(sb.decide(0, Nanos(333_333_334), 1), Decision::Admitted);
+    }
+
+    #[test]
+    fn state_is_sixteen_bytes_per_key() {
+        let mut sb = bursty("1/1s", 1, Start::Empty);
+        sb.decide(0, Nanos(0), 1);
+        sb.decide(1, Nanos(0), 1);
+        let f = sb.footprint(Nanos(10));
+        assert_eq!((f.keys, f.peak_bytes), (2, 16));
+    }
+}
