@@ -15,7 +15,7 @@ use anyhow::Context;
 use rayon::prelude::*;
 
 use crate::builtin;
-use crate::cli::{Cli, Command, ExplainArgs, Format, RunArgs};
+use crate::cli::{Cli, Command, ExplainArgs, ExportCommand, ExportRedisArgs, Format, RunArgs};
 use crate::clock::Nanos;
 use crate::engine::{self, LimiterRun};
 use crate::error::InputError;
@@ -56,6 +56,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Plot { run_dir, quiet } => plot(&run_dir, quiet),
         Command::Explain(args) => explain_command(args),
         Command::Show { name } => crate::onboard::show(&name),
+        Command::Export(ExportCommand::Redis(args)) => export_redis(args),
         Command::Init(args) => {
             crate::onboard::init_command(&args.name, args.file.as_deref(), args.force)
         }
@@ -216,6 +217,46 @@ fn explain_command(args: ExplainArgs) -> anyhow::Result<()> {
     let text = explain::run(&args.topic, args.out.as_deref())?;
     let mut out = io::stdout().lock();
     out.write_all(text.as_bytes())?;
+    out.flush()?;
+    Ok(())
+}
+
+/// `ratesim export redis`: one script on stdout, or every script into a
+/// directory (each file written whole, then renamed into place).
+fn export_redis(args: ExportRedisArgs) -> anyhow::Result<()> {
+    let known = || {
+        crate::redis::SCRIPTS
+            .iter()
+            .map(|s| s.algorithm)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if let Some(dir) = args.all {
+        fs::create_dir_all(&dir).map_err(|e| {
+            InputError::new(format!("--all {}: cannot be created: {e}", dir.display()))
+        })?;
+        for s in crate::redis::SCRIPTS {
+            let path = dir.join(format!("{}.lua", s.algorithm));
+            let tmp = dir.join(format!(".{}.lua.tmp-{}", s.algorithm, std::process::id()));
+            fs::write(&tmp, s.text)
+                .and_then(|()| fs::rename(&tmp, &path))
+                .map_err(|e| {
+                    let _ = fs::remove_file(&tmp);
+                    InputError::new(format!("--all {}: cannot be written: {e}", path.display()))
+                })?;
+        }
+        return Ok(());
+    }
+    let name = args.algorithm.unwrap_or_default();
+    let script = crate::redis::script(&name).ok_or_else(|| {
+        InputError::new(format!(
+            "export redis: {} — no script for that algorithm; scripts: {}",
+            crate::error::quoted(&name),
+            known()
+        ))
+    })?;
+    let mut out = io::stdout().lock();
+    out.write_all(script.text.as_bytes())?;
     out.flush()?;
     Ok(())
 }

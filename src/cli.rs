@@ -66,6 +66,28 @@ pub enum Command {
         after_help = "Examples:\n  ratesim init boundary                writes boundary.toml\n  ratesim init trace replay/t.toml     writes replay/t.toml and replay/traces/sample.csv\n  ratesim init steady experiments/     writes experiments/steady.toml\n\nFILE defaults to NAME.toml in the current directory; when it is a directory (existing, or\nending in /) the scenario goes inside it as NAME.toml. Files the scenario reads are written at their path\nrelative to FILE, so it runs unchanged: `ratesim run FILE` from any directory. Nothing is\nwritten when any of the files exists, unless --force (exit status 2 naming the file)."
     )]
     Init(InitArgs),
+    /// Print or write ratesim's algorithms for production use
+    #[command(subcommand)]
+    Export(ExportCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ExportCommand {
+    /// The Redis Lua scripts: one algorithm's on stdout, or all into a directory
+    #[command(
+        after_help = "Examples:\n  ratesim export redis gcra > gcra.lua\n  ratesim export redis --all scripts/\n\nAlgorithms: token_bucket, gcra, leaky_bucket, fixed_window, sliding_log, sliding_counter,\nsmooth_bursty. Call a script as EVALSHA sha 1 KEY now_us cost limit window_us [extra ...]\n(its header says which extras, in which order, and the ranges it is exact in); it replies\n{outcome, wait_us}: 1 admitted, 2 delayed by wait_us, 0 rejected with retry-after wait_us\n(-1: never). Each decides exactly as `ratesim run` does at microsecond timestamps."
+    )]
+    Redis(ExportRedisArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ExportRedisArgs {
+    /// The algorithm whose script to print
+    #[arg(required_unless_present = "all", conflicts_with = "all")]
+    pub algorithm: Option<String>,
+    /// Write every script into DIR as ALGORITHM.lua instead
+    #[arg(long, value_name = "DIR")]
+    pub all: Option<PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]

@@ -574,3 +574,161 @@ fn the_scripts_as_shipped_reply_expire_and_refuse_bad_arguments() {
         assert!(err.to_string().contains(algorithm), "{algorithm}: {err}");
     }
 }
+
+// ---------------------------------------------------------------------------
+// `ratesim export redis` (no server needed)
+// ---------------------------------------------------------------------------
+
+fn ratesim() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_ratesim"))
+}
+
+#[test]
+fn export_prints_each_script_exactly_as_the_repository_has_it() {
+    for s in ratesim::redis::SCRIPTS {
+        let out = ratesim()
+            .args(["export", "redis", s.algorithm])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", s.algorithm);
+        let file = std::fs::read(format!(
+            "{}/redis/{}.lua",
+            env!("CARGO_MANIFEST_DIR"),
+            s.algorithm
+        ))
+        .unwrap();
+        assert_eq!(out.stdout, file, "{}", s.algorithm);
+    }
+    // Every script in redis/ is exported.
+    let mut files: Vec<String> = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/redis"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".lua"))
+        .collect();
+    files.sort();
+    let mut exported: Vec<String> = ratesim::redis::SCRIPTS
+        .iter()
+        .map(|s| format!("{}.lua", s.algorithm))
+        .collect();
+    exported.sort();
+    assert_eq!(files, exported);
+}
+
+#[test]
+fn export_all_writes_every_script_into_a_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("scripts");
+    let out = ratesim()
+        .args(["export", "redis", "--all"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    for s in ratesim::redis::SCRIPTS {
+        let written = std::fs::read_to_string(dir.join(format!("{}.lua", s.algorithm))).unwrap();
+        assert_eq!(written, s.text);
+    }
+    assert_eq!(
+        std::fs::read_dir(&dir).unwrap().count(),
+        ratesim::redis::SCRIPTS.len()
+    );
+}
+
+#[test]
+fn export_of_an_unknown_algorithm_is_bad_input_naming_the_scripts() {
+    let out = ratesim()
+        .args(["export", "redis", "interval_bucket"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("\"interval_bucket\"") && stderr.contains("gcra"),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty());
+}
+
+/// The edges of each script's stated range: a clock near ratesim's largest
+/// time (10^15 µs), and the products each header bounds (capacity ×
+/// window, (limit + 1) × window, (queue + 1) × cost × window) close to 2^53.
+#[test]
+fn the_edges_of_each_scripts_stated_range_still_agree() {
+    let Some(server) = server() else { return };
+    let mut conn = connect(&server).expect("a connection");
+    const BASE: u64 = 900_000_000_000_000; // µs: 28.5 years
+    let edges = [
+        // capacity · window = 8e15
+        (
+            7,
+            8_000_000_000,
+            Algo::TokenBucket {
+                capacity: 1_000_000,
+            },
+        ),
+        (7, 8_000_000_000, Algo::Gcra { burst: 1_000_000 }),
+        // (queue + 1) · cost · window ≤ 11 · 9 · 8e13 = 7.9e15
+        (
+            3,
+            80_000_000_000_000,
+            Algo::Leaky {
+                queue: 10,
+                delay: 4,
+            },
+        ),
+        (
+            1_000,
+            8_000_000_000_000,
+            Algo::Fixed {
+                count_rejected: true,
+                align: Align::FirstHit,
+            },
+        ),
+        (
+            1_000,
+            8_000_000_000_000,
+            Algo::Log {
+                count_rejected: true,
+                boundary: Boundary::Inclusive,
+            },
+        ),
+        // (limit + 1) · W = 8.008e15
+        (
+            1_000,
+            8_000_000_000_000,
+            Algo::Counter {
+                count_rejected: true,
+                weight: Weight::Floor,
+            },
+        ),
+        (
+            1_000,
+            8_000_000_000_000,
+            Algo::Counter {
+                count_rejected: false,
+                weight: Weight::Exact,
+            },
+        ),
+        (
+            7,
+            8_000_000_000,
+            Algo::Smooth {
+                capacity: 1_000_000,
+                start: Start::Full,
+            },
+        ),
+    ];
+    let mut rng = ChaCha8Rng::seed_from_u64(8);
+    for (n, (limit, window_us, algo)) in edges.into_iter().enumerate() {
+        let p = Params {
+            limit,
+            window_us,
+            algo,
+        };
+        let mut trace = random_trace(&mut rng, &p, 60);
+        for r in &mut trace {
+            r.0 += BASE;
+        }
+        replay(&mut conn, &format!("edge:{n}"), &p, &trace);
+    }
+}
