@@ -95,7 +95,7 @@ impl FixedWindow {
         FixedWindow {
             cfg,
             keys: Keyed::default(),
-            ledger: Ledger::fixed::<{ state_bytes::FIXED_WINDOW }, { redis_bytes::STRING_INT }>(),
+            ledger: Ledger::fixed::<{ state_bytes::FIXED_WINDOW }, { redis_bytes::HASH }>(),
         }
     }
 

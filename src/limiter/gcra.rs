@@ -41,7 +41,7 @@ impl Gcra {
         Gcra {
             cfg,
             tat: Keyed::default(),
-            ledger: Ledger::fixed::<{ state_bytes::GCRA }, { redis_bytes::STRING_INT }>(),
+            ledger: Ledger::fixed::<{ state_bytes::GCRA }, { redis_bytes::HASH }>(),
         }
     }
 

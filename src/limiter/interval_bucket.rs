@@ -47,7 +47,7 @@ impl IntervalBucket {
             keys: Keyed::default(),
             ledger: Ledger::fixed::<
                 { state_bytes::INTERVAL_BUCKET },
-                { redis_bytes::HASH_TWO_FIELDS },
+                { redis_bytes::HASH },
             >(),
         }
     }

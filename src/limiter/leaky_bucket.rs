@@ -102,7 +102,7 @@ impl LeakyBucket {
         LeakyBucket {
             cfg,
             keys: Keyed::default(),
-            ledger: Ledger::fixed::<{ state_bytes::LEAKY_BUCKET }, { redis_bytes::HASH_TWO_FIELDS }>(
+            ledger: Ledger::fixed::<{ state_bytes::LEAKY_BUCKET }, { redis_bytes::LEAKY_HASH }>(
             ),
         }
     }

@@ -94,7 +94,7 @@ impl SlidingCounter {
             // once it no longer weighs: the items.
             ledger: Ledger::new(
                 |_, _| state_bytes::SLIDING_COUNTER,
-                |windows, _| windows * redis_bytes::STRING_INT,
+                |windows, _| windows.min(1) * redis_bytes::HASH,
             ),
         }
     }
@@ -327,14 +327,14 @@ mod tests {
         assert_eq!(sc.fresh_at(0), Nanos(2000 * MS));
         let f = sc.footprint(Nanos(5000 * MS));
         assert_eq!(f.byte_ns, 12 * 1500 * MS as u128);
-        // Redis: one counter key for window 0, until it stops weighing.
-        let one = crate::limiter::redis_bytes::STRING_INT as u128;
-        assert_eq!(f.redis_byte_ns, one * 1500 * MS as u128);
+        // Redis: the script's one hash, until neither count weighs.
+        let hash = crate::limiter::redis_bytes::HASH as u128;
+        assert_eq!(f.redis_byte_ns, hash * 1500 * MS as u128);
         sc.decide(0, Nanos(1500 * MS), 1);
         assert_eq!(sc.fresh_at(0), Nanos(3000 * MS));
         assert_eq!(
             sc.footprint(Nanos(5000 * MS)).redis_peak_total,
-            2 * one as u64
+            hash as u64
         );
     }
 

@@ -86,7 +86,7 @@ impl SmoothBursty {
             cfg,
             full: cfg.capacity as i128 * cfg.rate.per_ns() as i128,
             keys: Keyed::default(),
-            ledger: Ledger::fixed::<{ state_bytes::SMOOTH_BURSTY }, { redis_bytes::HASH_TWO_FIELDS }>(
+            ledger: Ledger::fixed::<{ state_bytes::SMOOTH_BURSTY }, { redis_bytes::HASH }>(
             ),
         }
     }

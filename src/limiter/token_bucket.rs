@@ -50,7 +50,7 @@ impl TokenBucket {
             cfg,
             full: cfg.capacity as u128 * cfg.rate.per_ns(),
             keys: Keyed::default(),
-            ledger: Ledger::fixed::<{ state_bytes::TOKEN_BUCKET }, { redis_bytes::HASH_TWO_FIELDS }>(
+            ledger: Ledger::fixed::<{ state_bytes::TOKEN_BUCKET }, { redis_bytes::HASH }>(
             ),
         }
     }
@@ -232,7 +232,7 @@ mod tests {
         assert_eq!((f.peak_bytes, f.peak_total), (16, 16));
         assert_eq!(
             f.redis_peak_total,
-            crate::limiter::redis_bytes::HASH_TWO_FIELDS
+            crate::limiter::redis_bytes::HASH
         );
     }
 }
