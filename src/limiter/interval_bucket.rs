@@ -45,10 +45,7 @@ impl IntervalBucket {
         IntervalBucket {
             cfg,
             keys: Keyed::default(),
-            ledger: Ledger::fixed::<
-                { state_bytes::INTERVAL_BUCKET },
-                { redis_bytes::HASH },
-            >(),
+            ledger: Ledger::fixed::<{ state_bytes::INTERVAL_BUCKET }, { redis_bytes::HASH }>(),
         }
     }
 

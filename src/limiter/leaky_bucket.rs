@@ -102,8 +102,7 @@ impl LeakyBucket {
         LeakyBucket {
             cfg,
             keys: Keyed::default(),
-            ledger: Ledger::fixed::<{ state_bytes::LEAKY_BUCKET }, { redis_bytes::LEAKY_HASH }>(
-            ),
+            ledger: Ledger::fixed::<{ state_bytes::LEAKY_BUCKET }, { redis_bytes::LEAKY_HASH }>(),
         }
     }
 

@@ -332,10 +332,7 @@ mod tests {
         assert_eq!(f.redis_byte_ns, hash * 1500 * MS as u128);
         sc.decide(0, Nanos(1500 * MS), 1);
         assert_eq!(sc.fresh_at(0), Nanos(3000 * MS));
-        assert_eq!(
-            sc.footprint(Nanos(5000 * MS)).redis_peak_total,
-            hash as u64
-        );
+        assert_eq!(sc.footprint(Nanos(5000 * MS)).redis_peak_total, hash as u64);
     }
 
     #[test]

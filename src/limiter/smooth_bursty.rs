@@ -86,8 +86,7 @@ impl SmoothBursty {
             cfg,
             full: cfg.capacity as i128 * cfg.rate.per_ns() as i128,
             keys: Keyed::default(),
-            ledger: Ledger::fixed::<{ state_bytes::SMOOTH_BURSTY }, { redis_bytes::HASH }>(
-            ),
+            ledger: Ledger::fixed::<{ state_bytes::SMOOTH_BURSTY }, { redis_bytes::HASH }>(),
         }
     }
 

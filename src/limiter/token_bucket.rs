@@ -50,8 +50,7 @@ impl TokenBucket {
             cfg,
             full: cfg.capacity as u128 * cfg.rate.per_ns(),
             keys: Keyed::default(),
-            ledger: Ledger::fixed::<{ state_bytes::TOKEN_BUCKET }, { redis_bytes::HASH }>(
-            ),
+            ledger: Ledger::fixed::<{ state_bytes::TOKEN_BUCKET }, { redis_bytes::HASH }>(),
         }
     }
 
@@ -230,9 +229,6 @@ mod tests {
         let f = tb.footprint(Nanos(2_000_000_000));
         assert_eq!(f.byte_ns, 16 * 333_333_334);
         assert_eq!((f.peak_bytes, f.peak_total), (16, 16));
-        assert_eq!(
-            f.redis_peak_total,
-            crate::limiter::redis_bytes::HASH
-        );
+        assert_eq!(f.redis_peak_total, crate::limiter::redis_bytes::HASH);
     }
 }

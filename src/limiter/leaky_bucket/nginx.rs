@@ -69,8 +69,7 @@ impl LimitReq {
             // At least 1, so a rate the parser would refuse cannot divide by 0.
             r: thousandths_per_sec(&cfg).max(1),
             keys: Keyed::default(),
-            ledger: Ledger::fixed::<{ state_bytes::LEAKY_BUCKET }, { redis_bytes::LEAKY_HASH }>(
-            ),
+            ledger: Ledger::fixed::<{ state_bytes::LEAKY_BUCKET }, { redis_bytes::LEAKY_HASH }>(),
         }
     }
 
