@@ -86,20 +86,17 @@ pub mod state_bytes {
     pub const SMOOTH_BURSTY: u64 = 16;
 }
 
-/// State bytes per key in a real Redis, for the data structure each
-/// algorithm's script keeps there: measured, not assumed.
+/// State bytes per key in a real Redis, as the shipped scripts of `redis/`
+/// keep it: measured, not assumed.
 ///
 /// Redis 7.0.15 (jemalloc 5.3.0, Debian 12), `MEMORY USAGE key SAMPLES 0`
-/// on a key named `ratesim:client-000042` (21 bytes) — the value, the key's
-/// name, its robj and dict entry; not the expires-dict entry a `PEXPIRE`
-/// adds nor the hash table's bucket arrays (INFO `used_memory` over 10 000
-/// such keys says about 125–140 bytes per key in all, so these figures are a
-/// floor). Reproduce with `scripts/redis-memory.sh`.
+/// on a key named `ratesim:client-000042` (21 bytes) with 16-digit
+/// microsecond timestamps — the value, the key's name, its robj and dict
+/// entry; not the expires-dict entry a `PEXPIRE` adds nor the hash table's
+/// bucket arrays (INFO `used_memory` over 10 000 such keys says about
+/// 125–140 bytes per key in all, so these figures are a floor).
+/// `scripts/redis-memory.sh` runs each script and reproduces them.
 pub mod redis_bytes {
-    //! What each algorithm's per-key state takes in Redis as the shipped
-    //! scripts of `redis/` keep it, measured with `MEMORY USAGE key
-    //! SAMPLES 0` (a 21-byte key, 16-digit microsecond timestamps):
-    //! `scripts/redis-memory.sh` runs each script and reproduces them.
 
     /// The Redis the figures below were measured on.
     pub const VERSION: &str = "7.0.15";
