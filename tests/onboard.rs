@@ -333,3 +333,19 @@ fn list_and_help_name_no_repository_path() {
         "run --help explains both kinds of path:\n{run}"
     );
 }
+
+#[test]
+fn run_help_names_every_chart_a_run_can_draw() {
+    // Truthful-outputs issue 6: `run --help` omitted clients.png and
+    // deployment.png.
+    let out = ratesim().args(["run", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&out.stdout).replace('\n', " ");
+    for chart in ratesim::report::charts::CHARTS {
+        let stem = chart.file.trim_end_matches(".png");
+        assert!(
+            help.contains(stem),
+            "run --help does not name {}:\n{help}",
+            chart.file
+        );
+    }
+}
