@@ -22,6 +22,7 @@ pub mod explain;
 pub mod limiter;
 pub mod metrics;
 pub mod onboard;
+pub mod overrides;
 pub mod progress;
 pub mod redis;
 pub mod report;
