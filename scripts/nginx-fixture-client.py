@@ -1,0 +1,170 @@
+#!/usr/bin/env python3
+"""Bounded loopback load client for scripts/nginx-fixture.sh.
+
+    nginx-fixture-client.py PORT SCHEDULE_CSV RESULTS_CSV
+
+Builds a fixed, seeded schedule of requests (written to SCHEDULE_CSV:
+seq,time_us,client,location), then sends each one to 127.0.0.1:PORT at its
+scheduled wall-clock offset from the start, every request on its own
+connection so a request that nginx delays never holds up the others. The
+request line is `GET <location>?seq=<seq> HTTP/1.1` with an `X-Client`
+header, so every access-log line joins back to its schedule row.
+
+Bounded: the schedule is a fixed list (no retries, no loops on responses),
+each connection has a timeout, and the whole run is cut off after
+DEADLINE_S seconds. Only the standard library; only 127.0.0.1.
+
+RESULTS_CSV has one row per request:
+seq,time_us,sent_us,done_us,status,sent_mono_ns. sent_us/done_us are the
+client's offsets from the start (when the request was written, when the
+response ended); status is the HTTP status, or `timeout`/`error:<kind>`;
+sent_mono_ns is CLOCK_MONOTONIC when the request was written, the clock
+nginx's timers and limit_req read (its wall-clock variables $msec and
+$request_time do not).
+"""
+
+import asyncio
+import csv
+import random
+import sys
+import time
+
+HOST = "127.0.0.1"
+SEED = 20240611
+DURATION_S = 15                 # the schedule spans [0, 15 s)
+DEADLINE_S = DURATION_S + 40    # hard stop for the whole run
+REQUEST_TIMEOUT_S = 30          # the longest nginx delay here is ~10 s
+CONNECT_AHEAD_S = 0.030         # open the connection this long before sending
+
+S = 1_000_000  # microseconds per second
+
+
+def build_schedule():
+    """Deterministic schedule: a list of (time_us, client, location)."""
+    rng = random.Random(SEED)
+    rows = []
+
+    def steady(client, loc, interval_us, start_us, jitter_us=0):
+        t = start_us
+        while t < DURATION_S * S:
+            j = rng.randint(-jitter_us, jitter_us) if jitter_us else 0
+            rows.append((max(0, t + j), client, loc))
+            t += interval_us
+
+    def poisson(client, loc, per_s, start_us=0):
+        t = start_us
+        while True:
+            t += int(rng.expovariate(per_s) * S) + 1
+            if t >= DURATION_S * S:
+                break
+            rows.append((t, client, loc))
+
+    def bursts(client, loc, every_us, first_us, size, spread_us, group=1):
+        """`size` requests within `spread_us`, in groups of `group` sent at
+        the same scheduled microsecond."""
+        t0 = first_us
+        while t0 < DURATION_S * S:
+            n_groups = (size + group - 1) // group
+            for g in range(n_groups):
+                t = t0 + (spread_us * g) // max(1, n_groups - 1)
+                for _ in range(min(group, size - g * group)):
+                    rows.append((t, client, loc))
+            t0 += every_us
+
+    # 10 r/s: a under the rate, c exactly at it (every 100 ms, so nginx's
+    # whole-ms clock decides), b a little over, heavy in bursts.
+    for loc in ("/plain", "/nodelay", "/delay"):
+        steady("a", loc, 125_000, 7_000 + len(loc) * 1_000, jitter_us=2_000)  # 8/s
+        steady("c", loc, 100_000, 45_000 + len(loc) * 1_000)                  # 10/s
+        steady("b", loc, 83_333, 11_000 + len(loc) * 1_000)                    # 12/s
+        poisson("heavy", loc, 8.0)
+        bursts("heavy", loc, 2_500_000, 1_000_000 + len(loc) * 10_000,
+               size=30, spread_us=60_000, group=3)
+    # 30 r/m burst=5: one request per 2 s, delays of up to 10 s.
+    steady("a", "/slow", 2_500_000, 300_000)                  # 24/min: passes
+    steady("b", "/slow", 1_500_000, 500_000)                  # 40/min: queues
+    bursts("heavy", "/slow", 5_000_000, 1_200_000, size=10,
+           spread_us=20_000, group=2)
+    poisson("heavy", "/slow", 0.5)
+
+    rows.sort(key=lambda r: r[0])  # stable: equal times keep creation order
+    return rows
+
+
+async def one(seq, t_us, client, loc, start, results):
+    loop = asyncio.get_running_loop()
+    sent_us = done_us = sent_mono_ns = None
+    status = "error:unsent"
+    writer = None
+    try:
+        await asyncio.sleep(max(0.0, start + t_us / S - CONNECT_AHEAD_S - loop.time()))
+        reader, writer = await asyncio.wait_for(
+            asyncio.open_connection(HOST, PORT), timeout=5)
+        await asyncio.sleep(max(0.0, start + t_us / S - loop.time()))
+        req = (f"GET {loc}?seq={seq} HTTP/1.1\r\nHost: fixture\r\n"
+               f"X-Client: {client}\r\nUser-Agent: ratesim-fixture/1\r\n"
+               f"Connection: close\r\n\r\n").encode()
+        writer.write(req)
+        sent_mono_ns = time.monotonic_ns()
+        sent_us = round((loop.time() - start) * S)
+        await writer.drain()
+        data = await asyncio.wait_for(reader.read(), timeout=REQUEST_TIMEOUT_S)
+        done_us = round((loop.time() - start) * S)
+        line = data.split(b"\r\n", 1)[0].split()
+        status = line[1].decode() if len(line) >= 2 else "error:short"
+    except asyncio.TimeoutError:
+        status = "timeout"
+    except OSError as e:
+        status = f"error:{type(e).__name__}"
+    finally:
+        if writer is not None:
+            writer.close()
+    results[seq] = (t_us, sent_us, done_us, status, sent_mono_ns)
+
+
+async def main(schedule):
+    loop = asyncio.get_running_loop()
+    start = loop.time() + 0.2  # time to create the tasks before t = 0
+    results = {}
+    tasks = [asyncio.create_task(one(i, t, c, l, start, results))
+             for i, (t, c, l) in enumerate(schedule)]
+    done, pending = await asyncio.wait(tasks, timeout=DEADLINE_S)
+    for t in pending:
+        t.cancel()
+    if pending:
+        await asyncio.wait(pending, timeout=5)
+    return results
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 4:
+        sys.exit(__doc__.split("\n\n")[1])
+    PORT = int(sys.argv[1])
+    schedule = build_schedule()
+    with open(sys.argv[2], "w", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(["seq", "time_us", "client", "location"])
+        for i, (t, c, l) in enumerate(schedule):
+            w.writerow([i, t, c, l])
+    print(f"client: {len(schedule)} requests over {DURATION_S} s to "
+          f"{HOST}:{PORT}", file=sys.stderr)
+    wall0 = time.monotonic()
+    results = asyncio.run(main(schedule))
+    with open(sys.argv[3], "w", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(["seq", "time_us", "sent_us", "done_us", "status", "sent_mono_ns"])
+        for i in range(len(schedule)):
+            t, s, d, st, mono = results.get(
+                i, (schedule[i][0], None, None, "cancelled", None))
+            w.writerow([i, t] + ["" if x is None else x for x in (s, d)]
+                       + [st, "" if mono is None else mono])
+    late = [r[1] - r[0] for r in results.values() if r[1] is not None]
+    late.sort()
+    if late:
+        print(f"client: done in {time.monotonic() - wall0:.1f} s; send lateness "
+              f"p50 {late[len(late) // 2]} us, p99 {late[len(late) * 99 // 100]} us, "
+              f"max {late[-1]} us", file=sys.stderr)
+    bad = sum(1 for r in results.values() if not r[3].isdigit())
+    if bad or len(results) != len(schedule):
+        print(f"client: {bad} requests without an HTTP status", file=sys.stderr)
+        sys.exit(1)
