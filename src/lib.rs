@@ -19,6 +19,7 @@ pub mod engine;
 pub mod error;
 pub mod estimate;
 pub mod explain;
+pub mod input;
 pub mod limiter;
 pub mod metrics;
 pub mod onboard;

@@ -6,10 +6,10 @@
 
 use serde_json::json;
 
-use super::fields::Fields;
-use super::Defaults;
 use crate::clock::{Nanos, Rate};
 use crate::error::InputError;
+use crate::input::fields::{names, Fields};
+use crate::input::Defaults;
 use crate::limiter::{
     fixed_window, gcra, interval_bucket, leaky_bucket, sliding_counter, sliding_log, smooth_bursty,
     token_bucket, Limiter,
@@ -526,7 +526,9 @@ fn knob<T: Default>(
         InputError::new(format!(
             "{}: {} — expected one of {}",
             f.at(field),
-            f.peek(field).map(super::fields::show).unwrap_or_default(),
+            f.peek(field)
+                .map(crate::input::fields::show)
+                .unwrap_or_default(),
             accepted_list()
         ))
     })?
@@ -668,13 +670,4 @@ fn interval_bucket(f: &mut Fields, d: &Defaults) -> Result<interval_bucket::Conf
         tokens_per_fill,
         fill_interval,
     })
-}
-
-/// `"a", "b", "c"` from a name table.
-pub fn names(table: &[(&str, &str)]) -> String {
-    table
-        .iter()
-        .map(|(n, _)| format!("\"{n}\""))
-        .collect::<Vec<_>>()
-        .join(", ")
 }
