@@ -23,7 +23,8 @@ use std::fmt;
 
 use crate::clock::{Nanos, Rate};
 use crate::deploy::Scope;
-use crate::scenario::{Algorithm, KeyBy, Scenario};
+use crate::limiter::Algorithm;
+use crate::scenario::{KeyBy, Scenario};
 use crate::traffic::bursty::Form;
 use crate::traffic::Pattern;
 

@@ -21,7 +21,7 @@ pub use crate::input::fields::Fields;
 pub use crate::input::{Defaults, Origin, Population};
 use crate::traffic::retry::Retry;
 use crate::traffic::{ParseCtx, Pattern, PATTERNS};
-pub use limiters::{Algorithm, KeyBy, LimiterSpec, ALGORITHMS, IMPLEMENTATIONS};
+pub use limiters::{KeyBy, LimiterSpec, IMPLEMENTATIONS};
 
 #[derive(Debug, Clone)]
 pub struct OutputSpec {
