@@ -26,6 +26,7 @@ pub mod onboard;
 pub mod progress;
 pub mod redis;
 pub mod report;
+pub mod run;
 pub mod scenario;
 pub mod staging;
 pub mod traffic;

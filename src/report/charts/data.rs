@@ -899,10 +899,10 @@ pub mod tests_support {
             let scenario = crate::scenario::Scenario::load("boundary").expect("built-in");
             let tmp = tempfile::tempdir().expect("tempdir");
             let out = tmp.path().join("boundary");
-            crate::app::run_scenario(
+            crate::run::run_scenario(
                 &scenario,
                 &out,
-                &crate::app::RunOptions::default(),
+                &crate::run::RunOptions::default(),
                 &|_, _, _| {},
             )
             .expect("the boundary scenario runs");
