@@ -94,7 +94,7 @@ fn run_command(args: RunArgs) -> anyhow::Result<()> {
 /// `ratesim plot RUN_DIR`: redraws the charts and `summary.md` from the
 /// run directory's files, without simulating anything.
 fn plot(dir: &Path, quiet: bool) -> anyhow::Result<()> {
-    let (data, written) = report::charts::render_dir(dir, true)?;
+    let (data, written) = report::render::render_dir(dir, true)?;
     if !quiet {
         let mut out = io::stdout().lock();
         let names: Vec<&str> = written.iter().map(|c| c.file).collect();

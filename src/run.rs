@@ -114,6 +114,6 @@ pub fn simulate_into(
         all.flush()?;
     }
     // Drawn from the files just written, exactly as `ratesim plot` does.
-    report::charts::render_dir(dir, options.plots)?;
+    report::render::render_dir(dir, options.plots)?;
     Ok(report)
 }

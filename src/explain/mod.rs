@@ -76,7 +76,7 @@ pub fn run(name: &str, out: Option<&Path>) -> anyhow::Result<String> {
         data: &data,
     })?;
     // Link whatever the topic added beside the charts.
-    charts::render_dir(&dir, false)?;
+    crate::report::render::render_dir(&dir, false)?;
     Ok(text)
 }
 

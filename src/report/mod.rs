@@ -5,12 +5,14 @@
 //! format: [`csv`] (`summary.csv`, `timeseries.csv`, the decision log),
 //! [`json`] (`summary.json`), [`table`] (the terminal). [`markdown`]
 //! (`summary.md`) and [`charts`] (the PNGs) read the written run directory
-//! back, so `ratesim plot` can redraw them from it alone.
+//! back, so `ratesim plot` can redraw them from it alone; [`render`] draws
+//! both into a run directory.
 
 pub mod charts;
 pub mod csv;
 pub mod json;
 pub mod markdown;
+pub mod render;
 pub mod table;
 
 use crate::clock::{decimal_places, Nanos};
