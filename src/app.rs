@@ -81,9 +81,9 @@ fn run_command(args: RunArgs) -> anyhow::Result<()> {
     }
     let mut stdout = io::stdout().lock();
     match args.format {
-        Format::Json => stdout.write_all(report::json::to_string(&report).as_bytes())?,
+        Format::Json => report::json::write(&report, &mut stdout)?,
         Format::Table => {
-            stdout.write_all(report::table::render(&report).as_bytes())?;
+            report::table::write(&report, &mut stdout)?;
             writeln!(stdout, "\nresults in {}", out.display())?;
         }
     }

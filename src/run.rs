@@ -98,11 +98,11 @@ pub fn simulate_into(
             File::create(dir.join(name)).with_context(|| format!("cannot write {name}"))?,
         ))
     };
-    report::csv::summary(&report, create("summary.csv")?)?;
-    report::csv::timeseries(&report, create("timeseries.csv")?)?;
-    let mut json = create("summary.json")?;
-    json.write_all(report::json::to_string(&report).as_bytes())?;
-    json.flush()?;
+    for (name, export) in report::FILES {
+        let mut out = create(name)?;
+        export(&report, &mut out).with_context(|| format!("cannot write {name}"))?;
+        out.flush()?;
+    }
     if decisions {
         let mut all = create("decisions.csv")?;
         report::csv::DecisionLog::header(&mut all)?;
