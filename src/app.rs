@@ -1,30 +1,23 @@
-//! The application layer: what each command does, with its I/O.
+//! The application layer: what each command does, with its terminal I/O.
 //!
-//! `run` writes every result file into a staging directory beside the run
-//! directory and moves it into place only when all of them are complete
-//! (see [`crate::staging`]), so a failed or interrupted run never leaves a
-//! half-written result set. The charts and `summary.md` are drawn inside that temporary directory
-//! from the files just written — the same way `ratesim plot` draws them —
-//! so they are part of the same all-or-nothing result set.
+//! Only the commands live here; simulating a scenario into a run directory
+//! is the library's [`crate::run`], which the walkthroughs, the benches
+//! and the tests call too.
 
-use std::fs::{self, File};
-use std::io::{self, BufWriter, Write};
+use std::fs;
+use std::io::{self, Write};
 use std::path::Path;
-
-use anyhow::Context;
-use rayon::prelude::*;
 
 use crate::builtin;
 use crate::cli::{Cli, Command, ExplainArgs, ExportCommand, ExportRedisArgs, Format, RunArgs};
-use crate::clock::Nanos;
-use crate::engine::{self, LimiterRun};
 use crate::error::InputError;
 use crate::estimate::Estimate;
 use crate::explain;
+use crate::limiter::ALGORITHMS;
 use crate::progress::Progress;
-use crate::report::{self, Report};
-use crate::scenario::{Scenario, ALGORITHMS, IMPLEMENTATIONS};
-use crate::staging::Staging;
+use crate::report;
+use crate::run::{run_scenario, RunOptions};
+use crate::scenario::{Scenario, IMPLEMENTATIONS};
 use crate::traffic::retry::POLICIES;
 use crate::traffic::PATTERNS;
 
@@ -63,19 +56,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     }
 }
 
-/// What a run writes besides `summary.csv`, `summary.json` and
-/// `timeseries.csv`. The default writes neither the decision log nor charts.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct RunOptions {
-    /// Write `decisions.csv`.
-    pub decisions: bool,
-    /// Draw the PNG charts (`summary.md` is written either way).
-    pub plots: bool,
-    /// Replace the run directory even if it holds files ratesim did not
-    /// write (see [`crate::staging`]).
-    pub force: bool,
-}
-
 fn run_command(args: RunArgs) -> anyhow::Result<()> {
     let mut scenario = Scenario::load(&args.scenario)?;
     if let Some(seed) = args.seed {
@@ -104,9 +84,9 @@ fn run_command(args: RunArgs) -> anyhow::Result<()> {
     }
     let mut stdout = io::stdout().lock();
     match args.format {
-        Format::Json => stdout.write_all(report::json::to_string(&report).as_bytes())?,
+        Format::Json => report::json::write(&report, &mut stdout)?,
         Format::Table => {
-            stdout.write_all(report::table::render(&report).as_bytes())?;
+            report::table::write(&report, &mut stdout)?;
             writeln!(stdout, "\nresults in {}", out.display())?;
         }
     }
@@ -114,88 +94,10 @@ fn run_command(args: RunArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Simulates every limiter of `scenario` and writes the run directory `out`.
-/// Refuses (as bad input) a scenario over the work budget of
-/// [`crate::estimate`] unless `options.force`.
-///
-/// `progress(limiter, time reached, events)` is called as each limiter's
-/// simulation advances (limiters run in parallel).
-pub fn run_scenario(
-    scenario: &Scenario,
-    out: &Path,
-    options: &RunOptions,
-    progress: &(dyn Fn(usize, Nanos, u64) + Sync),
-) -> anyhow::Result<Report> {
-    if !options.force {
-        if let Some(why) = Estimate::of(scenario).over_budget() {
-            return Err(InputError::new(format!("{}: {why}", scenario.name)).into());
-        }
-    }
-    let staging = Staging::new(out, options.force)?;
-    let report = simulate_into(scenario, staging.path(), options, progress)?;
-    staging.commit(&scenario.name)?;
-    Ok(report)
-}
-
-fn simulate_into(
-    scenario: &Scenario,
-    dir: &Path,
-    options: &RunOptions,
-    progress: &(dyn Fn(usize, Nanos, u64) + Sync),
-) -> anyhow::Result<Report> {
-    let decisions = options.decisions;
-    let part = |i: usize| dir.join(format!("decisions.part{i}.csv"));
-    let runs: Vec<LimiterRun> = (0..scenario.limiters.len())
-        .into_par_iter()
-        .map(|i| -> anyhow::Result<LimiterRun> {
-            let progress = |t: Nanos, events: u64| progress(i, t, events);
-            if !decisions {
-                return engine::simulate(scenario, i, None, &progress);
-            }
-            let spec = &scenario.limiters[i];
-            let file = File::create(part(i)).context("cannot write the decision log")?;
-            let mut log = report::csv::DecisionLog::new(
-                BufWriter::with_capacity(1 << 16, file),
-                &spec.name,
-                spec.key_by,
-                &scenario.population,
-            );
-            let run = engine::simulate(scenario, i, Some(&mut log), &progress)?;
-            log.finish()?.flush()?;
-            Ok(run)
-        })
-        .collect::<anyhow::Result<_>>()?;
-
-    let report = Report::new(scenario, runs);
-    let create = |name: &str| -> anyhow::Result<BufWriter<File>> {
-        Ok(BufWriter::new(
-            File::create(dir.join(name)).with_context(|| format!("cannot write {name}"))?,
-        ))
-    };
-    report::csv::summary(&report, create("summary.csv")?)?;
-    report::csv::timeseries(&report, create("timeseries.csv")?)?;
-    let mut json = create("summary.json")?;
-    json.write_all(report::json::to_string(&report).as_bytes())?;
-    json.flush()?;
-    if decisions {
-        let mut all = create("decisions.csv")?;
-        report::csv::DecisionLog::header(&mut all)?;
-        for i in 0..scenario.limiters.len() {
-            let mut f = File::open(part(i))?;
-            io::copy(&mut f, &mut all)?;
-            fs::remove_file(part(i))?;
-        }
-        all.flush()?;
-    }
-    // Drawn from the files just written, exactly as `ratesim plot` does.
-    report::charts::render_dir(dir, options.plots)?;
-    Ok(report)
-}
-
 /// `ratesim plot RUN_DIR`: redraws the charts and `summary.md` from the
 /// run directory's files, without simulating anything.
 fn plot(dir: &Path, quiet: bool) -> anyhow::Result<()> {
-    let (data, written) = report::charts::render_dir(dir, true)?;
+    let (data, written) = report::render::render_dir(dir, true)?;
     if !quiet {
         let mut out = io::stdout().lock();
         let names: Vec<&str> = written.iter().map(|c| c.file).collect();

@@ -45,7 +45,7 @@ use rand_chacha::ChaCha8Rng;
 use serde_json::json;
 
 use crate::clock::{Nanos, MAX_NANOS};
-use crate::scenario::limiters::Algorithm;
+use crate::limiter::Algorithm;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Routing {

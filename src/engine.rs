@@ -107,7 +107,7 @@ pub fn simulate(
         retries.push(traffic.retry);
         if spec.traffic.contains(&source) {
             let s = traffic.pattern.streams(source, ctx)?;
-            stream_source.extend(std::iter::repeat(source as u32).take(s.len()));
+            stream_source.extend(std::iter::repeat_n(source as u32, s.len()));
             streams.extend(s);
         }
     }

@@ -23,7 +23,8 @@ use std::fmt;
 
 use crate::clock::{Nanos, Rate};
 use crate::deploy::Scope;
-use crate::scenario::{Algorithm, KeyBy, Scenario};
+use crate::limiter::Algorithm;
+use crate::scenario::{KeyBy, Scenario};
 use crate::traffic::bursty::Form;
 use crate::traffic::Pattern;
 
@@ -233,7 +234,7 @@ mod tests {
     use super::*;
 
     fn scenario(text: &str) -> Scenario {
-        Scenario::parse(text, "t", crate::scenario::Origin::File("t.toml".into())).unwrap()
+        Scenario::parse(text, "t", crate::input::Origin::File("t.toml".into())).unwrap()
     }
 
     const HEAD: &str = "duration = \"10s\"\n[defaults]\nlimit = 5\nwindow = \"1s\"\n";

@@ -1,14 +1,24 @@
 //! ratesim: an exact, deterministic simulator for rate-limiting algorithms.
 //!
 //! The library holds everything; the `ratesim` binary only parses arguments
-//! and maps errors to exit codes. Data flows one way:
-//! [`scenario`] (TOML → validated `Scenario`) → [`traffic`] (arrival streams)
-//! → [`engine`] (event queue, one limiter per run, no I/O) → [`limiter`]
-//! (pure decisions) and [`metrics`] (streaming counters) → [`report`]
-//! (CSV, JSON, terminal, Markdown, PNG charts). [`app`] ties them together
-//! with the file system; [`progress`] is the progress bar at the edge, and
-//! [`explain`] the guided walkthroughs; [`onboard`] writes the built-in
-//! scenarios out to edit.
+//! and maps errors to exit codes. The layers, each importing only from
+//! those before it (`.ci/layers` checks it):
+//!
+//! 1. [`clock`], [`error`], [`builtin`]: virtual time and exact rates,
+//!    input errors, the shipped scenario files.
+//! 2. [`input`]: the input vocabulary (the field walker, `Defaults`,
+//!    `Origin`, `Population`, trace data).
+//! 3. [`limiter`] (pure decisions, and the list of algorithms) and
+//!    [`traffic`] (arrival streams, each pattern parsing its own table).
+//! 4. [`scenario`] (TOML → validated `Scenario`), [`deploy`], [`metrics`],
+//!    [`estimate`].
+//! 5. [`engine`]: the event queue and the run loop, no I/O.
+//! 6. [`report`]: the summary model, the exporters (CSV, JSON, terminal)
+//!    and, read back from a run directory, Markdown and the PNG charts;
+//!    [`staging`] the all-or-nothing run directory.
+//! 7. [`run`]: simulate a scenario into a run directory.
+//! 8. [`explain`] (walkthroughs), [`onboard`], [`progress`], and [`app`]
+//!    with [`cli`]: the commands.
 
 pub mod app;
 pub mod builtin;
@@ -19,6 +29,7 @@ pub mod engine;
 pub mod error;
 pub mod estimate;
 pub mod explain;
+pub mod input;
 pub mod limiter;
 pub mod metrics;
 pub mod onboard;
@@ -26,6 +37,7 @@ pub mod overrides;
 pub mod progress;
 pub mod redis;
 pub mod report;
+pub mod run;
 pub mod scenario;
 pub mod staging;
 pub mod traffic;

@@ -22,8 +22,8 @@ use std::fs;
 use std::path::Path;
 
 use proptest::prelude::*;
-use ratesim::app::{run_scenario, RunOptions};
 use ratesim::estimate::Estimate;
+use ratesim::run::{run_scenario, RunOptions};
 use ratesim::scenario::Scenario;
 use ratesim::InputError;
 

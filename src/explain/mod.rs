@@ -14,10 +14,10 @@ pub mod libraries;
 
 use std::path::{Path, PathBuf};
 
-use crate::app::{self, RunOptions};
 use crate::error::InputError;
 use crate::progress::Progress;
 use crate::report::charts::{self, RunData};
+use crate::run::{self, RunOptions};
 use crate::scenario::Scenario;
 
 /// One walkthrough.
@@ -66,7 +66,7 @@ pub fn run(name: &str, out: Option<&Path>) -> anyhow::Result<String> {
         plots: true,
         force: false,
     };
-    let result = app::run_scenario(&scenario, &dir, &options, &|i, t, n| bar.report(i, t, n));
+    let result = run::run_scenario(&scenario, &dir, &options, &|i, t, n| bar.report(i, t, n));
     bar.finish();
     result?;
     let data = RunData::load(&dir)?;
@@ -76,7 +76,7 @@ pub fn run(name: &str, out: Option<&Path>) -> anyhow::Result<String> {
         data: &data,
     })?;
     // Link whatever the topic added beside the charts.
-    charts::render_dir(&dir, false)?;
+    crate::report::render::render_dir(&dir, false)?;
     Ok(text)
 }
 

@@ -31,6 +31,7 @@
 //! in `u128`, so a bucket refilling at 3 per second holds exactly 1 token after
 //! 333 333 333⅓ ns — and not before.
 
+pub mod algorithm;
 pub mod fixed_window;
 pub mod gcra;
 pub mod interval_bucket;
@@ -41,6 +42,7 @@ pub mod smooth_bursty;
 pub mod token_bucket;
 
 use crate::clock::Nanos;
+pub use algorithm::{Algorithm, ALGORITHMS};
 
 /// What happened to one attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

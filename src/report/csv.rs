@@ -4,109 +4,17 @@
 
 use std::io::Write;
 
-use super::{opt_ms, Report};
+use super::Report;
 use crate::engine::{Attempt, DecisionSink};
 use crate::limiter::Decision;
 use crate::scenario::{KeyBy, Population};
 
-/// DESIGN §3's columns, in order, then ratesim's additions.
-pub const SUMMARY_COLUMNS: &[&str] = &[
-    "limiter",
-    "algorithm",
-    "attempts",
-    "admitted",
-    "delayed",
-    "rejected",
-    "peak_in_window",
-    "limit",
-    "delay_p50_ms",
-    "delay_p99_ms",
-    "state_bytes_per_key_mean",
-    "state_bytes_per_key_peak",
-    "keys",
-    "key_by",
-    "passed",
-    "delay_max_ms",
-    "logical_requests",
-    "retry_amplification",
-    "gave_up",
-    "pending_at_end",
-    "time_to_success_p50_ms",
-    "time_to_success_p99_ms",
-    "client_pass_ratio_min",
-    "fairness_jain",
-    "collateral_share",
-    "instances",
-    "scope",
-    "added_latency_p50_ms",
-    "added_latency_p99_ms",
-    "store_ops",
-    "store_ops_per_s",
-    "fault_decisions",
-    "unprotected_passes",
-    "fault_rejections",
-    "fallback_decisions",
-    "cache_rejections",
-    "overshoot",
-    "overshoot_max",
-    "collateral_rejections",
-    "collateral_cost_share",
-    "state_bytes_total_mean",
-    "state_bytes_total_peak",
-    "state_bytes_redis_per_key_mean",
-    "state_bytes_redis_total_peak",
-];
-
-pub fn summary(report: &Report, out: impl Write) -> csv::Result<()> {
+/// `summary.csv`: one [`super::summary::LimiterSummary`] per row, its
+/// fields the columns (DESIGN §3's first, in order).
+pub fn summary(report: &Report, out: &mut dyn Write) -> anyhow::Result<()> {
     let mut w = csv::Writer::from_writer(out);
-    w.write_record(SUMMARY_COLUMNS)?;
     for l in &report.limiters {
-        w.write_record([
-            l.name.clone(),
-            l.algorithm.to_string(),
-            l.attempts.to_string(),
-            l.admitted.to_string(),
-            l.delayed.to_string(),
-            l.rejected.to_string(),
-            l.peak_in_window.to_string(),
-            report.limit.to_string(),
-            opt_ms(l.delay_p50),
-            opt_ms(l.delay_p99),
-            l.state_mean_text(),
-            l.state_peak.to_string(),
-            l.keys.to_string(),
-            l.key_by.to_string(),
-            l.passed().to_string(),
-            opt_ms(l.delay_max),
-            l.logical.to_string(),
-            l.amplification_text(),
-            l.gave_up.to_string(),
-            l.pending_at_end.to_string(),
-            opt_ms(l.time_to_success_p50),
-            opt_ms(l.time_to_success_p99),
-            l.pass_ratio_min_text(),
-            l.fairness_text(),
-            l.collateral_text(),
-            l.instances.to_string(),
-            l.scope.to_string(),
-            opt_ms(l.added_latency_p50),
-            opt_ms(l.added_latency_p99),
-            l.store_ops.to_string(),
-            l.store_ops_per_s_text(report.duration),
-            l.fault_decisions().to_string(),
-            l.fault_open.to_string(),
-            l.fault_closed.to_string(),
-            l.fault_fallback.to_string(),
-            l.cache_rejections.to_string(),
-            l.overshoot.to_string(),
-            l.overshoot_max.to_string(),
-            l.collateral.map_or(String::new(), |(c, _)| c.to_string()),
-            l.collateral_cost_text(),
-            l.state_total_mean_text(),
-            l.state_total_peak.to_string(),
-            l.redis_mean_text(),
-            l.redis_total_peak.to_string(),
-        ])?;
+        w.serialize(l.summary())?;
     }
     w.flush()?;
     Ok(())
@@ -130,7 +38,7 @@ pub const TIMESERIES_COLUMNS: &[&str] = &[
 
 /// Every limiter's series over the same buckets (the longest series, so a
 /// shaper's late releases are not cut off).
-pub fn timeseries(report: &Report, out: impl Write) -> csv::Result<()> {
+pub fn timeseries(report: &Report, out: &mut dyn Write) -> anyhow::Result<()> {
     let mut w = csv::Writer::from_writer(out);
     w.write_record(TIMESERIES_COLUMNS)?;
     let buckets = report
@@ -145,7 +53,7 @@ pub fn timeseries(report: &Report, out: impl Write) -> csv::Result<()> {
             let b = l.series.get(i).copied().unwrap_or_default();
             let start = i as u64 * res;
             w.write_record([
-                l.name.clone(),
+                l.summary().limiter.clone(),
                 start.to_string(),
                 (start + res).to_string(),
                 b.attempts.to_string(),

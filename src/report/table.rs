@@ -5,49 +5,49 @@
 //! collateral when some limiter shares a key between clients (ip, global),
 //! deployment columns when some limiter runs on several instances or a store.
 
+use super::format::short_ms;
 use super::{LimiterReport, Report};
-use crate::clock::{decimal_places, Nanos};
+use crate::clock::decimal_places;
 
 /// A column: its header, whether it is text (left-aligned), and its cell.
 type Column = (&'static str, bool, fn(&Report, &LimiterReport) -> String);
 
-/// A duration for a cell: `0` when it is zero, `-` only when there is
-/// none (nothing passed, nothing measured).
-fn short_ms(d: Option<Nanos>) -> String {
-    match d {
-        Some(d) if d.0 >= 1_000_000 => {
-            format!("{}ms", decimal_places(d.0 as u128, 1_000_000, 1))
-        }
-        Some(d) if d.0 > 0 => format!("{}us", decimal_places(d.0 as u128, 1_000, 1)),
-        Some(_) => "0".to_string(),
-        None => "-".to_string(),
-    }
-}
-
 const BASE: &[Column] = &[
-    ("limiter", true, |_, l| l.name.clone()),
-    ("algorithm", true, |_, l| l.algorithm.to_string()),
-    ("key", true, |_, l| l.key_by.to_string()),
-    ("admitted", false, |_, l| l.admitted.to_string()),
-    ("delayed", false, |_, l| l.delayed.to_string()),
-    ("rejected", false, |_, l| l.rejected.to_string()),
+    ("limiter", true, |_, l| l.summary().limiter.clone()),
+    ("algorithm", true, |_, l| l.summary().algorithm.clone()),
+    ("key", true, |_, l| l.summary().key_by.clone()),
+    ("admitted", false, |_, l| l.summary().admitted.to_string()),
+    ("delayed", false, |_, l| l.summary().delayed.to_string()),
+    ("rejected", false, |_, l| l.summary().rejected.to_string()),
     ("peak/limit", false, |r, l| {
-        format!("{}/{}", l.peak_in_window, r.limit)
+        format!("{}/{}", l.summary().peak_in_window, r.limit)
     }),
     ("delay p99", false, |_, l| short_ms(l.delay_p99)),
     ("state B/key", false, |_, l| {
-        if l.state_mean_text() == l.state_peak.to_string() {
-            l.state_peak.to_string()
+        let s = l.summary();
+        if s.state_bytes_per_key_mean.text() == s.state_bytes_per_key_peak.to_string() {
+            s.state_bytes_per_key_peak.to_string()
         } else {
-            format!("{} (peak {})", l.state_mean_text(), l.state_peak)
+            format!(
+                "{} (peak {})",
+                s.state_bytes_per_key_mean.text(),
+                s.state_bytes_per_key_peak
+            )
         }
     }),
-    ("keys", false, |_, l| l.keys.to_string()),
+    ("keys", false, |_, l| l.summary().keys.to_string()),
 ];
 
 const RETRIES: &[Column] = &[
-    ("attempts/req", false, |_, l| l.amplification_text()),
-    ("gave up", false, |_, l| l.gave_up.to_string()),
+    ("attempts/req", false, |_, l| {
+        l.summary()
+            .retry_amplification
+            .as_ref()
+            .map_or(String::new(), |a| a.text().to_string())
+    }),
+    ("gave up", false, |_, l| {
+        l.summary().gave_up.unwrap_or(0).to_string()
+    }),
     ("success p99", false, |_, l| short_ms(l.time_to_success_p99)),
 ];
 
@@ -63,31 +63,55 @@ const SHARED_KEYS: &[Column] = &[("collateral", false, |_, l| {
 
 const DEPLOYED: &[Column] = &[
     ("deployment", true, |_, l| {
-        format!("{}x {}", l.instances, l.scope)
+        format!(
+            "{}x {}",
+            l.summary().instances.unwrap_or(1),
+            l.summary().scope
+        )
     }),
     ("latency p99", false, |_, l| short_ms(l.added_latency_p99)),
-    ("store ops", false, |_, l| l.store_ops.to_string()),
+    ("store ops", false, |_, l| l.summary().store_ops.to_string()),
     ("fault: open/closed/fallback", false, |_, l| {
-        format!("{}/{}/{}", l.fault_open, l.fault_closed, l.fault_fallback)
+        let s = l.summary();
+        format!(
+            "{}/{}/{}",
+            s.unprotected_passes, s.fault_rejections, s.fallback_decisions
+        )
     }),
-    ("overshoot", false, |_, l| l.overshoot.to_string()),
+    ("overshoot", false, |_, l| {
+        l.summary().overshoot.unwrap_or(0).to_string()
+    }),
 ];
+
+/// The table, the exporter.
+pub fn write(report: &Report, out: &mut dyn std::io::Write) -> anyhow::Result<()> {
+    out.write_all(render(report).as_bytes())?;
+    Ok(())
+}
 
 pub fn render(report: &Report) -> String {
     let mut columns: Vec<&Column> = BASE.iter().collect();
-    if report.limiters.iter().any(|l| l.attempts > l.logical) {
+    if report
+        .limiters
+        .iter()
+        .any(|l| l.summary().attempts > l.summary().logical_requests.unwrap_or(0))
+    {
         columns.extend(RETRIES);
     }
     if report.scenario["clients"].as_u64().unwrap_or(0) > 1 {
         columns.push(&FAIRNESS);
     }
-    if report.limiters.iter().any(|l| l.key_by != "client") {
+    if report
+        .limiters
+        .iter()
+        .any(|l| l.summary().key_by != "client")
+    {
         columns.extend(SHARED_KEYS);
     }
     if report
         .limiters
         .iter()
-        .any(|l| l.instances > 1 || l.scope != "local")
+        .any(|l| l.summary().instances.unwrap_or(1) > 1 || l.summary().scope != "local")
     {
         columns.extend(DEPLOYED);
     }
@@ -142,6 +166,7 @@ pub fn render(report: &Report) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::clock::Nanos;
 
     // Regression (chart details issue item 6): a delay or latency of 0 was
     // printed `-`, as if there were none.

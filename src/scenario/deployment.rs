@@ -9,12 +9,13 @@
 
 use toml::{Table, Value};
 
-use super::fields::Fields;
-use super::limiters::{self, Algorithm, LimiterSpec};
+use super::limiters::{self, LimiterSpec};
 use super::Defaults;
 use crate::clock::Nanos;
 use crate::deploy::{Deployment, Latency, OnFailure, Routing, Scope};
 use crate::error::InputError;
+use crate::input::fields::Fields;
+use crate::limiter::Algorithm;
 
 /// The most instances a deployment may have.
 pub const MAX_INSTANCES: u64 = 10_000;

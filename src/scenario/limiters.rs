@@ -4,16 +4,15 @@
 //! `window`) as DESIGN §2 lists them; a parameter the algorithm does not take
 //! is an unknown field.
 
-use serde_json::json;
-
-use super::fields::Fields;
-use super::Defaults;
 use crate::clock::{Nanos, Rate};
 use crate::error::InputError;
+use crate::input::fields::{names, Fields};
+use crate::input::Defaults;
 use crate::limiter::{
     fixed_window, gcra, interval_bucket, leaky_bucket, sliding_counter, sliding_log, smooth_bursty,
-    token_bucket, Limiter,
+    token_bucket,
 };
+use crate::limiter::{Algorithm, ALGORITHMS};
 
 /// What a limiter keys its state on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,55 +31,6 @@ impl KeyBy {
         }
     }
 }
-
-/// A validated algorithm with its parameters.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Algorithm {
-    TokenBucket(token_bucket::Config),
-    IntervalBucket(interval_bucket::Config),
-    Gcra(gcra::Config),
-    LeakyBucket(leaky_bucket::Config),
-    FixedWindow(fixed_window::Config),
-    SlidingLog(sliding_log::Config),
-    SlidingCounter(sliding_counter::Config),
-    SmoothBursty(smooth_bursty::Config),
-}
-
-/// Every algorithm name with a one-line description, for `ratesim list`.
-pub const ALGORITHMS: &[(&str, &str)] = &[
-    (
-        "token_bucket",
-        "continuous refill up to `capacity` at `rate` (Envoy local rate limit)",
-    ),
-    (
-        "interval_bucket",
-        "`tokens_per_fill` every `fill_interval` up to `max_tokens` (Envoy's timer bucket)",
-    ),
-    (
-        "gcra",
-        "one theoretical arrival time; decides as a token bucket of `burst` (governor, redis-cell)",
-    ),
-    (
-        "leaky_bucket",
-        "shaper: delays up to `queue` requests to `rate`, `delay` pass at once (nginx limit_req)",
-    ),
-    (
-        "fixed_window",
-        "counter per aligned `window`; 2x `limit` across a boundary (envoyproxy/ratelimit)",
-    ),
-    (
-        "sliding_log",
-        "exact log of the last `window`; 8 bytes per live entry (Redis sorted sets)",
-    ),
-    (
-        "sliding_counter",
-        "previous window weighted by its remaining share (Cloudflare)",
-    ),
-    (
-        "smooth_bursty",
-        "balance may go into debt: admits any cost while none is owed (Guava RateLimiter)",
-    ),
-];
 
 /// The fields each algorithm takes besides `name`, `key_by`, `traffic`,
 /// `deployment` and `implementation`, for error messages.
@@ -217,131 +167,6 @@ pub const IMPLEMENTATIONS: &[Implementation] = &[
 /// The implementation called `name`.
 pub fn implementation(name: &str) -> Option<&'static Implementation> {
     IMPLEMENTATIONS.iter().find(|i| i.name == name)
-}
-
-impl Algorithm {
-    pub fn name(&self) -> &'static str {
-        match self {
-            Algorithm::TokenBucket(_) => "token_bucket",
-            Algorithm::IntervalBucket(_) => "interval_bucket",
-            Algorithm::Gcra(_) => "gcra",
-            Algorithm::LeakyBucket(_) => "leaky_bucket",
-            Algorithm::FixedWindow(_) => "fixed_window",
-            Algorithm::SlidingLog(_) => "sliding_log",
-            Algorithm::SlidingCounter(_) => "sliding_counter",
-            Algorithm::SmoothBursty(_) => "smooth_bursty",
-        }
-    }
-
-    /// A fresh limiter with no state.
-    pub fn build(&self) -> Box<dyn Limiter> {
-        match *self {
-            Algorithm::TokenBucket(c) => Box::new(token_bucket::TokenBucket::new(c)),
-            Algorithm::IntervalBucket(c) => Box::new(interval_bucket::IntervalBucket::new(c)),
-            Algorithm::Gcra(c) => Box::new(gcra::Gcra::new(c)),
-            Algorithm::LeakyBucket(c) => leaky_bucket::boxed(c),
-            Algorithm::FixedWindow(c) => Box::new(fixed_window::FixedWindow::new(c)),
-            Algorithm::SlidingLog(c) => Box::new(sliding_log::SlidingLog::new(c)),
-            Algorithm::SlidingCounter(c) => Box::new(sliding_counter::SlidingCounter::new(c)),
-            Algorithm::SmoothBursty(c) => Box::new(smooth_bursty::SmoothBursty::new(c)),
-        }
-    }
-
-    /// This policy divided among `n` instances: rates exactly, counts
-    /// rounded down (at least 1; a queue or delay may reach 0). `None` when
-    /// a divided rate cannot be held exactly.
-    pub fn divided(&self, n: u64) -> Option<Algorithm> {
-        let count = |c: u64| (c / n).max(1);
-        let rate = |r: Rate| Rate::new(r.tokens(), r.per_ns() * n as u128);
-        Some(match *self {
-            Algorithm::TokenBucket(c) => Algorithm::TokenBucket(token_bucket::Config {
-                capacity: count(c.capacity),
-                rate: rate(c.rate)?,
-            }),
-            Algorithm::Gcra(c) => Algorithm::Gcra(gcra::Config {
-                burst: count(c.burst),
-                rate: rate(c.rate)?,
-            }),
-            Algorithm::IntervalBucket(c) => Algorithm::IntervalBucket(interval_bucket::Config {
-                max_tokens: count(c.max_tokens),
-                tokens_per_fill: count(c.tokens_per_fill),
-                fill_interval: c.fill_interval,
-            }),
-            Algorithm::LeakyBucket(c) => Algorithm::LeakyBucket(leaky_bucket::Config {
-                rate: rate(c.rate)?,
-                queue: c.queue / n,
-                delay: c.delay / n,
-                arithmetic: c.arithmetic,
-            }),
-            Algorithm::FixedWindow(c) => Algorithm::FixedWindow(fixed_window::Config {
-                limit: count(c.limit),
-                ..c
-            }),
-            Algorithm::SlidingLog(c) => Algorithm::SlidingLog(sliding_log::Config {
-                limit: count(c.limit),
-                ..c
-            }),
-            Algorithm::SlidingCounter(c) => Algorithm::SlidingCounter(sliding_counter::Config {
-                limit: count(c.limit),
-                ..c
-            }),
-            Algorithm::SmoothBursty(c) => Algorithm::SmoothBursty(smooth_bursty::Config {
-                capacity: count(c.capacity),
-                rate: rate(c.rate)?,
-                ..c
-            }),
-        })
-    }
-
-    /// The resolved parameters, for `summary.json` and the terminal. A
-    /// variant knob of DESIGN §5 appears only when it is not the default, so
-    /// a textbook limiter reads as it always did.
-    pub fn params(&self) -> serde_json::Value {
-        let window_params = |limit: u64, window: Nanos, count_rejected: bool| {
-            json!({
-                "limit": limit, "window": window.to_string(), "count_rejected": count_rejected,
-            })
-        };
-        let mut v = match *self {
-            Algorithm::TokenBucket(c) => {
-                json!({ "capacity": c.capacity, "rate": c.rate.to_string() })
-            }
-            Algorithm::IntervalBucket(c) => json!({
-                "max_tokens": c.max_tokens,
-                "tokens_per_fill": c.tokens_per_fill,
-                "fill_interval": c.fill_interval.to_string(),
-            }),
-            Algorithm::Gcra(c) => json!({ "burst": c.burst, "rate": c.rate.to_string() }),
-            Algorithm::LeakyBucket(c) => json!({
-                "rate": c.rate.to_string(), "queue": c.queue, "delay": c.delay,
-            }),
-            Algorithm::FixedWindow(c) => window_params(c.limit, c.window, c.count_rejected),
-            Algorithm::SlidingLog(c) => window_params(c.limit, c.window, c.count_rejected),
-            Algorithm::SlidingCounter(c) => window_params(c.limit, c.window, c.count_rejected),
-            Algorithm::SmoothBursty(c) => json!({
-                "rate": c.rate.to_string(), "capacity": c.capacity, "start": c.start.as_str(),
-            }),
-        };
-        let knob = match *self {
-            Algorithm::FixedWindow(c) if c.align != Default::default() => {
-                Some(("align", c.align.as_str()))
-            }
-            Algorithm::SlidingLog(c) if c.boundary != Default::default() => {
-                Some(("boundary", c.boundary.as_str()))
-            }
-            Algorithm::SlidingCounter(c) if c.weight != Default::default() => {
-                Some(("weight", c.weight.as_str()))
-            }
-            Algorithm::LeakyBucket(c) if c.arithmetic != Default::default() => {
-                Some(("arithmetic", c.arithmetic.as_str()))
-            }
-            _ => None,
-        };
-        if let Some((field, value)) = knob {
-            v[field] = json!(value);
-        }
-        v
-    }
 }
 
 #[derive(Debug, Clone)]
@@ -526,7 +351,9 @@ fn knob<T: Default>(
         InputError::new(format!(
             "{}: {} — expected one of {}",
             f.at(field),
-            f.peek(field).map(super::fields::show).unwrap_or_default(),
+            f.peek(field)
+                .map(crate::input::fields::show)
+                .unwrap_or_default(),
             accepted_list()
         ))
     })?
@@ -668,13 +495,4 @@ fn interval_bucket(f: &mut Fields, d: &Defaults) -> Result<interval_bucket::Conf
         tokens_per_fill,
         fill_interval,
     })
-}
-
-/// `"a", "b", "c"` from a name table.
-pub fn names(table: &[(&str, &str)]) -> String {
-    table
-        .iter()
-        .map(|(n, _)| format!("\"{n}\""))
-        .collect::<Vec<_>>()
-        .join(", ")
 }

@@ -7,7 +7,6 @@
 //! and what is accepted.
 
 pub mod deployment;
-pub mod fields;
 pub mod limiters;
 
 use std::collections::{HashMap, HashSet};
@@ -18,19 +17,11 @@ use serde_json::json;
 use crate::builtin;
 use crate::clock::{Nanos, Rate};
 use crate::error::InputError;
+pub use crate::input::fields::Fields;
+pub use crate::input::{Defaults, Origin, Population};
 use crate::traffic::retry::Retry;
-use crate::traffic::trace::TraceData;
 use crate::traffic::{ParseCtx, Pattern, PATTERNS};
-pub use fields::Fields;
-pub use limiters::{Algorithm, KeyBy, LimiterSpec, ALGORITHMS, IMPLEMENTATIONS};
-
-/// The policy every limiter derives its defaults from, and that
-/// `peak_in_window` is held against.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Defaults {
-    pub limit: u64,
-    pub window: Nanos,
-}
+pub use limiters::{KeyBy, LimiterSpec, IMPLEMENTATIONS};
 
 #[derive(Debug, Clone)]
 pub struct OutputSpec {
@@ -76,83 +67,6 @@ pub struct Source {
     pub name: String,
     pub pattern: Pattern,
     pub retry: Retry,
-}
-
-/// Where a scenario came from: relative paths in it resolve against this.
-#[derive(Debug, Clone)]
-pub enum Origin {
-    File(PathBuf),
-    Builtin(&'static builtin::Builtin),
-}
-
-impl Origin {
-    /// The trace named `rel` in this scenario.
-    pub fn resolve(&self, rel: &str) -> Result<TraceData, String> {
-        match self {
-            Origin::File(path) => {
-                let base = path.parent().unwrap_or(Path::new(""));
-                let full = base.join(rel);
-                crate::traffic::trace::regular_file(&full)?;
-                Ok(TraceData::File(full))
-            }
-            Origin::Builtin(b) => builtin::file(b, rel)
-                .map(TraceData::Embedded)
-                .ok_or_else(|| format!("built-in scenario {} ships no such file", b.name)),
-        }
-    }
-
-    pub fn shown(&self) -> String {
-        match self {
-            Origin::File(p) => p.display().to_string(),
-            Origin::Builtin(b) => format!("built-in scenario {}", b.name),
-        }
-    }
-}
-
-/// Every client and address named in a scenario, interned to dense ids so
-/// limiters index their per-key state without hashing.
-#[derive(Debug, Clone, Default)]
-pub struct Population {
-    clients: Vec<String>,
-    client_ids: HashMap<String, u32>,
-    ips: Vec<String>,
-    ip_ids: HashMap<String, u32>,
-}
-
-fn intern(names: &mut Vec<String>, ids: &mut HashMap<String, u32>, name: &str) -> u32 {
-    if let Some(&id) = ids.get(name) {
-        return id;
-    }
-    let id = names.len() as u32;
-    names.push(name.to_string());
-    ids.insert(name.to_string(), id);
-    id
-}
-
-impl Population {
-    pub fn client(&mut self, name: &str) -> u32 {
-        intern(&mut self.clients, &mut self.client_ids, name)
-    }
-
-    pub fn ip(&mut self, name: &str) -> u32 {
-        intern(&mut self.ips, &mut self.ip_ids, name)
-    }
-
-    pub fn client_name(&self, id: u32) -> &str {
-        &self.clients[id as usize]
-    }
-
-    pub fn ip_name(&self, id: u32) -> &str {
-        &self.ips[id as usize]
-    }
-
-    pub fn clients(&self) -> usize {
-        self.clients.len()
-    }
-
-    pub fn ips(&self) -> usize {
-        self.ips.len()
-    }
 }
 
 impl Scenario {
@@ -257,7 +171,10 @@ impl Scenario {
         for (index, (path, t)) in traffic_tables.iter().enumerate() {
             let mut f = Fields::new(path.clone(), t);
             let pattern = f.opt_str("pattern")?.ok_or_else(|| {
-                f.missing("pattern", &format!("one of {}", limiters::names(PATTERNS)))
+                f.missing(
+                    "pattern",
+                    &format!("one of {}", crate::input::fields::names(PATTERNS)),
+                )
             })?;
             let source_name = match f.opt_str("name")? {
                 Some(n) => n.to_string(),
@@ -275,7 +192,7 @@ impl Scenario {
                 return Err(InputError::new(format!(
                     "{}: {pattern_q} — unknown pattern; accepted: {}",
                     f.at("pattern"),
-                    limiters::names(PATTERNS),
+                    crate::input::fields::names(PATTERNS),
                     pattern_q = crate::error::quoted(pattern)
                 )));
             }

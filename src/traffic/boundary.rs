@@ -16,7 +16,7 @@ use serde_json::json;
 use super::{cost_field, synthetic_clients, Arrival, ParseCtx, Stream, StreamCtx};
 use crate::clock::Nanos;
 use crate::error::InputError;
-use crate::scenario::fields::Fields;
+use crate::input::fields::Fields;
 
 #[derive(Debug, Clone)]
 pub struct Boundary {
@@ -172,24 +172,33 @@ mod tests {
         // Found by the fuzz suite: before = window with after > 0 sent the
         // next boundary's first burst before this one's second (time went
         // backwards; a debug build panicked).
-        use crate::scenario::{Origin, Scenario};
-        let text = |before: &str, after: &str| {
-            format!(
-                "duration = \"1s\"\n[defaults]\nlimit = 5\nwindow = \"100ms\"\n\
-                 [[limiter]]\nalgorithm = \"fixed_window\"\n\
-                 [[traffic]]\npattern = \"boundary\"\nbefore = \"{before}\"\nafter = \"{after}\"\n"
-            )
+        let parse = |before: &str, after: &str| {
+            let table: toml::Table = format!("before = \"{before}\"\nafter = \"{after}\"")
+                .parse()
+                .unwrap();
+            let mut f = Fields::new("traffic[0]", &table);
+            let mut population = crate::input::Population::default();
+            let mut ctx = ParseCtx {
+                defaults: &crate::input::Defaults {
+                    limit: 5,
+                    window: Nanos::from_millis(100),
+                },
+                origin: &crate::input::Origin::File("b.toml".into()),
+                population: &mut population,
+                index: 0,
+                default_prefix: "boundary-".to_string(),
+            };
+            Boundary::parse(&mut f, &mut ctx)
         };
-        let parse = |t: String| Scenario::parse(&t, "b", Origin::File("b.toml".into()));
-        let err = parse(text("100ms", "1ns")).unwrap_err();
+        let err = parse("100ms", "1ns").unwrap_err();
         assert!(
             err.message().contains("traffic[0].after"),
             "{}",
             err.message()
         );
-        assert!(parse(text("100ms", "0s")).is_ok());
-        assert!(parse(text("60ms", "40ms")).is_ok());
-        assert!(parse(text("60ms", "41ms")).is_err());
+        assert!(parse("100ms", "0s").is_ok());
+        assert!(parse("60ms", "40ms").is_ok());
+        assert!(parse("60ms", "41ms").is_err());
     }
 
     #[test]

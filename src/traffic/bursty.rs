@@ -23,7 +23,7 @@ use super::poisson::{exponential_gap, opt_poisson_rate, MIN_MEAN_GAP_NS};
 use super::{client_rng, cost_field, synthetic_clients, Arrival, ParseCtx, Stream, StreamCtx};
 use crate::clock::{Nanos, Rate};
 use crate::error::InputError;
-use crate::scenario::fields::Fields;
+use crate::input::fields::Fields;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Form {
@@ -335,13 +335,13 @@ mod tests {
         let parse = |text: &str| {
             let table: toml::Table = text.parse().unwrap();
             let mut f = Fields::new("traffic[0]", &table);
-            let mut population = crate::scenario::Population::default();
+            let mut population = crate::input::Population::default();
             let mut ctx = ParseCtx {
-                defaults: &crate::scenario::Defaults {
+                defaults: &crate::input::Defaults {
                     limit: 10,
                     window: Nanos::from_secs(1),
                 },
-                origin: &crate::scenario::Origin::File("s.toml".into()),
+                origin: &crate::input::Origin::File("s.toml".into()),
                 population: &mut population,
                 index: 0,
                 default_prefix: "c".to_string(),

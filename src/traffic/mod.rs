@@ -36,8 +36,8 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::clock::Nanos;
 use crate::error::InputError;
-use crate::scenario::fields::Fields;
-use crate::scenario::{Defaults, Origin, Population};
+use crate::input::fields::Fields;
+use crate::input::{Defaults, Origin, Population};
 
 /// One request reaching the limiter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

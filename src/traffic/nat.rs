@@ -21,7 +21,7 @@ use super::zipf::ZipfTable;
 use super::{client_rng, cost_field, synthetic_clients, ParseCtx, Stream, StreamCtx};
 use crate::clock::Rate;
 use crate::error::InputError;
-use crate::scenario::fields::Fields;
+use crate::input::fields::Fields;
 
 #[derive(Debug, Clone)]
 pub struct Nat {

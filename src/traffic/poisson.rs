@@ -28,7 +28,7 @@ use serde_json::json;
 use super::{client_rng, cost_field, synthetic_clients, Arrival, ParseCtx, Stream, StreamCtx};
 use crate::clock::{decimal, Nanos, Rate};
 use crate::error::InputError;
-use crate::scenario::fields::Fields;
+use crate::input::fields::Fields;
 
 /// The shortest mean gap, in ns, of anything drawn from an exponential
 /// distribution and rounded to whole ns: Poisson gaps, on/off periods. See

@@ -16,7 +16,7 @@ use super::steady::{nth_send, opt_steady_rate};
 use super::{cost_field, synthetic_clients, Arrival, ParseCtx, Stream, StreamCtx};
 use crate::clock::{Nanos, Rate};
 use crate::error::InputError;
-use crate::scenario::fields::Fields;
+use crate::input::fields::Fields;
 
 #[derive(Debug, Clone)]
 pub struct Ramp {
@@ -45,7 +45,7 @@ impl Ramp {
             // `from` as written (a string or a number per second).
             let written = f
                 .peek("from")
-                .map(crate::scenario::fields::show)
+                .map(crate::input::fields::show)
                 .unwrap_or_else(|| format!("\"{from}\""));
             return Err(InputError::new(format!(
                 "{}: 1 — a ramp of one step is just steady traffic at `from` and never reaches `to`; use pattern = \"steady\" with rate = {written}, or steps of 2 or more (default 20)",

@@ -24,7 +24,7 @@ use serde_json::json;
 
 use crate::clock::{Nanos, MAX_NANOS};
 use crate::error::InputError;
-use crate::scenario::fields::Fields;
+use crate::input::fields::Fields;
 
 /// The most attempts a policy may allow per logical request.
 pub const MAX_ATTEMPTS: u64 = 1000;
@@ -139,7 +139,7 @@ impl Retry {
                 return Err(InputError::new(format!(
                     "{}: {other_q} — unknown retry policy; accepted: {}",
                     f.at("policy"),
-                    crate::scenario::limiters::names(POLICIES),
+                    crate::input::fields::names(POLICIES),
                     other_q = crate::error::quoted(other)
                 )))
             }

@@ -18,7 +18,7 @@ use serde_json::json;
 use super::{client_rng, cost_field, synthetic_clients, Arrival, ParseCtx, Stream, StreamCtx};
 use crate::clock::{Nanos, Rate};
 use crate::error::InputError;
-use crate::scenario::fields::Fields;
+use crate::input::fields::Fields;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {

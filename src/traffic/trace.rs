@@ -17,9 +17,7 @@
 //! line: the path may name any file.
 
 use std::collections::HashMap;
-use std::fs::File;
-use std::io::{self, BufReader, Read};
-use std::path::{Path, PathBuf};
+use std::io::{self, Read};
 use std::sync::Arc;
 
 use anyhow::Context;
@@ -29,80 +27,8 @@ use serde_json::json;
 use super::{Arrival, ParseCtx, Stream, StreamCtx};
 use crate::clock::{parse_seconds, Nanos, MAX_NANOS};
 use crate::error::{quoted, InputError};
-use crate::scenario::fields::{Fields, MAX_COUNT};
-use crate::scenario::Population;
-
-/// Where the CSV bytes live.
-#[derive(Debug, Clone)]
-pub enum TraceData {
-    File(PathBuf),
-    /// A trace shipped inside the binary with a built-in scenario.
-    Embedded(&'static [u8]),
-}
-
-impl TraceData {
-    fn open(&self) -> io::Result<Box<dyn Read + Send>> {
-        Ok(match self {
-            TraceData::File(p) => {
-                // Checked again here: the file may have been replaced since
-                // the scenario loaded, and opening a FIFO would block.
-                regular_file(p).map_err(io::Error::other)?;
-                let file = File::open(p)?;
-                if !file.metadata()?.is_file() {
-                    return Err(io::Error::other("is no longer a regular file"));
-                }
-                Box::new(BufReader::with_capacity(1 << 16, file))
-            }
-            TraceData::Embedded(b) => Box::new(*b),
-        })
-    }
-}
-
-/// `Ok` if `path` names a regular file (after following symlinks), else
-/// what it is instead — `is a directory, not a file` — without opening it.
-pub fn regular_file(path: &Path) -> Result<(), String> {
-    let meta = match std::fs::metadata(path) {
-        Ok(m) => m,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            return Err(format!("no such file ({})", path.display()))
-        }
-        Err(e) => return Err(format!("cannot be read ({}): {e}", path.display())),
-    };
-    let t = meta.file_type();
-    if t.is_file() {
-        return Ok(());
-    }
-    let what = if t.is_dir() {
-        "a directory"
-    } else {
-        special_file_kind(&t)
-    };
-    Err(format!(
-        "is {what}, not a file ({}); give a CSV trace file",
-        path.display()
-    ))
-}
-
-#[cfg(unix)]
-fn special_file_kind(t: &std::fs::FileType) -> &'static str {
-    use std::os::unix::fs::FileTypeExt;
-    if t.is_fifo() {
-        "a FIFO (named pipe)"
-    } else if t.is_char_device() {
-        "a character device"
-    } else if t.is_block_device() {
-        "a block device"
-    } else if t.is_socket() {
-        "a socket"
-    } else {
-        "not a regular file"
-    }
-}
-
-#[cfg(not(unix))]
-fn special_file_kind(_: &std::fs::FileType) -> &'static str {
-    "not a regular file"
-}
+use crate::input::fields::{Fields, MAX_COUNT};
+use crate::input::{Population, TraceData};
 
 /// The longest line a trace may have, in bytes, not counting its `\n` (a
 /// `\r` before it counts): 64 KiB,
@@ -631,35 +557,5 @@ mod tests {
             .err()
             .unwrap();
         assert!(e.contains("cost \"") && !e.contains(&"s".repeat(81)), "{e}");
-    }
-
-    // Robustness issue, defect 5: a path that exists but is not a regular
-    // file was reported as "no such file".
-    #[cfg(unix)]
-    #[test]
-    fn a_path_that_is_not_a_regular_file_is_named_for_what_it_is() {
-        let tmp = tempfile::tempdir().unwrap();
-        let e = regular_file(tmp.path()).unwrap_err();
-        assert!(e.starts_with("is a directory, not a file"), "{e}");
-        let e = regular_file(Path::new("/dev/zero")).unwrap_err();
-        assert!(e.starts_with("is a character device, not a file"), "{e}");
-        let sock = tmp.path().join("sock");
-        let _listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
-        let e = regular_file(&sock).unwrap_err();
-        assert!(e.starts_with("is a socket, not a file"), "{e}");
-        let fifo = tmp.path().join("fifo");
-        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
-        if made.is_ok_and(|s| s.success()) {
-            let e = regular_file(&fifo).unwrap_err();
-            assert!(e.starts_with("is a FIFO (named pipe), not a file"), "{e}");
-            // Opening goes through the same check: it never blocks.
-            let data = TraceData::File(fifo);
-            assert!(data.open().is_err());
-        }
-        let e = regular_file(&tmp.path().join("nope")).unwrap_err();
-        assert!(e.starts_with("no such file"), "{e}");
-        let file = tmp.path().join("t.csv");
-        std::fs::write(&file, "time_ns,client\n0,a\n").unwrap();
-        assert_eq!(regular_file(&file), Ok(()));
     }
 }

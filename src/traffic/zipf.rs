@@ -16,7 +16,7 @@ use super::poisson::{opt_poisson_rate, PoissonClock};
 use super::{client_rng, cost_field, synthetic_clients, Arrival, ParseCtx, Stream, StreamCtx};
 use crate::clock::Rate;
 use crate::error::InputError;
-use crate::scenario::fields::Fields;
+use crate::input::fields::Fields;
 
 #[derive(Debug, Clone)]
 pub struct Zipf {

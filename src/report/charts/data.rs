@@ -17,6 +17,8 @@ use std::path::Path;
 use serde::Deserialize;
 
 use crate::error::InputError;
+use crate::report::format::Decimal;
+use crate::report::summary::{LimiterJson, PassRatioSpread};
 
 /// One run, as its run directory records it.
 #[derive(Debug, Clone, PartialEq)]
@@ -82,13 +84,25 @@ pub struct ClientMetrics {
 }
 
 /// Five points of a distribution over clients, each in `[0, 1]`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Spread {
     pub min: f64,
     pub p10: f64,
     pub p50: f64,
     pub p90: f64,
     pub max: f64,
+}
+
+impl From<PassRatioSpread> for Spread {
+    fn from(s: PassRatioSpread) -> Spread {
+        Spread {
+            min: s.min.value(),
+            p10: s.p10.value(),
+            p50: s.p50.value(),
+            p90: s.p90.value(),
+            max: s.max.value(),
+        }
+    }
 }
 
 /// A limiter's deployment and its costs, from `summary.json`.
@@ -213,65 +227,6 @@ struct DeploymentEcho {
 struct OutageEcho {
     start: String,
     end: String,
-}
-
-#[derive(Deserialize)]
-struct LimiterJson {
-    limiter: String,
-    algorithm: String,
-    #[serde(default)]
-    key_by: String,
-    attempts: u64,
-    admitted: u64,
-    delayed: u64,
-    rejected: u64,
-    #[serde(default)]
-    gave_up: Option<u64>,
-    peak_in_window: u64,
-    #[serde(default)]
-    peak_window_end_ns: Option<u64>,
-    #[serde(default)]
-    peak_key: Option<String>,
-    #[serde(default)]
-    delay_p50_ms: Option<f64>,
-    #[serde(default)]
-    delay_p99_ms: Option<f64>,
-    #[serde(default)]
-    delay_max_ms: Option<f64>,
-    #[serde(default)]
-    state_bytes_per_key_mean: f64,
-    #[serde(default)]
-    state_bytes_per_key_peak: u64,
-    #[serde(default)]
-    keys: u64,
-    #[serde(default)]
-    logical_requests: Option<u64>,
-    #[serde(default)]
-    retry_amplification: Option<f64>,
-    #[serde(default)]
-    client_pass_ratio_spread: Option<Spread>,
-    #[serde(default)]
-    fairness_jain: Option<f64>,
-    #[serde(default)]
-    instances: Option<u64>,
-    #[serde(default)]
-    scope: String,
-    #[serde(default)]
-    overshoot: Option<u64>,
-    #[serde(default)]
-    overshoot_max: Option<u64>,
-    #[serde(default)]
-    added_latency_p50_ms: Option<f64>,
-    #[serde(default)]
-    added_latency_p99_ms: Option<f64>,
-    #[serde(default)]
-    store_ops_per_s: Option<f64>,
-    #[serde(default)]
-    unprotected_passes: u64,
-    #[serde(default)]
-    fault_rejections: u64,
-    #[serde(default)]
-    fallback_decisions: u64,
 }
 
 /// The `timeseries.csv` columns the charts read (others are ignored)…
@@ -405,44 +360,54 @@ impl RunData {
             limiters: f
                 .limiters
                 .into_iter()
-                .map(|l| LimiterData {
-                    clients: ClientMetrics {
-                        logical_requests: l.logical_requests,
-                        retry_amplification: l.retry_amplification,
-                        pass_ratio_spread: l.client_pass_ratio_spread,
-                        fairness_jain: l.fairness_jain,
-                    },
-                    deployment: DeploymentMetrics {
-                        instances: l.instances.unwrap_or(1),
-                        scope: l.scope,
-                        overshoot: l.overshoot,
-                        overshoot_max: l.overshoot_max,
-                        added_latency_p50_ms: l.added_latency_p50_ms,
-                        added_latency_p99_ms: l.added_latency_p99_ms,
-                        store_ops_per_s: l.store_ops_per_s,
-                        unprotected_passes: l.unprotected_passes,
-                        fault_rejections: l.fault_rejections,
-                        fallback_decisions: l.fallback_decisions,
-                        outages: outages.remove(&l.limiter).unwrap_or_default(),
-                    },
-                    name: l.limiter,
-                    algorithm: l.algorithm,
-                    key_by: l.key_by,
-                    attempts: l.attempts,
-                    admitted: l.admitted,
-                    delayed: l.delayed,
-                    rejected: l.rejected,
-                    gave_up: l.gave_up,
-                    peak_in_window: l.peak_in_window,
-                    peak_window_end_ns: l.peak_window_end_ns,
-                    peak_key: l.peak_key,
-                    delay_p50_ms: l.delay_p50_ms,
-                    delay_p99_ms: l.delay_p99_ms,
-                    delay_max_ms: l.delay_max_ms,
-                    state_mean: l.state_bytes_per_key_mean,
-                    state_peak: l.state_bytes_per_key_peak,
-                    keys: l.keys,
-                    series: Vec::new(),
+                .map(|l| {
+                    let LimiterJson {
+                        summary: s,
+                        peak_window_end_ns,
+                        peak_key,
+                        client_pass_ratio_spread,
+                        ..
+                    } = l;
+                    let f = |d: Option<Decimal>| d.map(|d| d.value());
+                    LimiterData {
+                        clients: ClientMetrics {
+                            logical_requests: s.logical_requests,
+                            retry_amplification: f(s.retry_amplification),
+                            pass_ratio_spread: client_pass_ratio_spread.map(Spread::from),
+                            fairness_jain: f(s.fairness_jain),
+                        },
+                        deployment: DeploymentMetrics {
+                            instances: s.instances.unwrap_or(1),
+                            scope: s.scope,
+                            overshoot: s.overshoot,
+                            overshoot_max: s.overshoot_max,
+                            added_latency_p50_ms: f(s.added_latency_p50_ms),
+                            added_latency_p99_ms: f(s.added_latency_p99_ms),
+                            store_ops_per_s: f(s.store_ops_per_s),
+                            unprotected_passes: s.unprotected_passes,
+                            fault_rejections: s.fault_rejections,
+                            fallback_decisions: s.fallback_decisions,
+                            outages: outages.remove(&s.limiter).unwrap_or_default(),
+                        },
+                        name: s.limiter,
+                        algorithm: s.algorithm,
+                        key_by: s.key_by,
+                        attempts: s.attempts,
+                        admitted: s.admitted,
+                        delayed: s.delayed,
+                        rejected: s.rejected,
+                        gave_up: s.gave_up,
+                        peak_in_window: s.peak_in_window,
+                        peak_window_end_ns,
+                        peak_key,
+                        delay_p50_ms: f(s.delay_p50_ms),
+                        delay_p99_ms: f(s.delay_p99_ms),
+                        delay_max_ms: f(s.delay_max_ms),
+                        state_mean: s.state_bytes_per_key_mean.value(),
+                        state_peak: s.state_bytes_per_key_peak,
+                        keys: s.keys,
+                        series: Vec::new(),
+                    }
                 })
                 .collect(),
         };
@@ -899,10 +864,10 @@ pub mod tests_support {
             let scenario = crate::scenario::Scenario::load("boundary").expect("built-in");
             let tmp = tempfile::tempdir().expect("tempdir");
             let out = tmp.path().join("boundary");
-            crate::app::run_scenario(
+            crate::run::run_scenario(
                 &scenario,
                 &out,
-                &crate::app::RunOptions::default(),
+                &crate::run::RunOptions::default(),
                 &|_, _, _| {},
             )
             .expect("the boundary scenario runs");

@@ -26,8 +26,7 @@ pub mod style;
 pub mod timeline;
 pub mod zoom;
 
-use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::Context;
 use rayon::prelude::*;
@@ -122,96 +121,6 @@ fn cut(s: &str, n: usize) -> String {
     }
 }
 
-/// Loads the run directory `dir` and writes its charts (unless `plots` is
-/// false) and `summary.md`. `ratesim run` calls this after writing the CSV
-/// and JSON files; `ratesim plot` calls it alone.
-///
-/// Everything is drawn into a temporary directory beside `dir` first and
-/// moved into place only once all of it succeeded: a failure (or a crash)
-/// leaves `dir`'s existing charts and `summary.md` as they were. With
-/// `plots`, a chart that has nothing to show this time has its old file
-/// removed. Returns the run and the charts written.
-pub fn render_dir(dir: &Path, plots: bool) -> anyhow::Result<(RunData, Vec<&'static Chart>)> {
-    let data = RunData::load(dir)?;
-    let stage = Stage::new(dir)?;
-    let written = if plots {
-        render_all(&data, stage.path())?
-    } else {
-        Vec::new()
-    };
-    let md = super::markdown::render(&data, dir, plots.then_some(&written[..]))?;
-    let md_path = stage.path().join(super::markdown::FILE);
-    fs::write(&md_path, md).with_context(|| format!("cannot write {}", md_path.display()))?;
-    let mut files: Vec<&str> = written.iter().map(|c| c.file).collect();
-    files.push(super::markdown::FILE);
-    let stale: Vec<&str> = if plots {
-        CHARTS
-            .iter()
-            .filter(|c| !written.iter().any(|w| w.file == c.file))
-            .map(|c| c.file)
-            .collect()
-    } else {
-        Vec::new()
-    };
-    stage.commit(dir, &files, &stale)?;
-    Ok((data, written))
-}
-
-/// A temporary directory beside a run directory, removed when dropped.
-struct Stage {
-    path: PathBuf,
-}
-
-impl Stage {
-    fn new(dir: &Path) -> anyhow::Result<Stage> {
-        let abs = dir
-            .canonicalize()
-            .with_context(|| format!("cannot find {}", dir.display()))?;
-        let (Some(parent), Some(name)) = (abs.parent(), abs.file_name()) else {
-            anyhow::bail!("{}: charts need a run directory below /", dir.display());
-        };
-        let path = parent.join(format!(
-            ".{}.charts-{}",
-            name.to_string_lossy(),
-            std::process::id()
-        ));
-        let _ = fs::remove_dir_all(&path);
-        fs::create_dir(&path)
-            .with_context(|| format!("cannot create {} to draw in", path.display()))?;
-        Ok(Stage { path })
-    }
-
-    fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// Moves `files` from the stage into `dir` (replacing what is there),
-    /// then removes `stale` files from `dir`.
-    fn commit(self, dir: &Path, files: &[&str], stale: &[&str]) -> anyhow::Result<()> {
-        for f in files {
-            let (from, to) = (self.path.join(f), dir.join(f));
-            fs::rename(&from, &to)
-                .with_context(|| format!("cannot move {} into place", to.display()))?;
-        }
-        for f in stale {
-            let path = dir.join(f);
-            if path.exists() {
-                fs::remove_file(&path)
-                    .with_context(|| format!("cannot remove the stale {}", path.display()))?;
-            }
-        }
-        Ok(())
-    }
-}
-
-impl Drop for Stage {
-    /// Whatever ends the drawing — done, an error, a panic unwinding —
-    /// removes the temporary directory.
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.path);
-    }
-}
-
 /// The chart registered as `file`.
 pub fn chart(file: &str) -> Option<&'static Chart> {
     CHARTS.iter().find(|c| c.file == file)
@@ -220,32 +129,6 @@ pub fn chart(file: &str) -> Option<&'static Chart> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    // Regression (robustness issue item 9): `plot` drew straight into the
-    // run directory, so a failure half-way left half the charts redrawn.
-    #[test]
-    fn a_stage_dropped_before_its_commit_leaves_the_directory_as_it_was() {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path().join("run");
-        fs::create_dir(&dir).unwrap();
-        fs::write(dir.join("timeline.png"), "old").unwrap();
-        let stage = Stage::new(&dir).unwrap();
-        let staged = stage.path().to_path_buf();
-        fs::write(staged.join("timeline.png"), "new").unwrap();
-        drop(stage);
-        assert_eq!(fs::read_to_string(dir.join("timeline.png")).unwrap(), "old");
-        assert!(!staged.exists(), "the stage is removed");
-
-        let stage = Stage::new(&dir).unwrap();
-        fs::write(stage.path().join("timeline.png"), "new").unwrap();
-        fs::write(dir.join("delay.png"), "stale").unwrap();
-        stage
-            .commit(&dir, &["timeline.png"], &["delay.png", "peak.png"])
-            .unwrap();
-        assert_eq!(fs::read_to_string(dir.join("timeline.png")).unwrap(), "new");
-        assert!(!dir.join("delay.png").exists());
-        assert_eq!(fs::read_dir(tmp.path()).unwrap().count(), 1);
-    }
 
     #[test]
     fn the_charts_show_at_most_max_charted_limiters_and_say_so() {

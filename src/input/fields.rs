@@ -278,3 +278,12 @@ pub fn show(v: &Value) -> String {
         other => quote(&other.to_string()),
     }
 }
+
+/// `"a", "b", "c"` from a name table.
+pub fn names(table: &[(&str, &str)]) -> String {
+    table
+        .iter()
+        .map(|(n, _)| format!("\"{n}\""))
+        .collect::<Vec<_>>()
+        .join(", ")
+}

@@ -1,0 +1,119 @@
+//! Simulate a scenario into a run directory: the library behind `ratesim
+//! run`, the walkthroughs of [`crate::explain`], the benches and the tests.
+//!
+//! [`run_scenario`] writes every result file into a staging directory beside
+//! the run directory and moves it into place only when all of them are
+//! complete (see [`crate::staging`]), so a failed or interrupted run never
+//! leaves a half-written result set. The charts and `summary.md` are drawn
+//! inside that temporary directory from the files just written — the same
+//! way `ratesim plot` draws them — so they are part of the same
+//! all-or-nothing result set.
+
+use std::fs::{self, File};
+use std::io::{self, BufWriter, Write};
+use std::path::Path;
+
+use anyhow::Context;
+use rayon::prelude::*;
+
+use crate::clock::Nanos;
+use crate::engine::{self, LimiterRun};
+use crate::error::InputError;
+use crate::estimate::Estimate;
+use crate::report::{self, Report};
+use crate::scenario::Scenario;
+use crate::staging::Staging;
+
+/// What a run writes besides `summary.csv`, `summary.json` and
+/// `timeseries.csv`. The default writes neither the decision log nor charts.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RunOptions {
+    /// Write `decisions.csv`.
+    pub decisions: bool,
+    /// Draw the PNG charts (`summary.md` is written either way).
+    pub plots: bool,
+    /// Replace the run directory even if it holds files ratesim did not
+    /// write (see [`crate::staging`]).
+    pub force: bool,
+}
+
+/// Simulates every limiter of `scenario` and writes the run directory `out`.
+/// Refuses (as bad input) a scenario over the work budget of
+/// [`crate::estimate`] unless `options.force`.
+///
+/// `progress(limiter, time reached, events)` is called as each limiter's
+/// simulation advances (limiters run in parallel).
+pub fn run_scenario(
+    scenario: &Scenario,
+    out: &Path,
+    options: &RunOptions,
+    progress: &(dyn Fn(usize, Nanos, u64) + Sync),
+) -> anyhow::Result<Report> {
+    if !options.force {
+        if let Some(why) = Estimate::of(scenario).over_budget() {
+            return Err(InputError::new(format!("{}: {why}", scenario.name)).into());
+        }
+    }
+    let staging = Staging::new(out, options.force)?;
+    let report = simulate_into(scenario, staging.path(), options, progress)?;
+    staging.commit(&scenario.name)?;
+    Ok(report)
+}
+
+/// Simulates every limiter of `scenario` and writes every result file into
+/// `dir` (an existing directory, usually a staging one), then draws the
+/// charts and `summary.md` from the files just written.
+pub fn simulate_into(
+    scenario: &Scenario,
+    dir: &Path,
+    options: &RunOptions,
+    progress: &(dyn Fn(usize, Nanos, u64) + Sync),
+) -> anyhow::Result<Report> {
+    let decisions = options.decisions;
+    let part = |i: usize| dir.join(format!("decisions.part{i}.csv"));
+    let runs: Vec<LimiterRun> = (0..scenario.limiters.len())
+        .into_par_iter()
+        .map(|i| -> anyhow::Result<LimiterRun> {
+            let progress = |t: Nanos, events: u64| progress(i, t, events);
+            if !decisions {
+                return engine::simulate(scenario, i, None, &progress);
+            }
+            let spec = &scenario.limiters[i];
+            let file = File::create(part(i)).context("cannot write the decision log")?;
+            let mut log = report::csv::DecisionLog::new(
+                BufWriter::with_capacity(1 << 16, file),
+                &spec.name,
+                spec.key_by,
+                &scenario.population,
+            );
+            let run = engine::simulate(scenario, i, Some(&mut log), &progress)?;
+            log.finish()?.flush()?;
+            Ok(run)
+        })
+        .collect::<anyhow::Result<_>>()?;
+
+    let report = Report::new(scenario, runs);
+    let create = |name: &str| -> anyhow::Result<BufWriter<File>> {
+        Ok(BufWriter::new(
+            File::create(dir.join(name)).with_context(|| format!("cannot write {name}"))?,
+        ))
+    };
+    for (name, export) in report::FILES {
+        let mut out = create(name)?;
+        export(&report, &mut out).with_context(|| format!("cannot write {name}"))?;
+        out.flush()?;
+    }
+    if decisions {
+        let mut all = create("decisions.csv")?;
+        report::csv::DecisionLog::header(&mut all)?;
+        for i in 0..scenario.limiters.len() {
+            let mut f = File::open(part(i))?;
+            io::copy(&mut f, &mut all)?;
+            fs::remove_file(part(i))?;
+        }
+        all.flush()?;
+    }
+    // Drawn from the files just written, exactly as `ratesim plot` does.
+    report::render::render_dir(dir, options.plots)?;
+    Ok(report)
+}
