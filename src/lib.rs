@@ -28,6 +28,7 @@ pub mod redis;
 pub mod report;
 pub mod scenario;
 pub mod staging;
+pub mod sweep;
 pub mod traffic;
 
 pub use error::InputError;
