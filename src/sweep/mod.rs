@@ -259,9 +259,18 @@ pub fn plan(args: &SweepArgs) -> Result<Plan, InputError> {
         metric,
     };
     let columns = plan.columns();
-    Criteria::parse(&plan.goal, &columns)?;
+    let from_table = |e: InputError, flag_given: bool| {
+        if flag_given {
+            e
+        } else {
+            e.within(format!("{arg}: the scenario's [sweep] table"))
+        }
+    };
+    let goal_flags = !args.require.is_empty() || args.minimize.is_some() || args.maximize.is_some();
+    Criteria::parse(&plan.goal, &columns).map_err(|e| from_table(e, goal_flags))?;
     if let Some(m) = &plan.metric {
-        table::Metric::parse(m, &columns, "--metric")?;
+        table::Metric::parse(m, &columns, "--metric")
+            .map_err(|e| from_table(e, args.metric.is_some()))?;
     }
 
     // Each value alone on the base scenario: a path that does not exist or
