@@ -24,6 +24,7 @@ use crate::traffic::PATTERNS;
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Run(args) => run_command(args),
+        Command::Sweep(args) => crate::sweep::command(args),
         Command::Validate { scenario } => {
             let s = Scenario::load(&scenario)?;
             let estimate = Estimate::of(&s);
@@ -57,7 +58,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
 }
 
 fn run_command(args: RunArgs) -> anyhow::Result<()> {
-    let mut scenario = Scenario::load(&args.scenario)?;
+    let sets = crate::overrides::parse_all(&args.set, "--set")?;
+    let mut scenario = Scenario::load_with(&args.scenario, &sets)?;
     if let Some(seed) = args.seed {
         scenario.seed = seed;
     }

@@ -66,6 +66,13 @@ pub enum Command {
         after_help = "Examples:\n  ratesim init boundary                writes boundary.toml\n  ratesim init trace replay/t.toml     writes replay/t.toml and replay/traces/sample.csv\n  ratesim init steady experiments/     writes experiments/steady.toml\n\nFILE defaults to NAME.toml in the current directory; when it is a directory (existing, or\nending in /) the scenario goes inside it as NAME.toml. Files the scenario reads are written at their path\nrelative to FILE, so it runs unchanged: `ratesim run FILE` from any directory. Nothing is\nwritten when any of the files exists, unless --force (exit status 2 naming the file)."
     )]
     Init(InitArgs),
+    /// Run a scenario over a grid of values, compare and recommend
+    #[command(
+        args_conflicts_with_subcommands = true,
+        subcommand_negates_reqs = true,
+        after_help = crate::sweep::HELP
+    )]
+    Sweep(SweepArgs),
     /// Print or write ratesim's algorithms for production use
     #[command(subcommand)]
     Export(ExportCommand),
@@ -121,6 +128,11 @@ pub struct RunArgs {
     /// Seed for random traffic, overriding the scenario's
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Replace one scenario field before validation, named as error
+    /// messages name it (defaults.limit=50, limiter[1].capacity=20,
+    /// traffic[0].clients=10, deployment.instances=4); repeatable
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    pub set: Vec<String>,
     /// Also write decisions.csv, one row per attempt per limiter
     #[arg(long)]
     pub decisions: bool,
@@ -145,4 +157,78 @@ pub enum Format {
     Table,
     /// summary.json
     Json,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct SweepArgs {
+    #[command(subcommand)]
+    pub command: Option<SweepCommand>,
+    /// Path to a scenario .toml, or a built-in scenario name
+    #[arg(required = true)]
+    pub scenario: Option<String>,
+    /// A field and its values: PATH=V1,V2,... or PATH=FROM..=TO:STEP;
+    /// repeatable (the last changes fastest); replaces the scenario's
+    /// [sweep] vary
+    #[arg(long = "vary", value_name = "PATH=LIST")]
+    pub vary: Vec<String>,
+    /// Replace one scenario field at every point (as `run --set`)
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    pub set: Vec<String>,
+    /// Sweep directory (default: output/<name>-sweep)
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Run only the points i with i mod N = K - 1 (join with `sweep merge`)
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<String>,
+    /// A requirement every recommended point meets: COLUMN<=X or
+    /// COLUMN>=X; repeatable
+    #[arg(long = "require", value_name = "COLUMN<=X")]
+    pub require: Vec<String>,
+    /// Recommend, per limiter, the qualifying point with the least COLUMN
+    #[arg(long, value_name = "COLUMN", conflicts_with = "maximize")]
+    pub minimize: Option<String>,
+    /// Recommend, per limiter, the qualifying point with the most COLUMN
+    #[arg(long, value_name = "COLUMN")]
+    pub maximize: Option<String>,
+    /// The column the heatmaps colour (default rejected_share)
+    #[arg(long, value_name = "COLUMN")]
+    pub metric: Option<String>,
+    /// Do not draw the PNG charts
+    #[arg(long)]
+    pub no_plots: bool,
+    /// Print nothing on success (and no progress bar)
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Run more than 10000 points or past the work budget, and replace DIR
+    /// even if it holds files ratesim did not write
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SweepCommand {
+    /// Join the directories of `sweep --shard K/N` into the unsharded result
+    #[command(
+        after_help = "Examples:\n  ratesim sweep merge shard-1 shard-2 shard-3 --out sweep\n\nEvery shard 1/N .. N/N of one sweep (same scenario text, --set, grid and recommendation\nflags) must be given once; the result is byte for byte the unsharded sweep's."
+    )]
+    Merge(SweepMergeArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct SweepMergeArgs {
+    /// The shard directories
+    #[arg(required = true, value_name = "DIR")]
+    pub dirs: Vec<PathBuf>,
+    /// Where to write the joined sweep
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Do not draw the PNG charts
+    #[arg(long)]
+    pub no_plots: bool,
+    /// Print nothing on success
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Replace DIR even if it holds files ratesim did not write
+    #[arg(long)]
+    pub force: bool,
 }

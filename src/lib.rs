@@ -40,6 +40,7 @@ pub mod report;
 pub mod run;
 pub mod scenario;
 pub mod staging;
+pub mod sweep;
 pub mod traffic;
 
 pub use error::InputError;

@@ -43,6 +43,11 @@ impl Override {
     }
 }
 
+/// Parses every `PATH=VALUE` of `texts`, as given to `flag`.
+pub fn parse_all(texts: &[String], flag: &str) -> Result<Vec<Override>, InputError> {
+    texts.iter().map(|t| Override::parse(t, flag)).collect()
+}
+
 /// The most values one `--vary` range may give.
 pub const MAX_RANGE_VALUES: usize = 100_000;
 
@@ -144,8 +149,13 @@ fn segments(path: &str) -> Result<Vec<Segment<'_>>, String> {
 
 /// Applies `overrides` to `table` in order.
 pub fn apply(table: &mut Table, overrides: &[Override]) -> Result<(), InputError> {
+    apply_as(table, overrides, "--set")
+}
+
+/// [`apply`], naming `flag` (`--set`, `--vary`) in its errors.
+pub fn apply_as(table: &mut Table, overrides: &[Override], flag: &str) -> Result<(), InputError> {
     for o in overrides {
-        set(table, o).map_err(|why| InputError::new(format!("--set {}: {why}", o.path)))?;
+        set(table, o).map_err(|why| InputError::new(format!("{flag} {}: {why}", o.path)))?;
     }
     Ok(())
 }

@@ -225,9 +225,110 @@ fn rate(per_sec: f64) -> String {
     }
 }
 
+/// Progress of a sweep: points done out of the points to run, with an
+/// ETA. A bar on a terminal, a line every [`LINE_EVERY`] otherwise,
+/// nothing with `--quiet`.
+pub struct PointProgress {
+    bar: ProgressBar,
+    mode: Mode,
+    next_line_ms: AtomicU64,
+    start: Instant,
+    done: AtomicU64,
+    total: u64,
+}
+
+impl PointProgress {
+    pub fn new(total: usize, quiet: bool) -> PointProgress {
+        let mode = mode(quiet, std::io::stderr().is_terminal());
+        let target = if mode == Mode::Bar {
+            ProgressDrawTarget::stderr()
+        } else {
+            ProgressDrawTarget::hidden()
+        };
+        let bar = ProgressBar::with_draw_target(Some(total as u64), target);
+        bar.set_style(
+            ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} points · ETA {eta}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        if mode == Mode::Bar {
+            bar.enable_steady_tick(Duration::from_millis(200));
+        }
+        PointProgress {
+            bar,
+            mode,
+            next_line_ms: AtomicU64::new(LINE_EVERY.as_millis() as u64),
+            start: Instant::now(),
+            done: AtomicU64::new(0),
+            total: total as u64,
+        }
+    }
+
+    /// One more point finished (from any thread).
+    pub fn point_done(&self) {
+        let done = self.done.fetch_add(1, Ordering::Relaxed) + 1;
+        match self.mode {
+            Mode::Hidden => {}
+            Mode::Bar => self.bar.inc(1),
+            Mode::Lines => {
+                let elapsed = self.start.elapsed();
+                let ms = elapsed.as_millis() as u64;
+                let due = self.next_line_ms.load(Ordering::Relaxed);
+                if ms >= due
+                    && self
+                        .next_line_ms
+                        .compare_exchange(
+                            due,
+                            ms + LINE_EVERY.as_millis() as u64,
+                            Ordering::Relaxed,
+                            Ordering::Relaxed,
+                        )
+                        .is_ok()
+                {
+                    let _ = writeln!(
+                        std::io::stderr(),
+                        "ratesim: {}",
+                        point_line(done, self.total, elapsed)
+                    );
+                }
+            }
+        }
+    }
+
+    pub fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
+}
+
+impl Drop for PointProgress {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+/// `42 of 100 points · ETA 8s`.
+pub fn point_line(done: u64, total: u64, elapsed: Duration) -> String {
+    let eta = if done > 0 {
+        let left = total.saturating_sub(done) as f64;
+        format!("{:.0}s", elapsed.as_secs_f64() / done as f64 * left)
+    } else {
+        "unknown".to_string()
+    };
+    format!("{done} of {total} points · ETA {eta}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sweep_line_counts_points_and_estimates_the_rest() {
+        assert_eq!(
+            point_line(25, 100, Duration::from_secs(10)),
+            "25 of 100 points · ETA 30s"
+        );
+    }
 
     #[test]
     fn a_bar_on_a_terminal_lines_on_a_pipe_nothing_when_quiet() {

@@ -45,6 +45,7 @@ pub fn is_ratesim_file(name: &str) -> bool {
     RUN_FILES.contains(&name)
         || crate::report::charts::chart(name).is_some()
         || name == crate::report::charts::zoom::FILE
+        || crate::sweep::is_sweep_file(name)
 }
 
 /// The staging directories of this process, removed on a signal. Held

@@ -8,6 +8,7 @@
 
 pub mod deployment;
 pub mod limiters;
+pub mod text;
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -102,13 +103,19 @@ impl Scenario {
 
     /// Parses and validates scenario text. `stem` is the default name.
     pub fn parse(text: &str, stem: &str, origin: Origin) -> Result<Scenario, InputError> {
-        let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
-            InputError::new(format!(
-                "not valid TOML: {}",
-                crate::error::quote_lines(e.to_string().trim_end())
-            ))
-        })?;
-        let mut top = Fields::new("", &table);
+        Scenario::parse_table(&text::parse_toml(text)?, stem, origin)
+    }
+
+    /// Validates a scenario's TOML table (after any `--set` overrides,
+    /// see [`text`]). `stem` is the default name.
+    pub fn parse_table(
+        table: &toml::Table,
+        stem: &str,
+        origin: Origin,
+    ) -> Result<Scenario, InputError> {
+        let mut top = Fields::new("", table);
+        // `[sweep]` is read by `ratesim sweep` (crate::sweep); a run ignores it.
+        top.opt_table("sweep")?;
         let name = top.opt_str("name")?.unwrap_or(stem).to_string();
         let description = top.opt_str("description")?.unwrap_or("").to_string();
         let seed = top.opt_u64("seed")?.unwrap_or(0);

@@ -1,0 +1,104 @@
+//! A scenario before validation: its text, where it came from, and its
+//! TOML table — the layer `--set` and `--vary` change (DESIGN §7).
+//!
+//! `ratesim run S --set PATH=VALUE` reads S as text, parses the TOML table,
+//! applies the overrides ([`crate::overrides::apply`]) and only then
+//! validates, so an overridden value is checked exactly as if the file said
+//! it, and `summary.json`'s scenario echo shows it. `ratesim sweep` keeps
+//! one [`ScenarioFile`] and builds each point's scenario from a copy of its
+//! table.
+
+use std::path::Path;
+
+use toml::Table;
+
+use super::{Origin, Scenario};
+use crate::builtin;
+use crate::error::InputError;
+use crate::overrides::{self, Override};
+
+/// A scenario file (or built-in) as read, not yet validated.
+#[derive(Debug, Clone)]
+pub struct ScenarioFile {
+    /// The TOML text exactly as read.
+    pub text: String,
+    /// The default name: the file's stem, or the built-in's name.
+    pub stem: String,
+    pub origin: Origin,
+    /// How error messages name it: the argument, or `built-in NAME`.
+    pub place: String,
+}
+
+/// Parses TOML text into a table, as a bad-input error when it is not TOML.
+pub fn parse_toml(text: &str) -> Result<Table, InputError> {
+    text.parse().map_err(|e: toml::de::Error| {
+        InputError::new(format!(
+            "not valid TOML: {}",
+            crate::error::quote_lines(e.to_string().trim_end())
+        ))
+    })
+}
+
+impl ScenarioFile {
+    /// Reads the scenario named by `arg`: a path to a TOML file, or the name
+    /// of a built-in scenario (as [`Scenario::load`]).
+    pub fn read(arg: &str) -> Result<ScenarioFile, InputError> {
+        let path = Path::new(arg);
+        if path.is_file() {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| InputError::new(format!("{arg}: cannot be read: {e}")))?;
+            let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned());
+            return Ok(ScenarioFile {
+                text,
+                stem: stem.unwrap_or_else(|| "scenario".into()),
+                origin: Origin::File(path.to_path_buf()),
+                place: arg.to_string(),
+            });
+        }
+        if let Some(b) = builtin::find(arg) {
+            return Ok(ScenarioFile {
+                text: b.toml.to_string(),
+                stem: b.name.to_string(),
+                origin: Origin::Builtin(b),
+                place: format!("built-in {}", b.name),
+            });
+        }
+        // Neither a file nor a built-in: `load` says so, listing the built-ins.
+        match Scenario::load(arg) {
+            Err(e) => Err(e),
+            Ok(_) => Err(InputError::new(format!(
+                "{arg}: appeared while being read; run again"
+            ))),
+        }
+    }
+
+    /// The scenario's TOML table.
+    pub fn table(&self) -> Result<Table, InputError> {
+        parse_toml(&self.text).map_err(|e| e.within(&self.place))
+    }
+
+    /// Validates `table` (this file's table, perhaps overridden).
+    pub fn scenario(&self, table: &Table) -> Result<Scenario, InputError> {
+        Scenario::parse_table(table, &self.stem, self.origin.clone())
+            .map_err(|e| e.within(&self.place))
+    }
+
+    /// This file's table with `overrides` applied, validated.
+    pub fn with(&self, overrides: &[Override]) -> Result<Scenario, InputError> {
+        let mut table = self.table()?;
+        overrides::apply(&mut table, overrides)?;
+        self.scenario(&table)
+    }
+}
+
+impl Scenario {
+    /// Loads the scenario named by `arg` with `overrides` (`--set`) applied
+    /// to its TOML before validation. With no overrides it is
+    /// [`Scenario::load`].
+    pub fn load_with(arg: &str, overrides: &[Override]) -> Result<Scenario, InputError> {
+        if overrides.is_empty() {
+            return Scenario::load(arg);
+        }
+        ScenarioFile::read(arg)?.with(overrides)
+    }
+}

@@ -1,0 +1,334 @@
+//! `sweep-heatmap-I.png` — one limiter's metric over two varied paths.
+//!
+//! Rows are the first varied path's values, columns the second's; each
+//! cell is coloured by the metric (one colour scale for every limiter of
+//! the sweep, so their heatmaps compare) and carries its value. Paths
+//! after the second stay at their first value. When the sweep has a
+//! recommendation, its point is outlined. Read it for the region that
+//! meets the policy: the light cells, and where they end.
+
+use std::path::Path;
+
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, VPos};
+
+use super::grid::Grid;
+use super::line::limiter_colors;
+use super::table::{Metric, SweepTable};
+use crate::report::charts::style;
+
+pub const SIZE: (u32, u32) = (1200, 800);
+
+/// The colour scale, light (low) to dark (high): ColorBrewer OrRd.
+const RAMP: [RGBColor; 5] = [
+    RGBColor(0xFF, 0xF7, 0xEC),
+    RGBColor(0xFD, 0xD4, 0x9E),
+    RGBColor(0xFC, 0x8D, 0x59),
+    RGBColor(0xD7, 0x30, 0x1F),
+    RGBColor(0x7F, 0x00, 0x00),
+];
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Heat {
+    pub limiter: String,
+    pub color: RGBColor,
+    pub metric: String,
+    /// The first path (rows, top to bottom) and the second (columns).
+    pub rows_path: String,
+    pub cols_path: String,
+    pub row_values: Vec<String>,
+    pub col_values: Vec<String>,
+    /// `cells[row][col]`: the value and its text.
+    pub cells: Vec<Vec<Option<(f64, String)>>>,
+    /// The colour scale's ends, shared by every limiter.
+    pub scale: (f64, f64),
+    /// The recommended cell, if it is on this slice.
+    pub chosen: Option<(usize, usize)>,
+    /// Paths after the second, with the value they are fixed at.
+    pub fixed: Vec<(String, String)>,
+}
+
+/// One heatmap per limiter; `chosen[l]` is limiter `l`'s recommended
+/// point.
+pub fn heat_series(
+    t: &SweepTable,
+    grid: &Grid,
+    metric: &Metric,
+    chosen: &[Option<usize>],
+) -> Vec<Heat> {
+    let (ra, ca) = (&grid.axes[0], &grid.axes[1]);
+    let fixed: Vec<(String, String)> = grid.axes[2..]
+        .iter()
+        .map(|a| (a.path.clone(), a.values[0].clone()))
+        .collect();
+    let mut maps: Vec<Heat> = limiter_colors(t)
+        .into_iter()
+        .enumerate()
+        .map(|(l, (name, color))| {
+            let mut cells = vec![vec![None; ca.values.len()]; ra.values.len()];
+            let mut pick = None;
+            for (p, r) in t.rows_of(&name) {
+                let c = grid.coords(p);
+                if c[2..].iter().any(|&v| v != 0) {
+                    continue;
+                }
+                cells[c[0]][c[1]] = metric.value(t, r).map(|v| (v, metric.text(t, r)));
+                if chosen.get(l).copied().flatten() == Some(p) {
+                    pick = Some((c[0], c[1]));
+                }
+            }
+            Heat {
+                limiter: name,
+                color,
+                metric: metric.name().to_string(),
+                rows_path: ra.path.clone(),
+                cols_path: ca.path.clone(),
+                row_values: ra.values.clone(),
+                col_values: ca.values.clone(),
+                cells,
+                scale: (0.0, 0.0),
+                chosen: pick,
+                fixed: fixed.clone(),
+            }
+        })
+        .collect();
+    let all = maps
+        .iter()
+        .flat_map(|m| m.cells.iter().flatten().flatten().map(|(v, _)| *v));
+    let (lo, hi) = all.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
+        (a.min(v), b.max(v))
+    });
+    let scale = if lo.is_finite() { (lo, hi) } else { (0.0, 0.0) };
+    for m in &mut maps {
+        m.scale = scale;
+    }
+    maps
+}
+
+/// The colour of `v` on the scale `(lo, hi)`.
+pub fn color_of(v: f64, (lo, hi): (f64, f64)) -> RGBColor {
+    let f = if hi > lo {
+        ((v - lo) / (hi - lo)).clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
+    let x = f * (RAMP.len() - 1) as f64;
+    let i = (x.floor() as usize).min(RAMP.len() - 2);
+    let t = x - i as f64;
+    let (a, b) = (RAMP[i], RAMP[i + 1]);
+    let mix = |p: u8, q: u8| (p as f64 + (q as f64 - p as f64) * t).round() as u8;
+    RGBColor(mix(a.0, b.0), mix(a.1, b.1), mix(a.2, b.2))
+}
+
+fn text_on(c: RGBColor) -> RGBColor {
+    let luma = 0.299 * c.0 as f64 + 0.587 * c.1 as f64 + 0.114 * c.2 as f64;
+    if luma < 140.0 {
+        WHITE
+    } else {
+        style::INK
+    }
+}
+
+pub fn caption(h: &Heat, grid: &Grid) -> String {
+    let fixed = if h.fixed.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " ({} fixed at their first value: {})",
+            if h.fixed.len() == 1 {
+                "the later path is"
+            } else {
+                "later paths are"
+            },
+            h.fixed
+                .iter()
+                .map(|(p, v)| format!("`{p}={v}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    let chosen = match h.chosen {
+        Some((r, c)) => format!(
+            " The outlined cell is the recommendation: `{}={}`, `{}={}`.",
+            h.rows_path, h.row_values[r], h.cols_path, h.col_values[c]
+        ),
+        None => String::new(),
+    };
+    let _ = grid;
+    format!(
+        "{}: `{}` over `{}` (rows) × `{}` (columns){fixed}; colours from {} (lightest) to {} (darkest), the same scale for every limiter.{chosen}",
+        h.limiter,
+        h.metric,
+        h.rows_path,
+        h.cols_path,
+        super::table::trim(h.scale.0, 4),
+        super::table::trim(h.scale.1, 4)
+    )
+}
+
+pub fn draw_heatmap(scenario: &str, h: &Heat, path: &Path) -> anyhow::Result<()> {
+    let root = BitMapBackend::new(path, SIZE).into_drawing_area();
+    root.fill(&WHITE)?;
+    let mut sub = vec![format!(
+        "{} of limiter {} at each point: rows are {}, columns {}; darker is higher. Every limiter's heatmap shares this scale.",
+        h.metric, h.limiter, h.rows_path, h.cols_path
+    )];
+    if !h.fixed.is_empty() {
+        sub.push(format!(
+            "Fixed at their first value: {}.",
+            h.fixed
+                .iter()
+                .map(|(p, v)| format!("{p} = {v}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    let mut legend = vec![(style::Mark::Swatch(h.color), style::drawable(&h.limiter))];
+    if h.chosen.is_some() {
+        legend.push((
+            style::Mark::Outlined {
+                fill: WHITE,
+                line: style::INK,
+            },
+            "recommended point".to_string(),
+        ));
+    }
+    let body = style::header(
+        &root,
+        &style::drawable(&format!("{scenario} — {}: {}", h.limiter, h.metric)),
+        &sub.iter().map(|s| style::drawable(s)).collect::<Vec<_>>(),
+        &legend,
+    )?;
+    let (w, hgt) = body.dim_in_pixel();
+    let (w, hgt) = (w as i32, hgt as i32);
+    // Room: row labels and title on the left, column labels and title
+    // below, the colour bar on the right.
+    let (left, right, top, bottom) = (150, 170, 30, 80);
+    let nr = h.row_values.len().max(1) as i32;
+    let nc = h.col_values.len().max(1) as i32;
+    let cw = ((w - left - right) / nc).max(1);
+    let ch = ((hgt - top - bottom) / nr).max(1);
+    let x0 = left;
+    let y0 = top;
+    let cell_text = style::anchored(style::text(14, style::INK), HPos::Center, VPos::Center);
+    for (r, row) in h.cells.iter().enumerate() {
+        for (c, cell) in row.iter().enumerate() {
+            let (ax, ay) = (x0 + c as i32 * cw, y0 + r as i32 * ch);
+            let rect = [(ax, ay), (ax + cw - 1, ay + ch - 1)];
+            match cell {
+                Some((v, text)) => {
+                    let fill = color_of(*v, h.scale);
+                    body.draw(&Rectangle::new(rect, fill.filled()))?;
+                    let label = style::drawable(text);
+                    let (tw, th) = body.estimate_text_size(&label, &cell_text)?;
+                    if (tw as i32) < cw - 4 && (th as i32) < ch - 2 {
+                        body.draw(&Text::new(
+                            label,
+                            (ax + cw / 2, ay + ch / 2),
+                            cell_text.clone().color(&text_on(fill)),
+                        ))?;
+                    }
+                }
+                None => {
+                    body.draw(&Rectangle::new(rect, style::GRID.filled()))?;
+                }
+            }
+        }
+    }
+    if let Some((r, c)) = h.chosen {
+        let (ax, ay) = (x0 + c as i32 * cw, y0 + r as i32 * ch);
+        body.draw(&Rectangle::new(
+            [(ax + 1, ay + 1), (ax + cw - 2, ay + ch - 2)],
+            style::INK.stroke_width(4),
+        ))?;
+    }
+    // Axis labels.
+    let label = style::text(14, style::INK);
+    let left_label = style::anchored(label.clone(), HPos::Right, VPos::Center);
+    for (r, v) in h.row_values.iter().enumerate() {
+        body.draw(&Text::new(
+            style::drawable(v),
+            (x0 - 8, y0 + r as i32 * ch + ch / 2),
+            left_label.clone(),
+        ))?;
+    }
+    let below = style::anchored(label.clone(), HPos::Center, VPos::Top);
+    let step = label_step(&body, &h.col_values, cw, &below)?;
+    for (c, v) in h.col_values.iter().enumerate() {
+        if c % step != 0 {
+            continue;
+        }
+        body.draw(&Text::new(
+            style::drawable(v),
+            (x0 + c as i32 * cw + cw / 2, y0 + nr * ch + 6),
+            below.clone(),
+        ))?;
+    }
+    let title = style::anchored(style::text(16, style::INK), HPos::Center, VPos::Top);
+    body.draw(&Text::new(
+        style::drawable(&h.cols_path),
+        (x0 + nc * cw / 2, y0 + nr * ch + 34),
+        title.clone(),
+    ))?;
+    let vertical = style::anchored(style::text(16, style::INK), HPos::Center, VPos::Top)
+        .transform(FontTransform::Rotate270);
+    body.draw(&Text::new(
+        style::drawable(&h.rows_path),
+        (12, y0 + nr * ch / 2),
+        vertical,
+    ))?;
+    // The colour bar.
+    let bx = x0 + nc * cw + 40;
+    let (by0, by1) = (y0, y0 + nr * ch);
+    let steps = (by1 - by0).max(1);
+    for k in 0..steps {
+        let v = h.scale.1 - (h.scale.1 - h.scale.0) * k as f64 / steps as f64;
+        body.draw(&Rectangle::new(
+            [(bx, by0 + k), (bx + 24, by0 + k + 1)],
+            color_of(v, h.scale).filled(),
+        ))?;
+    }
+    body.draw(&Rectangle::new(
+        [(bx, by0), (bx + 24, by1)],
+        style::MUTED.stroke_width(1),
+    ))?;
+    let tick = style::anchored(label, HPos::Left, VPos::Center);
+    for k in 0..=4 {
+        let f = k as f64 / 4.0;
+        let v = h.scale.0 + (h.scale.1 - h.scale.0) * f;
+        let y = by1 - ((by1 - by0) as f64 * f).round() as i32;
+        body.draw(&PathElement::new(
+            vec![(bx + 24, y), (bx + 30, y)],
+            style::MUTED,
+        ))?;
+        body.draw(&Text::new(
+            super::table::trim(v, 4),
+            (bx + 34, y),
+            tick.clone(),
+        ))?;
+        if h.scale.1 <= h.scale.0 {
+            break;
+        }
+    }
+    body.draw(&Text::new(
+        style::drawable(&h.metric),
+        (bx - 4, by0 - 12),
+        style::anchored(style::text(13, style::MUTED), HPos::Left, VPos::Bottom),
+    ))?;
+    root.present()?;
+    Ok(())
+}
+
+/// Every how many columns a label fits.
+fn label_step(
+    area: &style::Area,
+    values: &[String],
+    cw: i32,
+    s: &TextStyle,
+) -> anyhow::Result<usize> {
+    let mut widest = 0;
+    for v in values {
+        widest = widest.max(area.estimate_text_size(v, s)?.0 as i32);
+    }
+    Ok(((widest + 10) / cw.max(1) + 1).max(1) as usize)
+}

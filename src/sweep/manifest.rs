@@ -1,0 +1,138 @@
+//! `sweep.json`: what a sweep directory holds — the scenario (its name and
+//! a hash of its text), the `--set` overrides, the grid, the shard, the
+//! recommendation flags, and which points `sweep.csv` has rows for. `sweep
+//! merge` checks shards against each other with it; the charts,
+//! `recommendation.md` and `summary.md` are drawn from it and `sweep.csv`
+//! alone.
+
+use std::path::Path;
+
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+
+use super::grid::{Grid, Shard};
+use super::recommend::Goal;
+use crate::error::InputError;
+
+pub const FILE: &str = "sweep.json";
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    /// The ratesim version that wrote it.
+    pub ratesim: String,
+    /// The scenario's name.
+    pub scenario: String,
+    /// FNV-1a (64-bit) of the scenario's TOML text, in hex.
+    pub scenario_hash: String,
+    /// `--set PATH=VALUE` applied at every point, in order.
+    pub set: Vec<String>,
+    pub grid: Grid,
+    /// Points in the whole grid.
+    pub points: u64,
+    pub shard: Shard,
+    pub goal: Goal,
+    /// `--metric`, if given.
+    pub metric: Option<String>,
+    /// The points `sweep.csv` holds, in its order, each with its number of
+    /// rows (one per limiter).
+    pub rows: Vec<(usize, usize)>,
+}
+
+impl Manifest {
+    pub fn write(&self, dir: &Path) -> anyhow::Result<()> {
+        let mut text = serde_json::to_string_pretty(self)?;
+        text.push('\n');
+        std::fs::write(dir.join(FILE), text).with_context(|| format!("cannot write {FILE}"))
+    }
+
+    /// Reads `dir/sweep.json`; a missing or foreign file is bad input.
+    pub fn read(dir: &Path) -> anyhow::Result<Manifest> {
+        let path = dir.join(FILE);
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            InputError::new(format!(
+                "{}: not a sweep directory ({FILE}: {e})",
+                dir.display()
+            ))
+        })?;
+        serde_json::from_str(&text).map_err(|e| {
+            InputError::new(format!(
+                "{}: {FILE} is not one ratesim sweep wrote: {e}",
+                dir.display()
+            ))
+            .into()
+        })
+    }
+
+    /// Why `self` and `other` are not shards of one sweep, if they are not.
+    pub fn mismatch(&self, other: &Manifest) -> Option<String> {
+        let differ = |what: &str, a: String, b: String| Some(format!("{what} differ ({a} vs {b})"));
+        if self.scenario != other.scenario || self.scenario_hash != other.scenario_hash {
+            return differ(
+                "their scenarios",
+                format!("{} {}", self.scenario, self.scenario_hash),
+                format!("{} {}", other.scenario, other.scenario_hash),
+            );
+        }
+        if self.set != other.set {
+            return differ(
+                "their --set overrides",
+                format!("{:?}", self.set),
+                format!("{:?}", other.set),
+            );
+        }
+        if self.grid != other.grid || self.points != other.points {
+            let show = |g: &Grid| {
+                g.axes
+                    .iter()
+                    .map(|a| a.shown())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            };
+            return differ("their grids", show(&self.grid), show(&other.grid));
+        }
+        if self.shard.n != other.shard.n {
+            return differ(
+                "their shard counts",
+                self.shard.to_string(),
+                other.shard.to_string(),
+            );
+        }
+        if self.goal != other.goal || self.metric != other.metric {
+            return differ(
+                "their --require/--minimize/--maximize/--metric",
+                format!("{:?} {:?}", self.goal, self.metric),
+                format!("{:?} {:?}", other.goal, other.metric),
+            );
+        }
+        if self.ratesim != other.ratesim {
+            return differ(
+                "their ratesim versions",
+                self.ratesim.clone(),
+                other.ratesim.clone(),
+            );
+        }
+        None
+    }
+}
+
+/// FNV-1a, 64-bit, in hex: a stable fingerprint of a scenario's text.
+pub fn fingerprint(text: &str) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in text.bytes() {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    format!("{h:016x}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_fingerprint_is_fnv1a() {
+        assert_eq!(fingerprint(""), "cbf29ce484222325");
+        assert_eq!(fingerprint("a"), "af63dc4c8601ec8c");
+    }
+}

@@ -1,0 +1,500 @@
+//! `ratesim sweep`: one scenario over a grid of values (DESIGN §7).
+//!
+//! `--vary PATH=LIST` (repeatable; or `vary = [...]` in the scenario's
+//! `[sweep]` table) gives an axis; the grid is their Cartesian product,
+//! the last axis changing fastest ([`grid`]). Each point is the scenario's
+//! TOML with `--set` and the point's values applied before validation,
+//! exactly as `ratesim run S --set …` builds it, so a point's rows of
+//! `sweep.csv` are byte for byte that run's `summary.csv` rows. Points run
+//! in parallel (rayon, all cores; a point's limiters one after another),
+//! and their rows are joined in point order: `sweep.csv` is the same for
+//! any number of threads.
+//!
+//! The sweep directory is written all or nothing like a run directory
+//! ([`crate::staging`]): `sweep.csv`, `sweep.json` ([`manifest`]), and for
+//! an unsharded sweep the charts ([`line`], [`heatmap`]),
+//! `recommendation.md` ([`recommend`]) and `summary.md` ([`render`]), all
+//! drawn from `sweep.csv` and `sweep.json` alone — which is why `sweep
+//! merge` ([`merge`]) of the shards of `--shard K/N` reproduces them
+//! exactly.
+
+pub mod grid;
+pub mod heatmap;
+pub mod line;
+pub mod manifest;
+pub mod merge;
+pub mod recommend;
+pub mod render;
+pub mod table;
+
+use std::io::{self, Write};
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use rayon::prelude::*;
+use serde::Deserialize;
+
+use crate::cli::{SweepArgs, SweepCommand};
+use crate::engine;
+use crate::error::{quoted, InputError};
+use crate::estimate::{Estimate, BUDGET_DECISIONS};
+use crate::overrides::{self, Override};
+use crate::progress::PointProgress;
+use crate::report::{self, Report};
+use crate::scenario::text::ScenarioFile;
+use crate::scenario::Scenario;
+use crate::staging::Staging;
+use grid::{Axis, Grid, Shard, MAX_POINTS};
+use manifest::Manifest;
+use recommend::{Criteria, Goal};
+
+/// The sweep's table of results.
+pub const CSV: &str = "sweep.csv";
+
+/// `ratesim sweep --help`'s closing text.
+pub const HELP: &str = "Examples:
+  ratesim sweep poisson --vary defaults.limit=5,10,20,50 --out /tmp/limits
+  ratesim sweep nat.toml --vary defaults.limit=10..=50:10 --vary limiter[0].capacity=10,30 \\
+      --require rejected_share<=0.01 --minimize defaults.limit --out /tmp/nat
+  ratesim sweep pick-a-limit --out /tmp/pick          (its [sweep] table holds the grid)
+  ratesim sweep pick-a-limit --shard 2/4 --out shard-2 && ratesim sweep merge shard-* --out all
+
+PATH names a scenario field as error messages do: defaults.limit, limiter[2].capacity,
+traffic[0].clients, deployment.instances (indices from 0). LIST is V1,V2,... or FROM..=TO:STEP.
+DIR gets sweep.csv (one row per point and limiter: the varied values, then the columns of
+summary.csv), sweep.json (the grid and flags), and unless sharded: line charts of the deciding
+metrics (one varied path), a heatmap per limiter of --metric (two or more; the third and later
+paths fixed at their first value), summary.md, and with --require/--minimize/--maximize,
+recommendation.md (also printed). COLUMN is a column of sweep.csv, or rejected_share,
+passed_share, peak_over_limit. An empty cell reads as 0.
+
+A [sweep] table in the scenario may hold vary = [\"PATH=LIST\", ...], require = [...], minimize,
+maximize and metric; flags replace it. `ratesim run` ignores [sweep] and runs the file as written.
+At most 10000 points without --force.";
+
+/// Whether `name` is a file a sweep writes into its directory.
+pub fn is_sweep_file(name: &str) -> bool {
+    [CSV, manifest::FILE, render::RECOMMENDATION].contains(&name)
+        || (name.starts_with("sweep-") && name.ends_with(".png"))
+}
+
+/// The columns of `summary.csv`, which follow the varied paths in
+/// `sweep.csv`.
+fn summary_columns() -> Vec<String> {
+    report::csv::SUMMARY_COLUMNS
+        .iter()
+        .map(|c| c.to_string())
+        .collect()
+}
+
+/// A scenario's `[sweep]` table.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SweepTable {
+    #[serde(default)]
+    vary: Vec<String>,
+    #[serde(default)]
+    require: Vec<String>,
+    minimize: Option<String>,
+    maximize: Option<String>,
+    metric: Option<String>,
+}
+
+fn sweep_table(file: &ScenarioFile, table: &toml::Table) -> Result<SweepTable, InputError> {
+    match table.get("sweep") {
+        None => Ok(SweepTable::default()),
+        Some(v) => v.clone().try_into().map_err(|e: toml::de::Error| {
+            InputError::new(format!(
+                "{}: sweep: {} — accepted: vary = [\"PATH=LIST\", ...], require = [\"COLUMN<=X\", ...], minimize, maximize, metric",
+                file.place,
+                e.message().trim()
+            ))
+        }),
+    }
+}
+
+/// Everything a sweep needs, checked.
+pub struct Plan {
+    pub file: ScenarioFile,
+    pub table: toml::Table,
+    pub sets: Vec<Override>,
+    pub grid: Grid,
+    pub shard: Shard,
+    pub goal: Goal,
+    pub metric: Option<String>,
+    /// The scenario's name (of the base point).
+    pub name: String,
+}
+
+impl Plan {
+    /// Point `i`'s overrides: `--set`, then the point's values.
+    pub fn overrides(&self, i: usize) -> Vec<Override> {
+        let mut o = self.sets.clone();
+        o.extend(self.grid.overrides(i));
+        o
+    }
+
+    /// Point `i`'s scenario.
+    pub fn scenario(&self, i: usize) -> Result<Scenario, InputError> {
+        let mut t = self.table.clone();
+        overrides::apply_as(&mut t, &self.sets, "--set")?;
+        overrides::apply_as(&mut t, &self.grid.overrides(i), "--vary")?;
+        self.file.scenario(&t)
+    }
+
+    /// The points this shard runs.
+    pub fn points(&self) -> Vec<usize> {
+        (0..self.grid.size() as usize)
+            .filter(|&i| self.shard.has(i))
+            .collect()
+    }
+
+    /// The columns of `sweep.csv`.
+    pub fn columns(&self) -> Vec<String> {
+        let mut c: Vec<String> = self.grid.axes.iter().map(|a| a.path.clone()).collect();
+        c.extend(summary_columns());
+        c
+    }
+
+    fn manifest(&self, rows: Vec<(usize, usize)>) -> Manifest {
+        Manifest {
+            ratesim: env!("CARGO_PKG_VERSION").to_string(),
+            scenario: self.name.clone(),
+            scenario_hash: manifest::fingerprint(&self.file.text),
+            set: self
+                .sets
+                .iter()
+                .map(|o| format!("{}={}", o.path, o.value))
+                .collect(),
+            grid: self.grid.clone(),
+            points: self.grid.size() as u64,
+            shard: self.shard,
+            goal: self.goal.clone(),
+            metric: self.metric.clone(),
+            rows,
+        }
+    }
+}
+
+/// Reads and checks everything the command line and `[sweep]` say, before
+/// anything runs: any bad input is an error here, and nothing is written.
+pub fn plan(args: &SweepArgs) -> Result<Plan, InputError> {
+    let arg = args.scenario.as_deref().unwrap_or_default();
+    let file = ScenarioFile::read(arg)?;
+    let table = file.table()?;
+    let spec = sweep_table(&file, &table)?;
+    let sets = overrides::parse_all(&args.set, "--set")?;
+
+    let (vary, flag) = if args.vary.is_empty() {
+        (&spec.vary, "[sweep] vary")
+    } else {
+        (&args.vary, "--vary")
+    };
+    if vary.is_empty() {
+        return Err(InputError::new(format!(
+            "{arg}: nothing to vary — give --vary PATH=LIST (e.g. --vary defaults.limit=10,20,50), or vary = [...] in the scenario's [sweep] table"
+        )));
+    }
+    let axes: Vec<Axis> = vary
+        .iter()
+        .map(|v| Axis::parse(v, flag))
+        .collect::<Result<_, _>>()?;
+    for (k, a) in axes.iter().enumerate() {
+        if axes[..k].iter().any(|b| b.path == a.path) {
+            return Err(InputError::new(format!(
+                "{flag} {}: this path is varied twice; give each path once",
+                a.path
+            )));
+        }
+    }
+    let grid = Grid { axes };
+    let shard = match &args.shard {
+        Some(s) => Shard::parse(s)?,
+        None => Shard::WHOLE,
+    };
+    let size = grid.size();
+    if size > MAX_POINTS && !args.force {
+        let lens: Vec<String> = grid
+            .axes
+            .iter()
+            .map(|a| a.values.len().to_string())
+            .collect();
+        return Err(InputError::new(format!(
+            "{flag}: {} = {size} points, more than the {MAX_POINTS} a sweep runs without --force; use fewer values or pass --force",
+            lens.join(" × ")
+        )));
+    }
+    if size > usize::MAX as u128 / 2 {
+        return Err(InputError::new(format!(
+            "{flag}: {size} points is too many"
+        )));
+    }
+
+    let (minimize, maximize) = if args.minimize.is_some() || args.maximize.is_some() {
+        (args.minimize.clone(), args.maximize.clone())
+    } else {
+        (spec.minimize.clone(), spec.maximize.clone())
+    };
+    let goal = Goal {
+        require: if args.require.is_empty() {
+            spec.require.clone()
+        } else {
+            args.require.clone()
+        },
+        minimize,
+        maximize,
+    };
+    let metric = args.metric.clone().or(spec.metric.clone());
+
+    let base = file.with(&sets)?;
+    let plan = Plan {
+        name: base.name.clone(),
+        file,
+        table,
+        sets,
+        grid,
+        shard,
+        goal,
+        metric,
+    };
+    let columns = plan.columns();
+    let from_table = |e: InputError, flag_given: bool| {
+        if flag_given {
+            e
+        } else {
+            e.within(format!("{arg}: the scenario's [sweep] table"))
+        }
+    };
+    let goal_flags = !args.require.is_empty() || args.minimize.is_some() || args.maximize.is_some();
+    Criteria::parse(&plan.goal, &columns).map_err(|e| from_table(e, goal_flags))?;
+    if let Some(m) = &plan.metric {
+        table::Metric::parse(m, &columns, "--metric")
+            .map_err(|e| from_table(e, args.metric.is_some()))?;
+    }
+
+    // Each value alone on the base scenario: a path that does not exist or
+    // a value of the wrong type is blamed on its flag.
+    for a in &plan.grid.axes {
+        for v in &a.values {
+            let o = Override {
+                path: a.path.clone(),
+                value: v.clone(),
+            };
+            let mut t = plan.table.clone();
+            overrides::apply_as(&mut t, &plan.sets, "--set")?;
+            overrides::apply_as(&mut t, std::slice::from_ref(&o), flag)?;
+            plan.file.scenario(&t).map_err(|e| {
+                InputError::new(format!(
+                    "{flag} {}={}: value {}: {}",
+                    a.path,
+                    a.values.join(","),
+                    quoted(v),
+                    e.message()
+                ))
+            })?;
+        }
+    }
+    Ok(plan)
+}
+
+/// Checks every point of this shard (in parallel): the first invalid point
+/// in point order is bad input naming the point; returns the decisions of
+/// all of them together.
+fn check_points(plan: &Plan, points: &[usize]) -> Result<u128, InputError> {
+    let checked: Vec<Result<u128, InputError>> = points
+        .par_iter()
+        .map(|&i| {
+            let s = plan.scenario(i).map_err(|e| {
+                InputError::new(format!(
+                    "point {i} ({}): {}",
+                    plan.grid.describe(i),
+                    e.message()
+                ))
+            })?;
+            Ok(Estimate::of(&s).decisions)
+        })
+        .collect();
+    let mut total = 0u128;
+    for c in checked {
+        total = total.saturating_add(c?);
+    }
+    Ok(total)
+}
+
+/// Simulates point `i`: its `summary.csv` bytes.
+fn run_point(plan: &Plan, i: usize) -> anyhow::Result<Vec<u8>> {
+    let s = plan.scenario(i)?;
+    let runs = (0..s.limiters.len())
+        .map(|l| engine::simulate(&s, l, None, &|_, _| {}))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let report = Report::new(&s, runs);
+    let mut out = Vec::new();
+    report::csv::summary(&report, &mut out)?;
+    Ok(out)
+}
+
+/// The byte ranges of a CSV text's header and of each record after it,
+/// each with its line ending.
+pub fn records(csv_text: &[u8]) -> anyhow::Result<(Range<usize>, Vec<Range<usize>>)> {
+    let mut rdr = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .from_reader(csv_text);
+    let mut starts = Vec::new();
+    let mut rec = csv::ByteRecord::new();
+    loop {
+        let at = rdr.position().byte() as usize;
+        if !rdr.read_byte_record(&mut rec)? {
+            break;
+        }
+        starts.push(at);
+    }
+    starts.push(csv_text.len());
+    anyhow::ensure!(starts.len() >= 2, "a CSV text without a header");
+    let ranges: Vec<Range<usize>> = starts.windows(2).map(|w| w[0]..w[1]).collect();
+    Ok((ranges[0].clone(), ranges[1..].to_vec()))
+}
+
+/// One CSV record of `fields`, without its line ending.
+fn csv_fields(fields: &[&str]) -> anyhow::Result<Vec<u8>> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record(fields)?;
+    let mut bytes = w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))?;
+    while bytes.last().is_some_and(|b| *b == b'\n' || *b == b'\r') {
+        bytes.pop();
+    }
+    Ok(bytes)
+}
+
+/// A point's `summary.csv` header, its `sweep.csv` rows, and how many.
+type PointRows = (Vec<u8>, Vec<u8>, usize);
+
+/// `sweep.csv`'s rows of point `i`: its values, then its `summary.csv` rows.
+fn point_rows(grid: &Grid, i: usize, summary: &[u8]) -> anyhow::Result<PointRows> {
+    let (head, rows) = records(summary)?;
+    let prefix = csv_fields(&grid.values(i))?;
+    let mut out = Vec::new();
+    for r in &rows {
+        out.extend_from_slice(&prefix);
+        out.push(b',');
+        out.extend_from_slice(&summary[r.clone()]);
+    }
+    Ok((summary[head].to_vec(), out, rows.len()))
+}
+
+/// `ratesim sweep …` and `ratesim sweep merge …`.
+pub fn command(args: SweepArgs) -> anyhow::Result<()> {
+    if let Some(SweepCommand::Merge(m)) = args.command {
+        return merge::command(m);
+    }
+    let plan = plan(&args)?;
+    let points = plan.points();
+    let decisions = check_points(&plan, &points)?;
+    if decisions > BUDGET_DECISIONS && !args.force {
+        return Err(InputError::new(format!(
+            "this sweep is ≈{decisions} decisions over {} points, more than the {BUDGET_DECISIONS} ratesim makes without --force; use fewer points, shard it (--shard K/N), or pass --force",
+            points.len()
+        ))
+        .into());
+    }
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("output").join(format!("{}-sweep", plan.name)));
+    let staging = Staging::new(&out, args.force)?;
+
+    let bar = PointProgress::new(points.len(), args.quiet);
+    let results: Vec<anyhow::Result<PointRows>> = points
+        .par_iter()
+        .map(|&i| {
+            let r = run_point(&plan, i)
+                .and_then(|summary| point_rows(&plan.grid, i, &summary))
+                .with_context(|| format!("point {i} ({})", plan.grid.describe(i)));
+            bar.point_done();
+            r
+        })
+        .collect();
+    bar.finish();
+
+    let axes: Vec<&str> = plan.grid.axes.iter().map(|a| a.path.as_str()).collect();
+    let mut csv_out = csv_fields(&axes)?;
+    csv_out.push(b',');
+    let mut header: Option<Vec<u8>> = None;
+    let mut rows = Vec::new();
+    let mut body = Vec::new();
+    for (&i, r) in points.iter().zip(results) {
+        let (head, bytes, n) = r?;
+        if header.is_none() {
+            header = Some(head);
+        }
+        body.extend_from_slice(&bytes);
+        rows.push((i, n));
+    }
+    match header {
+        Some(h) => csv_out.extend_from_slice(&h),
+        // A shard with no points still has the header.
+        None => {
+            let cols = summary_columns();
+            let cols: Vec<&str> = cols.iter().map(String::as_str).collect();
+            csv_out.extend_from_slice(&csv_fields(&cols)?);
+            csv_out.push(b'\n');
+        }
+    }
+    csv_out.extend_from_slice(&body);
+    let manifest = plan.manifest(rows);
+    finish(
+        staging,
+        &out,
+        &manifest,
+        &csv_out,
+        !args.no_plots,
+        args.quiet,
+    )
+}
+
+/// Writes `sweep.csv` and `sweep.json` into the staging directory, draws
+/// (unless sharded) the charts, `recommendation.md` and `summary.md`,
+/// moves it into place and prints what it wrote.
+fn finish(
+    staging: Staging,
+    out: &Path,
+    manifest: &Manifest,
+    csv_text: &[u8],
+    plots: bool,
+    quiet: bool,
+) -> anyhow::Result<()> {
+    std::fs::write(staging.path().join(CSV), csv_text)
+        .with_context(|| format!("cannot write {CSV}"))?;
+    manifest.write(staging.path())?;
+    let recommendation = if manifest.shard.is_whole() {
+        render::render_dir(staging.path(), manifest, plots)?
+    } else {
+        None
+    };
+    staging.commit(&manifest.scenario)?;
+    if quiet {
+        return Ok(());
+    }
+    let mut stdout = io::stdout().lock();
+    let rows: usize = manifest.rows.iter().map(|(_, n)| n).sum();
+    if let Some(text) = recommendation {
+        writeln!(stdout, "{text}")?;
+    }
+    writeln!(
+        stdout,
+        "{} point(s) of {}{}, {rows} row(s): results in {}",
+        manifest.rows.len(),
+        manifest.points,
+        if manifest.shard.is_whole() {
+            String::new()
+        } else {
+            format!(
+                " (shard {}; join with `ratesim sweep merge`)",
+                manifest.shard
+            )
+        },
+        out.display()
+    )?;
+    stdout.flush()?;
+    Ok(())
+}

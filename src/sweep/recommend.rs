@@ -1,0 +1,349 @@
+//! The recommendation: per limiter, the best point of the grid that meets
+//! every requirement.
+//!
+//! `--require COLUMN<=X` / `COLUMN>=X` (repeatable) filter the points;
+//! `--minimize COLUMN` or `--maximize COLUMN` order what is left, ties
+//! going to the first point in sweep order (without either, the first
+//! qualifying point wins). Columns are those of `sweep.csv` — the varied
+//! paths included, so `--minimize defaults.limit` picks the smallest
+//! limit — or a derived metric of [`super::table::DERIVED`]. For the
+//! chosen point the report shows its numbers and, for each neighbour on
+//! the grid, which requirement it broke; when no point qualifies, which
+//! requirement came closest.
+
+use serde::{Deserialize, Serialize};
+
+use super::grid::Grid;
+use super::table::{trim, Metric, SweepTable};
+use crate::error::{quoted, InputError};
+
+/// The recommendation flags, as given (kept in the manifest).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Goal {
+    pub require: Vec<String>,
+    pub minimize: Option<String>,
+    pub maximize: Option<String>,
+}
+
+impl Goal {
+    /// Whether there is anything to recommend.
+    pub fn is_empty(&self) -> bool {
+        self.require.is_empty() && self.minimize.is_none() && self.maximize.is_none()
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    AtMost,
+    AtLeast,
+}
+
+/// One `COLUMN<=X` or `COLUMN>=X`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Requirement {
+    pub metric: Metric,
+    pub op: Op,
+    pub bound: f64,
+    /// As written, for messages.
+    pub text: String,
+}
+
+impl Requirement {
+    pub fn parse(text: &str, columns: &[String]) -> Result<Requirement, InputError> {
+        let bad = |why: &str| InputError::new(format!("--require {}: {why}", quoted(text)));
+        let (name, op, bound) = if let Some((n, b)) = text.split_once("<=") {
+            (n, Op::AtMost, b)
+        } else if let Some((n, b)) = text.split_once(">=") {
+            (n, Op::AtLeast, b)
+        } else {
+            return Err(bad(
+                "expected COLUMN<=X or COLUMN>=X, e.g. rejected_share<=0.001",
+            ));
+        };
+        let metric = Metric::parse(name.trim(), columns, "--require")?;
+        let bound: f64 = bound
+            .trim()
+            .parse()
+            .ok()
+            .filter(|b: &f64| b.is_finite())
+            .ok_or_else(|| bad("X is not a number, e.g. rejected_share<=0.001"))?;
+        let sign = if op == Op::AtMost { "<=" } else { ">=" };
+        Ok(Requirement {
+            text: format!("{}{sign}{}", metric.name(), bound.trim()),
+            metric,
+            op,
+            bound,
+        })
+    }
+
+    pub fn met(&self, v: f64) -> bool {
+        match self.op {
+            Op::AtMost => v <= self.bound,
+            Op::AtLeast => v >= self.bound,
+        }
+    }
+
+    /// How far `v` is from meeting it, relative to the bound (0 if met).
+    pub fn shortfall(&self, v: f64) -> f64 {
+        let gap = match self.op {
+            Op::AtMost => v - self.bound,
+            Op::AtLeast => self.bound - v,
+        };
+        gap.max(0.0) / self.bound.abs().max(1e-12)
+    }
+}
+
+trait Trim {
+    fn trim(self) -> String;
+}
+
+impl Trim for f64 {
+    fn trim(self) -> String {
+        trim(self, 6)
+    }
+}
+
+/// The goal checked against a sweep's columns.
+#[derive(Debug, Clone)]
+pub struct Criteria {
+    pub require: Vec<Requirement>,
+    /// The objective and whether larger is better.
+    pub objective: Option<(Metric, bool)>,
+}
+
+impl Criteria {
+    pub fn parse(goal: &Goal, columns: &[String]) -> Result<Criteria, InputError> {
+        let require = goal
+            .require
+            .iter()
+            .map(|r| Requirement::parse(r, columns))
+            .collect::<Result<_, _>>()?;
+        let objective = match (&goal.minimize, &goal.maximize) {
+            (Some(_), Some(_)) => {
+                return Err(InputError::new(
+                    "--minimize and --maximize: give one of them",
+                ))
+            }
+            (Some(c), None) => Some((Metric::parse(c, columns, "--minimize")?, false)),
+            (None, Some(c)) => Some((Metric::parse(c, columns, "--maximize")?, true)),
+            (None, None) => None,
+        };
+        Ok(Criteria { require, objective })
+    }
+
+    fn describe(&self) -> String {
+        let req = if self.require.is_empty() {
+            "none".to_string()
+        } else {
+            self.require
+                .iter()
+                .map(|r| format!("`{}`", r.text))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let obj = match &self.objective {
+            Some((m, true)) => format!("the most `{}`", m.name()),
+            Some((m, false)) => format!("the least `{}`", m.name()),
+            None => "the first qualifying point in sweep order".to_string(),
+        };
+        format!("Requirements: {req}. Among the points that meet them all: {obj} (ties: the first in sweep order).")
+    }
+}
+
+/// What was chosen for one limiter.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Choice {
+    /// The row index of the chosen point.
+    Best(usize),
+    /// No point qualifies: the row closest to qualifying.
+    None { closest: usize },
+    /// The limiter has no rows.
+    Empty,
+}
+
+/// The choice for limiter `name`: a pure function of the table.
+pub fn choose(t: &SweepTable, c: &Criteria, name: &str) -> Choice {
+    let rows = t.rows_of(name);
+    let mut best: Option<(usize, f64)> = None;
+    for &(_, r) in &rows {
+        if !qualifies(t, c, r) {
+            continue;
+        }
+        let score = match &c.objective {
+            None => {
+                best = Some((r, 0.0));
+                break;
+            }
+            Some((m, larger)) => match m.value(t, r) {
+                Some(v) if *larger => -v,
+                Some(v) => v,
+                None => continue,
+            },
+        };
+        if best.map_or(true, |(_, s)| score < s) {
+            best = Some((r, score));
+        }
+    }
+    if let Some((r, _)) = best {
+        return Choice::Best(r);
+    }
+    let mut closest: Option<(usize, (usize, f64))> = None;
+    for &(_, r) in &rows {
+        let broken = broken(t, c, r);
+        let key = (
+            broken.len(),
+            broken.iter().map(|(q, v)| q.shortfall(*v)).sum::<f64>(),
+        );
+        if closest.map_or(true, |(_, k)| key.0 < k.0 || (key.0 == k.0 && key.1 < k.1)) {
+            closest = Some((r, key));
+        }
+    }
+    match closest {
+        Some((r, _)) => Choice::None { closest: r },
+        None => Choice::Empty,
+    }
+}
+
+fn qualifies(t: &SweepTable, c: &Criteria, r: usize) -> bool {
+    c.require
+        .iter()
+        .all(|q| q.metric.value(t, r).is_some_and(|v| q.met(v)))
+}
+
+/// The requirements row `r` breaks, with its values (a cell that is not a
+/// number breaks its requirement, read as NaN).
+fn broken<'c>(t: &SweepTable, c: &'c Criteria, r: usize) -> Vec<(&'c Requirement, f64)> {
+    c.require
+        .iter()
+        .filter_map(|q| match q.metric.value(t, r) {
+            Some(v) if q.met(v) => None,
+            Some(v) => Some((q, v)),
+            None => Some((q, f64::INFINITY)),
+        })
+        .collect()
+}
+
+/// `recommendation.md`: the criteria, then per limiter the chosen point,
+/// its numbers and its neighbours. Returns the text.
+pub fn render(t: &SweepTable, grid: &Grid, c: &Criteria, scenario: &str) -> String {
+    let mut out = format!("# Recommendation — {scenario}\n\n{}\n", c.describe());
+    for name in t.limiters() {
+        out.push_str(&format!("\n## {name}\n\n"));
+        let at = |r: usize| grid.describe(t.point_of[r]);
+        match choose(t, c, &name) {
+            Choice::Empty => out.push_str("No rows.\n"),
+            Choice::Best(r) => {
+                out.push_str(&format!(
+                    "**Recommended: {}** (point {}).\n\n",
+                    at(r),
+                    t.point_of[r]
+                ));
+                out.push_str(&numbers(t, c, r));
+                let rows = t.rows_of(&name);
+                let neighbours: Vec<usize> = grid
+                    .neighbours(t.point_of[r])
+                    .into_iter()
+                    .filter_map(|p| rows.iter().find(|(q, _)| *q == p).map(|&(_, n)| n))
+                    .collect();
+                if !neighbours.is_empty() {
+                    out.push_str("\nIts neighbours on the grid:\n\n");
+                }
+                for n in neighbours {
+                    let broken = broken(t, c, n);
+                    let why = if broken.is_empty() {
+                        match &c.objective {
+                            Some((m, larger)) => format!(
+                                "meets every requirement, but `{}` is {} ({} here)",
+                                m.name(),
+                                m.text(t, n),
+                                if *larger { "not more" } else { "not less" }
+                            ),
+                            None => "meets every requirement, but comes later in sweep order"
+                                .to_string(),
+                        }
+                    } else {
+                        format!(
+                            "breaks {}",
+                            broken
+                                .iter()
+                                .map(|(q, v)| format!(
+                                    "`{}` ({} = {})",
+                                    q.text,
+                                    q.metric.name(),
+                                    v.trim()
+                                ))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        )
+                    };
+                    out.push_str(&format!("- {}: {why}\n", at(n)));
+                }
+            }
+            Choice::None { closest } => {
+                out.push_str("**No point meets every requirement.**\n\n");
+                let broken = broken(t, c, closest);
+                out.push_str(&format!(
+                    "Closest: {} (point {}), which breaks {}.\n\n",
+                    at(closest),
+                    t.point_of[closest],
+                    broken
+                        .iter()
+                        .map(|(q, v)| format!("`{}` ({} = {})", q.text, q.metric.name(), v.trim()))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+                out.push_str("The best each requirement reaches anywhere on the grid:\n\n");
+                for q in &c.require {
+                    let rows = t.rows_of(&name);
+                    let best = rows
+                        .iter()
+                        .filter_map(|&(_, r)| q.metric.value(t, r).map(|v| (r, v)))
+                        .fold(None::<(usize, f64)>, |b, (r, v)| match b {
+                            Some((_, bv)) if q.shortfall(bv) <= q.shortfall(v) => b,
+                            _ => Some((r, v)),
+                        });
+                    if let Some((r, v)) = best {
+                        let verdict = if q.met(v) { "met" } else { "not met" };
+                        out.push_str(&format!(
+                            "- `{}`: {verdict}; best {} at {}\n",
+                            q.text,
+                            v.trim(),
+                            at(r)
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The chosen point's numbers: every requirement, the objective, and the
+/// outcome counts.
+fn numbers(t: &SweepTable, c: &Criteria, r: usize) -> String {
+    let mut shown: Vec<Metric> = Vec::new();
+    let mut lines = String::from("| metric | value | requirement |\n|---|---|---|\n");
+    for q in &c.require {
+        let v = q.metric.text(t, r);
+        lines.push_str(&format!("| {} | {} | {} |\n", q.metric.name(), v, q.text));
+        shown.push(q.metric.clone());
+    }
+    if let Some((m, larger)) = &c.objective {
+        if !shown.contains(m) {
+            lines.push_str(&format!(
+                "| {} | {} | {} |\n",
+                m.name(),
+                m.text(t, r),
+                if *larger { "maximized" } else { "minimized" }
+            ));
+            shown.push(m.clone());
+        }
+    }
+    for name in ["attempts", "rejected", "peak_in_window", "limit"] {
+        let m = Metric::Column(name.into());
+        if t.column(name).is_some() && !shown.contains(&m) {
+            lines.push_str(&format!("| {name} | {} | |\n", m.text(t, r)));
+        }
+    }
+    lines
+}

@@ -1,0 +1,165 @@
+//! A sweep directory's charts, `recommendation.md` and `summary.md`, drawn
+//! from `sweep.csv` and `sweep.json` alone (so `sweep merge` draws them
+//! byte for byte as the unsharded sweep does).
+//!
+//! One varied path: a line chart per deciding metric ([`LINE_METRICS`]),
+//! x = the varied value, one line per limiter. Two or more: a heatmap per
+//! limiter of `--metric` (default `rejected_share`) over the first two
+//! paths, the later ones fixed at their first value.
+
+use std::fs;
+use std::path::Path;
+
+use anyhow::Context;
+use rayon::prelude::*;
+
+use super::heatmap;
+use super::line;
+use super::manifest::Manifest;
+use super::recommend::{self, Choice, Criteria};
+use super::table::{Metric, SweepTable};
+use super::CSV;
+use crate::report::charts::style;
+
+pub const RECOMMENDATION: &str = "recommendation.md";
+pub const SUMMARY: &str = "summary.md";
+
+/// The metrics that decide a limit, drawn as lines when one path varies.
+pub const LINE_METRICS: &[(&str, &str)] = &[
+    (
+        "rejected_share",
+        "the share of attempts rejected: rejected / attempts",
+    ),
+    (
+        "collateral_share",
+        "of the rejected attempts, the share that would have passed had their client had a key of its own",
+    ),
+    (
+        "peak_over_limit",
+        "the most one key got through in any window, over the limit: peak_in_window / limit; above 1 the policy was broken",
+    ),
+    (
+        "delay_p99_ms",
+        "the 99th percentile of delays, in ms (shapers only)",
+    ),
+    (
+        "retry_amplification",
+        "attempts per logical request: how much retries multiplied the load",
+    ),
+    (
+        "state_bytes_per_key_mean",
+        "the mean bytes of state per key, over keys and time",
+    ),
+];
+
+/// The default metric of the heatmaps.
+pub const DEFAULT_METRIC: &str = "rejected_share";
+
+/// Draws everything into `dir`, which holds `sweep.csv`; returns the
+/// recommendation text when there is one.
+pub fn render_dir(dir: &Path, m: &Manifest, plots: bool) -> anyhow::Result<Option<String>> {
+    let t = SweepTable::load(&dir.join(CSV), &m.rows)?;
+    let criteria = if m.goal.is_empty() {
+        None
+    } else {
+        Some(Criteria::parse(&m.goal, &t.columns)?)
+    };
+    let recommendation = criteria
+        .as_ref()
+        .map(|c| recommend::render(&t, &m.grid, c, &m.scenario));
+    if let Some(text) = &recommendation {
+        fs::write(dir.join(RECOMMENDATION), text)
+            .with_context(|| format!("cannot write {RECOMMENDATION}"))?;
+    }
+    let mut md = format!("# {} — ratesim sweep\n\n", m.scenario);
+    md.push_str(&format!(
+        "{} point{} × {} limiter{} ({} rows in `{CSV}`). Varied:\n\n",
+        m.points,
+        if m.points == 1 { "" } else { "s" },
+        t.limiters().len(),
+        if t.limiters().len() == 1 { "" } else { "s" },
+        t.rows.len()
+    ));
+    for a in &m.grid.axes {
+        md.push_str(&format!("- `{}`: {}\n", a.path, a.values.join(", ")));
+    }
+    if !m.set.is_empty() {
+        md.push_str(&format!(
+            "\nAt every point: {}\n",
+            m.set
+                .iter()
+                .map(|s| format!("`{s}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    md.push('\n');
+    if recommendation.is_some() {
+        md.push_str(&format!(
+            "The recommendation per limiter is in [{RECOMMENDATION}]({RECOMMENDATION}).\n\n"
+        ));
+    }
+
+    if plots {
+        style::ensure_fonts()?;
+        let charts = if m.grid.axes.len() == 1 {
+            line_charts(&t, m, dir)?
+        } else {
+            heatmaps(&t, m, criteria.as_ref(), dir)?
+        };
+        for (file, caption) in charts {
+            md.push_str(&format!("![{file}]({file})\n\n{caption}\n\n"));
+        }
+    }
+    fs::write(dir.join(SUMMARY), md).with_context(|| format!("cannot write {SUMMARY}"))?;
+    Ok(recommendation)
+}
+
+fn line_charts(t: &SweepTable, m: &Manifest, dir: &Path) -> anyhow::Result<Vec<(String, String)>> {
+    let series: Vec<line::Lines> = LINE_METRICS
+        .iter()
+        .filter_map(|(name, about)| {
+            let metric = Metric::parse(name, &t.columns, "").ok()?;
+            line::line_series(t, &m.grid, &metric, about)
+        })
+        .collect();
+    let drawn: Vec<(String, String)> = series
+        .par_iter()
+        .map(|s| {
+            let file = format!("sweep-{}.png", s.metric);
+            line::draw_line(&m.scenario, s, &dir.join(&file))
+                .with_context(|| format!("cannot draw {file}"))?;
+            Ok((file, line::caption(s)))
+        })
+        .collect::<anyhow::Result<_>>()?;
+    Ok(drawn)
+}
+
+fn heatmaps(
+    t: &SweepTable,
+    m: &Manifest,
+    criteria: Option<&Criteria>,
+    dir: &Path,
+) -> anyhow::Result<Vec<(String, String)>> {
+    let name = m.metric.as_deref().unwrap_or(DEFAULT_METRIC);
+    let metric = Metric::parse(name, &t.columns, "--metric")?;
+    let limiters = t.limiters();
+    let chosen: Vec<Option<usize>> = limiters
+        .iter()
+        .map(|l| match criteria.map(|c| recommend::choose(t, c, l)) {
+            Some(Choice::Best(r)) => Some(t.point_of[r]),
+            _ => None,
+        })
+        .collect();
+    let series = heatmap::heat_series(t, &m.grid, &metric, &chosen);
+    series
+        .par_iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let file = format!("sweep-heatmap-{i}.png");
+            heatmap::draw_heatmap(&m.scenario, s, &dir.join(&file))
+                .with_context(|| format!("cannot draw {file}"))?;
+            Ok((file, heatmap::caption(s, &m.grid)))
+        })
+        .collect()
+}

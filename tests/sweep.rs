@@ -1,0 +1,640 @@
+//! `run --set` and `ratesim sweep` end to end (DESIGN §7): overrides equal
+//! editing the file (1), the grid and `sweep.csv` (2), charts (3), the
+//! recommendation (4), shards and `sweep merge` (5).
+
+#[allow(dead_code)]
+mod common;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use common::*;
+
+/// A small scenario: two limiters, a few Poisson clients over a few
+/// seconds (a sweep point takes milliseconds).
+const SMALL: &str = r#"name = "sw"
+seed = 3
+duration = "4s"
+
+[defaults]
+limit = 10
+window = "1s"
+
+[[limiter]]
+algorithm = "token_bucket"
+
+[[limiter]]
+algorithm = "sliding_log"
+
+[[traffic]]
+pattern = "poisson"
+clients = 4
+rate = "10/1s"
+"#;
+
+/// `text` written as `<tmp>/<sub>/sw.toml`.
+fn scenario_in(tmp: &Path, sub: &str, text: &str) -> PathBuf {
+    let dir = tmp.join(sub);
+    fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("sw.toml");
+    fs::write(&path, text).unwrap();
+    path
+}
+
+/// Asserts two directories hold the same files, byte for byte.
+fn assert_same_dir(a: &Path, b: &Path) {
+    assert_eq!(entries(a), entries(b), "{} vs {}", a.display(), b.display());
+    for f in entries(a) {
+        assert_same_file(&a.join(&f), &b.join(&f));
+    }
+}
+
+fn sweep(scenario: &Path, out: &Path, args: &[&str]) -> assert_cmd::assert::Assert {
+    ratesim()
+        .arg("sweep")
+        .arg(scenario)
+        .arg("--out")
+        .arg(out)
+        .args(args)
+        .assert()
+}
+
+// ---------------------------------------------------------------------------
+// 1. run --set
+// ---------------------------------------------------------------------------
+
+#[test]
+fn set_is_the_same_as_editing_the_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let original = scenario_in(tmp.path(), "a", SMALL);
+    let edited_text = SMALL
+        .replacen("limit = 10", "limit = 7", 1)
+        .replacen(
+            "algorithm = \"sliding_log\"",
+            "algorithm = \"sliding_log\"\nlimit = 3",
+            1,
+        )
+        .replacen("clients = 4", "clients = 6", 1);
+    let edited = scenario_in(tmp.path(), "b", &edited_text);
+    let (out_set, out_edit) = (tmp.path().join("set"), tmp.path().join("edit"));
+    ratesim()
+        .arg("run")
+        .arg(&original)
+        .args([
+            "--quiet",
+            "--set",
+            "defaults.limit=7",
+            "--set",
+            "limiter[1].limit=3",
+            "--set",
+            "traffic[0].clients=6",
+            "--out",
+        ])
+        .arg(&out_set)
+        .assert()
+        .success();
+    ratesim()
+        .arg("run")
+        .arg(&edited)
+        .args(["--quiet", "--out"])
+        .arg(&out_edit)
+        .assert()
+        .success();
+    assert_same_dir(&out_set, &out_edit);
+    let json = read_text(&out_set.join("summary.json"));
+    assert!(json.contains("\"limit\": 7"), "the echo shows the override");
+}
+
+#[test]
+fn set_refuses_unknown_paths_and_wrong_types_naming_the_path() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = scenario_in(tmp.path(), "a", SMALL);
+    let out = tmp.path().join("out");
+    for (set, needle) in [
+        ("limiter[0].capacityy=3", "limiter[0].capacityy"),
+        ("limiter[5].capacity=3", "limiter[5]"),
+        ("defaults.limit=abc", "defaults.limit"),
+        ("defaults.limit=0", "defaults.limit"),
+        ("traffic[0].rate=fast", "traffic[0].rate"),
+        ("nothing", "PATH=VALUE"),
+    ] {
+        assert_input_error(
+            ratesim()
+                .arg("run")
+                .arg(&s)
+                .args(["--quiet", "--set", set, "--out"])
+                .arg(&out),
+            &[needle],
+        );
+        assert_no_output(&out);
+    }
+}
+
+#[test]
+fn run_ignores_a_sweep_table() {
+    let tmp = tempfile::tempdir().unwrap();
+    let plain = scenario_in(tmp.path(), "a", SMALL);
+    let with = scenario_in(
+        tmp.path(),
+        "b",
+        &format!(
+            "{SMALL}\n[sweep]\nvary = [\"defaults.limit=5,20\"]\nminimize = \"defaults.limit\"\n"
+        ),
+    );
+    let (a, b) = (tmp.path().join("ra"), tmp.path().join("rb"));
+    for (s, o) in [(&plain, &a), (&with, &b)] {
+        ratesim()
+            .arg("run")
+            .arg(s)
+            .args(["--quiet", "--no-plots", "--out"])
+            .arg(o)
+            .assert()
+            .success();
+    }
+    assert_same_file(&a.join("summary.csv"), &b.join("summary.csv"));
+}
+
+// ---------------------------------------------------------------------------
+// 2. sweep: the grid and sweep.csv
+// ---------------------------------------------------------------------------
+
+#[test]
+fn each_points_rows_are_the_summary_rows_of_run_with_set() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = scenario_in(tmp.path(), "a", SMALL);
+    let out = tmp.path().join("sweep");
+    sweep(
+        &s,
+        &out,
+        &[
+            "--vary",
+            "defaults.limit=5,12",
+            "--vary",
+            "limiter[0].capacity=2..=20:9",
+            "--quiet",
+            "--no-plots",
+        ],
+    )
+    .success();
+    let text = read_text(&out.join("sweep.csv"));
+    let mut lines = text.lines();
+    assert_eq!(
+        lines.next().unwrap(),
+        format!(
+            "defaults.limit,limiter[0].capacity,{}",
+            summary_header(tmp.path())
+        )
+    );
+    let rows: Vec<&str> = lines.collect();
+    assert_eq!(rows.len(), 2 * 3 * 2, "points × limiters");
+    // Point order (the last --vary fastest), then limiter order.
+    let expected_points = [
+        ("5", "2"),
+        ("5", "11"),
+        ("5", "20"),
+        ("12", "2"),
+        ("12", "11"),
+        ("12", "20"),
+    ];
+    for (p, (limit, cap)) in expected_points.iter().enumerate() {
+        for (l, name) in ["token_bucket", "sliding_log"].iter().enumerate() {
+            let row = rows[p * 2 + l];
+            assert!(
+                row.starts_with(&format!("{limit},{cap},{name},")),
+                "row {}: {row}",
+                p * 2 + l
+            );
+        }
+    }
+    // A few points against `run --set`, byte for byte.
+    for p in [0usize, 4, 5] {
+        let (limit, cap) = expected_points[p];
+        let run = tmp.path().join(format!("run{p}"));
+        ratesim()
+            .arg("run")
+            .arg(&s)
+            .args([
+                "--quiet",
+                "--no-plots",
+                "--set",
+                &format!("defaults.limit={limit}"),
+                "--set",
+                &format!("limiter[0].capacity={cap}"),
+                "--out",
+            ])
+            .arg(&run)
+            .assert()
+            .success();
+        let summary = read_text(&run.join("summary.csv"));
+        let run_rows: Vec<String> = summary
+            .lines()
+            .skip(1)
+            .map(|r| format!("{limit},{cap},{r}"))
+            .collect();
+        assert_eq!(rows[p * 2..p * 2 + 2], run_rows[..], "point {p}");
+    }
+}
+
+/// The header of a plain run's summary.csv.
+fn summary_header(tmp: &Path) -> String {
+    let s = scenario_in(tmp, "hdr", SMALL);
+    let out = tmp.join("hdr-run");
+    ratesim()
+        .arg("run")
+        .arg(&s)
+        .args(["--quiet", "--no-plots", "--out"])
+        .arg(&out)
+        .assert()
+        .success();
+    header(&out.join("summary.csv"))
+}
+
+#[test]
+fn a_sweep_is_the_same_on_one_thread_and_on_two() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = scenario_in(tmp.path(), "a", SMALL);
+    let mut dirs = Vec::new();
+    for threads in ["1", "2"] {
+        let out = tmp.path().join(format!("t{threads}"));
+        ratesim()
+            .env("RAYON_NUM_THREADS", threads)
+            .arg("sweep")
+            .arg(&s)
+            .args([
+                "--vary",
+                "defaults.limit=4..=16:4",
+                "--vary",
+                "traffic[0].clients=2,5",
+                "--quiet",
+                "--require",
+                "rejected_share<=0.1",
+                "--minimize",
+                "defaults.limit",
+                "--out",
+            ])
+            .arg(&out)
+            .assert()
+            .success();
+        dirs.push(out);
+    }
+    assert_same_dir(&dirs[0], &dirs[1]);
+}
+
+#[test]
+fn a_sweep_table_in_the_scenario_is_the_grid_and_vary_replaces_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = scenario_in(
+        tmp.path(),
+        "a",
+        &format!("{SMALL}\n[sweep]\nvary = [\"defaults.limit=5,20\"]\nrequire = [\"rejected_share<=0.5\"]\nminimize = \"defaults.limit\"\n"),
+    );
+    let out = tmp.path().join("from-table");
+    sweep(&s, &out, &["--quiet", "--no-plots"]).success();
+    let (head, rows) = csv_rows(&out.join("sweep.csv"));
+    assert_eq!(head[0], "defaults.limit");
+    assert_eq!(rows.len(), 4);
+    assert!(out.join("recommendation.md").is_file());
+    let out2 = tmp.path().join("from-flag");
+    sweep(
+        &s,
+        &out2,
+        &[
+            "--quiet",
+            "--no-plots",
+            "--vary",
+            "traffic[0].clients=1,2,3",
+            "--minimize",
+            "attempts",
+        ],
+    )
+    .success();
+    let (head, rows) = csv_rows(&out2.join("sweep.csv"));
+    assert_eq!(head[0], "traffic[0].clients");
+    assert_eq!(rows.len(), 6);
+    // The table's `minimize = "defaults.limit"` names a column this grid
+    // does not have.
+    let mut cmd = ratesim();
+    cmd.arg("sweep")
+        .arg(&s)
+        .args(["--vary", "traffic[0].clients=1,2", "--out"])
+        .arg(tmp.path().join("bad"));
+    assert_input_error(&mut cmd, &["[sweep] table", "defaults.limit"]);
+    // A second sweep into the same directory replaces it.
+    sweep(&s, &out2, &["--quiet", "--no-plots"]).success();
+    assert_eq!(csv_rows(&out2.join("sweep.csv")).1.len(), 4);
+}
+
+#[test]
+fn bad_sweeps_are_refused_naming_the_flag_and_value_writing_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = scenario_in(tmp.path(), "a", SMALL);
+    let out = tmp.path().join("out");
+    let cases: &[(&[&str], &[&str])] = &[
+        (&["--vary", "defaults.limit="], &["--vary", "empty"]),
+        (
+            &["--vary", "defaults.limit=1..=10:0"],
+            &["--vary", "step is 0"],
+        ),
+        (
+            &["--vary", "defaults.limit=10..=1:1"],
+            &["--vary", "TO is below FROM"],
+        ),
+        (
+            &["--vary", "limiter[3].capacity=1,2"],
+            &["--vary", "limiter[3]"],
+        ),
+        (
+            &["--vary", "limiter[0].capacityy=1,2"],
+            &["--vary limiter[0].capacityy=1,2", "unknown field"],
+        ),
+        (
+            &["--vary", "defaults.limit=5,ten"],
+            &["--vary defaults.limit=5,ten", "\"ten\""],
+        ),
+        (
+            &[
+                "--vary",
+                "defaults.limit=1..=200:1",
+                "--vary",
+                "traffic[0].clients=1..=51:1",
+            ],
+            &["10200 points", "--force"],
+        ),
+        (
+            &["--vary", "defaults.limit=5", "--shard", "4/3"],
+            &["--shard", "4/3"],
+        ),
+        (
+            &["--vary", "defaults.limit=5", "--shard", "x"],
+            &["--shard", "\"x\""],
+        ),
+        (
+            &["--vary", "defaults.limit=5", "--require", "nope<=1"],
+            &["--require", "nope"],
+        ),
+        (
+            &["--vary", "defaults.limit=5", "--minimize", "nope"],
+            &["--minimize", "nope"],
+        ),
+        (&[], &["nothing to vary"]),
+    ];
+    for (args, needles) in cases {
+        let mut cmd = ratesim();
+        cmd.arg("sweep").arg(&s).arg("--out").arg(&out).args(*args);
+        assert_input_error(&mut cmd, needles);
+        assert_no_output(&out);
+    }
+}
+
+#[test]
+fn an_invalid_point_is_bad_input_naming_the_point() {
+    let tmp = tempfile::tempdir().unwrap();
+    // An interval bucket needs window/limit to be a whole number of ns:
+    // limit 8 (with the file's 1s) and window 10ns (with its limit 10) are
+    // each fine alone, together they are not.
+    let text = SMALL.replacen(
+        "algorithm = \"token_bucket\"",
+        "algorithm = \"interval_bucket\"",
+        1,
+    );
+    let s = scenario_in(tmp.path(), "a", &text);
+    let out = tmp.path().join("out");
+    let stderr = assert_input_error(
+        ratesim()
+            .arg("sweep")
+            .arg(&s)
+            .args([
+                "--vary",
+                "defaults.limit=10,8",
+                "--vary",
+                "defaults.window=1s,10ns",
+                "--out",
+            ])
+            .arg(&out),
+        &["point "],
+    );
+    assert!(
+        stderr.contains("point 3 (defaults.limit=8, defaults.window=10ns)"),
+        "{stderr}"
+    );
+    assert_no_output(&out);
+}
+
+// ---------------------------------------------------------------------------
+// 3. charts and summary.md
+// ---------------------------------------------------------------------------
+
+fn png_size(path: &Path) -> (u32, u32) {
+    let decoder = png::Decoder::new(fs::File::open(path).unwrap());
+    let reader = decoder.read_info().unwrap();
+    let info = reader.info();
+    (info.width, info.height)
+}
+
+#[test]
+fn one_varied_path_draws_lines_two_draw_heatmaps_more_fix_the_rest() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = scenario_in(tmp.path(), "a", SMALL);
+    let one = tmp.path().join("one");
+    sweep(&s, &one, &["--quiet", "--vary", "defaults.limit=4,8,16"]).success();
+    let md = read_text(&one.join("summary.md"));
+    for f in ["sweep-rejected_share.png", "sweep-peak_over_limit.png"] {
+        assert!(md.contains(&format!("![{f}]({f})")), "{md}");
+        assert_eq!(png_size(&one.join(f)), (1200, 700));
+    }
+    let two = tmp.path().join("two");
+    sweep(
+        &s,
+        &two,
+        &[
+            "--quiet",
+            "--vary",
+            "defaults.limit=4,8",
+            "--vary",
+            "traffic[0].clients=1,3",
+            "--vary",
+            "seed=1,2",
+            "--metric",
+            "peak_over_limit",
+        ],
+    )
+    .success();
+    let md = read_text(&two.join("summary.md"));
+    for i in 0..2 {
+        let f = format!("sweep-heatmap-{i}.png");
+        assert!(md.contains(&format!("![{f}]({f})")), "{md}");
+        assert_eq!(png_size(&two.join(&f)), (1200, 800));
+    }
+    assert!(md.contains("`seed=1`"), "says which value is fixed: {md}");
+    assert!(md.contains("peak_over_limit"), "{md}");
+}
+
+// ---------------------------------------------------------------------------
+// 4. the recommendation
+// ---------------------------------------------------------------------------
+
+#[test]
+fn the_recommendation_is_the_brute_force_choice_over_sweep_csv() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = scenario_in(tmp.path(), "a", SMALL);
+    let out = tmp.path().join("rec");
+    let bound = 0.05;
+    let assert = sweep(
+        &s,
+        &out,
+        &[
+            "--vary",
+            "defaults.limit=4..=20:2",
+            "--vary",
+            "limiter[0].capacity=5,10,40",
+            "--require",
+            &format!("rejected_share<={bound}"),
+            "--require",
+            "peak_over_limit<=1.5",
+            "--minimize",
+            "defaults.limit",
+            "--no-plots",
+        ],
+    )
+    .success();
+    let stdout = String::from_utf8_lossy(&assert.get_output().stdout).into_owned();
+    let md = read_text(&out.join("recommendation.md"));
+    assert!(stdout.contains(md.trim()), "the recommendation is printed");
+    let (head, rows) = csv_rows(&out.join("sweep.csv"));
+    let col = |n: &str| head.iter().position(|h| h == n).unwrap();
+    for name in ["token_bucket", "sliding_log"] {
+        let best = rows
+            .iter()
+            .filter(|r| r[col("limiter")] == name)
+            .filter(|r| {
+                let rej: f64 = r[col("rejected")].parse().unwrap();
+                let att: f64 = r[col("attempts")].parse().unwrap();
+                let peak: f64 = r[col("peak_in_window")].parse().unwrap();
+                let limit: f64 = r[col("limit")].parse().unwrap();
+                rej / att <= bound && peak / limit <= 1.5
+            })
+            .min_by_key(|r| r[col("defaults.limit")].parse::<u64>().unwrap())
+            .expect("some point qualifies");
+        let section = md.split(&format!("## {name}\n")).nth(1).unwrap();
+        let expected = format!(
+            "**Recommended: defaults.limit={}, limiter[0].capacity={}**",
+            best[0], best[1]
+        );
+        assert!(section.contains(&expected), "{expected}\n{section}");
+        assert!(section.contains("Its neighbours on the grid"), "{section}");
+        assert!(
+            section.contains("breaks `rejected_share<=0.05`"),
+            "{section}"
+        );
+    }
+}
+
+#[test]
+fn when_no_point_qualifies_it_says_which_requirement_came_closest() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = scenario_in(tmp.path(), "a", SMALL);
+    let out = tmp.path().join("none");
+    let assert = sweep(
+        &s,
+        &out,
+        &[
+            "--vary",
+            "defaults.limit=2,3",
+            "--require",
+            "rejected_share<=0.0001",
+            "--minimize",
+            "defaults.limit",
+            "--no-plots",
+        ],
+    )
+    .success();
+    let stdout = String::from_utf8_lossy(&assert.get_output().stdout).into_owned();
+    assert!(
+        stdout.contains("No point meets every requirement"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("Closest: defaults.limit=3"), "{stdout}");
+}
+
+// ---------------------------------------------------------------------------
+// 5. shards and merge
+// ---------------------------------------------------------------------------
+
+#[test]
+fn merged_shards_are_the_unsharded_sweep_byte_for_byte() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = scenario_in(tmp.path(), "a", SMALL);
+    let args = [
+        "--vary",
+        "defaults.limit=4,8,12",
+        "--vary",
+        "traffic[0].clients=1,3",
+        "--require",
+        "rejected_share<=0.2",
+        "--minimize",
+        "defaults.limit",
+        "--quiet",
+    ];
+    let whole = tmp.path().join("whole");
+    sweep(&s, &whole, &args).success();
+    let mut shards = Vec::new();
+    for k in 1..=4 {
+        let d = tmp.path().join(format!("shard{k}"));
+        let mut a = args.to_vec();
+        let shard = format!("{k}/4");
+        a.extend(["--shard", &shard]);
+        sweep(&s, &d, &a).success();
+        shards.push(d);
+    }
+    // Shards in any order.
+    let merged = tmp.path().join("merged");
+    ratesim()
+        .args(["sweep", "merge"])
+        .args([&shards[2], &shards[0], &shards[3], &shards[1]])
+        .arg("--out")
+        .arg(&merged)
+        .arg("--quiet")
+        .assert()
+        .success();
+    assert_same_dir(&whole, &merged);
+
+    // A missing shard, a shard given twice, another grid: refused.
+    let out = tmp.path().join("bad");
+    let mut cmd = ratesim();
+    cmd.args(["sweep", "merge"])
+        .args(&shards[..3])
+        .arg("--out")
+        .arg(&out);
+    assert_input_error(&mut cmd, &["4/4", "missing"]);
+    let mut cmd = ratesim();
+    cmd.args(["sweep", "merge"])
+        .args([&shards[0], &shards[0]])
+        .arg("--out")
+        .arg(&out);
+    assert_input_error(&mut cmd, &["both shard 1/4"]);
+    let other = tmp.path().join("other");
+    sweep(
+        &s,
+        &other,
+        &["--vary", "defaults.limit=4,8", "--shard", "2/4", "--quiet"],
+    )
+    .success();
+    let mut cmd = ratesim();
+    cmd.args(["sweep", "merge"])
+        .args([&shards[0], &other])
+        .arg("--out")
+        .arg(&out);
+    assert_input_error(&mut cmd, &["not shards of one sweep", "grids differ"]);
+    let edited = scenario_in(tmp.path(), "b", &SMALL.replacen("seed = 3", "seed = 4", 1));
+    let other = tmp.path().join("other2");
+    let mut a = args.to_vec();
+    a.extend(["--shard", "2/4"]);
+    sweep(&edited, &other, &a).success();
+    let mut cmd = ratesim();
+    cmd.args(["sweep", "merge"])
+        .args([&shards[0], &other])
+        .arg("--out")
+        .arg(&out);
+    assert_input_error(&mut cmd, &["scenarios differ"]);
+    assert_no_output(&out);
+}
