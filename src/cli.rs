@@ -70,7 +70,7 @@ pub enum Command {
     #[command(
         args_conflicts_with_subcommands = true,
         subcommand_negates_reqs = true,
-        after_help = crate::sweep::HELP
+        after_help = SWEEP_HELP
     )]
     Sweep(SweepArgs),
     /// Print or write ratesim's algorithms for production use
@@ -232,3 +232,24 @@ pub struct SweepMergeArgs {
     #[arg(long)]
     pub force: bool,
 }
+
+/// `ratesim sweep --help`.
+const SWEEP_HELP: &str = "Examples:
+  ratesim sweep poisson --vary defaults.limit=5,10,20,50 --out /tmp/limits
+  ratesim sweep nat.toml --vary defaults.limit=10..=50:10 --vary limiter[0].capacity=10,30 \\
+      --require rejected_share<=0.01 --minimize defaults.limit --out /tmp/nat
+  ratesim sweep pick-a-limit --out /tmp/pick          (its [sweep] table holds the grid)
+  ratesim sweep pick-a-limit --shard 2/4 --out shard-2 && ratesim sweep merge shard-* --out all
+
+PATH names a scenario field as error messages do: defaults.limit, limiter[2].capacity,
+traffic[0].clients, deployment.instances (indices from 0). LIST is V1,V2,... or FROM..=TO:STEP.
+DIR gets sweep.csv (one row per point and limiter: the varied values, then the columns of
+summary.csv), sweep.json (the grid and flags), and unless sharded: line charts of the deciding
+metrics (one varied path), a heatmap per limiter of --metric (two or more; the third and later
+paths fixed at their first value), summary.md, and with --require/--minimize/--maximize,
+recommendation.md (also printed). COLUMN is a column of sweep.csv, or rejected_share,
+passed_share, peak_over_limit. An empty cell reads as 0.
+
+A [sweep] table in the scenario may hold vary = [\"PATH=LIST\", ...], require = [...], minimize,
+maximize and metric; flags replace it. `ratesim run` ignores [sweep] and runs the file as written.
+At most 10000 points without --force.";

@@ -39,13 +39,20 @@ pub const RUN_FILES: &[&str] = &[
     "summary.md",
 ];
 
-/// Whether `name` is a file ratesim writes into a run directory: a result
-/// file, or a chart (`*.png`).
+/// What `ratesim sweep` writes into its directory besides `summary.md`
+/// and its `sweep-*.png` charts.
+pub const SWEEP_CSV: &str = "sweep.csv";
+pub const SWEEP_MANIFEST: &str = "sweep.json";
+pub const SWEEP_RECOMMENDATION: &str = "recommendation.md";
+
+/// Whether `name` is a file ratesim writes into a run or sweep directory: a
+/// result file, or a chart (`*.png`).
 pub fn is_ratesim_file(name: &str) -> bool {
     RUN_FILES.contains(&name)
         || crate::report::charts::chart(name).is_some()
         || name == crate::report::charts::zoom::FILE
-        || crate::sweep::is_sweep_file(name)
+        || [SWEEP_CSV, SWEEP_MANIFEST, SWEEP_RECOMMENDATION].contains(&name)
+        || (name.starts_with("sweep-") && name.ends_with(".png"))
 }
 
 /// The staging directories of this process, removed on a signal. Held

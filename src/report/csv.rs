@@ -20,6 +20,26 @@ pub fn summary(report: &Report, out: &mut dyn Write) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The columns of `summary.csv`, in order: [`LimiterSummary`]'s fields.
+pub fn summary_columns() -> Vec<String> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    // Serializing a row writes the header first; the struct is its only
+    // source, so the two can never disagree.
+    let header = w
+        .serialize(super::summary::LimiterSummary::default())
+        .and_then(|()| w.into_inner().map_err(|e| e.into_error().into()));
+    match header {
+        Ok(bytes) => String::from_utf8_lossy(&bytes)
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .split(',')
+            .map(str::to_string)
+            .collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
 pub const TIMESERIES_COLUMNS: &[&str] = &[
     "limiter",
     "bucket_start_ns",
@@ -153,5 +173,18 @@ impl<W: Write> DecisionSink for DecisionLog<'_, W> {
         }
         self.w.write_record(None::<&[u8]>)?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summary_columns_begin_with_the_designs() {
+        let design = "limiter,algorithm,attempts,admitted,delayed,rejected,peak_in_window,limit,\
+                      delay_p50_ms,delay_p99_ms,state_bytes_per_key_mean,state_bytes_per_key_peak,keys";
+        let columns = summary_columns().join(",");
+        assert!(columns.starts_with(design), "{columns}");
     }
 }

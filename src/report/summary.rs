@@ -16,7 +16,7 @@ use super::format::Decimal;
 
 /// One row of `summary.csv`; with [`LimiterJson`]'s extras, one limiter
 /// of `summary.json`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct LimiterSummary {
     pub limiter: String,
     pub algorithm: String,

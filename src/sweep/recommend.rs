@@ -180,7 +180,7 @@ pub fn choose(t: &SweepTable, c: &Criteria, name: &str) -> Choice {
                 None => continue,
             },
         };
-        if best.map_or(true, |(_, s)| score < s) {
+        if best.is_none_or(|(_, s)| score < s) {
             best = Some((r, score));
         }
     }
@@ -194,7 +194,7 @@ pub fn choose(t: &SweepTable, c: &Criteria, name: &str) -> Choice {
             broken.len(),
             broken.iter().map(|(q, v)| q.shortfall(*v)).sum::<f64>(),
         );
-        if closest.map_or(true, |(_, k)| key.0 < k.0 || (key.0 == k.0 && key.1 < k.1)) {
+        if closest.is_none_or(|(_, k)| key.0 < k.0 || (key.0 == k.0 && key.1 < k.1)) {
             closest = Some((r, key));
         }
     }

@@ -21,7 +21,7 @@ use super::table::{Metric, SweepTable};
 use super::CSV;
 use crate::report::charts::style;
 
-pub const RECOMMENDATION: &str = "recommendation.md";
+pub const RECOMMENDATION: &str = crate::staging::SWEEP_RECOMMENDATION;
 pub const SUMMARY: &str = "summary.md";
 
 /// The metrics that decide a limit, drawn as lines when one path varies.

@@ -43,7 +43,7 @@ impl SweepTable {
             .with_context(|| format!("cannot read {}", path.display()))?;
         let point_of: Vec<usize> = points
             .iter()
-            .flat_map(|&(p, n)| std::iter::repeat(p).take(n))
+            .flat_map(|&(p, n)| std::iter::repeat_n(p, n))
             .collect();
         anyhow::ensure!(
             point_of.len() == rows.len(),
