@@ -365,6 +365,23 @@ impl Recorder {
     pub fn collateral_cost(&self) -> Option<(u64, u64)> {
         (self.rejected > 0).then_some((self.collateral_cost, self.rejected_cost))
     }
+
+    /// Of the attempts of the clients whose offered rate over the run was
+    /// within the policy — `logical · window ≤ limit · duration` — how many
+    /// were rejected: `(rejected, attempts)`; `None` when no such client
+    /// sent anything. What well-behaved clients pay for a limit.
+    pub fn within_limit_rejected(&self, limit: u64, duration: Nanos) -> Option<(u64, u64)> {
+        let (mut rejected, mut attempts) = (0u64, 0u64);
+        for c in &self.clients {
+            let within =
+                c.logical as u128 * self.window as u128 <= limit as u128 * duration.0 as u128;
+            if within && c.logical > 0 {
+                rejected += c.rejected;
+                attempts += c.rejected + c.passed;
+            }
+        }
+        (attempts > 0).then_some((rejected, attempts))
+    }
 }
 
 #[derive(Debug, Clone, Default)]
@@ -516,6 +533,12 @@ mod tests {
         assert!((r.fairness().unwrap() - 0.9).abs() < 1e-12);
         // Collateral is what the engine says it is; by itself none.
         assert_eq!(r.collateral(), Some((0, 2)));
+        // Over 2s at a limit of 1/s both clients (1 and 2 requests) stayed
+        // within it: 2 of their 4 attempts were rejected; over 1s only
+        // client 0 did: 1 of its 2.
+        assert_eq!(r.within_limit_rejected(1, Nanos(2000 * MS)), Some((2, 4)));
+        assert_eq!(r.within_limit_rejected(1, Nanos(1000 * MS)), Some((1, 2)));
+        assert_eq!(r.within_limit_rejected(0, Nanos(1000 * MS)), None);
     }
 
     #[test]

@@ -150,6 +150,9 @@ impl Report {
                     state_bytes_total_peak: fp.peak_total,
                     state_bytes_redis_per_key_mean: Decimal::mean(fp.redis_mean()),
                     state_bytes_redis_total_peak: fp.redis_peak_total,
+                    within_limit_rejected_share: r
+                        .within_limit_rejected(scenario.defaults.limit, scenario.duration)
+                        .map(|(part, whole)| Decimal::ratio(part as u128, whole as u128, 6)),
                 };
                 let peak_at = r.peak_at.map(|(t, k)| (t, key_name(k)));
                 LimiterReport {

@@ -121,6 +121,11 @@ pub struct LimiterSummary {
     pub state_bytes_redis_per_key_mean: Decimal,
     #[serde(default)]
     pub state_bytes_redis_total_peak: u64,
+    /// Of the attempts of clients whose own offered rate over the run was
+    /// within the policy, the share rejected (6 decimals): what
+    /// well-behaved clients pay for a limit.
+    #[serde(default)]
+    pub within_limit_rejected_share: Option<Decimal>,
 }
 
 /// One limiter of `summary.json`: the summary row and what does not fit a
