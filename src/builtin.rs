@@ -63,6 +63,11 @@ pub static SCENARIOS: &[Builtin] = &[
         files: &[],
     },
     Builtin {
+        name: "pick-a-limit",
+        toml: include_str!("../scenarios/pick-a-limit.toml"),
+        files: &[],
+    },
+    Builtin {
         name: "libraries",
         toml: include_str!("../scenarios/libraries.toml"),
         files: &[

@@ -1849,6 +1849,159 @@ fn libraries_variants_decide_as_its_comments_say() {
 }
 
 // ---------------------------------------------------------------------------
+// pick-a-limit
+// ---------------------------------------------------------------------------
+
+/// `ratesim sweep pick-a-limit` with `extra` flags: its sweep.csv rows as
+/// (limiter, limit, burst) → column → value, and recommendation.md.
+fn pick_a_limit(
+    extra: &[&str],
+) -> (
+    BTreeMap<(String, u64, u64), HashMap<String, String>>,
+    String,
+) {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("sweep");
+    ratesim()
+        .args(["sweep", "pick-a-limit", "--quiet", "--no-plots", "--out"])
+        .arg(&out)
+        .args(extra)
+        .assert()
+        .success();
+    let (head, rows) = csv_rows(&out.join("sweep.csv"));
+    let cells = rows
+        .into_iter()
+        .map(|r| {
+            let row: HashMap<String, String> = head.iter().cloned().zip(r).collect();
+            let key = (
+                row["limiter"].clone(),
+                row["defaults.limit"].parse().unwrap(),
+                row["limiter[0].capacity"].parse().unwrap(),
+            );
+            (key, row)
+        })
+        .collect();
+    let recommendation = read_text(&out.join("recommendation.md"));
+    (cells, recommendation)
+}
+
+/// The recommended (limit, burst) of `limiter` in recommendation.md.
+fn recommended(md: &str, limiter: &str) -> (u64, u64) {
+    let section = md
+        .split(&format!("## {limiter}\n"))
+        .nth(1)
+        .unwrap_or_else(|| panic!("no section for {limiter}:\n{md}"));
+    let line = section
+        .lines()
+        .find(|l| l.starts_with("**Recommended: "))
+        .unwrap_or_else(|| panic!("no recommendation for {limiter}:\n{md}"));
+    let value = |path: &str| -> u64 {
+        let rest = line.split(&format!("{path}=")).nth(1).unwrap();
+        rest.split(|c: char| !c.is_ascii_digit())
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    (value("defaults.limit"), value("limiter[0].capacity"))
+}
+
+#[test]
+fn pick_a_limit_recommends_what_its_comments_say() {
+    says(
+        "pick-a-limit",
+        &[
+            "300 well-behaved users (Poisson, one request a second on average, honouring Retry-After), 100 more behind 10 NAT addresses, and 3 scrapers that send 60 a second each",
+            "runs every limit from 5 to 30 per second against every token-bucket burst (capacity) of 5, 10, 20 and 40",
+            "a scraper passes up to burst + limit − 1 in a second, or the 60 it sends if that is less (1.8× the limit at limit 5, burst 5; 8.8× with burst 40)",
+            "Holding that to 1.2× takes a burst of at most limit / 5 + 1: the smallest limit that does it here is 20, with burst 5",
+            "a scraper passes exactly the limit in every second (1× in every cell; its burst columns are equal, it has none)",
+            "at 5 it rejects 0.11% of their attempts (a Poisson user now and then sends 6 in a second), from 10 up none — so it is recommended at 10",
+            "Every token bucket of the grid rejects none of the users' attempts",
+        ],
+    );
+    let (cells, md) = pick_a_limit(&[]);
+    let limits = [5u64, 10, 15, 20, 25, 30];
+    let bursts = [5u64, 10, 20, 40];
+    assert_eq!(cells.len(), 2 * limits.len() * bursts.len());
+    let get = |l: &str, limit: u64, burst: u64, col: &str| -> String {
+        cells[&(l.to_string(), limit, burst)][col].clone()
+    };
+    let peak = |l: &str, limit: u64, burst: u64| -> u64 {
+        get(l, limit, burst, "peak_in_window").parse().unwrap()
+    };
+    for &limit in &limits {
+        for &burst in &bursts {
+            // The worst key is a scraper: burst + limit − 1 through a bucket,
+            // exactly the limit through the window.
+            assert_eq!(
+                peak("token_bucket", limit, burst),
+                (burst + limit - 1).min(60)
+            );
+            assert_eq!(peak("sliding_window", limit, burst), limit);
+            assert_eq!(
+                get("token_bucket", limit, burst, "within_limit_rejected_share"),
+                "0"
+            );
+            // The window has no burst: every column of a row is the same.
+            let row = |b: u64| {
+                let mut r = cells[&("sliding_window".to_string(), limit, b)].clone();
+                r.remove("limiter[0].capacity");
+                r
+            };
+            assert_eq!(row(burst), row(5), "limit {limit}, burst {burst}");
+            // The smallest burst meets 1.2× exactly when burst ≤ limit/5 + 1.
+            let meets = (burst + limit - 1) * 5 <= 6 * limit;
+            assert_eq!(
+                meets,
+                burst * 5 <= limit + 5,
+                "limit {limit}, burst {burst}"
+            );
+        }
+    }
+    assert_eq!(
+        get("sliding_window", 5, 5, "within_limit_rejected_share"),
+        "0.001132"
+    );
+    for &limit in &limits[1..] {
+        assert_eq!(
+            get("sliding_window", limit, 5, "within_limit_rejected_share"),
+            "0"
+        );
+    }
+    assert_eq!(recommended(&md, "token_bucket"), (20, 5));
+    assert_eq!(recommended(&md, "sliding_window"), (10, 5));
+}
+
+#[test]
+fn pick_a_limit_changes_as_its_comments_say() {
+    says(
+        "pick-a-limit",
+        &[
+            "ratesim sweep pick-a-limit --require within_limit_rejected_share<=0.001 --require peak_over_limit<=2",
+            "and the token bucket's recommendation drops to limit 5 (burst 5)",
+            "--set traffic[0].rate=4/1s — and the small limits start to reject them: the sliding window's recommendation rises to 15, the token bucket's stays at 20",
+        ],
+    );
+    let (_, md) = pick_a_limit(&[
+        "--require",
+        "within_limit_rejected_share<=0.001",
+        "--require",
+        "peak_over_limit<=2",
+    ]);
+    assert_eq!(recommended(&md, "token_bucket"), (5, 5));
+    let (cells, md) = pick_a_limit(&["--set", "traffic[0].rate=4/1s"]);
+    assert_eq!(recommended(&md, "sliding_window"), (15, 5));
+    assert_eq!(recommended(&md, "token_bucket"), (20, 5));
+    let share = |l: &str, limit: u64| -> f64 {
+        cells[&(l.to_string(), limit, 5)]["within_limit_rejected_share"]
+            .parse()
+            .unwrap()
+    };
+    assert!(share("sliding_window", 5) > 0.001 && share("sliding_window", 10) > 0.001);
+}
+
+// ---------------------------------------------------------------------------
 // Every shipped scenario is covered here
 // ---------------------------------------------------------------------------
 
