@@ -32,9 +32,7 @@
 //! key first spoke rather than at `k·W`. Both libraries increment before
 //! they compare, so they are used with `count_rejected = true`.
 
-use super::{
-    detachable, redis_bytes, span, state_bytes, Decision, Footprint, Keyed, Ledger, Limiter,
-};
+use super::{redis_bytes, span, state_bytes, Decision, Ledger, Rule, Stored};
 use crate::clock::Nanos;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,68 +75,67 @@ impl Align {
 }
 
 #[derive(Debug, Clone, Copy)]
-struct Counter {
+pub struct Counter {
     /// The window this count belongs to: its index `k` (epoch alignment) or
     /// its start time in ns (first-hit alignment).
     window: u64,
     count: u64,
 }
 
-pub struct FixedWindow {
+/// The fixed window's rule.
+pub struct FixedWindowRule {
     cfg: Config,
-    keys: Keyed<Counter>,
-    ledger: Ledger,
 }
+
+/// A fixed window counter per key.
+pub type FixedWindow = Stored<FixedWindowRule>;
 
 impl FixedWindow {
     pub fn new(cfg: Config) -> Self {
-        FixedWindow {
-            cfg,
-            keys: Keyed::default(),
-            ledger: Ledger::fixed::<{ state_bytes::FIXED_WINDOW }, { redis_bytes::HASH }>(),
-        }
+        Stored::of(
+            FixedWindowRule { cfg },
+            Ledger::fixed::<{ state_bytes::FIXED_WINDOW }, { redis_bytes::HASH }>(),
+        )
     }
+}
 
-    /// Fresh-equivalent when its window ends: `(k + 1)·W` — or at once if
-    /// its count is 0 (a fresh key is count 0 in the current window) — or,
-    /// for `first_hit`, `s + W`. Before that, a request of `limit` is
-    /// refused (or, for a first-hit window with count 0, would end earlier
-    /// than a fresh key's).
-    fn rehold(&mut self, key: u32) {
-        let Some(c) = self.keys.get(key) else { return };
-        let w = self.cfg.window.0 as u128;
-        let at = match self.cfg.align {
-            Align::Epoch if c.count == 0 => 0,
-            Align::Epoch => (c.window as u128 + 1) * w,
-            // `window` holds the window's start, and an open window decides
-            // the next request's boundaries even with count 0: it is fresh
-            // only when it ends, at s + W.
-            Align::FirstHit => c.window as u128 + w,
-        };
-        self.ledger.hold(key, span(at), []);
-    }
-
-    fn decide_inner(&mut self, key: u32, now: Nanos, cost: u64) -> Decision {
-        let cfg = self.cfg;
-        let w = cfg.window.0;
-        // The window `now` falls in, and when it ends, given the key's
-        // current window (`None` for a new key).
-        let current = |window: Option<u64>| match cfg.align {
+impl FixedWindowRule {
+    /// The window `now` falls in, given the key's current window (`None`
+    /// for a new key).
+    fn current(&self, window: Option<u64>, now: Nanos) -> u64 {
+        let w = self.cfg.window.0;
+        match self.cfg.align {
             Align::Epoch => now.0 / w,
             Align::FirstHit => match window {
                 Some(s) if now.0 < s + w => s,
                 _ => now.0,
             },
-        };
-        let end = |window: u64| match cfg.align {
+        }
+    }
+
+    /// When `window` ends.
+    fn end(&self, window: u64) -> u64 {
+        let w = self.cfg.window.0;
+        match self.cfg.align {
             Align::Epoch => (window + 1) * w,
             Align::FirstHit => window + w,
-        };
-        let c = self.keys.entry(key, || Counter {
-            window: current(None),
+        }
+    }
+}
+
+impl Rule for FixedWindowRule {
+    type State = Counter;
+
+    fn fresh(&self, now: Nanos) -> Counter {
+        Counter {
+            window: self.current(None, now),
             count: 0,
-        });
-        let k = current(Some(c.window));
+        }
+    }
+
+    fn decide(&self, c: &mut Counter, now: Nanos, cost: u64) -> (Decision, Option<u64>) {
+        let cfg = self.cfg;
+        let k = self.current(Some(c.window), now);
         if c.window != k {
             *c = Counter {
                 window: k,
@@ -147,34 +144,37 @@ impl FixedWindow {
         }
         if c.count + cost <= cfg.limit {
             c.count += cost;
-            return Decision::Admitted;
+            return (Decision::Admitted, None);
         }
         if cfg.count_rejected {
             c.count += cost;
         }
-        let retry_after = (cost <= cfg.limit).then(|| Nanos(end(k) - now.0));
-        Decision::Rejected { retry_after }
-    }
-}
-
-impl Limiter for FixedWindow {
-    fn decide(&mut self, key: u32, now: Nanos, cost: u64) -> Decision {
-        self.ledger.advance(now);
-        let decision = self.decide_inner(key, now, cost);
-        self.rehold(key);
-        decision
+        let retry_after = (cost <= cfg.limit).then(|| Nanos(self.end(k) - now.0));
+        (Decision::Rejected { retry_after }, None)
     }
 
-    detachable!(keys);
-
-    fn footprint(&self, end: Nanos) -> Footprint {
-        self.ledger.footprint(self.keys.keys(), end)
+    /// Fresh-equivalent when its window ends: `(k + 1)·W` — or at once if
+    /// its count is 0 (a fresh key is count 0 in the current window) — or,
+    /// for `first_hit`, `s + W`. Before that, a request of `limit` is
+    /// refused (or, for a first-hit window with count 0, would end earlier
+    /// than a fresh key's).
+    fn fresh_at(&self, c: &Counter) -> Nanos {
+        let w = self.cfg.window.0 as u128;
+        span(match self.cfg.align {
+            Align::Epoch if c.count == 0 => 0,
+            Align::Epoch => (c.window as u128 + 1) * w,
+            // `window` holds the window's start, and an open window decides
+            // the next request's boundaries even with count 0: it is fresh
+            // only when it ends, at s + W.
+            Align::FirstHit => c.window as u128 + w,
+        })
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::limiter::Limiter;
 
     const MS: u64 = 1_000_000;
 

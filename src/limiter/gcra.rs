@@ -17,10 +17,7 @@
 //! Exactness: with `rate = n/d`, `T = d/n` ns; the TAT is kept multiplied by
 //! `n`, so every quantity is an integer.
 
-use super::{
-    detachable, redis_bytes, span, state_bytes, wait_until_scaled, Decision, Footprint, Keyed,
-    Ledger, Limiter,
-};
+use super::{redis_bytes, span, state_bytes, wait_until_scaled, Decision, Ledger, Rule, Stored};
 use crate::clock::{Nanos, Rate};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,20 +26,44 @@ pub struct Config {
     pub rate: Rate,
 }
 
-pub struct Gcra {
+/// GCRA's rule; a key's state is its TAT × rate numerator.
+pub struct GcraRule {
     cfg: Config,
-    /// TAT × rate numerator, per key.
-    tat: Keyed<u128>,
-    ledger: Ledger,
 }
+
+/// GCRA per key.
+pub type Gcra = Stored<GcraRule>;
 
 impl Gcra {
     pub fn new(cfg: Config) -> Self {
-        Gcra {
-            cfg,
-            tat: Keyed::default(),
-            ledger: Ledger::fixed::<{ state_bytes::GCRA }, { redis_bytes::HASH }>(),
+        Stored::of(
+            GcraRule { cfg },
+            Ledger::fixed::<{ state_bytes::GCRA }, { redis_bytes::HASH }>(),
+        )
+    }
+}
+
+impl Rule for GcraRule {
+    type State = u128;
+
+    fn fresh(&self, _now: Nanos) -> u128 {
+        0
+    }
+
+    fn decide(&self, tat: &mut u128, now: Nanos, cost: u64) -> (Decision, Option<u64>) {
+        let (n, d) = (self.cfg.rate.tokens(), self.cfg.rate.per_ns());
+        if cost > self.cfg.burst {
+            return (Decision::Rejected { retry_after: None }, None);
         }
+        let t = now.0 as u128 * n;
+        // Earliest conforming moment, scaled: TAT − τ + (cost − 1)·T.
+        let earliest = tat.saturating_sub((self.cfg.burst - cost) as u128 * d);
+        if t >= earliest {
+            *tat = (*tat).max(t) + cost as u128 * d;
+            return (Decision::Admitted, None);
+        }
+        let retry_after = Some(wait_until_scaled(now, earliest, n));
+        (Decision::Rejected { retry_after }, None)
     }
 
     /// Fresh-equivalent once `t ≥ TAT` — not `TAT − τ`. A fresh key's TAT
@@ -50,46 +71,8 @@ impl Gcra {
     /// `TAT = t + cost·T` exactly as on a fresh key. At `TAT − τ ≤ t < TAT`
     /// one request of cost 1 conforms, but a request of cost `burst` (or a
     /// burst of `burst` requests) does not, while a fresh key passes it.
-    fn rehold(&mut self, key: u32) {
-        let Some(&tat) = self.tat.get(key) else {
-            return;
-        };
-        let at = tat.div_ceil(self.cfg.rate.tokens());
-        self.ledger.hold(key, span(at), []);
-    }
-
-    fn decide_inner(&mut self, key: u32, now: Nanos, cost: u64) -> Decision {
-        let (n, d) = (self.cfg.rate.tokens(), self.cfg.rate.per_ns());
-        let tat = self.tat.entry(key, || 0);
-        if cost > self.cfg.burst {
-            return Decision::Rejected { retry_after: None };
-        }
-        let t = now.0 as u128 * n;
-        // Earliest conforming moment, scaled: TAT − τ + (cost − 1)·T.
-        let earliest = tat.saturating_sub((self.cfg.burst - cost) as u128 * d);
-        if t >= earliest {
-            *tat = (*tat).max(t) + cost as u128 * d;
-            Decision::Admitted
-        } else {
-            Decision::Rejected {
-                retry_after: Some(wait_until_scaled(now, earliest, n)),
-            }
-        }
-    }
-}
-
-impl Limiter for Gcra {
-    fn decide(&mut self, key: u32, now: Nanos, cost: u64) -> Decision {
-        self.ledger.advance(now);
-        let decision = self.decide_inner(key, now, cost);
-        self.rehold(key);
-        decision
-    }
-
-    detachable!(tat);
-
-    fn footprint(&self, end: Nanos) -> Footprint {
-        self.ledger.footprint(self.tat.keys(), end)
+    fn fresh_at(&self, tat: &u128) -> Nanos {
+        span(tat.div_ceil(self.cfg.rate.tokens()))
     }
 }
 
@@ -97,6 +80,7 @@ impl Limiter for Gcra {
 mod tests {
     use super::*;
     use crate::clock::parse_rate;
+    use crate::limiter::Limiter;
 
     fn gcra(burst: u64, rate: &str) -> Gcra {
         Gcra::new(Config {

@@ -15,9 +15,7 @@
 //! clients that learn the fill moments all arrive there, and a request one
 //! nanosecond before a fill waits a whole interval's worth of nothing.
 
-use super::{
-    detachable, redis_bytes, span, state_bytes, Decision, Footprint, Keyed, Ledger, Limiter,
-};
+use super::{redis_bytes, span, state_bytes, Decision, Ledger, Rule, Stored};
 use crate::clock::Nanos;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,84 +26,75 @@ pub struct Config {
 }
 
 #[derive(Debug, Clone, Copy)]
-struct Bucket {
+pub struct Bucket {
     tokens: u64,
     /// Index k of the last fill moment applied.
     filled_at: u64,
 }
 
-pub struct IntervalBucket {
+/// The interval bucket's rule.
+pub struct IntervalBucketRule {
     cfg: Config,
-    keys: Keyed<Bucket>,
-    ledger: Ledger,
 }
+
+/// An interval bucket per key.
+pub type IntervalBucket = Stored<IntervalBucketRule>;
 
 impl IntervalBucket {
     pub fn new(cfg: Config) -> Self {
-        IntervalBucket {
-            cfg,
-            keys: Keyed::default(),
-            ledger: Ledger::fixed::<{ state_bytes::INTERVAL_BUCKET }, { redis_bytes::HASH }>(),
+        Stored::of(
+            IntervalBucketRule { cfg },
+            Ledger::fixed::<{ state_bytes::INTERVAL_BUCKET }, { redis_bytes::HASH }>(),
+        )
+    }
+}
+
+impl Rule for IntervalBucketRule {
+    type State = Bucket;
+
+    /// Full from the start of the run; a key first seen later is still full.
+    fn fresh(&self, now: Nanos) -> Bucket {
+        Bucket {
+            tokens: self.cfg.max_tokens,
+            filled_at: now.0 / self.cfg.fill_interval.0,
         }
+    }
+
+    fn decide(&self, b: &mut Bucket, now: Nanos, cost: u64) -> (Decision, Option<u64>) {
+        let cfg = self.cfg;
+        let k = now.0 / cfg.fill_interval.0;
+        let fills = (k - b.filled_at) as u128;
+        b.tokens = (b.tokens as u128 + fills * cfg.tokens_per_fill as u128)
+            .min(cfg.max_tokens as u128) as u64;
+        b.filled_at = k;
+        if cost > cfg.max_tokens {
+            return (Decision::Rejected { retry_after: None }, None);
+        }
+        if b.tokens >= cost {
+            b.tokens -= cost;
+            return (Decision::Admitted, None);
+        }
+        let fills_needed = (cost - b.tokens).div_ceil(cfg.tokens_per_fill);
+        let at = (k + fills_needed) as u128 * cfg.fill_interval.0 as u128;
+        let retry_after = Some(span(at - now.0 as u128));
+        (Decision::Rejected { retry_after }, None)
     }
 
     /// Fresh-equivalent at the first fill moment that brings it back to
     /// `max_tokens`: `(filled_at + ⌈(max − tokens)/per_fill⌉) · interval`. A
     /// fresh key is full with its fills counted from now; a full bucket is
     /// the same. One nanosecond before, a request of `max_tokens` is refused.
-    fn rehold(&mut self, key: u32) {
+    fn fresh_at(&self, b: &Bucket) -> Nanos {
         let cfg = self.cfg;
-        let Some(b) = self.keys.get(key) else { return };
         let fills = (cfg.max_tokens - b.tokens).div_ceil(cfg.tokens_per_fill) as u128;
-        let at = (b.filled_at as u128 + fills) * cfg.fill_interval.0 as u128;
-        self.ledger.hold(key, span(at), []);
-    }
-
-    fn decide_inner(&mut self, key: u32, now: Nanos, cost: u64) -> Decision {
-        let cfg = self.cfg;
-        let k = now.0 / cfg.fill_interval.0;
-        // Full from the start of the run; a key first seen later is still full.
-        let b = self.keys.entry(key, || Bucket {
-            tokens: cfg.max_tokens,
-            filled_at: k,
-        });
-        let fills = (k - b.filled_at) as u128;
-        b.tokens = (b.tokens as u128 + fills * cfg.tokens_per_fill as u128)
-            .min(cfg.max_tokens as u128) as u64;
-        b.filled_at = k;
-        if cost > cfg.max_tokens {
-            return Decision::Rejected { retry_after: None };
-        }
-        if b.tokens >= cost {
-            b.tokens -= cost;
-            return Decision::Admitted;
-        }
-        let fills_needed = (cost - b.tokens).div_ceil(cfg.tokens_per_fill);
-        let at = (k + fills_needed) as u128 * cfg.fill_interval.0 as u128;
-        Decision::Rejected {
-            retry_after: Some(span(at - now.0 as u128)),
-        }
-    }
-}
-
-impl Limiter for IntervalBucket {
-    fn decide(&mut self, key: u32, now: Nanos, cost: u64) -> Decision {
-        self.ledger.advance(now);
-        let decision = self.decide_inner(key, now, cost);
-        self.rehold(key);
-        decision
-    }
-
-    detachable!(keys);
-
-    fn footprint(&self, end: Nanos) -> Footprint {
-        self.ledger.footprint(self.keys.keys(), end)
+        span((b.filled_at as u128 + fills) * cfg.fill_interval.0 as u128)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::limiter::Limiter;
 
     const MS: u64 = 1_000_000;
 

@@ -30,8 +30,7 @@ pub mod nginx;
 use std::collections::VecDeque;
 
 use super::{
-    detachable, redis_bytes, span, state_bytes, wait_until_scaled, Decision, Footprint, Keyed,
-    Ledger, Limiter,
+    redis_bytes, span, state_bytes, wait_until_scaled, Decision, Ledger, Limiter, Rule, Stored,
 };
 use crate::clock::{Nanos, Rate};
 
@@ -82,7 +81,7 @@ pub fn boxed(cfg: Config) -> Box<dyn Limiter> {
 }
 
 #[derive(Debug, Clone, Default)]
-struct Outlet {
+pub struct Outlet {
     /// `next_free × n`.
     next_free: u128,
     /// Slots (× n) of accepted requests still waiting, oldest first. Never
@@ -90,36 +89,34 @@ struct Outlet {
     waiting: VecDeque<u128>,
 }
 
-pub struct LeakyBucket {
+/// The exact shaper's rule.
+pub struct LeakyBucketRule {
     cfg: Config,
-    keys: Keyed<Outlet>,
-    ledger: Ledger,
 }
+
+/// The exact shaper per key.
+pub type LeakyBucket = Stored<LeakyBucketRule>;
 
 impl LeakyBucket {
     /// The exact shaper (whatever `cfg.arithmetic` says; see [`boxed`]).
     pub fn new(cfg: Config) -> Self {
-        LeakyBucket {
-            cfg,
-            keys: Keyed::default(),
-            ledger: Ledger::fixed::<{ state_bytes::LEAKY_BUCKET }, { redis_bytes::LEAKY_HASH }>(),
-        }
+        Stored::of(
+            LeakyBucketRule { cfg },
+            Ledger::fixed::<{ state_bytes::LEAKY_BUCKET }, { redis_bytes::LEAKY_HASH }>(),
+        )
+    }
+}
+
+impl Rule for LeakyBucketRule {
+    type State = Outlet;
+
+    fn fresh(&self, _now: Nanos) -> Outlet {
+        Outlet::default()
     }
 
-    /// Fresh-equivalent once `next_free ≤ t`: every waiting slot is before
-    /// `next_free`, so none waits then, and a request is released at its
-    /// arrival as on a fresh key. While `next_free > t` a policer refuses
-    /// what a fresh key admits, and a queue takes one request fewer.
-    fn rehold(&mut self, key: u32) {
-        let Some(o) = self.keys.get(key) else { return };
-        let at = o.next_free.div_ceil(self.cfg.rate.tokens());
-        self.ledger.hold(key, span(at), []);
-    }
-
-    fn decide_inner(&mut self, key: u32, now: Nanos, cost: u64) -> Decision {
+    fn decide(&self, o: &mut Outlet, now: Nanos, cost: u64) -> (Decision, Option<u64>) {
         let (n, d) = (self.cfg.rate.tokens(), self.cfg.rate.per_ns());
         let queue = self.cfg.queue;
-        let o = self.keys.entry(key, Outlet::default);
         let t = now.0 as u128 * n;
         while o.waiting.front().is_some_and(|&slot| slot <= t) {
             o.waiting.pop_front();
@@ -127,7 +124,7 @@ impl LeakyBucket {
         let release = t.max(o.next_free);
         if release == t {
             o.next_free = release + cost as u128 * d;
-            return Decision::Admitted;
+            return (Decision::Admitted, None);
         }
         let waiting = o.waiting.len() as u64;
         if waiting >= queue {
@@ -138,35 +135,28 @@ impl LeakyBucket {
             } else {
                 o.waiting[(waiting - queue) as usize]
             };
-            return Decision::Rejected {
-                retry_after: Some(wait_until_scaled(now, at, n)),
-            };
+            let retry_after = Some(wait_until_scaled(now, at, n));
+            return (Decision::Rejected { retry_after }, None);
         }
         let passes = t.max(release.saturating_sub(self.cfg.delay as u128 * d));
         o.waiting.push_back(release);
         o.next_free = release + cost as u128 * d;
-        if passes == t {
+        let decision = if passes == t {
             Decision::Admitted
         } else {
             Decision::Delayed {
                 delay: span((passes - t).div_ceil(n)),
             }
-        }
-    }
-}
-
-impl Limiter for LeakyBucket {
-    fn decide(&mut self, key: u32, now: Nanos, cost: u64) -> Decision {
-        self.ledger.advance(now);
-        let decision = self.decide_inner(key, now, cost);
-        self.rehold(key);
-        decision
+        };
+        (decision, None)
     }
 
-    detachable!(keys);
-
-    fn footprint(&self, end: Nanos) -> Footprint {
-        self.ledger.footprint(self.keys.keys(), end)
+    /// Fresh-equivalent once `next_free ≤ t`: every waiting slot is before
+    /// `next_free`, so none waits then, and a request is released at its
+    /// arrival as on a fresh key. While `next_free > t` a policer refuses
+    /// what a fresh key admits, and a queue takes one request fewer.
+    fn fresh_at(&self, o: &Outlet) -> Nanos {
+        span(o.next_free.div_ceil(self.cfg.rate.tokens()))
     }
 }
 

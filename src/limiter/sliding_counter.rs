@@ -29,9 +29,7 @@
 //! previous count widened to `(room + 1)·W − 1`; the retry-after solves that
 //! for `e` the same way.
 
-use super::{
-    detachable, redis_bytes, span, state_bytes, Decision, Footprint, Keyed, Ledger, Limiter,
-};
+use super::{redis_bytes, span, state_bytes, Decision, Ledger, Rule, Stored};
 use crate::clock::Nanos;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,32 +71,35 @@ impl Weight {
 }
 
 #[derive(Debug, Clone, Copy)]
-struct Counts {
+pub struct Counts {
     window: u64,
     previous: u64,
     current: u64,
 }
 
-pub struct SlidingCounter {
+/// The sliding counter's rule.
+pub struct SlidingCounterRule {
     cfg: Config,
-    keys: Keyed<Counts>,
-    ledger: Ledger,
 }
+
+/// A sliding counter per key.
+pub type SlidingCounter = Stored<SlidingCounterRule>;
 
 impl SlidingCounter {
     pub fn new(cfg: Config) -> Self {
-        SlidingCounter {
-            cfg,
-            keys: Keyed::default(),
+        Stored::of(
+            SlidingCounterRule { cfg },
             // In Redis, one counter key per window (`key:k`), each expiring
             // once it no longer weighs: the items.
-            ledger: Ledger::new(
+            Ledger::new(
                 |_, _| state_bytes::SLIDING_COUNTER,
                 |windows, _| windows.min(1) * redis_bytes::HASH,
             ),
-        }
+        )
     }
+}
 
+impl SlidingCounterRule {
     /// Fresh-equivalent once neither count weighs: window `k`'s count
     /// weighs through window `k + 1` (as `p`, by `W − e ≥ 1`), so a key
     /// whose current count is non-zero is fresh-equivalent at `(k + 2)·W`,
@@ -123,12 +124,6 @@ impl SlidingCounter {
             Nanos(current.or(previous).unwrap_or(0)),
             [previous, current],
         )
-    }
-
-    fn rehold(&mut self, key: u32) {
-        let Some(c) = self.keys.get(key) else { return };
-        let (at, items) = self.windows(c);
-        self.ledger.replace(key, at, items.into_iter().flatten());
     }
 
     /// The most the weighted previous count `p·(W − e)` may be for `cost`
@@ -158,39 +153,44 @@ impl SlidingCounter {
     }
 }
 
-impl Limiter for SlidingCounter {
-    fn decide(&mut self, key: u32, now: Nanos, cost: u64) -> Decision {
-        self.ledger.advance(now);
-        let before = self.keys.get(key).map(|c| (c.window, c.current));
-        let decision = self.decide_inner(key, now, cost);
-        let Some(c) = self.keys.get(key) else {
-            return decision;
-        };
-        let (at, [_, current]) = self.windows(c);
-        // The current window's counter is new if it was zero before.
-        let opened = !matches!(before, Some((w, n)) if w == c.window && n > 0);
-        self.ledger.hold(key, at, current.filter(|_| opened));
-        decision
+impl Rule for SlidingCounterRule {
+    type State = Counts;
+
+    fn fresh(&self, now: Nanos) -> Counts {
+        Counts {
+            window: now.0 / self.cfg.window.0,
+            previous: 0,
+            current: 0,
+        }
     }
 
-    detachable!(keys);
+    fn decide(&self, s: &mut Counts, now: Nanos, cost: u64) -> (Decision, Option<u64>) {
+        let before = (s.window, s.current);
+        let decision = self.count(s, now, cost);
+        // The current window's counter is an item from when it becomes
+        // non-zero: new unless it was non-zero before in the same window.
+        let [_, current] = self.windows(s).1;
+        let opened = !(before.0 == s.window && before.1 > 0);
+        (decision, current.filter(|_| opened))
+    }
 
-    fn footprint(&self, end: Nanos) -> Footprint {
-        self.ledger.footprint(self.keys.keys(), end)
+    /// See [`Rule::fresh_at`]: when neither count weighs any more.
+    fn fresh_at(&self, c: &Counts) -> Nanos {
+        self.windows(c).0
+    }
+
+    fn items(&self, c: &Counts) -> impl Iterator<Item = u64> {
+        self.windows(c).1.into_iter().flatten()
     }
 }
 
-impl SlidingCounter {
-    fn decide_inner(&mut self, key: u32, now: Nanos, cost: u64) -> Decision {
+impl SlidingCounterRule {
+    /// The rule itself: decides and counts.
+    fn count(&self, s: &mut Counts, now: Nanos, cost: u64) -> Decision {
         let cfg = self.cfg;
         let w = cfg.window.0;
         let k = now.0 / w;
         let e = now.0 - k * w;
-        let s = self.keys.entry(key, || Counts {
-            window: k,
-            previous: 0,
-            current: 0,
-        });
         if s.window != k {
             s.previous = if s.window + 1 == k { s.current } else { 0 };
             s.current = 0;
@@ -229,6 +229,7 @@ impl SlidingCounter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::limiter::Limiter;
 
     const MS: u64 = 1_000_000;
 

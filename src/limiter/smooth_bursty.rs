@@ -23,9 +23,7 @@
 //! Exactness: with `rate = n/d` the balance is kept as `T · d` in signed
 //! integers, so a refill over `Δ` ns adds `Δ · n`.
 
-use super::{
-    detachable, redis_bytes, span, state_bytes, Decision, Footprint, Keyed, Ledger, Limiter,
-};
+use super::{redis_bytes, span, state_bytes, Decision, Ledger, Rule, Stored};
 use crate::clock::{Nanos, Rate};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,83 +64,69 @@ impl Start {
 }
 
 #[derive(Debug, Clone, Copy)]
-struct Balance {
+pub struct Balance {
     /// Tokens × rate denominator; negative is debt.
     tokens: i128,
     last: Nanos,
 }
 
-pub struct SmoothBursty {
+/// Smooth bursty's rule.
+pub struct SmoothBurstyRule {
     cfg: Config,
     /// Capacity × rate denominator.
     full: i128,
-    keys: Keyed<Balance>,
-    ledger: Ledger,
 }
+
+/// A smooth bursty limiter per key.
+pub type SmoothBursty = Stored<SmoothBurstyRule>;
 
 impl SmoothBursty {
     pub fn new(cfg: Config) -> Self {
-        SmoothBursty {
-            cfg,
-            full: cfg.capacity as i128 * cfg.rate.per_ns() as i128,
-            keys: Keyed::default(),
-            ledger: Ledger::fixed::<{ state_bytes::SMOOTH_BURSTY }, { redis_bytes::HASH }>(),
+        let full = cfg.capacity as i128 * cfg.rate.per_ns() as i128;
+        Stored::of(
+            SmoothBurstyRule { cfg, full },
+            Ledger::fixed::<{ state_bytes::SMOOTH_BURSTY }, { redis_bytes::HASH }>(),
+        )
+    }
+}
+
+impl Rule for SmoothBurstyRule {
+    type State = Balance;
+
+    fn fresh(&self, now: Nanos) -> Balance {
+        let tokens = match self.cfg.start {
+            Start::Empty => 0,
+            Start::Full => self.full,
+        };
+        Balance { tokens, last: now }
+    }
+
+    fn decide(&self, b: &mut Balance, now: Nanos, cost: u64) -> (Decision, Option<u64>) {
+        let (n, d) = (self.cfg.rate.tokens(), self.cfg.rate.per_ns());
+        let elapsed = (now.0 - b.last.0) as i128;
+        b.tokens = self.full.min(b.tokens.saturating_add(elapsed * n as i128));
+        b.last = now;
+        if b.tokens >= 0 {
+            b.tokens -= cost as i128 * d as i128;
+            return (Decision::Admitted, None);
         }
+        // The debt −T is paid off after −T / n ns (T is scaled by d).
+        let debt = b.tokens.unsigned_abs();
+        let retry_after = Some(span(debt.div_ceil(n)));
+        (Decision::Rejected { retry_after }, None)
     }
 
     /// Fresh-equivalent, with `start = "full"`, once refilled to capacity,
     /// as a token bucket. With `start = "empty"` never: a fresh key has
     /// nothing, a rested one has capacity (DESIGN §6 sets no expiry).
-    fn rehold(&mut self, key: u32) {
-        let Some(b) = self.keys.get(key) else { return };
-        let at = match self.cfg.start {
+    fn fresh_at(&self, b: &Balance) -> Nanos {
+        span(match self.cfg.start {
             Start::Empty => u128::MAX,
             Start::Full => {
                 let missing = (self.full - b.tokens).unsigned_abs();
                 b.last.0 as u128 + missing.div_ceil(self.cfg.rate.tokens())
             }
-        };
-        self.ledger.hold(key, span(at), []);
-    }
-
-    fn decide_inner(&mut self, key: u32, now: Nanos, cost: u64) -> Decision {
-        let (n, d) = (self.cfg.rate.tokens(), self.cfg.rate.per_ns());
-        let full = self.full;
-        let start = match self.cfg.start {
-            Start::Empty => 0,
-            Start::Full => full,
-        };
-        let b = self.keys.entry(key, || Balance {
-            tokens: start,
-            last: now,
-        });
-        let elapsed = (now.0 - b.last.0) as i128;
-        b.tokens = full.min(b.tokens.saturating_add(elapsed * n as i128));
-        b.last = now;
-        if b.tokens >= 0 {
-            b.tokens -= cost as i128 * d as i128;
-            return Decision::Admitted;
-        }
-        // The debt −T is paid off after −T / n ns (T is scaled by d).
-        let debt = b.tokens.unsigned_abs();
-        Decision::Rejected {
-            retry_after: Some(span(debt.div_ceil(n))),
-        }
-    }
-}
-
-impl Limiter for SmoothBursty {
-    fn decide(&mut self, key: u32, now: Nanos, cost: u64) -> Decision {
-        self.ledger.advance(now);
-        let decision = self.decide_inner(key, now, cost);
-        self.rehold(key);
-        decision
-    }
-
-    detachable!(keys);
-
-    fn footprint(&self, end: Nanos) -> Footprint {
-        self.ledger.footprint(self.keys.keys(), end)
+        })
     }
 }
 
@@ -150,6 +134,7 @@ impl Limiter for SmoothBursty {
 mod tests {
     use super::*;
     use crate::clock::parse_rate;
+    use crate::limiter::Limiter;
 
     const MS: u64 = 1_000_000;
 

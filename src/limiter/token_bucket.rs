@@ -17,10 +17,7 @@
 //! `tokens · d`, so a refill over `Δ` ns adds `Δ · n`, an integer. Nothing is ever rounded except a
 //! `retry_after`, which rounds up to the next whole nanosecond.
 
-use super::{
-    detachable, redis_bytes, span, state_bytes, wait_until_scaled, Decision, Footprint, Keyed,
-    Ledger, Limiter,
-};
+use super::{redis_bytes, span, state_bytes, wait_until_scaled, Decision, Ledger, Rule, Stored};
 use crate::clock::{Nanos, Rate};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,80 +27,68 @@ pub struct Config {
 }
 
 #[derive(Debug, Clone, Copy)]
-struct Bucket {
+pub struct Bucket {
     /// Tokens × rate denominator.
     balance: u128,
     last: Nanos,
 }
 
-pub struct TokenBucket {
+/// The token bucket's rule.
+pub struct TokenBucketRule {
     cfg: Config,
     /// Capacity × rate denominator.
     full: u128,
-    keys: Keyed<Bucket>,
-    ledger: Ledger,
 }
+
+/// A token bucket per key.
+pub type TokenBucket = Stored<TokenBucketRule>;
 
 impl TokenBucket {
     pub fn new(cfg: Config) -> Self {
-        TokenBucket {
-            cfg,
-            full: cfg.capacity as u128 * cfg.rate.per_ns(),
-            keys: Keyed::default(),
-            ledger: Ledger::fixed::<{ state_bytes::TOKEN_BUCKET }, { redis_bytes::HASH }>(),
+        let full = cfg.capacity as u128 * cfg.rate.per_ns();
+        Stored::of(
+            TokenBucketRule { cfg, full },
+            Ledger::fixed::<{ state_bytes::TOKEN_BUCKET }, { redis_bytes::HASH }>(),
+        )
+    }
+}
+
+impl Rule for TokenBucketRule {
+    type State = Bucket;
+
+    fn fresh(&self, now: Nanos) -> Bucket {
+        Bucket {
+            balance: self.full,
+            last: now,
         }
+    }
+
+    fn decide(&self, b: &mut Bucket, now: Nanos, cost: u64) -> (Decision, Option<u64>) {
+        let (n, d) = (self.cfg.rate.tokens(), self.cfg.rate.per_ns());
+        let elapsed = (now.0 - b.last.0) as u128;
+        b.balance = self.full.min(b.balance + elapsed * n);
+        b.last = now;
+        if cost > self.cfg.capacity {
+            return (Decision::Rejected { retry_after: None }, None);
+        }
+        let need = cost as u128 * d;
+        if b.balance >= need {
+            b.balance -= need;
+            return (Decision::Admitted, None);
+        }
+        // Enough tokens at now + (need − balance) / n.
+        let at = now.0 as u128 * n + (need - b.balance);
+        let retry_after = Some(wait_until_scaled(now, at, n));
+        (Decision::Rejected { retry_after }, None)
     }
 
     /// Fresh-equivalent once refilled to capacity: a fresh key is a full
     /// bucket, and a full bucket's past is forgotten (the refill is capped),
     /// so from `last + (full − balance)/rate` on, every decision is a fresh
     /// key's. One nanosecond before, a request of `capacity` is refused.
-    fn rehold(&mut self, key: u32) {
-        let Some(b) = self.keys.get(key) else { return };
+    fn fresh_at(&self, b: &Bucket) -> Nanos {
         let missing = self.full - b.balance;
-        let at = b.last.0 as u128 + missing.div_ceil(self.cfg.rate.tokens());
-        self.ledger.hold(key, span(at), []);
-    }
-
-    fn decide_inner(&mut self, key: u32, now: Nanos, cost: u64) -> Decision {
-        let (n, d) = (self.cfg.rate.tokens(), self.cfg.rate.per_ns());
-        let full = self.full;
-        let b = self.keys.entry(key, || Bucket {
-            balance: full,
-            last: now,
-        });
-        let elapsed = (now.0 - b.last.0) as u128;
-        b.balance = full.min(b.balance + elapsed * n);
-        b.last = now;
-        if cost > self.cfg.capacity {
-            return Decision::Rejected { retry_after: None };
-        }
-        let need = cost as u128 * d;
-        if b.balance >= need {
-            b.balance -= need;
-            Decision::Admitted
-        } else {
-            // Enough tokens at now + (need − balance) / n.
-            let at = now.0 as u128 * n + (need - b.balance);
-            Decision::Rejected {
-                retry_after: Some(wait_until_scaled(now, at, n)),
-            }
-        }
-    }
-}
-
-impl Limiter for TokenBucket {
-    fn decide(&mut self, key: u32, now: Nanos, cost: u64) -> Decision {
-        self.ledger.advance(now);
-        let decision = self.decide_inner(key, now, cost);
-        self.rehold(key);
-        decision
-    }
-
-    detachable!(keys);
-
-    fn footprint(&self, end: Nanos) -> Footprint {
-        self.ledger.footprint(self.keys.keys(), end)
+        span(b.last.0 as u128 + missing.div_ceil(self.cfg.rate.tokens()))
     }
 }
 
@@ -111,6 +96,7 @@ impl Limiter for TokenBucket {
 mod tests {
     use super::*;
     use crate::clock::parse_rate;
+    use crate::limiter::Limiter;
 
     fn bucket(capacity: u64, rate: &str) -> TokenBucket {
         TokenBucket::new(Config {

@@ -32,28 +32,29 @@
 
 use super::Config;
 use crate::clock::{Nanos, NANOS_PER_SEC};
-use crate::limiter::{
-    detachable, redis_bytes, span, state_bytes, Decision, Footprint, Keyed, Ledger, Limiter,
-};
+use crate::limiter::{redis_bytes, span, state_bytes, Decision, Ledger, Rule, Stored};
 
 const MS: u64 = 1_000_000;
 
 /// nginx's per-key node.
 #[derive(Debug, Clone, Copy)]
-struct Node {
+pub struct Node {
     /// Thousandths of a request.
     excess: u128,
     /// Whole ms.
     last: u64,
 }
 
-pub struct LimitReq {
+/// nginx's `limit_req` rule; a key's state is its node, `None` until its
+/// first request (nginx finds no node and makes one).
+pub struct LimitReqRule {
     cfg: Config,
     /// Thousandths of a request per second.
     r: u128,
-    keys: Keyed<Node>,
-    ledger: Ledger,
 }
+
+/// nginx's `limit_req` per key.
+pub type LimitReq = Stored<LimitReqRule>;
 
 /// nginx's rate for `cfg`: `⌊1000 · rate · 1 s⌋` thousandths per second; 0
 /// when the rate is below one thousandth per second (which the scenario
@@ -64,13 +65,53 @@ pub fn thousandths_per_sec(cfg: &Config) -> u128 {
 
 impl LimitReq {
     pub fn new(cfg: Config) -> Self {
-        LimitReq {
-            cfg,
-            // At least 1, so a rate the parser would refuse cannot divide by 0.
-            r: thousandths_per_sec(&cfg).max(1),
-            keys: Keyed::default(),
-            ledger: Ledger::fixed::<{ state_bytes::LEAKY_BUCKET }, { redis_bytes::LEAKY_HASH }>(),
+        Stored::of(
+            LimitReqRule {
+                cfg,
+                // At least 1, so a rate the parser would refuse cannot divide by 0.
+                r: thousandths_per_sec(&cfg).max(1),
+            },
+            Ledger::fixed::<{ state_bytes::LEAKY_BUCKET }, { redis_bytes::LEAKY_HASH }>(),
+        )
+    }
+}
+
+impl Rule for LimitReqRule {
+    type State = Option<Node>;
+
+    fn fresh(&self, _now: Nanos) -> Option<Node> {
+        None
+    }
+
+    fn decide(&self, node: &mut Option<Node>, now: Nanos, cost: u64) -> (Decision, Option<u64>) {
+        let (r, queue, delay) = (self.r, self.cfg.queue as u128, self.cfg.delay as u128);
+        let m = now.0 / MS;
+        let Some(node) = node else {
+            *node = Some(Node { excess: 0, last: m });
+            return (Decision::Admitted, None);
+        };
+        let ms = (m - node.last) as u128;
+        let e = (node.excess + 1000 * cost as u128).saturating_sub(r * ms / 1000);
+        if e > 1000 * queue {
+            // Accepted once ⌊r·ms'/1000⌋ ≥ need, i.e. ms' ≥ ⌈1000·need / r⌉.
+            let need = node.excess + 1000 * cost as u128 - 1000 * queue;
+            let at_ms = node.last as u128 + (1000 * need).div_ceil(r);
+            let retry_after = Some(span(at_ms * MS as u128 - now.0 as u128));
+            return (Decision::Rejected { retry_after }, None);
         }
+        node.excess = e;
+        if ms != 0 {
+            node.last = m;
+        }
+        let wait_ms = e.saturating_sub(1000 * delay) * 1000 / r;
+        let decision = if wait_ms == 0 {
+            Decision::Admitted
+        } else {
+            Decision::Delayed {
+                delay: span(wait_ms * MS as u128),
+            }
+        };
+        (decision, None)
     }
 
     /// Fresh-equivalent, for requests of cost 1 (nginx has no cost), once
@@ -79,62 +120,12 @@ impl LimitReq {
     /// key's first request leaves, and the request passes at once. (A
     /// costlier request would still find the key different: the first
     /// request of a key passes whatever its cost.)
-    fn rehold(&mut self, key: u32) {
-        let Some(node) = self.keys.get(key) else {
-            return;
+    fn fresh_at(&self, node: &Option<Node>) -> Nanos {
+        let Some(node) = node else {
+            return Nanos(0);
         };
         let ms = node.last as u128 + (1000 * (node.excess + 1000)).div_ceil(self.r);
-        self.ledger.hold(key, span(ms * MS as u128), []);
-    }
-
-    fn decide_inner(&mut self, key: u32, now: Nanos, cost: u64) -> Decision {
-        let (r, queue, delay) = (self.r, self.cfg.queue as u128, self.cfg.delay as u128);
-        let m = now.0 / MS;
-        let mut fresh = false;
-        let node = self.keys.entry(key, || {
-            fresh = true;
-            Node { excess: 0, last: m }
-        });
-        if fresh {
-            return Decision::Admitted;
-        }
-        let ms = (m - node.last) as u128;
-        let e = (node.excess + 1000 * cost as u128).saturating_sub(r * ms / 1000);
-        if e > 1000 * queue {
-            // Accepted once ⌊r·ms'/1000⌋ ≥ need, i.e. ms' ≥ ⌈1000·need / r⌉.
-            let need = node.excess + 1000 * cost as u128 - 1000 * queue;
-            let at_ms = node.last as u128 + (1000 * need).div_ceil(r);
-            return Decision::Rejected {
-                retry_after: Some(span(at_ms * MS as u128 - now.0 as u128)),
-            };
-        }
-        node.excess = e;
-        if ms != 0 {
-            node.last = m;
-        }
-        let wait_ms = e.saturating_sub(1000 * delay) * 1000 / r;
-        if wait_ms == 0 {
-            Decision::Admitted
-        } else {
-            Decision::Delayed {
-                delay: span(wait_ms * MS as u128),
-            }
-        }
-    }
-}
-
-impl Limiter for LimitReq {
-    fn decide(&mut self, key: u32, now: Nanos, cost: u64) -> Decision {
-        self.ledger.advance(now);
-        let decision = self.decide_inner(key, now, cost);
-        self.rehold(key);
-        decision
-    }
-
-    detachable!(keys);
-
-    fn footprint(&self, end: Nanos) -> Footprint {
-        self.ledger.footprint(self.keys.keys(), end)
+        span(ms * MS as u128)
     }
 }
 
@@ -143,6 +134,7 @@ mod tests {
     use super::super::Arithmetic;
     use super::*;
     use crate::clock::parse_rate;
+    use crate::limiter::Limiter;
 
     fn limit_req(rate: &str, queue: u64, delay: u64) -> LimitReq {
         LimitReq::new(Config {
@@ -159,9 +151,9 @@ mod tests {
 
     #[test]
     fn nginx_rates_are_thousandths_of_a_request_per_second() {
-        assert_eq!(limit_req("10/1s", 0, 0).r, 10_000);
-        assert_eq!(limit_req("30/1m", 0, 0).r, 500);
-        assert_eq!(limit_req("1/1m", 0, 0).r, 16);
+        assert_eq!(limit_req("10/1s", 0, 0).rule().r, 10_000);
+        assert_eq!(limit_req("30/1m", 0, 0).rule().r, 500);
+        assert_eq!(limit_req("1/1m", 0, 0).rule().r, 16);
     }
 
     #[test]
