@@ -1,24 +1,54 @@
-//! Fixed window: one counter per aligned window `[k·W, (k+1)·W)`.
+//! Fixed window: one counter per key and aligned window `[k·W, (k+1)·W)`.
+//!
+//! **What it models.** Time is cut into windows of length `W` from t = 0;
+//! each key counts the cost admitted in the current window.
 //!
 //! ```text
 //! admit  ⇔  count + cost ≤ limit          then count += cost
 //! ```
 //!
-//! The counter resets at every window start, and nothing remembers the window
-//! before. That is why a client sending `limit` requests just before a boundary
-//! and `limit` just after passes `2 × limit` within a few milliseconds — the
-//! boundary burst that `ratesim run boundary` shows. Pick it for its cheap,
-//! shardable state (one counter in a key that names the window), knowing this.
+//! The counter resets at every window start, and nothing remembers the
+//! window before. That is why a client sending `limit` requests just before
+//! a boundary and `limit` just after passes `2 × limit` within a few
+//! milliseconds — the boundary burst that `ratesim run boundary` shows.
 //!
-//! With `count_rejected = true` rejected attempts count too, as with
-//! envoyproxy/ratelimit's Redis `INCRBY`-then-compare: a client that keeps
-//! hammering stays locked out until the window ends.
+//! With `count_rejected = true` rejected attempts count too, as with an
+//! `INCRBY`-then-compare counter: a client that keeps hammering stays
+//! locked out until the window ends.
+//!
+//! **When to pick it.** For its cheap, shardable state — one counter in a
+//! key that names the window — knowing about the boundary burst.
+//!
+//! **In the wild.** envoyproxy/ratelimit's Redis counter (with
+//! `count_rejected`, preset `envoy-ratelimit`); with `align = "first_hit"`
+//! below, Redis `INCR` + `EXPIRE` (preset `redis-incr-expire`) and Python
+//! `limits`' `FixedWindowRateLimiter` (preset `python-limits-fixed`).
+//!
+//! **Retry-after.** The next window start:
+//!
+//! ```text
+//! retry_after = (k + 1)·W − t         (first_hit: s + W − t)
+//! ```
+//!
+//! It is the smallest wait: with nothing arriving the count of the current
+//! window never drops (a counted rejection only raises it), so nothing
+//! fits before the window ends; at its end the count is 0 and any
+//! `cost ≤ limit` fits. It is at least 1 ns because the window ends after
+//! `t`. With `count_rejected` the refused attempt is counted first, which
+//! changes nothing here. A `cost` above `limit` never fits: no retry-after.
+//!
+//! **Fresh-equivalent.** When its window ends, at `(k + 1)·W` — or at once
+//! if its count is 0, since a new key is count 0 in the current window (a
+//! refused request that is not counted leaves a new key as new). Before
+//! that, a request of `limit` is refused. The key is charged
+//! [`state_bytes::FIXED_WINDOW`] (8 bytes: window index and count) until
+//! then.
 //!
 //! ## `align = "first_hit"` (Redis `INCR` + `EXPIRE`, Python `limits`)
 //!
 //! The textbook windows are aligned to the epoch: every key's windows start
-//! at `k·W`. A counter kept in Redis with `INCR key` and `EXPIRE key W` set on
-//! the first increment — and Python `limits`' `FixedWindowRateLimiter` —
+//! at `k·W`. A counter kept in Redis with `INCR key` and `EXPIRE key W` set
+//! on the first increment — and Python `limits`' `FixedWindowRateLimiter` —
 //! instead start a key's window at its first hit:
 //!
 //! ```text
@@ -27,10 +57,15 @@
 //! retry_after = s + W − t                 (cost ≤ limit)
 //! ```
 //!
-//! Each key then has its own boundaries, so the boundary burst of `2 × limit`
-//! in well under `W` still happens, only at moments that depend on when the
-//! key first spoke rather than at `k·W`. Both libraries increment before
-//! they compare, so they are used with `count_rejected = true`.
+//! Each key then has its own boundaries, so the boundary burst of
+//! `2 × limit` in well under `W` still happens, only at moments that depend
+//! on when the key first spoke rather than at `k·W`. Both libraries
+//! increment before they compare, so they are used with
+//! `count_rejected = true`. A first-hit key is fresh-equivalent only at
+//! `s + W`, even with count 0: its open window decides where the next
+//! request's window ends, and a new key's would end later.
+//!
+//! [`state_bytes::FIXED_WINDOW`]: super::state_bytes::FIXED_WINDOW
 
 use super::{redis_bytes, span, state_bytes, Decision, Ledger, Rule, Stored};
 use crate::clock::Nanos;

@@ -1,21 +1,50 @@
 //! GCRA, the generic cell rate algorithm: a token bucket in one timestamp.
 //!
-//! Instead of a balance, GCRA remembers the *theoretical arrival time* (TAT):
-//! when the next request would be due if everyone had kept exactly to `rate`.
-//! With emission interval `T = 1/rate` and tolerance `τ = (burst − 1)·T`:
+//! **What it models.** Instead of a balance, GCRA remembers each key's
+//! *theoretical arrival time* (TAT): when the next request would be due had
+//! everyone kept exactly to `rate`. With emission interval `T = 1/rate` and
+//! tolerance `τ = (burst − 1)·T`, and TAT 0 for a new key:
 //!
 //! ```text
 //! conforming  ⇔  t ≥ TAT − τ + (cost − 1)·T       (cost ≤ burst)
 //! then          TAT = max(TAT, t) + cost·T
 //! ```
 //!
-//! Its decisions equal a token bucket's with `capacity = burst`; the state is
-//! one 8-byte timestamp instead of a balance and a timestamp, which is why
-//! the Rust `governor` crate and redis-cell use it. (redis-cell's
-//! `max_burst = b` is `burst = b + 1`.)
+//! A request that does not conform changes nothing.
 //!
-//! Exactness: with `rate = n/d`, `T = d/n` ns; the TAT is kept multiplied by
-//! `n`, so every quantity is an integer.
+//! **When to pick it.** Whenever a [`super::token_bucket`] would do and
+//! state is precious: its decisions equal a token bucket's with
+//! `capacity = burst` (`TAT − t` is the bucket's missing tokens times `T`),
+//! and its state is one 8-byte timestamp instead of a balance and a
+//! timestamp, updated with one compare-and-set.
+//!
+//! **In the wild.** The Rust `governor` crate (preset `governor`) and
+//! redis-cell (preset `redis-cell`; its `max_burst = b` is `burst = b + 1`).
+//!
+//! **Retry-after.** The rule names the earliest conforming moment itself:
+//!
+//! ```text
+//! retry_after = ⌈TAT − τ + (cost − 1)·T⌉ − t
+//! ```
+//!
+//! It is the smallest wait: a refusal leaves the TAT as it was, so with
+//! nothing arriving the condition `t' ≥ TAT − τ + (cost − 1)·T` first holds
+//! at exactly that moment, rounded up to whole ns. It is at least 1 ns
+//! because the request at `t` did not conform. A `cost` above `burst` never
+//! conforms: no retry-after.
+//!
+//! **Fresh-equivalent.** Once `t ≥ TAT` — not `TAT − τ`. For any `TAT ≤ t`
+//! a request conforms and leaves `TAT = t + cost·T`, exactly as on a new key
+//! (TAT 0). At `TAT − τ ≤ t < TAT` one request of cost 1 conforms, but a
+//! request of cost `burst` (or a burst of `burst` requests) does not, where
+//! a new key passes it. The key is charged [`state_bytes::GCRA`] (8 bytes)
+//! until then — the moment `redis/gcra.lua` sets its `PEXPIRE` to.
+//!
+//! **Exactness.** With `rate = n/d`, `T = d/n` ns; the TAT is kept
+//! multiplied by `n`, so every quantity is an integer, and only the
+//! retry-after is rounded (up).
+//!
+//! [`state_bytes::GCRA`]: super::state_bytes::GCRA
 
 use super::{redis_bytes, span, state_bytes, wait_until_scaled, Decision, Ledger, Rule, Stored};
 use crate::clock::{Nanos, Rate};

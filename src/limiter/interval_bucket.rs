@@ -1,19 +1,50 @@
-//! Interval bucket: a token bucket refilled in steps by a timer (Envoy's
-//! earlier local rate limiter).
+//! Interval bucket: a token bucket refilled in steps by a timer.
 //!
-//! The bucket starts full with `max_tokens`. At every fill moment
-//! `t = k · fill_interval` (k ≥ 1) it gains `tokens_per_fill`, capped at
-//! `max_tokens`; between fills nothing trickles in. A request at exactly a
-//! fill moment sees that fill.
+//! **What it models.** Each key's bucket starts full with `max_tokens`. At
+//! every fill moment `t = k · fill_interval` (k ≥ 1, counted from the start
+//! of the run and the same for every key) it gains `tokens_per_fill`, capped
+//! at `max_tokens`; between fills nothing trickles in. A request at exactly
+//! a fill moment sees that fill. A refused request takes nothing.
 //!
 //! ```text
 //! tokens(t) = min(max_tokens, tokens + fills_since_last · tokens_per_fill)
 //! admit  ⇔  tokens(t) ≥ cost          then tokens −= cost
 //! ```
 //!
-//! Pick it to see what a timer-driven bucket does that a lazy one does not:
-//! clients that learn the fill moments all arrive there, and a request one
-//! nanosecond before a fill waits a whole interval's worth of nothing.
+//! **When to pick it.** To see what a timer-driven bucket does that a lazy
+//! one ([`super::token_bucket`]) does not: the refill comes in lumps at
+//! moments every client can learn, so retries pile up on the fill moments,
+//! and a request just after a fill that emptied the bucket waits almost a
+//! whole interval where the lazy bucket would have had a fraction ready.
+//!
+//! **In the wild.** Envoy's earlier local rate limiter, which refilled its
+//! buckets from a timer (preset `envoy-timer`).
+//!
+//! **Retry-after.** A refused request at `t`, in fill period
+//! `k = ⌊t / fill_interval⌋`, is short `cost − tokens`; each fill brings
+//! `tokens_per_fill`, so it fits at the fill moment
+//!
+//! ```text
+//! retry_after = (k + ⌈(cost − tokens)/tokens_per_fill⌉) · fill_interval − t
+//! ```
+//!
+//! It is the smallest wait: with nothing arriving the balance changes only
+//! at fill moments, and only upwards (the cap `max_tokens ≥ cost` never
+//! stops it short of `cost`), so the first fill moment that brings enough
+//! is the first moment the request fits. It is at least 1 ns because that
+//! fill moment is after `k · fill_interval ≤ t`. No arithmetic is rounded:
+//! fill moments are whole nanoseconds. A `cost` above `max_tokens` never
+//! fits: no retry-after.
+//!
+//! **Fresh-equivalent.** At the first fill moment that brings the bucket
+//! back to `max_tokens`: `(k_last + ⌈(max_tokens − tokens)/tokens_per_fill⌉)
+//! · fill_interval`. A new key is full with its fills counted from its
+//! first request, and a full bucket is the same. One nanosecond earlier a
+//! request of `max_tokens` is refused. The key is charged
+//! [`state_bytes::INTERVAL_BUCKET`] (8 bytes: the token count; the fills
+//! come from one shared timer) until then.
+//!
+//! [`state_bytes::INTERVAL_BUCKET`]: super::state_bytes::INTERVAL_BUCKET
 
 use super::{redis_bytes, span, state_bytes, Decision, Ledger, Rule, Stored};
 use crate::clock::Nanos;

@@ -1,8 +1,10 @@
 //! Leaky bucket as a shaper (nginx `limit_req`): requests leave at `rate`,
 //! early ones wait in a queue, and a full queue rejects.
 //!
-//! Each key has `next_free`, the moment the outlet is free again (0 at
-//! first). A request at `t` gets the slot `release = max(t, next_free)`:
+//! **What it models.** An outlet per key that lets one request's `cost`
+//! through every `cost/rate`. Each key has `next_free`, the moment the
+//! outlet is free again (0 at first). A request at `t` gets the slot
+//! `release = max(t, next_free)`:
 //!
 //! ```text
 //! release = t                         → admitted
@@ -12,18 +14,54 @@
 //! every accepted request:             next_free = release + cost/rate
 //! ```
 //!
-//! `queue = 0` is a pure policer (nothing waits); `delay` lets the first
-//! `delay` queued requests through at once, like nginx's `delay=`, and
-//! `delay = queue` is nginx's `nodelay`. Pick a shaper when the upstream
-//! wants a smooth flow more than it wants low latency: it trades rejections
-//! for waiting.
+//! A rejected request changes nothing. `queue = 0` is a pure policer
+//! (nothing waits); `delay` lets the first `delay` queued requests through
+//! at once, like nginx's `delay=`, and `delay = queue` is nginx's
+//! `nodelay`. A request that is let through at once still holds its place
+//! in the queue until its slot.
 //!
-//! Exactness: with `rate = n/d` every time is kept multiplied by `n`, so
-//! `cost/rate = cost·d` is an integer; a delay is rounded up to whole ns.
+//! **When to pick it.** When the upstream wants a smooth flow more than it
+//! wants low latency: a shaper trades rejections for waiting, and is the
+//! only limiter here that delays rather than refuses.
 //!
-//! With `arithmetic = "nginx"` the same policy is decided in nginx's own
-//! integers — whole milliseconds and thousandths of a request — by
-//! [`nginx::LimitReq`]; [`boxed`] builds whichever the config asks for.
+//! **In the wild.** nginx `limit_req` at nanosecond instead of millisecond
+//! resolution (`burst` = `queue`, `delay=` = `delay`, `nodelay` =
+//! `delay = queue`). With `arithmetic = "nginx"` the same policy is decided
+//! in nginx's own integers — whole milliseconds and thousandths of a request
+//! — by [`nginx::LimitReq`] (preset `nginx`); [`boxed`] builds whichever
+//! the config asks for.
+//!
+//! **Retry-after.** A refused request found the outlet busy and `queue`
+//! requests waiting (never more: a request is accepted only while fewer
+//! wait). A waiting request stops waiting at its slot, so the same request
+//! is accepted once the oldest waiting slot `s₀` has come; with no queue at
+//! all, once the outlet is free:
+//!
+//! ```text
+//! retry_after = ⌈s₀⌉ − t          (queue ≥ 1)
+//! retry_after = ⌈next_free⌉ − t   (queue = 0)
+//! ```
+//!
+//! It is the smallest wait: with nothing arriving the number waiting only
+//! drops, one at each slot, oldest first, and `next_free` lies after every
+//! slot, so nothing earlier frees a place. It is at least 1 ns because `s₀`
+//! (or `next_free`) is after `t`. A retry is *accepted*, admitted or
+//! delayed; every refusal has a retry-after, since no cost is too large to
+//! be queued.
+//!
+//! **Fresh-equivalent.** Once `next_free ≤ t`: every waiting slot is before
+//! `next_free`, so none waits then, and a request is released at its
+//! arrival as on a new key. While `next_free > t` a policer refuses what a
+//! new key admits, and a queue takes one request fewer. The key is charged
+//! [`state_bytes::LEAKY_BUCKET`] (16 bytes: nginx's excess and last-update
+//! time) until then, the moment `redis/leaky_bucket.lua` sets its `PEXPIRE`
+//! to.
+//!
+//! **Exactness.** With `rate = n/d` every time is kept multiplied by `n`,
+//! so `cost/rate = cost·d` is an integer; a delay or retry-after is rounded
+//! up to whole ns.
+//!
+//! [`state_bytes::LEAKY_BUCKET`]: super::state_bytes::LEAKY_BUCKET
 
 pub mod nginx;
 

@@ -19,6 +19,12 @@
 //! | [`sliding_counter`] | weighted previous + current window | Cloudflare |
 //! | [`smooth_bursty`] | balance that may go into debt | Guava `RateLimiter` |
 //!
+//! Each file is one algorithm's [`Rule`]: what it does to one key's state,
+//! and its module documentation says what it models, when to pick it, who
+//! runs it, how its retry-after is computed and when a key is
+//! fresh-equivalent. Where the states live is [`Stored`]'s business, once
+//! for all of them.
+//!
 //! Real libraries differ from these textbook rules in small, exact ways;
 //! each difference is a knob on the limiter's `Config`, off by default:
 //! `fixed_window::Align::FirstHit` (Redis `INCR` + `EXPIRE`, Python

@@ -1,19 +1,55 @@
-//! Sliding counter: estimate the sliding window from two fixed-window counts
-//! (Cloudflare's approach).
+//! Sliding counter: estimate the sliding window from two fixed-window counts.
 //!
-//! Windows are aligned as in the fixed window. At `t = k·W + e`, `p` is the
-//! count of window `k − 1` and `c` the count of window `k`. The previous
-//! window is assumed to have been spread evenly, so the part of it still
-//! inside the sliding window `(t − W, t]` is weighted by `(W − e)/W`:
+//! **What it models.** Windows are aligned as in the
+//! [`super::fixed_window`]. At `t = k·W + e`, `p` is the count of window
+//! `k − 1` and `c` the count of window `k`. The previous window is assumed
+//! to have been spread evenly, so the part of it still inside the sliding
+//! window `(t − W, t]` is weighted by `(W − e)/W`:
 //!
 //! ```text
 //! admit  ⇔  p·(W − e) + (c + cost)·W ≤ limit·W        then c += cost
 //! ```
 //!
-//! (exact integers: no division, no rounding). Two counters per key give a
-//! close approximation of the sliding log at a fraction of its memory; pick
-//! it when the log is too big and the fixed window's boundary burst too
-//! much. With `count_rejected = true` rejected cost adds to `c` too.
+//! (exact integers: no division, no rounding). With
+//! `count_rejected = true` rejected cost adds to `c` too.
+//!
+//! **When to pick it.** When the [`super::sliding_log`] is too big and the
+//! fixed window's boundary burst too much: two counters per key give a
+//! close approximation of the log at a fraction of its memory. It is an
+//! estimate: when the previous window's requests came late in it, they
+//! weigh less than they should, and some window `(t − W, t]` can pass more
+//! than `limit`.
+//!
+//! **In the wild.** Cloudflare's estimator; Python `limits`'
+//! `SlidingWindowCounterRateLimiter` with `weight = "floor"` below (preset
+//! `python-limits-sliding`).
+//!
+//! **Retry-after.** The rule solved for the offset. Later in this window,
+//! `p·(W − e') ≤ limit·W − (c + cost)·W` first holds at
+//!
+//! ```text
+//! e' = W − ⌊(limit − c − cost)·W / p⌋               retry_after = k·W + e' − t
+//! ```
+//!
+//! if that is before the window ends; otherwise in the next window, where
+//! this window's count becomes `p` and `c` is 0 — at its offset from the
+//! same formula, or at the start of window `k + 2`, where neither weighs.
+//! It is the smallest wait: with nothing arriving `c` stays, and the
+//! weight `p·(W − e)` only falls as `e` grows, so the first offset that
+//! fits is the first moment; `e'` is a whole ns, so nothing is rounded. It
+//! is at least 1 ns because the request did not fit at `e`. With
+//! `count_rejected` the refused cost is counted first. A `cost` above
+//! `limit` never fits: no retry-after.
+//!
+//! **Fresh-equivalent.** Once neither count weighs: window `k`'s count
+//! weighs through window `k + 1` (as `p`, by `W − e ≥ 1`), so a key whose
+//! current count is non-zero is fresh-equivalent at `(k + 2)·W`, one with
+//! only a previous count at `(k + 1)·W` — with `floor` weights earlier,
+//! once the floored weight is 0. Before that a request of `limit` is
+//! refused. The key is charged [`state_bytes::SLIDING_COUNTER`] (12 bytes:
+//! window index, both counts) until then, and under the Redis figure one
+//! hash while either count weighs (each non-zero count is an item of the
+//! ledger that expires when it stops weighing).
 //!
 //! ## `weight = "floor"` (Python `limits` SlidingWindowCounter)
 //!
@@ -23,11 +59,13 @@
 //! admit  ⇔  ⌊p·(W − e)/W⌋ + c + cost ≤ limit
 //! ```
 //!
-//! so it admits a little more than the exact estimate (up to one request's
-//! worth of the previous window's share). Since `⌊x⌋ ≤ room ⇔ x < room + 1`,
-//! the floor rule is the exact one with the budget `room·W` for the weighted
-//! previous count widened to `(room + 1)·W − 1`; the retry-after solves that
-//! for `e` the same way.
+//! so it admits a little more than the exact estimate (less than one
+//! request's worth of the previous window's share). Since
+//! `⌊x⌋ ≤ room ⇔ x < room + 1`, the floor rule is the exact one with the
+//! budget `room·W` for the weighted previous count widened to
+//! `(room + 1)·W − 1`; the retry-after solves that for `e` the same way.
+//!
+//! [`state_bytes::SLIDING_COUNTER`]: super::state_bytes::SLIDING_COUNTER
 
 use super::{redis_bytes, span, state_bytes, Decision, Ledger, Rule, Stored};
 use crate::clock::Nanos;
@@ -89,8 +127,8 @@ impl SlidingCounter {
     pub fn new(cfg: Config) -> Self {
         Stored::of(
             SlidingCounterRule { cfg },
-            // In Redis, one counter key per window (`key:k`), each expiring
-            // once it no longer weighs: the items.
+            // In Redis, the script's one hash (`k`, `p`, `c`), held while
+            // either count weighs: while the key holds any item.
             Ledger::new(
                 |_, _| state_bytes::SLIDING_COUNTER,
                 |windows, _| windows.min(1) * redis_bytes::HASH,
@@ -100,13 +138,9 @@ impl SlidingCounter {
 }
 
 impl SlidingCounterRule {
-    /// Fresh-equivalent once neither count weighs: window `k`'s count
-    /// weighs through window `k + 1` (as `p`, by `W − e ≥ 1`), so a key
-    /// whose current count is non-zero is fresh-equivalent at `(k + 2)·W`,
-    /// one with only a previous count at `(k + 1)·W` — with `floor`
-    /// weights earlier, once the floored weight is 0. Before that a request
-    /// of `limit` is refused. Each non-zero window count is an item that
-    /// expires at the same moment.
+    /// When `c` is fresh-equivalent (see the module docs), and its
+    /// `[previous, current]` counts as items, each by the moment it stops
+    /// weighing (`None` if zero).
     fn windows(&self, c: &Counts) -> (Nanos, [Option<u64>; 2]) {
         let w = self.cfg.window.0 as u128;
         let k = c.window as u128;
@@ -174,7 +208,7 @@ impl Rule for SlidingCounterRule {
         (decision, current.filter(|_| opened))
     }
 
-    /// See [`Rule::fresh_at`]: when neither count weighs any more.
+    /// When neither count weighs any more.
     fn fresh_at(&self, c: &Counts) -> Nanos {
         self.windows(c).0
     }

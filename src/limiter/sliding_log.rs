@@ -1,18 +1,52 @@
 //! Sliding log: remember every request of the last window, exactly.
 //!
-//! Each key keeps a log of `(time, cost)`. An entry is live at `t` iff
-//! `time > t − W`, so an entry made at `s` expires at `s + W`.
+//! **What it models.** Each key keeps a log of `(time, cost)`. An entry is
+//! live at `t` iff `time > t − W`, so an entry made at `s` expires at
+//! `s + W`.
 //!
 //! ```text
 //! admit  ⇔  live cost + cost ≤ limit        then append (t, cost)
 //! ```
 //!
-//! No interval `(s − W, s]` ever passes more than `limit`: the sliding log is
-//! the exact answer to "at most N per W". It pays for that in memory — one
-//! timestamp per request in the window — which the `state_bytes_per_key`
-//! columns make visible next to the counters. With `count_rejected = true`
-//! rejected attempts are logged too (the common Redis sorted-set limiter that
-//! `ZADD`s before it counts), so a client that keeps retrying keeps itself out.
+//! No interval `(s − W, s]` ever passes more than `limit`: the sliding log
+//! is the exact answer to "at most N per W". With `count_rejected = true`
+//! rejected attempts are logged too, so a client that keeps retrying keeps
+//! itself out.
+//!
+//! **When to pick it.** When the limit must hold over every window, not
+//! just aligned ones, and the memory is affordable: it pays one timestamp
+//! per request in the window, which the `state_bytes_per_key` columns make
+//! visible next to the counters. [`super::sliding_counter`] approximates it
+//! in two counters.
+//!
+//! **In the wild.** The common Redis sorted-set limiter, which `ZADD`s
+//! before it counts (`count_rejected = true`); Python `limits`'
+//! `MovingWindowRateLimiter` with `boundary = "inclusive"` below (preset
+//! `python-limits-moving`).
+//!
+//! **Retry-after.** The live cost must drop by
+//! `excess = live + cost − limit` (with `count_rejected`, `live` already
+//! includes the refused attempt, logged first). Entries expire oldest
+//! first, so the request fits once the oldest entries whose costs add up to
+//! `excess` have gone — when the last of them, made at `s_j`, expires:
+//!
+//! ```text
+//! retry_after = s_j + W − t
+//! ```
+//!
+//! It is the smallest wait: with nothing arriving the live cost drops only
+//! when entries expire, in order of their times; a nanosecond before
+//! `s_j + W` entry `j` is still live and the oldest entries still add up to
+//! less than `excess`. It is at least 1 ns because entry `j` is live at
+//! `t`. No arithmetic is rounded. A `cost` above `limit` never fits: no
+//! retry-after.
+//!
+//! **Fresh-equivalent.** Once every entry has expired, at `s + W` for its
+//! newest entry `s`: an empty log is a new key's, and while any entry is
+//! live a request of `limit` is refused. The key is charged
+//! [`state_bytes::SLIDING_LOG_PER_ENTRY`] (8 bytes) per live entry, each an
+//! item of the ledger that expires at its own `s + W`, and nothing per key
+//! — the moment `redis/sliding_log.lua` sets its `PEXPIRE` to.
 //!
 //! ## `boundary = "inclusive"` (Python `limits` MovingWindow)
 //!
@@ -24,8 +58,11 @@
 //! ```
 //!
 //! That is the textbook rule with a window one nanosecond longer, which is
-//! how it is built: decisions differ from `exclusive` only when two
-//! arrivals are exactly `W` apart.
+//! how it is built — in its decisions, its retry-after and its memory alike:
+//! decisions differ from `exclusive` only when two arrivals are exactly `W`
+//! apart.
+//!
+//! [`state_bytes::SLIDING_LOG_PER_ENTRY`]: super::state_bytes::SLIDING_LOG_PER_ENTRY
 
 use std::collections::VecDeque;
 

@@ -1,27 +1,59 @@
 //! Smooth bursty: Guava's `RateLimiter.create(rate)` (SmoothBursty), asked
 //! with `tryAcquire(cost)` and no timeout.
 //!
-//! A token balance `T` that may go negative — a debt. It starts at 0
-//! (`start = "empty"`, as Guava) or at `capacity` (`"full"`) at the key's
-//! first request, refills at `rate` up to `capacity`, and:
+//! **What it models.** A token balance `T` per key that may go negative — a
+//! debt. It starts at 0 (`start = "empty"`, as Guava) or at `capacity`
+//! (`"full"`) at the key's first request, refills at `rate` up to
+//! `capacity`, and:
 //!
 //! ```text
 //! T(t) = min(capacity, T(last) + rate · (t − last))
 //! admit  ⇔  T(t) ≥ 0          then T −= cost      (any cost, even > capacity)
-//! retry_after = ⌈−T / rate⌉   (when the debt is paid off)
 //! ```
 //!
-//! The difference from the textbook `token_bucket` is who pays: the bucket
-//! admits a request as long as no debt is outstanding, however much it
-//! costs, and makes the *next* caller wait for it. One request of 100 passes
-//! a bucket of 10 at once; the following ones are refused until the 100 have
-//! been earned back. With unit costs and `start = "full"` it decides exactly
-//! as a token bucket of `capacity + 1` (the balance plus the one unit of
-//! debt it may run into). Guava's `maxPermits` is `rate × maxBurstSeconds`
-//! (one second by default), given here as `capacity`.
+//! A refused request takes nothing. The difference from the textbook
+//! [`super::token_bucket`] is who pays: the bucket admits a request as long
+//! as no debt is outstanding, however much it costs, and makes the *next*
+//! caller wait for it. One request of 100 passes a bucket of 10 at once;
+//! the following ones are refused until the 100 have been earned back. With
+//! unit costs and `start = "full"` it decides exactly as a token bucket of
+//! `capacity + 1` (the balance plus the one unit of debt it may run into).
 //!
-//! Exactness: with `rate = n/d` the balance is kept as `T · d` in signed
-//! integers, so a refill over `Δ` ns adds `Δ · n`.
+//! **When to pick it.** To see what a JVM service built on Guava does, or
+//! when an expensive request should go through now and be paid for by
+//! later ones rather than be refused outright.
+//!
+//! **In the wild.** Guava's `RateLimiter` (preset `guava`). Guava's
+//! `maxPermits` is `rate × maxBurstSeconds` (one second by default), given
+//! here as `capacity`; its `storedPermits` and `nextFreeTicketMicros` are
+//! `T` split into its positive and negative parts.
+//!
+//! **Retry-after.** A request is refused only while there is a debt, and
+//! the debt is paid off at `rate`:
+//!
+//! ```text
+//! retry_after = ⌈−T(t) / rate⌉
+//! ```
+//!
+//! It is the smallest wait: with nothing arriving `T` only grows, at
+//! `rate`, until it reaches `capacity ≥ 0`, so it first reaches 0 exactly
+//! then, and whatever the cost, a request passes once `T ≥ 0`. It is at
+//! least 1 ns because `T < 0`. Every refusal has a retry-after: no cost is
+//! too large to pass.
+//!
+//! **Fresh-equivalent.** With `start = "full"`, once refilled to
+//! `capacity`, as a token bucket: at `last + ⌈(capacity − T)/rate⌉`. With
+//! `start = "empty"` never: a new key has nothing, a rested one has
+//! `capacity`, and the two decide a burst differently for as long as the
+//! key lives — so the key is charged [`state_bytes::SMOOTH_BURSTY`] (16
+//! bytes) to the end of the run, and `redis/smooth_bursty.lua` sets no
+//! expiry (DESIGN §6).
+//!
+//! **Exactness.** With `rate = n/d` the balance is kept as `T · d` in
+//! signed integers, so a refill over `Δ` ns adds `Δ · n`; only the
+//! retry-after is rounded (up).
+//!
+//! [`state_bytes::SMOOTH_BURSTY`]: super::state_bytes::SMOOTH_BURSTY
 
 use super::{redis_bytes, span, state_bytes, Decision, Ledger, Rule, Stored};
 use crate::clock::{Nanos, Rate};

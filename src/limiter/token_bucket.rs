@@ -1,21 +1,56 @@
 //! Token bucket: a bucket of `capacity` tokens that refills continuously.
 //!
-//! The bucket starts full. Tokens flow in at `rate`, never beyond `capacity`;
-//! a request of `cost` passes iff the bucket holds at least `cost` tokens, and
-//! takes them:
+//! **What it models.** Each key has a bucket that starts full. Tokens flow
+//! in at `rate`, never beyond `capacity`; a request of `cost` passes iff the
+//! bucket holds at least `cost` tokens, and takes them. A refused request
+//! takes nothing.
 //!
 //! ```text
 //! tokens(t) = min(capacity, tokens(last) + rate · (t − last))
 //! admit  ⇔  tokens(t) ≥ cost          then tokens −= cost
 //! ```
 //!
-//! Pick it when short bursts are fine but the long-run rate is not: it lets a
-//! client that was quiet spend `capacity` at once, then holds it to `rate`.
-//! Today's Envoy local rate limit refills lazily exactly like this.
+//! **When to pick it.** When short bursts are fine but the long-run rate is
+//! not: a client that was quiet may spend `capacity` at once, and is then
+//! held to `rate`. Over any interval of length `Δ` it passes at most
+//! `capacity + rate·Δ`.
 //!
-//! Exactness: with `rate = n / d` (n tokens per d ns) the balance is kept as
-//! `tokens · d`, so a refill over `Δ` ns adds `Δ · n`, an integer. Nothing is ever rounded except a
-//! `retry_after`, which rounds up to the next whole nanosecond.
+//! **In the wild.** Today's Envoy local rate limit refills lazily exactly
+//! like this (preset `envoy`), and it is the textbook bucket. Go's
+//! `golang.org/x/time/rate` is the same bucket (preset
+//! `golang-x-time-rate`); at nanosecond timestamps it also admits a request
+//! whose exact wait is at most 1 ns, because it truncates. [`super::gcra`]
+//! decides exactly as this bucket with `capacity = burst`, in one timestamp.
+//!
+//! **Retry-after.** A refused request is short `need − tokens` (both scaled
+//! by the rate's denominator, see below); tokens arrive at `rate`, so it
+//! fits at `now + (need − tokens)/rate`, rounded up to the next whole
+//! nanosecond:
+//!
+//! ```text
+//! retry_after = ⌈(cost − tokens(t)) / rate⌉
+//! ```
+//!
+//! It is the smallest wait: with nothing arriving, the balance only grows,
+//! continuously and at `rate` until it reaches `capacity ≥ cost`, so the
+//! first moment it holds `cost` is exactly that one, and a nanosecond
+//! earlier it is still short. It is at least 1 ns because the request was
+//! short by something. A `cost` above `capacity` never fits: no
+//! retry-after.
+//!
+//! **Fresh-equivalent.** Once the bucket is full again, at
+//! `last + ⌈(capacity − tokens)/rate⌉`: a full bucket's past is forgotten
+//! (the refill is capped), so from then on every decision is a new key's.
+//! One nanosecond earlier a request of `capacity` is refused where a new
+//! key would admit it. The key is charged [`state_bytes::TOKEN_BUCKET`]
+//! (16 bytes: balance and timestamp) until then.
+//!
+//! **Exactness.** With `rate = n / d` (n tokens per d ns) the balance is
+//! kept as `tokens · d`, so a refill over `Δ` ns adds `Δ · n`, an integer.
+//! Nothing is ever rounded except a `retry_after`, which rounds up to the
+//! next whole nanosecond.
+//!
+//! [`state_bytes::TOKEN_BUCKET`]: super::state_bytes::TOKEN_BUCKET
 
 use super::{redis_bytes, span, state_bytes, wait_until_scaled, Decision, Ledger, Rule, Stored};
 use crate::clock::{Nanos, Rate};

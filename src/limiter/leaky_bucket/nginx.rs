@@ -1,9 +1,10 @@
 //! nginx `limit_req` in nginx's own integers (`leaky_bucket.arithmetic =
 //! "nginx"`).
 //!
-//! nginx keeps, per key, `excess` in thousandths of a request and `last` in
-//! whole milliseconds, and its rate `r` in thousandths of a request per
-//! second (`10r/s` → 10000, `30r/m` → 500). At `t`, with `m = ⌊t / 1 ms⌋`:
+//! **What it models.** nginx keeps, per key, `excess` in thousandths of a
+//! request and `last` in whole milliseconds, and its rate `r` in
+//! thousandths of a request per second (`10r/s` → 10000, `30r/m` → 500).
+//! At `t`, with `m = ⌊t / 1 ms⌋`:
 //!
 //! ```text
 //! first request of a key:  excess = 0, last = m                     → admitted
@@ -24,11 +25,40 @@
 //! is admitted at once (at rates that divide 1000 r/s no exact wait is
 //! shorter than 1 ms, and the outcomes are the same too). At rates like
 //! `30r/m` the leak `⌊r·ms/1000⌋` drops fractions of a thousandth and the
-//! two drift apart. Pick it to reproduce an nginx's whole-ms delays.
+//! two drift apart.
 //!
-//! Retry-after is the smallest `d ≥ 1` ns at which this rule would accept:
-//! with `need = excess + 1000·cost − 1000·queue`, the first whole ms
-//! `m' = last + ⌈1000·need / r⌉`, so `d = m'·1 ms − t`.
+//! **When to pick it.** To reproduce what a real nginx does, down to its
+//! whole-ms delays and its rounding at slow rates; the exact shaper is the
+//! policy, this is the implementation.
+//!
+//! **In the wild.** nginx `limit_req` (preset `nginx`), checked against a
+//! real nginx 1.22 (`tests/fixtures/nginx`).
+//!
+//! **Retry-after.** The smallest `d ≥ 1` ns at which this rule would
+//! accept. A refusal changes nothing, and the rule reads the time only as
+//! `ms = m − last`, through a leak `⌊r·ms/1000⌋` that grows with it; the
+//! request is accepted once that leak reaches
+//! `need = excess + 1000·cost − 1000·queue`, i.e. from the first whole ms
+//!
+//! ```text
+//! m' = last + ⌈1000·need / r⌉         retry_after = m'·1 ms − t
+//! ```
+//!
+//! and not a nanosecond before, since every instant before `m'·1 ms` has a
+//! smaller `m`. It is at least 1 ns because `m' > m` (the request at `m`
+//! was refused). Every refusal has a retry-after: the leak eventually
+//! covers any cost.
+//!
+//! **Fresh-equivalent.** For requests of cost 1 (nginx has no cost), once
+//! the leak covers the excess and one more request: from
+//! `last + ⌈1000·(excess + 1000)/r⌉` ms, `e = 0`, the state a new key's
+//! first request leaves, and the request passes at once. (A costlier
+//! request would still find the key different: the first request of a key
+//! passes whatever its cost.) The key is charged
+//! [`state_bytes::LEAKY_BUCKET`] (16 bytes: `excess` and `last`) until
+//! then.
+//!
+//! [`state_bytes::LEAKY_BUCKET`]: crate::limiter::state_bytes::LEAKY_BUCKET
 
 use super::Config;
 use crate::clock::{Nanos, NANOS_PER_SEC};
