@@ -350,4 +350,18 @@ mod tests {
             }
         );
     }
+
+    #[test]
+    fn a_counted_rejection_still_retries_at_the_window_start_and_not_before() {
+        let mut fw = window(2, true);
+        assert_eq!(fw.decide(0, Nanos(100 * MS), 2), Decision::Admitted);
+        assert_eq!(
+            fw.decide(0, Nanos(300 * MS), 1),
+            Decision::Rejected {
+                retry_after: Some(Nanos(700 * MS))
+            }
+        );
+        assert!(!fw.decide(0, Nanos(1000 * MS - 1), 1).passes());
+        assert_eq!(fw.decide(0, Nanos(1000 * MS), 2), Decision::Admitted);
+    }
 }

@@ -166,4 +166,21 @@ mod tests {
         assert_eq!(probe.decide(0, Nanos(100_000_000), 3), Decision::Admitted);
         assert_eq!(g.footprint(Nanos(1_000_000_000)).byte_ns, 8 * 100_000_000);
     }
+
+    #[test]
+    fn a_costlier_request_waits_cost_minus_one_emission_intervals_longer() {
+        let mut g = gcra(3, "10/1s");
+        for _ in 0..3 {
+            g.decide(0, Nanos(0), 1);
+        }
+        // TAT = 300ms, τ = 200ms: cost 2 conforms from 300 − 200 + 100 ms.
+        assert_eq!(
+            g.decide(0, Nanos(0), 2),
+            Decision::Rejected {
+                retry_after: Some(Nanos(200_000_000))
+            }
+        );
+        assert!(!g.decide(0, Nanos(199_999_999), 2).passes());
+        assert_eq!(g.decide(0, Nanos(200_000_000), 2), Decision::Admitted);
+    }
 }

@@ -200,4 +200,21 @@ mod tests {
         assert_eq!(b.fresh_at(0), Nanos(750 * MS));
         assert_eq!(b.footprint(Nanos(MS * 1000)).byte_ns, 8 * 740 * MS as u128);
     }
+
+    #[test]
+    fn a_nanosecond_before_it_is_fresh_a_request_of_max_tokens_is_refused() {
+        let mut b = bucket(3, 2, 100);
+        b.decide(0, Nanos(50 * MS), 3);
+        // Three missing, two per fill: full at the second fill, 200ms.
+        assert_eq!(b.fresh_at(0), Nanos(200 * MS));
+        let mut early = bucket(3, 2, 100);
+        early.decide(0, Nanos(50 * MS), 3);
+        assert_eq!(
+            early.decide(0, Nanos(200 * MS - 1), 3),
+            Decision::Rejected {
+                retry_after: Some(Nanos(1))
+            }
+        );
+        assert_eq!(b.decide(0, Nanos(200 * MS), 3), Decision::Admitted);
+    }
 }

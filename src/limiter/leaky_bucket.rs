@@ -325,4 +325,26 @@ mod tests {
             16 * 200 * MS as u128
         );
     }
+
+    #[test]
+    fn a_full_queue_accepts_the_retry_at_the_oldest_slot_and_not_before() {
+        let mut lb = shaper("10/1s", 2, 0);
+        for _ in 0..3 {
+            lb.decide(0, Nanos(0), 1); // slots 0, 100ms, 200ms
+        }
+        assert_eq!(
+            lb.decide(0, Nanos(30 * MS), 5),
+            Decision::Rejected {
+                retry_after: Some(Nanos(70 * MS))
+            }
+        );
+        assert!(!lb.decide(0, Nanos(100 * MS - 1), 5).passes());
+        // Accepted whatever its cost: no cost is too large to be queued.
+        assert_eq!(
+            lb.decide(0, Nanos(100 * MS), 5),
+            Decision::Delayed {
+                delay: Nanos(200 * MS)
+            }
+        );
+    }
 }

@@ -425,4 +425,16 @@ mod tests {
             assert_eq!(sc.decide(0, Nanos(1000 * MS + 1), 1), Decision::Admitted);
         }
     }
+
+    #[test]
+    fn a_floored_count_stops_weighing_once_it_floors_to_zero() {
+        let mut sc = weighted(3, false, Weight::Floor);
+        sc.decide(0, Nanos(500 * MS), 1);
+        // ⌊1·(W − e)/W⌋ is 1 at e = 0 and 0 from e = 1 ns on.
+        assert_eq!(sc.fresh_at(0), Nanos(1000 * MS + 1));
+        let mut early = weighted(3, false, Weight::Floor);
+        early.decide(0, Nanos(500 * MS), 1);
+        assert!(!early.decide(0, Nanos(1000 * MS), 3).passes());
+        assert_eq!(sc.decide(0, Nanos(1000 * MS + 1), 3), Decision::Admitted);
+    }
 }

@@ -252,4 +252,15 @@ mod tests {
         let f = sb.footprint(Nanos(10));
         assert_eq!((f.keys, f.peak_bytes), (2, 16));
     }
+
+    #[test]
+    fn an_empty_start_is_never_fresh_again_and_a_full_one_is_once_refilled() {
+        let mut empty = bursty("10/1s", 2, Start::Empty);
+        empty.decide(0, Nanos(0), 1);
+        assert_eq!(empty.fresh_at(0), Nanos(u64::MAX));
+        let mut full = bursty("10/1s", 2, Start::Full);
+        full.decide(0, Nanos(0), 1);
+        // One of two missing: full again after 100ms.
+        assert_eq!(full.fresh_at(0), Nanos(100 * MS));
+    }
 }

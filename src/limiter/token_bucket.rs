@@ -252,4 +252,16 @@ mod tests {
         assert_eq!((f.peak_bytes, f.peak_total), (16, 16));
         assert_eq!(f.redis_peak_total, crate::limiter::redis_bytes::HASH);
     }
+
+    #[test]
+    fn a_nanosecond_before_it_is_fresh_a_request_of_capacity_is_refused() {
+        let mut tb = bucket(5, "3/1s");
+        tb.decide(0, Nanos(0), 2);
+        // Two tokens missing: full again at ⌈2/3 s⌉.
+        assert_eq!(tb.fresh_at(0), Nanos(666_666_667));
+        let mut early = bucket(5, "3/1s");
+        early.decide(0, Nanos(0), 2);
+        assert!(!early.decide(0, Nanos(666_666_666), 5).passes());
+        assert_eq!(tb.decide(0, Nanos(666_666_667), 5), Decision::Admitted);
+    }
 }

@@ -280,4 +280,31 @@ mod tests {
             }
         );
     }
+
+    #[test]
+    fn a_key_is_fresh_once_the_leak_covers_its_excess_and_one_more_request() {
+        let mut lr = limit_req("10/1s", 2, 0);
+        lr.decide(0, ms(0), 1);
+        lr.decide(0, ms(0), 1);
+        // excess 1000 at last = 0: ⌈1000·2000/10000⌉ = 200 ms.
+        assert_eq!(lr.fresh_at(0), ms(200));
+        assert_eq!(lr.decide(0, ms(200), 1), Decision::Admitted);
+        // e = 0 and last = 200: what a new key's first request leaves.
+        assert_eq!(lr.fresh_at(0), ms(300));
+    }
+
+    #[test]
+    fn no_cost_is_refused_for_good() {
+        let mut lr = limit_req("10/1s", 0, 0);
+        assert_eq!(lr.decide(0, ms(0), 1), Decision::Admitted);
+        // need = 1000·10: the leak covers it after 1000 ms.
+        assert_eq!(
+            lr.decide(0, ms(0), 10),
+            Decision::Rejected {
+                retry_after: Some(ms(1000))
+            }
+        );
+        assert!(!lr.decide(0, ms(1000) - Nanos(1), 10).passes());
+        assert_eq!(lr.decide(0, ms(1000), 10), Decision::Admitted);
+    }
 }
