@@ -260,19 +260,21 @@ impl Recorder {
             w.in_aligned = 0;
         }
         let over_before = w.in_aligned.saturating_sub(self.limit);
-        w.in_aligned += cost;
+        w.in_aligned = w.in_aligned.saturating_add(cost);
         let over = w.in_aligned.saturating_sub(self.limit);
         let overshoot = over - over_before;
-        self.overshoot += overshoot;
+        self.overshoot = self.overshoot.saturating_add(overshoot);
         self.overshoot_max = self.overshoot_max.max(over);
-        if w.sum > 0 && w.last + self.window <= t {
+        // Passes far in the future (a shaper's release of a huge cost)
+        // saturate at u64::MAX: compare without overflowing.
+        if w.sum > 0 && w.last.saturating_add(self.window) <= t {
             // Everything in the queue has left the window: forget it without
             // reading it (the common case for a quiet key).
             w.passes.clear();
             w.sum = 0;
         }
         while let Some(&(s, c)) = w.passes.front() {
-            if s + self.window > t {
+            if s.saturating_add(self.window) > t {
                 break;
             }
             w.passes.pop_front();
@@ -284,7 +286,7 @@ impl Recorder {
             w.passes.push_back((t, cost));
         }
         w.last = t;
-        w.sum += cost;
+        w.sum = w.sum.saturating_add(cost);
         let sum = w.sum;
         if sum > self.peak_in_window {
             self.peak_in_window = sum;

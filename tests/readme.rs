@@ -27,3 +27,14 @@ fn the_readme_shows_exactly_what_run_boundary_prints() {
         "README.md's quote of `ratesim run boundary` is out of date"
     );
 }
+
+#[test]
+fn the_readme_holds_no_merge_conflict_markers() {
+    // A merge once committed the README with its conflict markers.
+    let readme = include_str!("../README.md");
+    for (i, line) in readme.lines().enumerate() {
+        let marker =
+            ["<<<<<<< ", ">>>>>>> "].iter().any(|m| line.starts_with(m)) || line == "=======";
+        assert!(!marker, "README.md line {}: {line}", i + 1);
+    }
+}

@@ -1,24 +1,54 @@
-//! Fixed window: one counter per aligned window `[k·W, (k+1)·W)`.
+//! Fixed window: one counter per key and aligned window `[k·W, (k+1)·W)`.
+//!
+//! **What it models.** Time is cut into windows of length `W` from t = 0;
+//! each key counts the cost admitted in the current window.
 //!
 //! ```text
 //! admit  ⇔  count + cost ≤ limit          then count += cost
 //! ```
 //!
-//! The counter resets at every window start, and nothing remembers the window
-//! before. That is why a client sending `limit` requests just before a boundary
-//! and `limit` just after passes `2 × limit` within a few milliseconds — the
-//! boundary burst that `ratesim run boundary` shows. Pick it for its cheap,
-//! shardable state (one counter in a key that names the window), knowing this.
+//! The counter resets at every window start, and nothing remembers the
+//! window before. That is why a client sending `limit` requests just before
+//! a boundary and `limit` just after passes `2 × limit` within a few
+//! milliseconds — the boundary burst that `ratesim run boundary` shows.
 //!
-//! With `count_rejected = true` rejected attempts count too, as with
-//! envoyproxy/ratelimit's Redis `INCRBY`-then-compare: a client that keeps
-//! hammering stays locked out until the window ends.
+//! With `count_rejected = true` rejected attempts count too, as with an
+//! `INCRBY`-then-compare counter: a client that keeps hammering stays
+//! locked out until the window ends.
+//!
+//! **When to pick it.** For its cheap, shardable state — one counter in a
+//! key that names the window — knowing about the boundary burst.
+//!
+//! **In the wild.** envoyproxy/ratelimit's Redis counter (with
+//! `count_rejected`, preset `envoy-ratelimit`); with `align = "first_hit"`
+//! below, Redis `INCR` + `EXPIRE` (preset `redis-incr-expire`) and Python
+//! `limits`' `FixedWindowRateLimiter` (preset `python-limits-fixed`).
+//!
+//! **Retry-after.** The next window start:
+//!
+//! ```text
+//! retry_after = (k + 1)·W − t         (first_hit: s + W − t)
+//! ```
+//!
+//! It is the smallest wait: with nothing arriving the count of the current
+//! window never drops (a counted rejection only raises it), so nothing
+//! fits before the window ends; at its end the count is 0 and any
+//! `cost ≤ limit` fits. It is at least 1 ns because the window ends after
+//! `t`. With `count_rejected` the refused attempt is counted first, which
+//! changes nothing here. A `cost` above `limit` never fits: no retry-after.
+//!
+//! **Fresh-equivalent.** When its window ends, at `(k + 1)·W` — or at once
+//! if its count is 0, since a new key is count 0 in the current window (a
+//! refused request that is not counted leaves a new key as new). Before
+//! that, a request of `limit` is refused. The key is charged
+//! [`state_bytes::FIXED_WINDOW`] (8 bytes: window index and count) until
+//! then.
 //!
 //! ## `align = "first_hit"` (Redis `INCR` + `EXPIRE`, Python `limits`)
 //!
 //! The textbook windows are aligned to the epoch: every key's windows start
-//! at `k·W`. A counter kept in Redis with `INCR key` and `EXPIRE key W` set on
-//! the first increment — and Python `limits`' `FixedWindowRateLimiter` —
+//! at `k·W`. A counter kept in Redis with `INCR key` and `EXPIRE key W` set
+//! on the first increment — and Python `limits`' `FixedWindowRateLimiter` —
 //! instead start a key's window at its first hit:
 //!
 //! ```text
@@ -27,14 +57,17 @@
 //! retry_after = s + W − t                 (cost ≤ limit)
 //! ```
 //!
-//! Each key then has its own boundaries, so the boundary burst of `2 × limit`
-//! in well under `W` still happens, only at moments that depend on when the
-//! key first spoke rather than at `k·W`. Both libraries increment before
-//! they compare, so they are used with `count_rejected = true`.
+//! Each key then has its own boundaries, so the boundary burst of
+//! `2 × limit` in well under `W` still happens, only at moments that depend
+//! on when the key first spoke rather than at `k·W`. Both libraries
+//! increment before they compare, so they are used with
+//! `count_rejected = true`. A first-hit key is fresh-equivalent only at
+//! `s + W`, even with count 0: its open window decides where the next
+//! request's window ends, and a new key's would end later.
+//!
+//! [`state_bytes::FIXED_WINDOW`]: super::state_bytes::FIXED_WINDOW
 
-use super::{
-    detachable, redis_bytes, span, state_bytes, Decision, Footprint, Keyed, Ledger, Limiter,
-};
+use super::{redis_bytes, span, state_bytes, Decision, Ledger, Rule, Stored};
 use crate::clock::Nanos;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,68 +110,67 @@ impl Align {
 }
 
 #[derive(Debug, Clone, Copy)]
-struct Counter {
+pub struct Counter {
     /// The window this count belongs to: its index `k` (epoch alignment) or
     /// its start time in ns (first-hit alignment).
     window: u64,
     count: u64,
 }
 
-pub struct FixedWindow {
+/// The fixed window's rule.
+pub struct FixedWindowRule {
     cfg: Config,
-    keys: Keyed<Counter>,
-    ledger: Ledger,
 }
+
+/// A fixed window counter per key.
+pub type FixedWindow = Stored<FixedWindowRule>;
 
 impl FixedWindow {
     pub fn new(cfg: Config) -> Self {
-        FixedWindow {
-            cfg,
-            keys: Keyed::default(),
-            ledger: Ledger::fixed::<{ state_bytes::FIXED_WINDOW }, { redis_bytes::HASH }>(),
-        }
+        Stored::of(
+            FixedWindowRule { cfg },
+            Ledger::fixed::<{ state_bytes::FIXED_WINDOW }, { redis_bytes::HASH }>(),
+        )
     }
+}
 
-    /// Fresh-equivalent when its window ends: `(k + 1)·W` — or at once if
-    /// its count is 0 (a fresh key is count 0 in the current window) — or,
-    /// for `first_hit`, `s + W`. Before that, a request of `limit` is
-    /// refused (or, for a first-hit window with count 0, would end earlier
-    /// than a fresh key's).
-    fn rehold(&mut self, key: u32) {
-        let Some(c) = self.keys.get(key) else { return };
-        let w = self.cfg.window.0 as u128;
-        let at = match self.cfg.align {
-            Align::Epoch if c.count == 0 => 0,
-            Align::Epoch => (c.window as u128 + 1) * w,
-            // `window` holds the window's start, and an open window decides
-            // the next request's boundaries even with count 0: it is fresh
-            // only when it ends, at s + W.
-            Align::FirstHit => c.window as u128 + w,
-        };
-        self.ledger.hold(key, span(at), []);
-    }
-
-    fn decide_inner(&mut self, key: u32, now: Nanos, cost: u64) -> Decision {
-        let cfg = self.cfg;
-        let w = cfg.window.0;
-        // The window `now` falls in, and when it ends, given the key's
-        // current window (`None` for a new key).
-        let current = |window: Option<u64>| match cfg.align {
+impl FixedWindowRule {
+    /// The window `now` falls in, given the key's current window (`None`
+    /// for a new key).
+    fn current(&self, window: Option<u64>, now: Nanos) -> u64 {
+        let w = self.cfg.window.0;
+        match self.cfg.align {
             Align::Epoch => now.0 / w,
             Align::FirstHit => match window {
                 Some(s) if now.0 < s + w => s,
                 _ => now.0,
             },
-        };
-        let end = |window: u64| match cfg.align {
+        }
+    }
+
+    /// When `window` ends.
+    fn end(&self, window: u64) -> u64 {
+        let w = self.cfg.window.0;
+        match self.cfg.align {
             Align::Epoch => (window + 1) * w,
             Align::FirstHit => window + w,
-        };
-        let c = self.keys.entry(key, || Counter {
-            window: current(None),
+        }
+    }
+}
+
+impl Rule for FixedWindowRule {
+    type State = Counter;
+
+    fn fresh(&self, now: Nanos) -> Counter {
+        Counter {
+            window: self.current(None, now),
             count: 0,
-        });
-        let k = current(Some(c.window));
+        }
+    }
+
+    fn decide(&self, c: &mut Counter, now: Nanos, cost: u64) -> (Decision, Option<u64>) {
+        let cfg = self.cfg;
+        let k = self.current(Some(c.window), now);
         if c.window != k {
             *c = Counter {
                 window: k,
@@ -147,34 +179,37 @@ impl FixedWindow {
         }
         if c.count + cost <= cfg.limit {
             c.count += cost;
-            return Decision::Admitted;
+            return (Decision::Admitted, None);
         }
         if cfg.count_rejected {
             c.count += cost;
         }
-        let retry_after = (cost <= cfg.limit).then(|| Nanos(end(k) - now.0));
-        Decision::Rejected { retry_after }
-    }
-}
-
-impl Limiter for FixedWindow {
-    fn decide(&mut self, key: u32, now: Nanos, cost: u64) -> Decision {
-        self.ledger.advance(now);
-        let decision = self.decide_inner(key, now, cost);
-        self.rehold(key);
-        decision
+        let retry_after = (cost <= cfg.limit).then(|| Nanos(self.end(k) - now.0));
+        (Decision::Rejected { retry_after }, None)
     }
 
-    detachable!(keys);
-
-    fn footprint(&self, end: Nanos) -> Footprint {
-        self.ledger.footprint(self.keys.keys(), end)
+    /// Fresh-equivalent when its window ends: `(k + 1)·W` — or at once if
+    /// its count is 0 (a fresh key is count 0 in the current window) — or,
+    /// for `first_hit`, `s + W`. Before that, a request of `limit` is
+    /// refused (or, for a first-hit window with count 0, would end earlier
+    /// than a fresh key's).
+    fn fresh_at(&self, c: &Counter) -> Nanos {
+        let w = self.cfg.window.0 as u128;
+        span(match self.cfg.align {
+            Align::Epoch if c.count == 0 => 0,
+            Align::Epoch => (c.window as u128 + 1) * w,
+            // `window` holds the window's start, and an open window decides
+            // the next request's boundaries even with count 0: it is fresh
+            // only when it ends, at s + W.
+            Align::FirstHit => c.window as u128 + w,
+        })
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::limiter::Limiter;
 
     const MS: u64 = 1_000_000;
 
@@ -314,5 +349,19 @@ mod tests {
                 retry_after: Some(Nanos(800 * MS))
             }
         );
+    }
+
+    #[test]
+    fn a_counted_rejection_still_retries_at_the_window_start_and_not_before() {
+        let mut fw = window(2, true);
+        assert_eq!(fw.decide(0, Nanos(100 * MS), 2), Decision::Admitted);
+        assert_eq!(
+            fw.decide(0, Nanos(300 * MS), 1),
+            Decision::Rejected {
+                retry_after: Some(Nanos(700 * MS))
+            }
+        );
+        assert!(!fw.decide(0, Nanos(1000 * MS - 1), 1).passes());
+        assert_eq!(fw.decide(0, Nanos(1000 * MS), 2), Decision::Admitted);
     }
 }

@@ -1,26 +1,52 @@
 //! GCRA, the generic cell rate algorithm: a token bucket in one timestamp.
 //!
-//! Instead of a balance, GCRA remembers the *theoretical arrival time* (TAT):
-//! when the next request would be due if everyone had kept exactly to `rate`.
-//! With emission interval `T = 1/rate` and tolerance `τ = (burst − 1)·T`:
+//! **What it models.** Instead of a balance, GCRA remembers each key's
+//! *theoretical arrival time* (TAT): when the next request would be due had
+//! everyone kept exactly to `rate`. With emission interval `T = 1/rate` and
+//! tolerance `τ = (burst − 1)·T`, and TAT 0 for a new key:
 //!
 //! ```text
 //! conforming  ⇔  t ≥ TAT − τ + (cost − 1)·T       (cost ≤ burst)
 //! then          TAT = max(TAT, t) + cost·T
 //! ```
 //!
-//! Its decisions equal a token bucket's with `capacity = burst`; the state is
-//! one 8-byte timestamp instead of a balance and a timestamp, which is why
-//! the Rust `governor` crate and redis-cell use it. (redis-cell's
-//! `max_burst = b` is `burst = b + 1`.)
+//! A request that does not conform changes nothing.
 //!
-//! Exactness: with `rate = n/d`, `T = d/n` ns; the TAT is kept multiplied by
-//! `n`, so every quantity is an integer.
+//! **When to pick it.** Whenever a [`super::token_bucket`] would do and
+//! state is precious: its decisions equal a token bucket's with
+//! `capacity = burst` (`TAT − t` is the bucket's missing tokens times `T`),
+//! and its state is one 8-byte timestamp instead of a balance and a
+//! timestamp, updated with one compare-and-set.
+//!
+//! **In the wild.** The Rust `governor` crate (preset `governor`) and
+//! redis-cell (preset `redis-cell`; its `max_burst = b` is `burst = b + 1`).
+//!
+//! **Retry-after.** The rule names the earliest conforming moment itself:
+//!
+//! ```text
+//! retry_after = ⌈TAT − τ + (cost − 1)·T⌉ − t
+//! ```
+//!
+//! It is the smallest wait: a refusal leaves the TAT as it was, so with
+//! nothing arriving the condition `t' ≥ TAT − τ + (cost − 1)·T` first holds
+//! at exactly that moment, rounded up to whole ns. It is at least 1 ns
+//! because the request at `t` did not conform. A `cost` above `burst` never
+//! conforms: no retry-after.
+//!
+//! **Fresh-equivalent.** Once `t ≥ TAT` — not `TAT − τ`. For any `TAT ≤ t`
+//! a request conforms and leaves `TAT = t + cost·T`, exactly as on a new key
+//! (TAT 0). At `TAT − τ ≤ t < TAT` one request of cost 1 conforms, but a
+//! request of cost `burst` (or a burst of `burst` requests) does not, where
+//! a new key passes it. The key is charged [`state_bytes::GCRA`] (8 bytes)
+//! until then — the moment `redis/gcra.lua` sets its `PEXPIRE` to.
+//!
+//! **Exactness.** With `rate = n/d`, `T = d/n` ns; the TAT is kept
+//! multiplied by `n`, so every quantity is an integer, and only the
+//! retry-after is rounded (up).
+//!
+//! [`state_bytes::GCRA`]: super::state_bytes::GCRA
 
-use super::{
-    detachable, redis_bytes, span, state_bytes, wait_until_scaled, Decision, Footprint, Keyed,
-    Ledger, Limiter,
-};
+use super::{redis_bytes, span, state_bytes, wait_until_scaled, Decision, Ledger, Rule, Stored};
 use crate::clock::{Nanos, Rate};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,20 +55,44 @@ pub struct Config {
     pub rate: Rate,
 }
 
-pub struct Gcra {
+/// GCRA's rule; a key's state is its TAT × rate numerator.
+pub struct GcraRule {
     cfg: Config,
-    /// TAT × rate numerator, per key.
-    tat: Keyed<u128>,
-    ledger: Ledger,
 }
+
+/// GCRA per key.
+pub type Gcra = Stored<GcraRule>;
 
 impl Gcra {
     pub fn new(cfg: Config) -> Self {
-        Gcra {
-            cfg,
-            tat: Keyed::default(),
-            ledger: Ledger::fixed::<{ state_bytes::GCRA }, { redis_bytes::HASH }>(),
+        Stored::of(
+            GcraRule { cfg },
+            Ledger::fixed::<{ state_bytes::GCRA }, { redis_bytes::HASH }>(),
+        )
+    }
+}
+
+impl Rule for GcraRule {
+    type State = u128;
+
+    fn fresh(&self, _now: Nanos) -> u128 {
+        0
+    }
+
+    fn decide(&self, tat: &mut u128, now: Nanos, cost: u64) -> (Decision, Option<u64>) {
+        let (n, d) = (self.cfg.rate.tokens(), self.cfg.rate.per_ns());
+        if cost > self.cfg.burst {
+            return (Decision::Rejected { retry_after: None }, None);
         }
+        let t = now.0 as u128 * n;
+        // Earliest conforming moment, scaled: TAT − τ + (cost − 1)·T.
+        let earliest = tat.saturating_sub((self.cfg.burst - cost) as u128 * d);
+        if t >= earliest {
+            *tat = (*tat).max(t) + cost as u128 * d;
+            return (Decision::Admitted, None);
+        }
+        let retry_after = Some(wait_until_scaled(now, earliest, n));
+        (Decision::Rejected { retry_after }, None)
     }
 
     /// Fresh-equivalent once `t ≥ TAT` — not `TAT − τ`. A fresh key's TAT
@@ -50,46 +100,8 @@ impl Gcra {
     /// `TAT = t + cost·T` exactly as on a fresh key. At `TAT − τ ≤ t < TAT`
     /// one request of cost 1 conforms, but a request of cost `burst` (or a
     /// burst of `burst` requests) does not, while a fresh key passes it.
-    fn rehold(&mut self, key: u32) {
-        let Some(&tat) = self.tat.get(key) else {
-            return;
-        };
-        let at = tat.div_ceil(self.cfg.rate.tokens());
-        self.ledger.hold(key, span(at), []);
-    }
-
-    fn decide_inner(&mut self, key: u32, now: Nanos, cost: u64) -> Decision {
-        let (n, d) = (self.cfg.rate.tokens(), self.cfg.rate.per_ns());
-        let tat = self.tat.entry(key, || 0);
-        if cost > self.cfg.burst {
-            return Decision::Rejected { retry_after: None };
-        }
-        let t = now.0 as u128 * n;
-        // Earliest conforming moment, scaled: TAT − τ + (cost − 1)·T.
-        let earliest = tat.saturating_sub((self.cfg.burst - cost) as u128 * d);
-        if t >= earliest {
-            *tat = (*tat).max(t) + cost as u128 * d;
-            Decision::Admitted
-        } else {
-            Decision::Rejected {
-                retry_after: Some(wait_until_scaled(now, earliest, n)),
-            }
-        }
-    }
-}
-
-impl Limiter for Gcra {
-    fn decide(&mut self, key: u32, now: Nanos, cost: u64) -> Decision {
-        self.ledger.advance(now);
-        let decision = self.decide_inner(key, now, cost);
-        self.rehold(key);
-        decision
-    }
-
-    detachable!(tat);
-
-    fn footprint(&self, end: Nanos) -> Footprint {
-        self.ledger.footprint(self.tat.keys(), end)
+    fn fresh_at(&self, tat: &u128) -> Nanos {
+        span(tat.div_ceil(self.cfg.rate.tokens()))
     }
 }
 
@@ -97,6 +109,7 @@ impl Limiter for Gcra {
 mod tests {
     use super::*;
     use crate::clock::parse_rate;
+    use crate::limiter::Limiter;
 
     fn gcra(burst: u64, rate: &str) -> Gcra {
         Gcra::new(Config {
@@ -152,5 +165,22 @@ mod tests {
         assert!(!probe.decide(0, Nanos(99_999_999), 3).passes());
         assert_eq!(probe.decide(0, Nanos(100_000_000), 3), Decision::Admitted);
         assert_eq!(g.footprint(Nanos(1_000_000_000)).byte_ns, 8 * 100_000_000);
+    }
+
+    #[test]
+    fn a_costlier_request_waits_cost_minus_one_emission_intervals_longer() {
+        let mut g = gcra(3, "10/1s");
+        for _ in 0..3 {
+            g.decide(0, Nanos(0), 1);
+        }
+        // TAT = 300ms, τ = 200ms: cost 2 conforms from 300 − 200 + 100 ms.
+        assert_eq!(
+            g.decide(0, Nanos(0), 2),
+            Decision::Rejected {
+                retry_after: Some(Nanos(200_000_000))
+            }
+        );
+        assert!(!g.decide(0, Nanos(199_999_999), 2).passes());
+        assert_eq!(g.decide(0, Nanos(200_000_000), 2), Decision::Admitted);
     }
 }

@@ -1,23 +1,52 @@
-//! Interval bucket: a token bucket refilled in steps by a timer (Envoy's
-//! earlier local rate limiter).
+//! Interval bucket: a token bucket refilled in steps by a timer.
 //!
-//! The bucket starts full with `max_tokens`. At every fill moment
-//! `t = k · fill_interval` (k ≥ 1) it gains `tokens_per_fill`, capped at
-//! `max_tokens`; between fills nothing trickles in. A request at exactly a
-//! fill moment sees that fill.
+//! **What it models.** Each key's bucket starts full with `max_tokens`. At
+//! every fill moment `t = k · fill_interval` (k ≥ 1, counted from the start
+//! of the run and the same for every key) it gains `tokens_per_fill`, capped
+//! at `max_tokens`; between fills nothing trickles in. A request at exactly
+//! a fill moment sees that fill. A refused request takes nothing.
 //!
 //! ```text
 //! tokens(t) = min(max_tokens, tokens + fills_since_last · tokens_per_fill)
 //! admit  ⇔  tokens(t) ≥ cost          then tokens −= cost
 //! ```
 //!
-//! Pick it to see what a timer-driven bucket does that a lazy one does not:
-//! clients that learn the fill moments all arrive there, and a request one
-//! nanosecond before a fill waits a whole interval's worth of nothing.
+//! **When to pick it.** To see what a timer-driven bucket does that a lazy
+//! one ([`super::token_bucket`]) does not: the refill comes in lumps at
+//! moments every client can learn, so retries pile up on the fill moments,
+//! and a request just after a fill that emptied the bucket waits almost a
+//! whole interval where the lazy bucket would have had a fraction ready.
+//!
+//! **In the wild.** Envoy's earlier local rate limiter, which refilled its
+//! buckets from a timer (preset `envoy-timer`).
+//!
+//! **Retry-after.** A refused request at `t`, in fill period
+//! `k = ⌊t / fill_interval⌋`, is short `cost − tokens`; each fill brings
+//! `tokens_per_fill`, so it fits at the fill moment
+//!
+//! ```text
+//! retry_after = (k + ⌈(cost − tokens)/tokens_per_fill⌉) · fill_interval − t
+//! ```
+//!
+//! It is the smallest wait: with nothing arriving the balance changes only
+//! at fill moments, and only upwards (the cap `max_tokens ≥ cost` never
+//! stops it short of `cost`), so the first fill moment that brings enough
+//! is the first moment the request fits. It is at least 1 ns because that
+//! fill moment is after `k · fill_interval ≤ t`. No arithmetic is rounded:
+//! fill moments are whole nanoseconds. A `cost` above `max_tokens` never
+//! fits: no retry-after.
+//!
+//! **Fresh-equivalent.** At the first fill moment that brings the bucket
+//! back to `max_tokens`: `(k_last + ⌈(max_tokens − tokens)/tokens_per_fill⌉)
+//! · fill_interval`. A new key is full with its fills counted from its
+//! first request, and a full bucket is the same. One nanosecond earlier a
+//! request of `max_tokens` is refused. The key is charged
+//! [`state_bytes::INTERVAL_BUCKET`] (8 bytes: the token count; the fills
+//! come from one shared timer) until then.
+//!
+//! [`state_bytes::INTERVAL_BUCKET`]: super::state_bytes::INTERVAL_BUCKET
 
-use super::{
-    detachable, redis_bytes, span, state_bytes, Decision, Footprint, Keyed, Ledger, Limiter,
-};
+use super::{redis_bytes, span, state_bytes, Decision, Ledger, Rule, Stored};
 use crate::clock::Nanos;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,84 +57,75 @@ pub struct Config {
 }
 
 #[derive(Debug, Clone, Copy)]
-struct Bucket {
+pub struct Bucket {
     tokens: u64,
     /// Index k of the last fill moment applied.
     filled_at: u64,
 }
 
-pub struct IntervalBucket {
+/// The interval bucket's rule.
+pub struct IntervalBucketRule {
     cfg: Config,
-    keys: Keyed<Bucket>,
-    ledger: Ledger,
 }
+
+/// An interval bucket per key.
+pub type IntervalBucket = Stored<IntervalBucketRule>;
 
 impl IntervalBucket {
     pub fn new(cfg: Config) -> Self {
-        IntervalBucket {
-            cfg,
-            keys: Keyed::default(),
-            ledger: Ledger::fixed::<{ state_bytes::INTERVAL_BUCKET }, { redis_bytes::HASH }>(),
+        Stored::of(
+            IntervalBucketRule { cfg },
+            Ledger::fixed::<{ state_bytes::INTERVAL_BUCKET }, { redis_bytes::HASH }>(),
+        )
+    }
+}
+
+impl Rule for IntervalBucketRule {
+    type State = Bucket;
+
+    /// Full from the start of the run; a key first seen later is still full.
+    fn fresh(&self, now: Nanos) -> Bucket {
+        Bucket {
+            tokens: self.cfg.max_tokens,
+            filled_at: now.0 / self.cfg.fill_interval.0,
         }
+    }
+
+    fn decide(&self, b: &mut Bucket, now: Nanos, cost: u64) -> (Decision, Option<u64>) {
+        let cfg = self.cfg;
+        let k = now.0 / cfg.fill_interval.0;
+        let fills = (k - b.filled_at) as u128;
+        b.tokens = (b.tokens as u128 + fills * cfg.tokens_per_fill as u128)
+            .min(cfg.max_tokens as u128) as u64;
+        b.filled_at = k;
+        if cost > cfg.max_tokens {
+            return (Decision::Rejected { retry_after: None }, None);
+        }
+        if b.tokens >= cost {
+            b.tokens -= cost;
+            return (Decision::Admitted, None);
+        }
+        let fills_needed = (cost - b.tokens).div_ceil(cfg.tokens_per_fill);
+        let at = (k + fills_needed) as u128 * cfg.fill_interval.0 as u128;
+        let retry_after = Some(span(at - now.0 as u128));
+        (Decision::Rejected { retry_after }, None)
     }
 
     /// Fresh-equivalent at the first fill moment that brings it back to
     /// `max_tokens`: `(filled_at + ⌈(max − tokens)/per_fill⌉) · interval`. A
     /// fresh key is full with its fills counted from now; a full bucket is
     /// the same. One nanosecond before, a request of `max_tokens` is refused.
-    fn rehold(&mut self, key: u32) {
+    fn fresh_at(&self, b: &Bucket) -> Nanos {
         let cfg = self.cfg;
-        let Some(b) = self.keys.get(key) else { return };
         let fills = (cfg.max_tokens - b.tokens).div_ceil(cfg.tokens_per_fill) as u128;
-        let at = (b.filled_at as u128 + fills) * cfg.fill_interval.0 as u128;
-        self.ledger.hold(key, span(at), []);
-    }
-
-    fn decide_inner(&mut self, key: u32, now: Nanos, cost: u64) -> Decision {
-        let cfg = self.cfg;
-        let k = now.0 / cfg.fill_interval.0;
-        // Full from the start of the run; a key first seen later is still full.
-        let b = self.keys.entry(key, || Bucket {
-            tokens: cfg.max_tokens,
-            filled_at: k,
-        });
-        let fills = (k - b.filled_at) as u128;
-        b.tokens = (b.tokens as u128 + fills * cfg.tokens_per_fill as u128)
-            .min(cfg.max_tokens as u128) as u64;
-        b.filled_at = k;
-        if cost > cfg.max_tokens {
-            return Decision::Rejected { retry_after: None };
-        }
-        if b.tokens >= cost {
-            b.tokens -= cost;
-            return Decision::Admitted;
-        }
-        let fills_needed = (cost - b.tokens).div_ceil(cfg.tokens_per_fill);
-        let at = (k + fills_needed) as u128 * cfg.fill_interval.0 as u128;
-        Decision::Rejected {
-            retry_after: Some(span(at - now.0 as u128)),
-        }
-    }
-}
-
-impl Limiter for IntervalBucket {
-    fn decide(&mut self, key: u32, now: Nanos, cost: u64) -> Decision {
-        self.ledger.advance(now);
-        let decision = self.decide_inner(key, now, cost);
-        self.rehold(key);
-        decision
-    }
-
-    detachable!(keys);
-
-    fn footprint(&self, end: Nanos) -> Footprint {
-        self.ledger.footprint(self.keys.keys(), end)
+        span((b.filled_at as u128 + fills) * cfg.fill_interval.0 as u128)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::limiter::Limiter;
 
     const MS: u64 = 1_000_000;
 
@@ -179,5 +199,22 @@ mod tests {
         b.decide(0, Nanos(260 * MS), 1);
         assert_eq!(b.fresh_at(0), Nanos(750 * MS));
         assert_eq!(b.footprint(Nanos(MS * 1000)).byte_ns, 8 * 740 * MS as u128);
+    }
+
+    #[test]
+    fn a_nanosecond_before_it_is_fresh_a_request_of_max_tokens_is_refused() {
+        let mut b = bucket(3, 2, 100);
+        b.decide(0, Nanos(50 * MS), 3);
+        // Three missing, two per fill: full at the second fill, 200ms.
+        assert_eq!(b.fresh_at(0), Nanos(200 * MS));
+        let mut early = bucket(3, 2, 100);
+        early.decide(0, Nanos(50 * MS), 3);
+        assert_eq!(
+            early.decide(0, Nanos(200 * MS - 1), 3),
+            Decision::Rejected {
+                retry_after: Some(Nanos(1))
+            }
+        );
+        assert_eq!(b.decide(0, Nanos(200 * MS), 3), Decision::Admitted);
     }
 }

@@ -1,8 +1,10 @@
 //! Leaky bucket as a shaper (nginx `limit_req`): requests leave at `rate`,
 //! early ones wait in a queue, and a full queue rejects.
 //!
-//! Each key has `next_free`, the moment the outlet is free again (0 at
-//! first). A request at `t` gets the slot `release = max(t, next_free)`:
+//! **What it models.** An outlet per key that lets one request's `cost`
+//! through every `cost/rate`. Each key has `next_free`, the moment the
+//! outlet is free again (0 at first). A request at `t` gets the slot
+//! `release = max(t, next_free)`:
 //!
 //! ```text
 //! release = t                         → admitted
@@ -12,26 +14,61 @@
 //! every accepted request:             next_free = release + cost/rate
 //! ```
 //!
-//! `queue = 0` is a pure policer (nothing waits); `delay` lets the first
-//! `delay` queued requests through at once, like nginx's `delay=`, and
-//! `delay = queue` is nginx's `nodelay`. Pick a shaper when the upstream
-//! wants a smooth flow more than it wants low latency: it trades rejections
-//! for waiting.
+//! A rejected request changes nothing. `queue = 0` is a pure policer
+//! (nothing waits); `delay` lets the first `delay` queued requests through
+//! at once, like nginx's `delay=`, and `delay = queue` is nginx's
+//! `nodelay`. A request that is let through at once still holds its place
+//! in the queue until its slot.
 //!
-//! Exactness: with `rate = n/d` every time is kept multiplied by `n`, so
-//! `cost/rate = cost·d` is an integer; a delay is rounded up to whole ns.
+//! **When to pick it.** When the upstream wants a smooth flow more than it
+//! wants low latency: a shaper trades rejections for waiting, and is the
+//! only limiter here that delays rather than refuses.
 //!
-//! With `arithmetic = "nginx"` the same policy is decided in nginx's own
-//! integers — whole milliseconds and thousandths of a request — by
-//! [`nginx::LimitReq`]; [`boxed`] builds whichever the config asks for.
+//! **In the wild.** nginx `limit_req` at nanosecond instead of millisecond
+//! resolution (`burst` = `queue`, `delay=` = `delay`, `nodelay` =
+//! `delay = queue`). With `arithmetic = "nginx"` the same policy is decided
+//! in nginx's own integers — whole milliseconds and thousandths of a request
+//! — by [`nginx::LimitReq`] (preset `nginx`); [`boxed`] builds whichever
+//! the config asks for.
+//!
+//! **Retry-after.** A refused request found the outlet busy and `queue`
+//! requests waiting (never more: a request is accepted only while fewer
+//! wait). A waiting request stops waiting at its slot, so the same request
+//! is accepted once the oldest waiting slot `s₀` has come; with no queue at
+//! all, once the outlet is free:
+//!
+//! ```text
+//! retry_after = ⌈s₀⌉ − t          (queue ≥ 1)
+//! retry_after = ⌈next_free⌉ − t   (queue = 0)
+//! ```
+//!
+//! It is the smallest wait: with nothing arriving the number waiting only
+//! drops, one at each slot, oldest first, and `next_free` lies after every
+//! slot, so nothing earlier frees a place. It is at least 1 ns because `s₀`
+//! (or `next_free`) is after `t`. A retry is *accepted*, admitted or
+//! delayed; every refusal has a retry-after, since no cost is too large to
+//! be queued.
+//!
+//! **Fresh-equivalent.** Once `next_free ≤ t`: every waiting slot is before
+//! `next_free`, so none waits then, and a request is released at its
+//! arrival as on a new key. While `next_free > t` a policer refuses what a
+//! new key admits, and a queue takes one request fewer. The key is charged
+//! [`state_bytes::LEAKY_BUCKET`] (16 bytes: nginx's excess and last-update
+//! time) until then, the moment `redis/leaky_bucket.lua` sets its `PEXPIRE`
+//! to.
+//!
+//! **Exactness.** With `rate = n/d` every time is kept multiplied by `n`,
+//! so `cost/rate = cost·d` is an integer; a delay or retry-after is rounded
+//! up to whole ns.
+//!
+//! [`state_bytes::LEAKY_BUCKET`]: super::state_bytes::LEAKY_BUCKET
 
 pub mod nginx;
 
 use std::collections::VecDeque;
 
 use super::{
-    detachable, redis_bytes, span, state_bytes, wait_until_scaled, Decision, Footprint, Keyed,
-    Ledger, Limiter,
+    redis_bytes, span, state_bytes, wait_until_scaled, Decision, Ledger, Limiter, Rule, Stored,
 };
 use crate::clock::{Nanos, Rate};
 
@@ -82,7 +119,7 @@ pub fn boxed(cfg: Config) -> Box<dyn Limiter> {
 }
 
 #[derive(Debug, Clone, Default)]
-struct Outlet {
+pub struct Outlet {
     /// `next_free × n`.
     next_free: u128,
     /// Slots (× n) of accepted requests still waiting, oldest first. Never
@@ -90,36 +127,34 @@ struct Outlet {
     waiting: VecDeque<u128>,
 }
 
-pub struct LeakyBucket {
+/// The exact shaper's rule.
+pub struct LeakyBucketRule {
     cfg: Config,
-    keys: Keyed<Outlet>,
-    ledger: Ledger,
 }
+
+/// The exact shaper per key.
+pub type LeakyBucket = Stored<LeakyBucketRule>;
 
 impl LeakyBucket {
     /// The exact shaper (whatever `cfg.arithmetic` says; see [`boxed`]).
     pub fn new(cfg: Config) -> Self {
-        LeakyBucket {
-            cfg,
-            keys: Keyed::default(),
-            ledger: Ledger::fixed::<{ state_bytes::LEAKY_BUCKET }, { redis_bytes::LEAKY_HASH }>(),
-        }
+        Stored::of(
+            LeakyBucketRule { cfg },
+            Ledger::fixed::<{ state_bytes::LEAKY_BUCKET }, { redis_bytes::LEAKY_HASH }>(),
+        )
+    }
+}
+
+impl Rule for LeakyBucketRule {
+    type State = Outlet;
+
+    fn fresh(&self, _now: Nanos) -> Outlet {
+        Outlet::default()
     }
 
-    /// Fresh-equivalent once `next_free ≤ t`: every waiting slot is before
-    /// `next_free`, so none waits then, and a request is released at its
-    /// arrival as on a fresh key. While `next_free > t` a policer refuses
-    /// what a fresh key admits, and a queue takes one request fewer.
-    fn rehold(&mut self, key: u32) {
-        let Some(o) = self.keys.get(key) else { return };
-        let at = o.next_free.div_ceil(self.cfg.rate.tokens());
-        self.ledger.hold(key, span(at), []);
-    }
-
-    fn decide_inner(&mut self, key: u32, now: Nanos, cost: u64) -> Decision {
+    fn decide(&self, o: &mut Outlet, now: Nanos, cost: u64) -> (Decision, Option<u64>) {
         let (n, d) = (self.cfg.rate.tokens(), self.cfg.rate.per_ns());
         let queue = self.cfg.queue;
-        let o = self.keys.entry(key, Outlet::default);
         let t = now.0 as u128 * n;
         while o.waiting.front().is_some_and(|&slot| slot <= t) {
             o.waiting.pop_front();
@@ -127,7 +162,7 @@ impl LeakyBucket {
         let release = t.max(o.next_free);
         if release == t {
             o.next_free = release + cost as u128 * d;
-            return Decision::Admitted;
+            return (Decision::Admitted, None);
         }
         let waiting = o.waiting.len() as u64;
         if waiting >= queue {
@@ -138,35 +173,28 @@ impl LeakyBucket {
             } else {
                 o.waiting[(waiting - queue) as usize]
             };
-            return Decision::Rejected {
-                retry_after: Some(wait_until_scaled(now, at, n)),
-            };
+            let retry_after = Some(wait_until_scaled(now, at, n));
+            return (Decision::Rejected { retry_after }, None);
         }
         let passes = t.max(release.saturating_sub(self.cfg.delay as u128 * d));
         o.waiting.push_back(release);
         o.next_free = release + cost as u128 * d;
-        if passes == t {
+        let decision = if passes == t {
             Decision::Admitted
         } else {
             Decision::Delayed {
                 delay: span((passes - t).div_ceil(n)),
             }
-        }
-    }
-}
-
-impl Limiter for LeakyBucket {
-    fn decide(&mut self, key: u32, now: Nanos, cost: u64) -> Decision {
-        self.ledger.advance(now);
-        let decision = self.decide_inner(key, now, cost);
-        self.rehold(key);
-        decision
+        };
+        (decision, None)
     }
 
-    detachable!(keys);
-
-    fn footprint(&self, end: Nanos) -> Footprint {
-        self.ledger.footprint(self.keys.keys(), end)
+    /// Fresh-equivalent once `next_free ≤ t`: every waiting slot is before
+    /// `next_free`, so none waits then, and a request is released at its
+    /// arrival as on a fresh key. While `next_free > t` a policer refuses
+    /// what a fresh key admits, and a queue takes one request fewer.
+    fn fresh_at(&self, o: &Outlet) -> Nanos {
+        span(o.next_free.div_ceil(self.cfg.rate.tokens()))
     }
 }
 
@@ -295,6 +323,28 @@ mod tests {
         assert_eq!(
             lb.footprint(Nanos(1000 * MS)).byte_ns,
             16 * 200 * MS as u128
+        );
+    }
+
+    #[test]
+    fn a_full_queue_accepts_the_retry_at_the_oldest_slot_and_not_before() {
+        let mut lb = shaper("10/1s", 2, 0);
+        for _ in 0..3 {
+            lb.decide(0, Nanos(0), 1); // slots 0, 100ms, 200ms
+        }
+        assert_eq!(
+            lb.decide(0, Nanos(30 * MS), 5),
+            Decision::Rejected {
+                retry_after: Some(Nanos(70 * MS))
+            }
+        );
+        assert!(!lb.decide(0, Nanos(100 * MS - 1), 5).passes());
+        // Accepted whatever its cost: no cost is too large to be queued.
+        assert_eq!(
+            lb.decide(0, Nanos(100 * MS), 5),
+            Decision::Delayed {
+                delay: Nanos(200 * MS)
+            }
         );
     }
 }

@@ -19,6 +19,12 @@
 //! | [`sliding_counter`] | weighted previous + current window | Cloudflare |
 //! | [`smooth_bursty`] | balance that may go into debt | Guava `RateLimiter` |
 //!
+//! Each file is one algorithm's [`Rule`]: what it does to one key's state,
+//! and its module documentation says what it models, when to pick it, who
+//! runs it, how its retry-after is computed and when a key is
+//! fresh-equivalent. Where the states live is [`Stored`]'s business, once
+//! for all of them.
+//!
 //! Real libraries differ from these textbook rules in small, exact ways;
 //! each difference is a knob on the limiter's `Config`, off by default:
 //! `fixed_window::Align::FirstHit` (Redis `INCR` + `EXPIRE`, Python
@@ -39,10 +45,12 @@ pub mod leaky_bucket;
 pub mod sliding_counter;
 pub mod sliding_log;
 pub mod smooth_bursty;
+mod store;
 pub mod token_bucket;
 
 use crate::clock::Nanos;
 pub use algorithm::{Algorithm, ALGORITHMS};
+pub use store::{Keyed, Rule, Stored};
 
 /// What happened to one attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -492,146 +500,6 @@ pub trait Limiter: Send {
 
     /// Forgets the copy under `ticket` (its write was lost).
     fn discard(&mut self, ticket: u32);
-}
-
-/// Implements the read-then-write methods of [`Limiter`] for a limiter whose
-/// per-key state lives in the [`Keyed`] field `$keys`, whose decision rule is
-/// `decide_inner` and whose stored state tells the ledger what it holds
-/// through `rehold(key)` (at the ledger's time).
-macro_rules! detachable {
-    ($keys:ident) => {
-        fn decide_detached(
-            &mut self,
-            key: u32,
-            now: $crate::clock::Nanos,
-            cost: u64,
-        ) -> ($crate::limiter::Decision, u32) {
-            // A decision on a copy writes nothing the store holds.
-            let saved = self.$keys.save(key);
-            let decision = self.decide_inner(key, now, cost);
-            (decision, self.$keys.detach(key, saved))
-        }
-
-        fn write_back(&mut self, key: u32, ticket: u32, now: $crate::clock::Nanos) {
-            self.$keys.attach(key, ticket);
-            self.ledger.advance(now);
-            self.rehold(key);
-        }
-
-        fn fresh_at(&self, key: u32) -> $crate::clock::Nanos {
-            self.ledger.fresh_at(key)
-        }
-
-        fn discard(&mut self, ticket: u32) {
-            self.$keys.discard(ticket);
-        }
-    };
-}
-pub(crate) use detachable;
-
-/// Per-key state in a dense table indexed by key id: no hashing and no
-/// allocation per request once a key has been seen.
-#[derive(Debug, Clone)]
-pub struct Keyed<S> {
-    states: Vec<Option<S>>,
-    keys: u64,
-    /// Copies taken out by read-then-write decisions, by ticket.
-    detached: Vec<Option<S>>,
-    free: Vec<u32>,
-}
-
-impl<S> Default for Keyed<S> {
-    fn default() -> Self {
-        Keyed {
-            states: Vec::new(),
-            keys: 0,
-            detached: Vec::new(),
-            free: Vec::new(),
-        }
-    }
-}
-
-impl<S: Clone> Keyed<S> {
-    /// A copy of `key`'s state, if it has one.
-    pub fn save(&self, key: u32) -> Option<S> {
-        self.states.get(key as usize).cloned().flatten()
-    }
-
-    /// Takes the state a decision just left for `key`, puts `saved` back in
-    /// its place, and keeps the taken state under a new ticket.
-    pub fn detach(&mut self, key: u32, saved: Option<S>) -> u32 {
-        let slot = &mut self.states[key as usize];
-        let computed = slot.take();
-        if saved.is_none() {
-            // The decision created the key; the store never saw it.
-            self.keys -= 1;
-        }
-        *slot = saved;
-        match self.free.pop() {
-            Some(t) => {
-                self.detached[t as usize] = computed;
-                t
-            }
-            None => {
-                self.detached.push(computed);
-                (self.detached.len() - 1) as u32
-            }
-        }
-    }
-
-    /// `key`'s state becomes the copy under `ticket`.
-    pub fn attach(&mut self, key: u32, ticket: u32) {
-        let computed = self.detached[ticket as usize].take();
-        self.free.push(ticket);
-        let i = key as usize;
-        if i >= self.states.len() {
-            self.states.resize_with(i + 1, || None);
-        }
-        if self.states[i].is_none() && computed.is_some() {
-            self.keys += 1;
-        }
-        if computed.is_some() {
-            self.states[i] = computed;
-        }
-    }
-
-    /// The copy kept under `ticket`, if it holds one.
-    pub fn detached(&self, ticket: u32) -> Option<&S> {
-        self.detached.get(ticket as usize).and_then(Option::as_ref)
-    }
-
-    /// `key`'s stored state, if it has one.
-    pub fn get(&self, key: u32) -> Option<&S> {
-        self.states.get(key as usize).and_then(Option::as_ref)
-    }
-
-    pub fn discard(&mut self, ticket: u32) {
-        self.detached[ticket as usize] = None;
-        self.free.push(ticket);
-    }
-}
-
-impl<S> Keyed<S> {
-    /// The state for `key`, created by `init` on its first request.
-    pub fn entry(&mut self, key: u32, init: impl FnOnce() -> S) -> &mut S {
-        let i = key as usize;
-        if i >= self.states.len() {
-            self.states.resize_with(i + 1, || None);
-        }
-        let slot = &mut self.states[i];
-        if slot.is_none() {
-            self.keys += 1;
-        }
-        slot.get_or_insert_with(init)
-    }
-
-    pub fn keys(&self) -> u64 {
-        self.keys
-    }
-
-    pub fn iter(&self) -> impl Iterator<Item = &S> {
-        self.states.iter().flatten()
-    }
 }
 
 /// The smallest `d ≥ 1` ns such that `now + d ≥ at`, where `at` is a time

@@ -1,19 +1,55 @@
-//! Sliding counter: estimate the sliding window from two fixed-window counts
-//! (Cloudflare's approach).
+//! Sliding counter: estimate the sliding window from two fixed-window counts.
 //!
-//! Windows are aligned as in the fixed window. At `t = k·W + e`, `p` is the
-//! count of window `k − 1` and `c` the count of window `k`. The previous
-//! window is assumed to have been spread evenly, so the part of it still
-//! inside the sliding window `(t − W, t]` is weighted by `(W − e)/W`:
+//! **What it models.** Windows are aligned as in the
+//! [`super::fixed_window`]. At `t = k·W + e`, `p` is the count of window
+//! `k − 1` and `c` the count of window `k`. The previous window is assumed
+//! to have been spread evenly, so the part of it still inside the sliding
+//! window `(t − W, t]` is weighted by `(W − e)/W`:
 //!
 //! ```text
 //! admit  ⇔  p·(W − e) + (c + cost)·W ≤ limit·W        then c += cost
 //! ```
 //!
-//! (exact integers: no division, no rounding). Two counters per key give a
-//! close approximation of the sliding log at a fraction of its memory; pick
-//! it when the log is too big and the fixed window's boundary burst too
-//! much. With `count_rejected = true` rejected cost adds to `c` too.
+//! (exact integers: no division, no rounding). With
+//! `count_rejected = true` rejected cost adds to `c` too.
+//!
+//! **When to pick it.** When the [`super::sliding_log`] is too big and the
+//! fixed window's boundary burst too much: two counters per key give a
+//! close approximation of the log at a fraction of its memory. It is an
+//! estimate: when the previous window's requests came late in it, they
+//! weigh less than they should, and some window `(t − W, t]` can pass more
+//! than `limit`.
+//!
+//! **In the wild.** Cloudflare's estimator; Python `limits`'
+//! `SlidingWindowCounterRateLimiter` with `weight = "floor"` below (preset
+//! `python-limits-sliding`).
+//!
+//! **Retry-after.** The rule solved for the offset. Later in this window,
+//! `p·(W − e') ≤ limit·W − (c + cost)·W` first holds at
+//!
+//! ```text
+//! e' = W − ⌊(limit − c − cost)·W / p⌋               retry_after = k·W + e' − t
+//! ```
+//!
+//! if that is before the window ends; otherwise in the next window, where
+//! this window's count becomes `p` and `c` is 0 — at its offset from the
+//! same formula, or at the start of window `k + 2`, where neither weighs.
+//! It is the smallest wait: with nothing arriving `c` stays, and the
+//! weight `p·(W − e)` only falls as `e` grows, so the first offset that
+//! fits is the first moment; `e'` is a whole ns, so nothing is rounded. It
+//! is at least 1 ns because the request did not fit at `e`. With
+//! `count_rejected` the refused cost is counted first. A `cost` above
+//! `limit` never fits: no retry-after.
+//!
+//! **Fresh-equivalent.** Once neither count weighs: window `k`'s count
+//! weighs through window `k + 1` (as `p`, by `W − e ≥ 1`), so a key whose
+//! current count is non-zero is fresh-equivalent at `(k + 2)·W`, one with
+//! only a previous count at `(k + 1)·W` — with `floor` weights earlier,
+//! once the floored weight is 0. Before that a request of `limit` is
+//! refused. The key is charged [`state_bytes::SLIDING_COUNTER`] (12 bytes:
+//! window index, both counts) until then, and under the Redis figure one
+//! hash while either count weighs (each non-zero count is an item of the
+//! ledger that expires when it stops weighing).
 //!
 //! ## `weight = "floor"` (Python `limits` SlidingWindowCounter)
 //!
@@ -23,15 +59,15 @@
 //! admit  ⇔  ⌊p·(W − e)/W⌋ + c + cost ≤ limit
 //! ```
 //!
-//! so it admits a little more than the exact estimate (up to one request's
-//! worth of the previous window's share). Since `⌊x⌋ ≤ room ⇔ x < room + 1`,
-//! the floor rule is the exact one with the budget `room·W` for the weighted
-//! previous count widened to `(room + 1)·W − 1`; the retry-after solves that
-//! for `e` the same way.
+//! so it admits a little more than the exact estimate (less than one
+//! request's worth of the previous window's share). Since
+//! `⌊x⌋ ≤ room ⇔ x < room + 1`, the floor rule is the exact one with the
+//! budget `room·W` for the weighted previous count widened to
+//! `(room + 1)·W − 1`; the retry-after solves that for `e` the same way.
+//!
+//! [`state_bytes::SLIDING_COUNTER`]: super::state_bytes::SLIDING_COUNTER
 
-use super::{
-    detachable, redis_bytes, span, state_bytes, Decision, Footprint, Keyed, Ledger, Limiter,
-};
+use super::{redis_bytes, span, state_bytes, Decision, Ledger, Rule, Stored};
 use crate::clock::Nanos;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,39 +109,38 @@ impl Weight {
 }
 
 #[derive(Debug, Clone, Copy)]
-struct Counts {
+pub struct Counts {
     window: u64,
     previous: u64,
     current: u64,
 }
 
-pub struct SlidingCounter {
+/// The sliding counter's rule.
+pub struct SlidingCounterRule {
     cfg: Config,
-    keys: Keyed<Counts>,
-    ledger: Ledger,
 }
+
+/// A sliding counter per key.
+pub type SlidingCounter = Stored<SlidingCounterRule>;
 
 impl SlidingCounter {
     pub fn new(cfg: Config) -> Self {
-        SlidingCounter {
-            cfg,
-            keys: Keyed::default(),
-            // In Redis, one counter key per window (`key:k`), each expiring
-            // once it no longer weighs: the items.
-            ledger: Ledger::new(
+        Stored::of(
+            SlidingCounterRule { cfg },
+            // In Redis, the script's one hash (`k`, `p`, `c`), held while
+            // either count weighs: while the key holds any item.
+            Ledger::new(
                 |_, _| state_bytes::SLIDING_COUNTER,
                 |windows, _| windows.min(1) * redis_bytes::HASH,
             ),
-        }
+        )
     }
+}
 
-    /// Fresh-equivalent once neither count weighs: window `k`'s count
-    /// weighs through window `k + 1` (as `p`, by `W − e ≥ 1`), so a key
-    /// whose current count is non-zero is fresh-equivalent at `(k + 2)·W`,
-    /// one with only a previous count at `(k + 1)·W` — with `floor`
-    /// weights earlier, once the floored weight is 0. Before that a request
-    /// of `limit` is refused. Each non-zero window count is an item that
-    /// expires at the same moment.
+impl SlidingCounterRule {
+    /// When `c` is fresh-equivalent (see the module docs), and its
+    /// `[previous, current]` counts as items, each by the moment it stops
+    /// weighing (`None` if zero).
     fn windows(&self, c: &Counts) -> (Nanos, [Option<u64>; 2]) {
         let w = self.cfg.window.0 as u128;
         let k = c.window as u128;
@@ -123,12 +158,6 @@ impl SlidingCounter {
             Nanos(current.or(previous).unwrap_or(0)),
             [previous, current],
         )
-    }
-
-    fn rehold(&mut self, key: u32) {
-        let Some(c) = self.keys.get(key) else { return };
-        let (at, items) = self.windows(c);
-        self.ledger.replace(key, at, items.into_iter().flatten());
     }
 
     /// The most the weighted previous count `p·(W − e)` may be for `cost`
@@ -158,39 +187,44 @@ impl SlidingCounter {
     }
 }
 
-impl Limiter for SlidingCounter {
-    fn decide(&mut self, key: u32, now: Nanos, cost: u64) -> Decision {
-        self.ledger.advance(now);
-        let before = self.keys.get(key).map(|c| (c.window, c.current));
-        let decision = self.decide_inner(key, now, cost);
-        let Some(c) = self.keys.get(key) else {
-            return decision;
-        };
-        let (at, [_, current]) = self.windows(c);
-        // The current window's counter is new if it was zero before.
-        let opened = !matches!(before, Some((w, n)) if w == c.window && n > 0);
-        self.ledger.hold(key, at, current.filter(|_| opened));
-        decision
+impl Rule for SlidingCounterRule {
+    type State = Counts;
+
+    fn fresh(&self, now: Nanos) -> Counts {
+        Counts {
+            window: now.0 / self.cfg.window.0,
+            previous: 0,
+            current: 0,
+        }
     }
 
-    detachable!(keys);
+    fn decide(&self, s: &mut Counts, now: Nanos, cost: u64) -> (Decision, Option<u64>) {
+        let before = (s.window, s.current);
+        let decision = self.count(s, now, cost);
+        // The current window's counter is an item from when it becomes
+        // non-zero: new unless it was non-zero before in the same window.
+        let [_, current] = self.windows(s).1;
+        let opened = !(before.0 == s.window && before.1 > 0);
+        (decision, current.filter(|_| opened))
+    }
 
-    fn footprint(&self, end: Nanos) -> Footprint {
-        self.ledger.footprint(self.keys.keys(), end)
+    /// When neither count weighs any more.
+    fn fresh_at(&self, c: &Counts) -> Nanos {
+        self.windows(c).0
+    }
+
+    fn items(&self, c: &Counts) -> impl Iterator<Item = u64> {
+        self.windows(c).1.into_iter().flatten()
     }
 }
 
-impl SlidingCounter {
-    fn decide_inner(&mut self, key: u32, now: Nanos, cost: u64) -> Decision {
+impl SlidingCounterRule {
+    /// The rule itself: decides and counts.
+    fn count(&self, s: &mut Counts, now: Nanos, cost: u64) -> Decision {
         let cfg = self.cfg;
         let w = cfg.window.0;
         let k = now.0 / w;
         let e = now.0 - k * w;
-        let s = self.keys.entry(key, || Counts {
-            window: k,
-            previous: 0,
-            current: 0,
-        });
         if s.window != k {
             s.previous = if s.window + 1 == k { s.current } else { 0 };
             s.current = 0;
@@ -229,6 +263,7 @@ impl SlidingCounter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::limiter::Limiter;
 
     const MS: u64 = 1_000_000;
 
@@ -389,5 +424,17 @@ mod tests {
         for _ in 0..3 {
             assert_eq!(sc.decide(0, Nanos(1000 * MS + 1), 1), Decision::Admitted);
         }
+    }
+
+    #[test]
+    fn a_floored_count_stops_weighing_once_it_floors_to_zero() {
+        let mut sc = weighted(3, false, Weight::Floor);
+        sc.decide(0, Nanos(500 * MS), 1);
+        // ⌊1·(W − e)/W⌋ is 1 at e = 0 and 0 from e = 1 ns on.
+        assert_eq!(sc.fresh_at(0), Nanos(1000 * MS + 1));
+        let mut early = weighted(3, false, Weight::Floor);
+        early.decide(0, Nanos(500 * MS), 1);
+        assert!(!early.decide(0, Nanos(1000 * MS), 3).passes());
+        assert_eq!(sc.decide(0, Nanos(1000 * MS + 1), 3), Decision::Admitted);
     }
 }

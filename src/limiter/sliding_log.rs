@@ -1,18 +1,52 @@
 //! Sliding log: remember every request of the last window, exactly.
 //!
-//! Each key keeps a log of `(time, cost)`. An entry is live at `t` iff
-//! `time > t − W`, so an entry made at `s` expires at `s + W`.
+//! **What it models.** Each key keeps a log of `(time, cost)`. An entry is
+//! live at `t` iff `time > t − W`, so an entry made at `s` expires at
+//! `s + W`.
 //!
 //! ```text
 //! admit  ⇔  live cost + cost ≤ limit        then append (t, cost)
 //! ```
 //!
-//! No interval `(s − W, s]` ever passes more than `limit`: the sliding log is
-//! the exact answer to "at most N per W". It pays for that in memory — one
-//! timestamp per request in the window — which the `state_bytes_per_key`
-//! columns make visible next to the counters. With `count_rejected = true`
-//! rejected attempts are logged too (the common Redis sorted-set limiter that
-//! `ZADD`s before it counts), so a client that keeps retrying keeps itself out.
+//! No interval `(s − W, s]` ever passes more than `limit`: the sliding log
+//! is the exact answer to "at most N per W". With `count_rejected = true`
+//! rejected attempts are logged too, so a client that keeps retrying keeps
+//! itself out.
+//!
+//! **When to pick it.** When the limit must hold over every window, not
+//! just aligned ones, and the memory is affordable: it pays one timestamp
+//! per request in the window, which the `state_bytes_per_key` columns make
+//! visible next to the counters. [`super::sliding_counter`] approximates it
+//! in two counters.
+//!
+//! **In the wild.** The common Redis sorted-set limiter, which `ZADD`s
+//! before it counts (`count_rejected = true`); Python `limits`'
+//! `MovingWindowRateLimiter` with `boundary = "inclusive"` below (preset
+//! `python-limits-moving`).
+//!
+//! **Retry-after.** The live cost must drop by
+//! `excess = live + cost − limit` (with `count_rejected`, `live` already
+//! includes the refused attempt, logged first). Entries expire oldest
+//! first, so the request fits once the oldest entries whose costs add up to
+//! `excess` have gone — when the last of them, made at `s_j`, expires:
+//!
+//! ```text
+//! retry_after = s_j + W − t
+//! ```
+//!
+//! It is the smallest wait: with nothing arriving the live cost drops only
+//! when entries expire, in order of their times; a nanosecond before
+//! `s_j + W` entry `j` is still live and the oldest entries still add up to
+//! less than `excess`. It is at least 1 ns because entry `j` is live at
+//! `t`. No arithmetic is rounded. A `cost` above `limit` never fits: no
+//! retry-after.
+//!
+//! **Fresh-equivalent.** Once every entry has expired, at `s + W` for its
+//! newest entry `s`: an empty log is a new key's, and while any entry is
+//! live a request of `limit` is refused. The key is charged
+//! [`state_bytes::SLIDING_LOG_PER_ENTRY`] (8 bytes) per live entry, each an
+//! item of the ledger that expires at its own `s + W`, and nothing per key
+//! — the moment `redis/sliding_log.lua` sets its `PEXPIRE` to.
 //!
 //! ## `boundary = "inclusive"` (Python `limits` MovingWindow)
 //!
@@ -24,12 +58,15 @@
 //! ```
 //!
 //! That is the textbook rule with a window one nanosecond longer, which is
-//! how it is built: decisions differ from `exclusive` only when two
-//! arrivals are exactly `W` apart.
+//! how it is built — in its decisions, its retry-after and its memory alike:
+//! decisions differ from `exclusive` only when two arrivals are exactly `W`
+//! apart.
+//!
+//! [`state_bytes::SLIDING_LOG_PER_ENTRY`]: super::state_bytes::SLIDING_LOG_PER_ENTRY
 
 use std::collections::VecDeque;
 
-use super::{redis_bytes, state_bytes, Decision, Footprint, Keyed, Ledger, Limiter};
+use super::{redis_bytes, state_bytes, Decision, Ledger, Rule, Stored};
 use crate::clock::Nanos;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,7 +108,7 @@ impl Boundary {
 }
 
 #[derive(Debug, Clone, Default)]
-struct Log {
+pub struct Log {
     /// `(time, cumulative cost up to and including this entry)`, oldest first.
     entries: VecDeque<(u64, u64)>,
     /// Cumulative cost of everything already expired.
@@ -80,11 +117,13 @@ struct Log {
     total: u64,
 }
 
-pub struct SlidingLog {
+/// The sliding log's rule.
+pub struct SlidingLogRule {
     cfg: Config,
-    keys: Keyed<Log>,
-    ledger: Ledger,
 }
+
+/// A sliding log per key.
+pub type SlidingLog = Stored<SlidingLogRule>;
 
 impl SlidingLog {
     pub fn new(cfg: Config) -> Self {
@@ -100,34 +139,29 @@ impl SlidingLog {
                 ..cfg
             },
         };
-        SlidingLog {
-            cfg,
-            keys: Keyed::default(),
+        Stored::of(
+            SlidingLogRule { cfg },
             // Compact: 8 bytes per live entry. Redis: a sorted set, one
             // member per entry (`ZREMRANGEBYSCORE` prunes, `PEXPIRE` drops
             // the key with its last entry).
-            ledger: Ledger::new(
+            Ledger::new(
                 |entries, _| entries * state_bytes::SLIDING_LOG_PER_ENTRY,
                 redis_bytes::zset,
             ),
-        }
-    }
-
-    /// Fresh-equivalent once every entry has expired, at `s + W` for its
-    /// newest entry `s`: an empty log is a fresh key's, and while any entry
-    /// is live a request of `limit` is refused. Each entry is an item that
-    /// expires at its own `s + W`.
-    fn empty_at(&self, log: &Log) -> Nanos {
-        Nanos(
-            log.entries
-                .back()
-                .map_or(0, |&(s, _)| s + self.cfg.window.0),
         )
     }
+}
 
-    fn decide_inner(&mut self, key: u32, now: Nanos, cost: u64) -> Decision {
+impl Rule for SlidingLogRule {
+    type State = Log;
+
+    fn fresh(&self, _now: Nanos) -> Log {
+        Log::default()
+    }
+
+    fn decide(&self, log: &mut Log, now: Nanos, cost: u64) -> (Decision, Option<u64>) {
         let w = self.cfg.window.0;
-        let log = self.keys.entry(key, Log::default);
+        let before = log.total;
         while let Some(&(s, cum)) = log.entries.front() {
             if s + w > now.0 {
                 break;
@@ -141,11 +175,13 @@ impl SlidingLog {
             log.total += cost;
             log.entries.push_back((now.0, log.total));
         }
+        // The entry just logged, an item until it expires.
+        let added = (log.total != before).then_some(now.0 + w);
         if admit {
-            return Decision::Admitted;
+            return (Decision::Admitted, added);
         }
         if cost > self.cfg.limit {
-            return Decision::Rejected { retry_after: None };
+            return (Decision::Rejected { retry_after: None }, added);
         }
         // Passes once the live cost, plus this cost, fits: the oldest entries
         // must expire until their cost adds up to `excess`.
@@ -154,61 +190,32 @@ impl SlidingLog {
             .entries
             .partition_point(|&(_, cum)| cum - log.expired < excess);
         let (s, _) = log.entries[j];
-        Decision::Rejected {
-            retry_after: Some(Nanos(s + w - now.0)),
-        }
-    }
-}
-
-impl Limiter for SlidingLog {
-    fn decide(&mut self, key: u32, now: Nanos, cost: u64) -> Decision {
-        self.ledger.advance(now);
-        let before = self.keys.get(key).map_or(0, |l| l.total);
-        let decision = self.decide_inner(key, now, cost);
-        if let Some(log) = self.keys.get(key) {
-            let appended = (log.total != before).then_some(now.0 + self.cfg.window.0);
-            let at = self.empty_at(log);
-            self.ledger.hold(key, at, appended);
-        }
-        decision
+        let retry_after = Some(Nanos(s + w - now.0));
+        (Decision::Rejected { retry_after }, added)
     }
 
-    fn decide_detached(&mut self, key: u32, now: Nanos, cost: u64) -> (Decision, u32) {
-        // A decision on a copy writes nothing the store holds.
-        let saved = self.keys.save(key);
-        let decision = self.decide_inner(key, now, cost);
-        (decision, self.keys.detach(key, saved))
+    /// Fresh-equivalent once every entry has expired, at `s + W` for its
+    /// newest entry `s`: an empty log is a fresh key's, and while any entry
+    /// is live a request of `limit` is refused. Each entry is an item that
+    /// expires at its own `s + W`.
+    fn fresh_at(&self, log: &Log) -> Nanos {
+        Nanos(
+            log.entries
+                .back()
+                .map_or(0, |&(s, _)| s + self.cfg.window.0),
+        )
     }
 
-    fn write_back(&mut self, key: u32, ticket: u32, now: Nanos) {
-        // The stored log is replaced at `now`: its entries leave the store
-        // then, and the written ones (those still live) are held from then.
-        self.keys.attach(key, ticket);
-        self.ledger.advance(now);
-        if let Some(log) = self.keys.get(key) {
-            let w = self.cfg.window.0;
-            let at = self.empty_at(log);
-            let entries: Vec<u64> = log.entries.iter().map(|&(s, _)| s + w).collect();
-            self.ledger.replace(key, at, entries);
-        }
-    }
-
-    fn discard(&mut self, ticket: u32) {
-        self.keys.discard(ticket);
-    }
-
-    fn fresh_at(&self, key: u32) -> Nanos {
-        self.ledger.fresh_at(key)
-    }
-
-    fn footprint(&self, end: Nanos) -> Footprint {
-        self.ledger.footprint(self.keys.keys(), end)
+    fn items(&self, log: &Log) -> impl Iterator<Item = u64> {
+        let w = self.cfg.window.0;
+        log.entries.iter().map(move |&(s, _)| s + w)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::limiter::Limiter;
 
     const MS: u64 = 1_000_000;
 

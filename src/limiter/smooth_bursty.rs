@@ -1,31 +1,61 @@
 //! Smooth bursty: Guava's `RateLimiter.create(rate)` (SmoothBursty), asked
 //! with `tryAcquire(cost)` and no timeout.
 //!
-//! A token balance `T` that may go negative — a debt. It starts at 0
-//! (`start = "empty"`, as Guava) or at `capacity` (`"full"`) at the key's
-//! first request, refills at `rate` up to `capacity`, and:
+//! **What it models.** A token balance `T` per key that may go negative — a
+//! debt. It starts at 0 (`start = "empty"`, as Guava) or at `capacity`
+//! (`"full"`) at the key's first request, refills at `rate` up to
+//! `capacity`, and:
 //!
 //! ```text
 //! T(t) = min(capacity, T(last) + rate · (t − last))
 //! admit  ⇔  T(t) ≥ 0          then T −= cost      (any cost, even > capacity)
-//! retry_after = ⌈−T / rate⌉   (when the debt is paid off)
 //! ```
 //!
-//! The difference from the textbook `token_bucket` is who pays: the bucket
-//! admits a request as long as no debt is outstanding, however much it
-//! costs, and makes the *next* caller wait for it. One request of 100 passes
-//! a bucket of 10 at once; the following ones are refused until the 100 have
-//! been earned back. With unit costs and `start = "full"` it decides exactly
-//! as a token bucket of `capacity + 1` (the balance plus the one unit of
-//! debt it may run into). Guava's `maxPermits` is `rate × maxBurstSeconds`
-//! (one second by default), given here as `capacity`.
+//! A refused request takes nothing. The difference from the textbook
+//! [`super::token_bucket`] is who pays: the bucket admits a request as long
+//! as no debt is outstanding, however much it costs, and makes the *next*
+//! caller wait for it. One request of 100 passes a bucket of 10 at once;
+//! the following ones are refused until the 100 have been earned back. With
+//! unit costs and `start = "full"` it decides exactly as a token bucket of
+//! `capacity + 1` (the balance plus the one unit of debt it may run into).
 //!
-//! Exactness: with `rate = n/d` the balance is kept as `T · d` in signed
-//! integers, so a refill over `Δ` ns adds `Δ · n`.
+//! **When to pick it.** To see what a JVM service built on Guava does, or
+//! when an expensive request should go through now and be paid for by
+//! later ones rather than be refused outright.
+//!
+//! **In the wild.** Guava's `RateLimiter` (preset `guava`). Guava's
+//! `maxPermits` is `rate × maxBurstSeconds` (one second by default), given
+//! here as `capacity`; its `storedPermits` and `nextFreeTicketMicros` are
+//! `T` split into its positive and negative parts.
+//!
+//! **Retry-after.** A request is refused only while there is a debt, and
+//! the debt is paid off at `rate`:
+//!
+//! ```text
+//! retry_after = ⌈−T(t) / rate⌉
+//! ```
+//!
+//! It is the smallest wait: with nothing arriving `T` only grows, at
+//! `rate`, until it reaches `capacity ≥ 0`, so it first reaches 0 exactly
+//! then, and whatever the cost, a request passes once `T ≥ 0`. It is at
+//! least 1 ns because `T < 0`. Every refusal has a retry-after: no cost is
+//! too large to pass.
+//!
+//! **Fresh-equivalent.** With `start = "full"`, once refilled to
+//! `capacity`, as a token bucket: at `last + ⌈(capacity − T)/rate⌉`. With
+//! `start = "empty"` never: a new key has nothing, a rested one has
+//! `capacity`, and the two decide a burst differently for as long as the
+//! key lives — so the key is charged [`state_bytes::SMOOTH_BURSTY`] (16
+//! bytes) to the end of the run, and `redis/smooth_bursty.lua` sets no
+//! expiry (DESIGN §6).
+//!
+//! **Exactness.** With `rate = n/d` the balance is kept as `T · d` in
+//! signed integers, so a refill over `Δ` ns adds `Δ · n`; only the
+//! retry-after is rounded (up).
+//!
+//! [`state_bytes::SMOOTH_BURSTY`]: super::state_bytes::SMOOTH_BURSTY
 
-use super::{
-    detachable, redis_bytes, span, state_bytes, Decision, Footprint, Keyed, Ledger, Limiter,
-};
+use super::{redis_bytes, span, state_bytes, Decision, Ledger, Rule, Stored};
 use crate::clock::{Nanos, Rate};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,83 +96,69 @@ impl Start {
 }
 
 #[derive(Debug, Clone, Copy)]
-struct Balance {
+pub struct Balance {
     /// Tokens × rate denominator; negative is debt.
     tokens: i128,
     last: Nanos,
 }
 
-pub struct SmoothBursty {
+/// Smooth bursty's rule.
+pub struct SmoothBurstyRule {
     cfg: Config,
     /// Capacity × rate denominator.
     full: i128,
-    keys: Keyed<Balance>,
-    ledger: Ledger,
 }
+
+/// A smooth bursty limiter per key.
+pub type SmoothBursty = Stored<SmoothBurstyRule>;
 
 impl SmoothBursty {
     pub fn new(cfg: Config) -> Self {
-        SmoothBursty {
-            cfg,
-            full: cfg.capacity as i128 * cfg.rate.per_ns() as i128,
-            keys: Keyed::default(),
-            ledger: Ledger::fixed::<{ state_bytes::SMOOTH_BURSTY }, { redis_bytes::HASH }>(),
+        let full = cfg.capacity as i128 * cfg.rate.per_ns() as i128;
+        Stored::of(
+            SmoothBurstyRule { cfg, full },
+            Ledger::fixed::<{ state_bytes::SMOOTH_BURSTY }, { redis_bytes::HASH }>(),
+        )
+    }
+}
+
+impl Rule for SmoothBurstyRule {
+    type State = Balance;
+
+    fn fresh(&self, now: Nanos) -> Balance {
+        let tokens = match self.cfg.start {
+            Start::Empty => 0,
+            Start::Full => self.full,
+        };
+        Balance { tokens, last: now }
+    }
+
+    fn decide(&self, b: &mut Balance, now: Nanos, cost: u64) -> (Decision, Option<u64>) {
+        let (n, d) = (self.cfg.rate.tokens(), self.cfg.rate.per_ns());
+        let elapsed = (now.0 - b.last.0) as i128;
+        b.tokens = self.full.min(b.tokens.saturating_add(elapsed * n as i128));
+        b.last = now;
+        if b.tokens >= 0 {
+            b.tokens -= cost as i128 * d as i128;
+            return (Decision::Admitted, None);
         }
+        // The debt −T is paid off after −T / n ns (T is scaled by d).
+        let debt = b.tokens.unsigned_abs();
+        let retry_after = Some(span(debt.div_ceil(n)));
+        (Decision::Rejected { retry_after }, None)
     }
 
     /// Fresh-equivalent, with `start = "full"`, once refilled to capacity,
     /// as a token bucket. With `start = "empty"` never: a fresh key has
     /// nothing, a rested one has capacity (DESIGN §6 sets no expiry).
-    fn rehold(&mut self, key: u32) {
-        let Some(b) = self.keys.get(key) else { return };
-        let at = match self.cfg.start {
+    fn fresh_at(&self, b: &Balance) -> Nanos {
+        span(match self.cfg.start {
             Start::Empty => u128::MAX,
             Start::Full => {
                 let missing = (self.full - b.tokens).unsigned_abs();
                 b.last.0 as u128 + missing.div_ceil(self.cfg.rate.tokens())
             }
-        };
-        self.ledger.hold(key, span(at), []);
-    }
-
-    fn decide_inner(&mut self, key: u32, now: Nanos, cost: u64) -> Decision {
-        let (n, d) = (self.cfg.rate.tokens(), self.cfg.rate.per_ns());
-        let full = self.full;
-        let start = match self.cfg.start {
-            Start::Empty => 0,
-            Start::Full => full,
-        };
-        let b = self.keys.entry(key, || Balance {
-            tokens: start,
-            last: now,
-        });
-        let elapsed = (now.0 - b.last.0) as i128;
-        b.tokens = full.min(b.tokens.saturating_add(elapsed * n as i128));
-        b.last = now;
-        if b.tokens >= 0 {
-            b.tokens -= cost as i128 * d as i128;
-            return Decision::Admitted;
-        }
-        // The debt −T is paid off after −T / n ns (T is scaled by d).
-        let debt = b.tokens.unsigned_abs();
-        Decision::Rejected {
-            retry_after: Some(span(debt.div_ceil(n))),
-        }
-    }
-}
-
-impl Limiter for SmoothBursty {
-    fn decide(&mut self, key: u32, now: Nanos, cost: u64) -> Decision {
-        self.ledger.advance(now);
-        let decision = self.decide_inner(key, now, cost);
-        self.rehold(key);
-        decision
-    }
-
-    detachable!(keys);
-
-    fn footprint(&self, end: Nanos) -> Footprint {
-        self.ledger.footprint(self.keys.keys(), end)
+        })
     }
 }
 
@@ -150,6 +166,7 @@ impl Limiter for SmoothBursty {
 mod tests {
     use super::*;
     use crate::clock::parse_rate;
+    use crate::limiter::Limiter;
 
     const MS: u64 = 1_000_000;
 
@@ -234,5 +251,16 @@ mod tests {
         sb.decide(1, Nanos(0), 1);
         let f = sb.footprint(Nanos(10));
         assert_eq!((f.keys, f.peak_bytes), (2, 16));
+    }
+
+    #[test]
+    fn an_empty_start_is_never_fresh_again_and_a_full_one_is_once_refilled() {
+        let mut empty = bursty("10/1s", 2, Start::Empty);
+        empty.decide(0, Nanos(0), 1);
+        assert_eq!(empty.fresh_at(0), Nanos(u64::MAX));
+        let mut full = bursty("10/1s", 2, Start::Full);
+        full.decide(0, Nanos(0), 1);
+        // One of two missing: full again after 100ms.
+        assert_eq!(full.fresh_at(0), Nanos(100 * MS));
     }
 }

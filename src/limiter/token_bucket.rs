@@ -1,26 +1,58 @@
 //! Token bucket: a bucket of `capacity` tokens that refills continuously.
 //!
-//! The bucket starts full. Tokens flow in at `rate`, never beyond `capacity`;
-//! a request of `cost` passes iff the bucket holds at least `cost` tokens, and
-//! takes them:
+//! **What it models.** Each key has a bucket that starts full. Tokens flow
+//! in at `rate`, never beyond `capacity`; a request of `cost` passes iff the
+//! bucket holds at least `cost` tokens, and takes them. A refused request
+//! takes nothing.
 //!
 //! ```text
 //! tokens(t) = min(capacity, tokens(last) + rate · (t − last))
 //! admit  ⇔  tokens(t) ≥ cost          then tokens −= cost
 //! ```
 //!
-//! Pick it when short bursts are fine but the long-run rate is not: it lets a
-//! client that was quiet spend `capacity` at once, then holds it to `rate`.
-//! Today's Envoy local rate limit refills lazily exactly like this.
+//! **When to pick it.** When short bursts are fine but the long-run rate is
+//! not: a client that was quiet may spend `capacity` at once, and is then
+//! held to `rate`. Over any interval of length `Δ` it passes at most
+//! `capacity + rate·Δ`.
 //!
-//! Exactness: with `rate = n / d` (n tokens per d ns) the balance is kept as
-//! `tokens · d`, so a refill over `Δ` ns adds `Δ · n`, an integer. Nothing is ever rounded except a
-//! `retry_after`, which rounds up to the next whole nanosecond.
+//! **In the wild.** Today's Envoy local rate limit refills lazily exactly
+//! like this (preset `envoy`), and it is the textbook bucket. Go's
+//! `golang.org/x/time/rate` is the same bucket (preset
+//! `golang-x-time-rate`); at nanosecond timestamps it also admits a request
+//! whose exact wait is at most 1 ns, because it truncates. [`super::gcra`]
+//! decides exactly as this bucket with `capacity = burst`, in one timestamp.
+//!
+//! **Retry-after.** A refused request is short `need − tokens` (both scaled
+//! by the rate's denominator, see below); tokens arrive at `rate`, so it
+//! fits at `now + (need − tokens)/rate`, rounded up to the next whole
+//! nanosecond:
+//!
+//! ```text
+//! retry_after = ⌈(cost − tokens(t)) / rate⌉
+//! ```
+//!
+//! It is the smallest wait: with nothing arriving, the balance only grows,
+//! continuously and at `rate` until it reaches `capacity ≥ cost`, so the
+//! first moment it holds `cost` is exactly that one, and a nanosecond
+//! earlier it is still short. It is at least 1 ns because the request was
+//! short by something. A `cost` above `capacity` never fits: no
+//! retry-after.
+//!
+//! **Fresh-equivalent.** Once the bucket is full again, at
+//! `last + ⌈(capacity − tokens)/rate⌉`: a full bucket's past is forgotten
+//! (the refill is capped), so from then on every decision is a new key's.
+//! One nanosecond earlier a request of `capacity` is refused where a new
+//! key would admit it. The key is charged [`state_bytes::TOKEN_BUCKET`]
+//! (16 bytes: balance and timestamp) until then.
+//!
+//! **Exactness.** With `rate = n / d` (n tokens per d ns) the balance is
+//! kept as `tokens · d`, so a refill over `Δ` ns adds `Δ · n`, an integer.
+//! Nothing is ever rounded except a `retry_after`, which rounds up to the
+//! next whole nanosecond.
+//!
+//! [`state_bytes::TOKEN_BUCKET`]: super::state_bytes::TOKEN_BUCKET
 
-use super::{
-    detachable, redis_bytes, span, state_bytes, wait_until_scaled, Decision, Footprint, Keyed,
-    Ledger, Limiter,
-};
+use super::{redis_bytes, span, state_bytes, wait_until_scaled, Decision, Ledger, Rule, Stored};
 use crate::clock::{Nanos, Rate};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,80 +62,68 @@ pub struct Config {
 }
 
 #[derive(Debug, Clone, Copy)]
-struct Bucket {
+pub struct Bucket {
     /// Tokens × rate denominator.
     balance: u128,
     last: Nanos,
 }
 
-pub struct TokenBucket {
+/// The token bucket's rule.
+pub struct TokenBucketRule {
     cfg: Config,
     /// Capacity × rate denominator.
     full: u128,
-    keys: Keyed<Bucket>,
-    ledger: Ledger,
 }
+
+/// A token bucket per key.
+pub type TokenBucket = Stored<TokenBucketRule>;
 
 impl TokenBucket {
     pub fn new(cfg: Config) -> Self {
-        TokenBucket {
-            cfg,
-            full: cfg.capacity as u128 * cfg.rate.per_ns(),
-            keys: Keyed::default(),
-            ledger: Ledger::fixed::<{ state_bytes::TOKEN_BUCKET }, { redis_bytes::HASH }>(),
+        let full = cfg.capacity as u128 * cfg.rate.per_ns();
+        Stored::of(
+            TokenBucketRule { cfg, full },
+            Ledger::fixed::<{ state_bytes::TOKEN_BUCKET }, { redis_bytes::HASH }>(),
+        )
+    }
+}
+
+impl Rule for TokenBucketRule {
+    type State = Bucket;
+
+    fn fresh(&self, now: Nanos) -> Bucket {
+        Bucket {
+            balance: self.full,
+            last: now,
         }
+    }
+
+    fn decide(&self, b: &mut Bucket, now: Nanos, cost: u64) -> (Decision, Option<u64>) {
+        let (n, d) = (self.cfg.rate.tokens(), self.cfg.rate.per_ns());
+        let elapsed = (now.0 - b.last.0) as u128;
+        b.balance = self.full.min(b.balance + elapsed * n);
+        b.last = now;
+        if cost > self.cfg.capacity {
+            return (Decision::Rejected { retry_after: None }, None);
+        }
+        let need = cost as u128 * d;
+        if b.balance >= need {
+            b.balance -= need;
+            return (Decision::Admitted, None);
+        }
+        // Enough tokens at now + (need − balance) / n.
+        let at = now.0 as u128 * n + (need - b.balance);
+        let retry_after = Some(wait_until_scaled(now, at, n));
+        (Decision::Rejected { retry_after }, None)
     }
 
     /// Fresh-equivalent once refilled to capacity: a fresh key is a full
     /// bucket, and a full bucket's past is forgotten (the refill is capped),
     /// so from `last + (full − balance)/rate` on, every decision is a fresh
     /// key's. One nanosecond before, a request of `capacity` is refused.
-    fn rehold(&mut self, key: u32) {
-        let Some(b) = self.keys.get(key) else { return };
+    fn fresh_at(&self, b: &Bucket) -> Nanos {
         let missing = self.full - b.balance;
-        let at = b.last.0 as u128 + missing.div_ceil(self.cfg.rate.tokens());
-        self.ledger.hold(key, span(at), []);
-    }
-
-    fn decide_inner(&mut self, key: u32, now: Nanos, cost: u64) -> Decision {
-        let (n, d) = (self.cfg.rate.tokens(), self.cfg.rate.per_ns());
-        let full = self.full;
-        let b = self.keys.entry(key, || Bucket {
-            balance: full,
-            last: now,
-        });
-        let elapsed = (now.0 - b.last.0) as u128;
-        b.balance = full.min(b.balance + elapsed * n);
-        b.last = now;
-        if cost > self.cfg.capacity {
-            return Decision::Rejected { retry_after: None };
-        }
-        let need = cost as u128 * d;
-        if b.balance >= need {
-            b.balance -= need;
-            Decision::Admitted
-        } else {
-            // Enough tokens at now + (need − balance) / n.
-            let at = now.0 as u128 * n + (need - b.balance);
-            Decision::Rejected {
-                retry_after: Some(wait_until_scaled(now, at, n)),
-            }
-        }
-    }
-}
-
-impl Limiter for TokenBucket {
-    fn decide(&mut self, key: u32, now: Nanos, cost: u64) -> Decision {
-        self.ledger.advance(now);
-        let decision = self.decide_inner(key, now, cost);
-        self.rehold(key);
-        decision
-    }
-
-    detachable!(keys);
-
-    fn footprint(&self, end: Nanos) -> Footprint {
-        self.ledger.footprint(self.keys.keys(), end)
+        span(b.last.0 as u128 + missing.div_ceil(self.cfg.rate.tokens()))
     }
 }
 
@@ -111,6 +131,7 @@ impl Limiter for TokenBucket {
 mod tests {
     use super::*;
     use crate::clock::parse_rate;
+    use crate::limiter::Limiter;
 
     fn bucket(capacity: u64, rate: &str) -> TokenBucket {
         TokenBucket::new(Config {
@@ -230,5 +251,17 @@ mod tests {
         assert_eq!(f.byte_ns, 16 * 333_333_334);
         assert_eq!((f.peak_bytes, f.peak_total), (16, 16));
         assert_eq!(f.redis_peak_total, crate::limiter::redis_bytes::HASH);
+    }
+
+    #[test]
+    fn a_nanosecond_before_it_is_fresh_a_request_of_capacity_is_refused() {
+        let mut tb = bucket(5, "3/1s");
+        tb.decide(0, Nanos(0), 2);
+        // Two tokens missing: full again at ⌈2/3 s⌉.
+        assert_eq!(tb.fresh_at(0), Nanos(666_666_667));
+        let mut early = bucket(5, "3/1s");
+        early.decide(0, Nanos(0), 2);
+        assert!(!early.decide(0, Nanos(666_666_666), 5).passes());
+        assert_eq!(tb.decide(0, Nanos(666_666_667), 5), Decision::Admitted);
     }
 }

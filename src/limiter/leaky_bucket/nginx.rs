@@ -1,9 +1,10 @@
 //! nginx `limit_req` in nginx's own integers (`leaky_bucket.arithmetic =
 //! "nginx"`).
 //!
-//! nginx keeps, per key, `excess` in thousandths of a request and `last` in
-//! whole milliseconds, and its rate `r` in thousandths of a request per
-//! second (`10r/s` → 10000, `30r/m` → 500). At `t`, with `m = ⌊t / 1 ms⌋`:
+//! **What it models.** nginx keeps, per key, `excess` in thousandths of a
+//! request and `last` in whole milliseconds, and its rate `r` in
+//! thousandths of a request per second (`10r/s` → 10000, `30r/m` → 500).
+//! At `t`, with `m = ⌊t / 1 ms⌋`:
 //!
 //! ```text
 //! first request of a key:  excess = 0, last = m                     → admitted
@@ -24,36 +25,66 @@
 //! is admitted at once (at rates that divide 1000 r/s no exact wait is
 //! shorter than 1 ms, and the outcomes are the same too). At rates like
 //! `30r/m` the leak `⌊r·ms/1000⌋` drops fractions of a thousandth and the
-//! two drift apart. Pick it to reproduce an nginx's whole-ms delays.
+//! two drift apart.
 //!
-//! Retry-after is the smallest `d ≥ 1` ns at which this rule would accept:
-//! with `need = excess + 1000·cost − 1000·queue`, the first whole ms
-//! `m' = last + ⌈1000·need / r⌉`, so `d = m'·1 ms − t`.
+//! **When to pick it.** To reproduce what a real nginx does, down to its
+//! whole-ms delays and its rounding at slow rates; the exact shaper is the
+//! policy, this is the implementation.
+//!
+//! **In the wild.** nginx `limit_req` (preset `nginx`), checked against a
+//! real nginx 1.22 (`tests/fixtures/nginx`).
+//!
+//! **Retry-after.** The smallest `d ≥ 1` ns at which this rule would
+//! accept. A refusal changes nothing, and the rule reads the time only as
+//! `ms = m − last`, through a leak `⌊r·ms/1000⌋` that grows with it; the
+//! request is accepted once that leak reaches
+//! `need = excess + 1000·cost − 1000·queue`, i.e. from the first whole ms
+//!
+//! ```text
+//! m' = last + ⌈1000·need / r⌉         retry_after = m'·1 ms − t
+//! ```
+//!
+//! and not a nanosecond before, since every instant before `m'·1 ms` has a
+//! smaller `m`. It is at least 1 ns because `m' > m` (the request at `m`
+//! was refused). Every refusal has a retry-after: the leak eventually
+//! covers any cost.
+//!
+//! **Fresh-equivalent.** For requests of cost 1 (nginx has no cost), once
+//! the leak covers the excess and one more request: from
+//! `last + ⌈1000·(excess + 1000)/r⌉` ms, `e = 0`, the state a new key's
+//! first request leaves, and the request passes at once. (A costlier
+//! request would still find the key different: the first request of a key
+//! passes whatever its cost.) The key is charged
+//! [`state_bytes::LEAKY_BUCKET`] (16 bytes: `excess` and `last`) until
+//! then.
+//!
+//! [`state_bytes::LEAKY_BUCKET`]: crate::limiter::state_bytes::LEAKY_BUCKET
 
 use super::Config;
 use crate::clock::{Nanos, NANOS_PER_SEC};
-use crate::limiter::{
-    detachable, redis_bytes, span, state_bytes, Decision, Footprint, Keyed, Ledger, Limiter,
-};
+use crate::limiter::{redis_bytes, span, state_bytes, Decision, Ledger, Rule, Stored};
 
 const MS: u64 = 1_000_000;
 
 /// nginx's per-key node.
 #[derive(Debug, Clone, Copy)]
-struct Node {
+pub struct Node {
     /// Thousandths of a request.
     excess: u128,
     /// Whole ms.
     last: u64,
 }
 
-pub struct LimitReq {
+/// nginx's `limit_req` rule; a key's state is its node, `None` until its
+/// first request (nginx finds no node and makes one).
+pub struct LimitReqRule {
     cfg: Config,
     /// Thousandths of a request per second.
     r: u128,
-    keys: Keyed<Node>,
-    ledger: Ledger,
 }
+
+/// nginx's `limit_req` per key.
+pub type LimitReq = Stored<LimitReqRule>;
 
 /// nginx's rate for `cfg`: `⌊1000 · rate · 1 s⌋` thousandths per second; 0
 /// when the rate is below one thousandth per second (which the scenario
@@ -64,13 +95,53 @@ pub fn thousandths_per_sec(cfg: &Config) -> u128 {
 
 impl LimitReq {
     pub fn new(cfg: Config) -> Self {
-        LimitReq {
-            cfg,
-            // At least 1, so a rate the parser would refuse cannot divide by 0.
-            r: thousandths_per_sec(&cfg).max(1),
-            keys: Keyed::default(),
-            ledger: Ledger::fixed::<{ state_bytes::LEAKY_BUCKET }, { redis_bytes::LEAKY_HASH }>(),
+        Stored::of(
+            LimitReqRule {
+                cfg,
+                // At least 1, so a rate the parser would refuse cannot divide by 0.
+                r: thousandths_per_sec(&cfg).max(1),
+            },
+            Ledger::fixed::<{ state_bytes::LEAKY_BUCKET }, { redis_bytes::LEAKY_HASH }>(),
+        )
+    }
+}
+
+impl Rule for LimitReqRule {
+    type State = Option<Node>;
+
+    fn fresh(&self, _now: Nanos) -> Option<Node> {
+        None
+    }
+
+    fn decide(&self, node: &mut Option<Node>, now: Nanos, cost: u64) -> (Decision, Option<u64>) {
+        let (r, queue, delay) = (self.r, self.cfg.queue as u128, self.cfg.delay as u128);
+        let m = now.0 / MS;
+        let Some(node) = node else {
+            *node = Some(Node { excess: 0, last: m });
+            return (Decision::Admitted, None);
+        };
+        let ms = (m - node.last) as u128;
+        let e = (node.excess + 1000 * cost as u128).saturating_sub(r * ms / 1000);
+        if e > 1000 * queue {
+            // Accepted once ⌊r·ms'/1000⌋ ≥ need, i.e. ms' ≥ ⌈1000·need / r⌉.
+            let need = node.excess + 1000 * cost as u128 - 1000 * queue;
+            let at_ms = node.last as u128 + (1000 * need).div_ceil(r);
+            let retry_after = Some(span(at_ms * MS as u128 - now.0 as u128));
+            return (Decision::Rejected { retry_after }, None);
         }
+        node.excess = e;
+        if ms != 0 {
+            node.last = m;
+        }
+        let wait_ms = e.saturating_sub(1000 * delay) * 1000 / r;
+        let decision = if wait_ms == 0 {
+            Decision::Admitted
+        } else {
+            Decision::Delayed {
+                delay: span(wait_ms * MS as u128),
+            }
+        };
+        (decision, None)
     }
 
     /// Fresh-equivalent, for requests of cost 1 (nginx has no cost), once
@@ -79,62 +150,12 @@ impl LimitReq {
     /// key's first request leaves, and the request passes at once. (A
     /// costlier request would still find the key different: the first
     /// request of a key passes whatever its cost.)
-    fn rehold(&mut self, key: u32) {
-        let Some(node) = self.keys.get(key) else {
-            return;
+    fn fresh_at(&self, node: &Option<Node>) -> Nanos {
+        let Some(node) = node else {
+            return Nanos(0);
         };
         let ms = node.last as u128 + (1000 * (node.excess + 1000)).div_ceil(self.r);
-        self.ledger.hold(key, span(ms * MS as u128), []);
-    }
-
-    fn decide_inner(&mut self, key: u32, now: Nanos, cost: u64) -> Decision {
-        let (r, queue, delay) = (self.r, self.cfg.queue as u128, self.cfg.delay as u128);
-        let m = now.0 / MS;
-        let mut fresh = false;
-        let node = self.keys.entry(key, || {
-            fresh = true;
-            Node { excess: 0, last: m }
-        });
-        if fresh {
-            return Decision::Admitted;
-        }
-        let ms = (m - node.last) as u128;
-        let e = (node.excess + 1000 * cost as u128).saturating_sub(r * ms / 1000);
-        if e > 1000 * queue {
-            // Accepted once ⌊r·ms'/1000⌋ ≥ need, i.e. ms' ≥ ⌈1000·need / r⌉.
-            let need = node.excess + 1000 * cost as u128 - 1000 * queue;
-            let at_ms = node.last as u128 + (1000 * need).div_ceil(r);
-            return Decision::Rejected {
-                retry_after: Some(span(at_ms * MS as u128 - now.0 as u128)),
-            };
-        }
-        node.excess = e;
-        if ms != 0 {
-            node.last = m;
-        }
-        let wait_ms = e.saturating_sub(1000 * delay) * 1000 / r;
-        if wait_ms == 0 {
-            Decision::Admitted
-        } else {
-            Decision::Delayed {
-                delay: span(wait_ms * MS as u128),
-            }
-        }
-    }
-}
-
-impl Limiter for LimitReq {
-    fn decide(&mut self, key: u32, now: Nanos, cost: u64) -> Decision {
-        self.ledger.advance(now);
-        let decision = self.decide_inner(key, now, cost);
-        self.rehold(key);
-        decision
-    }
-
-    detachable!(keys);
-
-    fn footprint(&self, end: Nanos) -> Footprint {
-        self.ledger.footprint(self.keys.keys(), end)
+        span(ms * MS as u128)
     }
 }
 
@@ -143,6 +164,7 @@ mod tests {
     use super::super::Arithmetic;
     use super::*;
     use crate::clock::parse_rate;
+    use crate::limiter::Limiter;
 
     fn limit_req(rate: &str, queue: u64, delay: u64) -> LimitReq {
         LimitReq::new(Config {
@@ -159,9 +181,9 @@ mod tests {
 
     #[test]
     fn nginx_rates_are_thousandths_of_a_request_per_second() {
-        assert_eq!(limit_req("10/1s", 0, 0).r, 10_000);
-        assert_eq!(limit_req("30/1m", 0, 0).r, 500);
-        assert_eq!(limit_req("1/1m", 0, 0).r, 16);
+        assert_eq!(limit_req("10/1s", 0, 0).rule().r, 10_000);
+        assert_eq!(limit_req("30/1m", 0, 0).rule().r, 500);
+        assert_eq!(limit_req("1/1m", 0, 0).rule().r, 16);
     }
 
     #[test]
@@ -257,5 +279,32 @@ mod tests {
                 retry_after: Some(ms(0) + ms(1000) - ms(1))
             }
         );
+    }
+
+    #[test]
+    fn a_key_is_fresh_once_the_leak_covers_its_excess_and_one_more_request() {
+        let mut lr = limit_req("10/1s", 2, 0);
+        lr.decide(0, ms(0), 1);
+        lr.decide(0, ms(0), 1);
+        // excess 1000 at last = 0: ⌈1000·2000/10000⌉ = 200 ms.
+        assert_eq!(lr.fresh_at(0), ms(200));
+        assert_eq!(lr.decide(0, ms(200), 1), Decision::Admitted);
+        // e = 0 and last = 200: what a new key's first request leaves.
+        assert_eq!(lr.fresh_at(0), ms(300));
+    }
+
+    #[test]
+    fn no_cost_is_refused_for_good() {
+        let mut lr = limit_req("10/1s", 0, 0);
+        assert_eq!(lr.decide(0, ms(0), 1), Decision::Admitted);
+        // need = 1000·10: the leak covers it after 1000 ms.
+        assert_eq!(
+            lr.decide(0, ms(0), 10),
+            Decision::Rejected {
+                retry_after: Some(ms(1000))
+            }
+        );
+        assert!(!lr.decide(0, ms(1000) - Nanos(1), 10).passes());
+        assert_eq!(lr.decide(0, ms(1000), 10), Decision::Admitted);
     }
 }

@@ -1,0 +1,210 @@
+//! Where the keys' states live, apart from the rules that decide on them.
+//!
+//! The separation is `governor`'s: its GCRA is a pure function from a key's
+//! old state to a decision and a new state, and a `StateStore` keeps the
+//! states. Here a [`Rule`] decides on one key's state, handed to it, and
+//! [`Stored`] keeps every key's state in a [`Keyed`] table, charges it to
+//! the [`Ledger`], and makes the pair a [`Limiter`] — including the
+//! read-then-write of an instance that reads a shared store, decides on its
+//! copy and writes it back later, which no rule needs to know about.
+
+use super::{Decision, Footprint, Ledger, Limiter};
+use crate::clock::Nanos;
+
+/// One algorithm's decision rule for one key: its parameters, and what it
+/// does to a key's state.
+pub trait Rule: Send {
+    /// One key's state.
+    type State: Clone + Send;
+
+    /// A key's state before its first request, which arrives at `now`.
+    fn fresh(&self, now: Nanos) -> Self::State;
+
+    /// Decides a request of `cost` arriving at `now` on `state`, leaving it
+    /// as the decision left it; with the expiry of the item (log entry,
+    /// window count) the decision added to it, if any.
+    fn decide(&self, state: &mut Self::State, now: Nanos, cost: u64) -> (Decision, Option<u64>);
+
+    /// From when `state` is equivalent to a fresh key's if nothing else
+    /// arrives: every request from then on is decided as for a key never
+    /// seen (the ledger counts the key until then).
+    fn fresh_at(&self, state: &Self::State) -> Nanos;
+
+    /// The items `state` holds (log entries, window counts), by the moment
+    /// each expires; none for a rule whose state is a fixed size.
+    fn items(&self, _state: &Self::State) -> impl Iterator<Item = u64> {
+        std::iter::empty()
+    }
+}
+
+/// A [`Rule`] with every key's state and the ledger of what they hold: a
+/// [`Limiter`].
+pub struct Stored<R: Rule> {
+    rule: R,
+    keys: Keyed<R::State>,
+    ledger: Ledger,
+}
+
+impl<R: Rule> Stored<R> {
+    /// `rule` with no key yet, its keys charged in `ledger`.
+    pub fn of(rule: R, ledger: Ledger) -> Self {
+        Stored {
+            rule,
+            keys: Keyed::default(),
+            ledger,
+        }
+    }
+
+    /// The rule, with its parameters.
+    pub fn rule(&self) -> &R {
+        &self.rule
+    }
+}
+
+impl<R: Rule> Limiter for Stored<R> {
+    fn decide(&mut self, key: u32, now: Nanos, cost: u64) -> Decision {
+        self.ledger.advance(now);
+        let rule = &self.rule;
+        let state = self.keys.entry(key, || rule.fresh(now));
+        let (decision, added) = rule.decide(state, now, cost);
+        self.ledger.hold(key, rule.fresh_at(state), added);
+        decision
+    }
+
+    fn footprint(&self, end: Nanos) -> Footprint {
+        self.ledger.footprint(self.keys.keys(), end)
+    }
+
+    fn fresh_at(&self, key: u32) -> Nanos {
+        self.ledger.fresh_at(key)
+    }
+
+    fn decide_detached(&mut self, key: u32, now: Nanos, cost: u64) -> (Decision, u32) {
+        // A decision on a copy writes nothing the store holds.
+        let saved = self.keys.save(key);
+        let rule = &self.rule;
+        let state = self.keys.entry(key, || rule.fresh(now));
+        let (decision, _) = rule.decide(state, now, cost);
+        (decision, self.keys.detach(key, saved))
+    }
+
+    fn write_back(&mut self, key: u32, ticket: u32, now: Nanos) {
+        // The stored state is replaced at `now`: what it held leaves the
+        // store then, and what the written copy holds is held from then.
+        self.keys.attach(key, ticket);
+        self.ledger.advance(now);
+        if let Some(state) = self.keys.get(key) {
+            let at = self.rule.fresh_at(state);
+            self.ledger.replace(key, at, self.rule.items(state));
+        }
+    }
+
+    fn discard(&mut self, ticket: u32) {
+        self.keys.discard(ticket);
+    }
+}
+
+/// Per-key state in a dense table indexed by key id: no hashing and no
+/// allocation per request once a key has been seen.
+#[derive(Debug, Clone)]
+pub struct Keyed<S> {
+    states: Vec<Option<S>>,
+    keys: u64,
+    /// Copies taken out by read-then-write decisions, by ticket.
+    detached: Vec<Option<S>>,
+    free: Vec<u32>,
+}
+
+impl<S> Default for Keyed<S> {
+    fn default() -> Self {
+        Keyed {
+            states: Vec::new(),
+            keys: 0,
+            detached: Vec::new(),
+            free: Vec::new(),
+        }
+    }
+}
+
+impl<S: Clone> Keyed<S> {
+    /// A copy of `key`'s state, if it has one.
+    pub fn save(&self, key: u32) -> Option<S> {
+        self.states.get(key as usize).cloned().flatten()
+    }
+
+    /// Takes the state a decision just left for `key`, puts `saved` back in
+    /// its place, and keeps the taken state under a new ticket.
+    pub fn detach(&mut self, key: u32, saved: Option<S>) -> u32 {
+        let slot = &mut self.states[key as usize];
+        let computed = slot.take();
+        if saved.is_none() {
+            // The decision created the key; the store never saw it.
+            self.keys -= 1;
+        }
+        *slot = saved;
+        match self.free.pop() {
+            Some(t) => {
+                self.detached[t as usize] = computed;
+                t
+            }
+            None => {
+                self.detached.push(computed);
+                (self.detached.len() - 1) as u32
+            }
+        }
+    }
+
+    /// `key`'s state becomes the copy under `ticket`.
+    pub fn attach(&mut self, key: u32, ticket: u32) {
+        let computed = self.detached[ticket as usize].take();
+        self.free.push(ticket);
+        let i = key as usize;
+        if i >= self.states.len() {
+            self.states.resize_with(i + 1, || None);
+        }
+        if self.states[i].is_none() && computed.is_some() {
+            self.keys += 1;
+        }
+        if computed.is_some() {
+            self.states[i] = computed;
+        }
+    }
+
+    /// The copy kept under `ticket`, if it holds one.
+    pub fn detached(&self, ticket: u32) -> Option<&S> {
+        self.detached.get(ticket as usize).and_then(Option::as_ref)
+    }
+
+    /// `key`'s stored state, if it has one.
+    pub fn get(&self, key: u32) -> Option<&S> {
+        self.states.get(key as usize).and_then(Option::as_ref)
+    }
+
+    pub fn discard(&mut self, ticket: u32) {
+        self.detached[ticket as usize] = None;
+        self.free.push(ticket);
+    }
+}
+
+impl<S> Keyed<S> {
+    /// The state for `key`, created by `init` on its first request.
+    pub fn entry(&mut self, key: u32, init: impl FnOnce() -> S) -> &mut S {
+        let i = key as usize;
+        if i >= self.states.len() {
+            self.states.resize_with(i + 1, || None);
+        }
+        let slot = &mut self.states[i];
+        if slot.is_none() {
+            self.keys += 1;
+        }
+        slot.get_or_insert_with(init)
+    }
+
+    pub fn keys(&self) -> u64 {
+        self.keys
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &S> {
+        self.states.iter().flatten()
+    }
+}
