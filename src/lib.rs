@@ -10,6 +10,7 @@
 //! [`explain`] the guided walkthroughs; [`onboard`] writes the built-in
 //! scenarios out to edit.
 
+pub mod accesslog;
 pub mod app;
 pub mod builtin;
 pub mod cli;

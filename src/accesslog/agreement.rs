@@ -1,0 +1,1 @@
+//! Agreement with the gateway (DESIGN §8).
