@@ -60,6 +60,17 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Init(args) => {
             crate::onboard::init_command(&args.name, args.file.as_deref(), args.force)
         }
+        Command::Import(args) => {
+            let options = crate::import::Options {
+                trace: args.trace,
+                envoy_timer: args.envoy_timer,
+            };
+            let text = crate::import::import(&args.files, &options)?;
+            let mut out = io::stdout().lock();
+            out.write_all(text.as_bytes())?;
+            out.flush()?;
+            Ok(())
+        }
     }
 }
 

@@ -20,6 +20,7 @@ pub mod engine;
 pub mod error;
 pub mod estimate;
 pub mod explain;
+pub mod import;
 pub mod limiter;
 pub mod metrics;
 pub mod onboard;
