@@ -14,6 +14,7 @@ use std::path::Path;
 use anyhow::Context;
 use rayon::prelude::*;
 
+use crate::accesslog::agreement;
 use crate::builtin;
 use crate::cli::{Cli, Command, ExplainArgs, ExportCommand, ExportRedisArgs, Format, RunArgs};
 use crate::clock::Nanos;
@@ -118,6 +119,9 @@ fn run_command(args: RunArgs) -> anyhow::Result<()> {
         Format::Json => stdout.write_all(report::json::to_string(&report).as_bytes())?,
         Format::Table => {
             stdout.write_all(report::table::render(&report).as_bytes())?;
+            let top = report::top_keys::read(&out);
+            stdout.write_all(report::top_keys::render(&top, 5, false).as_bytes())?;
+            stdout.write_all(agreement::render(&out, false).as_bytes())?;
             writeln!(stdout, "\nresults in {}", out.display())?;
         }
     }
@@ -156,12 +160,17 @@ fn simulate_into(
 ) -> anyhow::Result<Report> {
     let decisions = options.decisions;
     let part = |i: usize| dir.join(format!("decisions.part{i}.csv"));
+    let agreements = agreement::Slots::default();
     let runs: Vec<LimiterRun> = (0..scenario.limiters.len())
         .into_par_iter()
         .map(|i| -> anyhow::Result<LimiterRun> {
             let progress = |t: Nanos, events: u64| progress(i, t, events);
+            let mut agree = agreement::Agreement::new(scenario, i)?;
             if !decisions {
-                return engine::simulate(scenario, i, None, &progress);
+                let sink = agree.as_mut().map(|a| a as &mut dyn engine::DecisionSink);
+                let run = engine::simulate(scenario, i, sink, &progress)?;
+                agreements.put(i, agree);
+                return Ok(run);
             }
             let spec = &scenario.limiters[i];
             let file = File::create(part(i)).context("cannot write the decision log")?;
@@ -171,11 +180,22 @@ fn simulate_into(
                 spec.key_by,
                 &scenario.population,
             );
-            let run = engine::simulate(scenario, i, Some(&mut log), &progress)?;
+            let run = engine::simulate(
+                scenario,
+                i,
+                Some(&mut agreement::Tee(&mut log, agree.as_mut())),
+                &progress,
+            )?;
             log.finish()?.flush()?;
+            agreements.put(i, agree);
             Ok(run)
         })
         .collect::<anyhow::Result<_>>()?;
+    agreements.write(scenario, dir)?;
+    report::top_keys::write(
+        &report::top_keys::collect(scenario, &runs),
+        File::create(dir.join(report::top_keys::FILE)).context("cannot write top_keys.csv")?,
+    )?;
 
     let report = Report::new(scenario, runs);
     let create = |name: &str| -> anyhow::Result<BufWriter<File>> {

@@ -485,6 +485,48 @@ impl AccessLog {
     }
 }
 
+/// For `summary.md`: how each access log was read (whole-second stamps
+/// placed by `subsecond`, bad lines skipped), from `summary.json`.
+pub fn summary_notes(dir: &std::path::Path) -> String {
+    let Ok(text) = std::fs::read_to_string(dir.join("summary.json")) else {
+        return String::new();
+    };
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else {
+        return String::new();
+    };
+    let mut out = String::new();
+    let sources = v["scenario"]["traffic"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    for t in sources.iter().filter(|t| t.get("format").is_some()) {
+        let s = |k: &str| t[k].as_str().unwrap_or_default().to_string();
+        out.push_str(&format!(
+            "- `{}`: {} log `{}`, {} requests",
+            s("name"),
+            s("format"),
+            s("path"),
+            t["rows"]
+        ));
+        if let Some(l) = t["location"].as_str() {
+            out.push_str(&format!(" in location `{l}`"));
+        }
+        out.push_str(&format!(", re-ordered within {}", s("reorder")));
+        if let Some(sub) = t["subsecond"].as_str() {
+            out.push_str(&format!("; subsecond {sub}"));
+        }
+        match t["bad_lines_skipped"].as_u64() {
+            Some(0) | None => {}
+            Some(n) => out.push_str(&format!("; **{n} bad lines skipped**")),
+        }
+        out.push_str(".\n");
+    }
+    if out.is_empty() {
+        return out;
+    }
+    format!("## Access logs\n\n{out}\n")
+}
+
 /// The requests of a log in replay order (see [`AccessLog::requests`]).
 pub struct Requests {
     pipeline: Pipeline,

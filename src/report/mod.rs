@@ -12,6 +12,7 @@ pub mod csv;
 pub mod json;
 pub mod markdown;
 pub mod table;
+pub mod top_keys;
 
 use crate::clock::{decimal_places, Nanos};
 use crate::engine::LimiterRun;
