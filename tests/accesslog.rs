@@ -259,7 +259,7 @@ fn a_line_older_than_the_reorder_window_is_a_bad_line() {
         ])
         .assert()
         .success();
-    assert!(read_text(&out.join("summary.json")).contains("\"bad_lines_skipped\":1"));
+    assert!(read_text(&out.join("summary.json")).contains("\"bad_lines_skipped\": 1"));
     assert!(read_text(&out.join("summary.md")).contains("**1 bad lines skipped**"));
 }
 
