@@ -1869,3 +1869,49 @@ fn every_shipped_scenario_has_its_claims_checked_here() {
         );
     }
 }
+
+// ---------------------------------------------------------------------------
+// access-log
+// ---------------------------------------------------------------------------
+
+#[test]
+fn access_log_victims_are_as_its_comments_say() {
+    says(
+        "access-log",
+        &[
+            "under nginx only the three exporters (10.0.9.x) are rejected; an ordinary client is at most delayed (by under 400 ms",
+            "about 79% here",
+            "burst=10 queues up to 10 requests per client and delays them to 5/s",
+        ],
+    );
+    let r = run("access-log", &["--decisions"]);
+    let all = decisions(&r);
+    for d in of(&all, "nginx-api") {
+        if d.outcome == "rejected" {
+            assert!(d.key.starts_with("10.0.9."), "{d:?}");
+        } else if d.key.starts_with("10.0.1.") {
+            assert!(d.delay_ns < 400_000_000, "{d:?}");
+        }
+    }
+    let envoy = of(&all, "envoy-local");
+    assert!(envoy
+        .iter()
+        .any(|d| d.outcome == "rejected" && d.client.starts_with("10.0.1.")));
+    let s = Summary::of(&r);
+    assert!(s.u("nginx-api", "delayed") > 0 && s.u("nginx-api", "rejected") > 0);
+    let top = read_text(&r.dir.join("top_keys.csv"));
+    assert!(
+        top.lines()
+            .nth(1)
+            .unwrap()
+            .starts_with("nginx-api,1,10.0.9."),
+        "{top}"
+    );
+    let collateral = s.text("envoy-local", "collateral_share");
+    within(
+        "envoy collateral",
+        collateral.parse::<f64>().unwrap(),
+        0.78,
+        0.80,
+    );
+}

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use assert_cmd::Command;
 
 /// The built-in scenarios, each also shipped as `scenarios/<name>.toml`.
-pub const SHIPPED: [&str; 12] = [
+pub const SHIPPED: [&str; 13] = [
     "boundary",
     "steady",
     "poisson",
@@ -20,6 +20,7 @@ pub const SHIPPED: [&str; 12] = [
     "outage",
     "race",
     "libraries",
+    "access-log",
 ];
 
 /// DESIGN §3: the columns `summary.csv` starts with, named exactly.
