@@ -186,7 +186,7 @@ fn requests_of(toml: &Path) -> Vec<Request> {
     };
     let mut r = t.log.as_ref().unwrap().requests().unwrap();
     let mut out = Vec::new();
-    while let Some(x) = r.next().unwrap() {
+    while let Some(x) = r.next_request().unwrap() {
         out.push(x);
     }
     out
@@ -526,7 +526,7 @@ fn on_the_real_nginx_log_the_imported_config_agrees_with_nginx_but_for_milliseco
         };
         let mut r = t.log.as_ref().unwrap().requests().unwrap();
         let mut reqs = Vec::new();
-        while let Some(x) = r.next().unwrap() {
+        while let Some(x) = r.next_request().unwrap() {
             reqs.push(x);
         }
         let mut shift: HashMap<u64, i64> = HashMap::new();
@@ -581,7 +581,7 @@ fn on_the_real_nginx_log_the_imported_config_agrees_with_nginx_but_for_milliseco
                 for d in [-1i64, 1] {
                     let mut s2 = shift.clone();
                     s2.insert(cand, d);
-                    if first_disagreement(&s2).is_none_or(|(p2, _)| p2 > pos) {
+                    if first_disagreement(&s2).map_or(true, |(p2, _)| p2 > pos) {
                         shift = s2;
                         fixed = true;
                         break;

@@ -4,7 +4,10 @@
 //! an Envoy log) and the log carries the gateway's verdicts, every
 //! decision is set beside the verdict of the same line.
 //!
-//! `agreement.csv` counts `(gateway, ratesim)` pairs per limiter;
+//! `agreement.csv` counts `(gateway, ratesim)` pairs per limiter (gateway
+//! `passed`, `delayed`, `rejected`; `not_rejected` when the log has only a
+//! status, which cannot tell a delay from a pass; `none` for a line
+//! without a verdict);
 //! `disagreements.csv` names the first [`FIRST`] lines where they differ.
 //! Gateway verdicts: nginx `$limit_req_status` (PASSED, DELAYED,
 //! REJECTED, `_DRY_RUN` as the verdict it would have been), else `$status`
@@ -116,7 +119,7 @@ impl DecisionSink for Agreement {
         if a.attempt != 1 {
             return Ok(());
         }
-        let Some(r) = self.requests.next()? else {
+        let Some(r) = self.requests.next_request()? else {
             anyhow::bail!(
                 "agreement for {}: more decisions than log lines",
                 self.limiter
@@ -129,7 +132,12 @@ impl DecisionSink for Agreement {
                 r.line
             );
         }
-        let gateway = r.verdict.map_or("none", Verdict::as_str);
+        let gateway = match r.verdict {
+            None => "none",
+            // A status says rejected or not; not whether it was delayed.
+            Some(Verdict::Passed) if !self.delays => "not_rejected",
+            Some(v) => v.as_str(),
+        };
         let ratesim = outcome(a.decision);
         *self.counts.entry((gateway, ratesim)).or_default() += 1;
         if !self.agrees(r.verdict, a.decision) && self.lines.len() < FIRST {
@@ -221,7 +229,7 @@ pub fn read(dir: &Path) -> Vec<(String, u64, u64, Vec<String>)> {
             continue;
         };
         let n: u64 = n.parse().unwrap_or(0);
-        if out.last().is_none_or(|(name, ..)| name != l) {
+        if out.last().map_or(true, |(name, ..)| name != l) {
             out.push((l.to_string(), 0, 0, Vec::new()));
         }
         let e = out.last_mut().expect("just pushed");

@@ -535,7 +535,7 @@ pub struct Requests {
 }
 
 impl Requests {
-    pub fn next(&mut self) -> anyhow::Result<Option<Request>> {
+    pub fn next_request(&mut self) -> anyhow::Result<Option<Request>> {
         let ids = &self.ids;
         let mut lookup = |c: &str, i: &str| Some((*ids.clients.get(c)?, *ids.ips.get(i)?));
         self.pipeline
@@ -551,7 +551,7 @@ struct LogStream {
 
 impl Stream for LogStream {
     fn next(&mut self) -> anyhow::Result<Option<Arrival>> {
-        Ok(match self.requests.next()? {
+        Ok(match self.requests.next_request()? {
             Some(r) if r.time <= self.end => Some(Arrival {
                 time: r.time,
                 client: r.client,
@@ -659,6 +659,9 @@ struct InSecond {
     p: Pending,
 }
 
+/// Names a request's client and address by their ids (`None`: unknown).
+type Intern<'a> = &'a mut dyn FnMut(&str, &str) -> Option<(u32, u32)>;
+
 /// Lines → requests in replay order.
 struct Pipeline {
     lines: Lines,
@@ -728,7 +731,7 @@ impl Pipeline {
                 );
             }
         }
-        if self.latest.is_none_or(|(l, _)| p.arrival > l) {
+        if self.latest.map_or(true, |(l, _)| p.arrival > l) {
             self.latest = Some((p.arrival, p.line));
         }
         self.heap.push(Reverse(p));
@@ -763,10 +766,7 @@ impl Pipeline {
     }
 
     /// Reads one line into the window.
-    fn read_one(
-        &mut self,
-        intern: &mut dyn FnMut(&str, &str) -> Option<(u32, u32)>,
-    ) -> Result<(), String> {
+    fn read_one(&mut self, intern: Intern) -> Result<(), String> {
         let format = Arc::clone(&self.format);
         let bytes = match self.lines.next()? {
             None => {
@@ -867,10 +867,7 @@ impl Pipeline {
         }
     }
 
-    fn next(
-        &mut self,
-        intern: &mut dyn FnMut(&str, &str) -> Option<(u32, u32)>,
-    ) -> Result<Option<Request>, String> {
+    fn next(&mut self, intern: Intern) -> Result<Option<Request>, String> {
         loop {
             if let Some(&Reverse(top)) = self.heap.peek() {
                 let ready = self.eof

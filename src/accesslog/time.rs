@@ -48,6 +48,7 @@ fn days_in_month(y: i64, m: u32) -> u32 {
 
 /// Nanoseconds since the epoch of a civil time with an offset from UTC
 /// in seconds (east positive).
+#[allow(clippy::too_many_arguments)]
 fn civil(
     y: i64,
     mo: u32,

@@ -110,12 +110,23 @@ pub fn read(dir: &Path) -> Vec<Row> {
         .collect()
 }
 
-/// The top `n` keys of each limiter that rejected anything, as aligned
-/// text (the terminal) or a Markdown table.
+/// The top `n` keys of each limiter that rejected anything, as a Markdown
+/// table, or as aligned text for the terminal (there only for limiters
+/// that rejected two keys or more).
 pub fn render(rows: &[Row], n: usize, markdown: bool) -> String {
+    // The terminal names keys only where there is a choice of whom to
+    // blame: a limiter that rejected requests of two keys or more.
+    let several = |limiter: &str| {
+        markdown
+            || rows
+                .iter()
+                .filter(|r| r.limiter == limiter && r.rejected > 0)
+                .nth(1)
+                .is_some()
+    };
     let shown: Vec<&Row> = rows
         .iter()
-        .filter(|r| r.rank <= n && r.rejected > 0)
+        .filter(|r| r.rank <= n && r.rejected > 0 && several(&r.limiter))
         .collect();
     if shown.is_empty() {
         return String::new();
