@@ -8,6 +8,7 @@ use std::fs;
 use std::io::{self, Write};
 use std::path::Path;
 
+use crate::accesslog::agreement;
 use crate::builtin;
 use crate::cli::{Cli, Command, ExplainArgs, ExportCommand, ExportRedisArgs, Format, RunArgs};
 use crate::error::InputError;
@@ -54,6 +55,17 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Init(args) => {
             crate::onboard::init_command(&args.name, args.file.as_deref(), args.force)
         }
+        Command::Import(args) => {
+            let options = crate::import::Options {
+                trace: args.trace,
+                envoy_timer: args.envoy_timer,
+            };
+            let text = crate::import::import(&args.files, &options)?;
+            let mut out = io::stdout().lock();
+            out.write_all(text.as_bytes())?;
+            out.flush()?;
+            Ok(())
+        }
     }
 }
 
@@ -89,6 +101,9 @@ fn run_command(args: RunArgs) -> anyhow::Result<()> {
         Format::Json => report::json::write(&report, &mut stdout)?,
         Format::Table => {
             report::table::write(&report, &mut stdout)?;
+            let top = report::top_keys::read(&out);
+            stdout.write_all(report::top_keys::render(&top, 5, false).as_bytes())?;
+            stdout.write_all(agreement::render(&out, false).as_bytes())?;
             writeln!(stdout, "\nresults in {}", out.display())?;
         }
     }

@@ -89,6 +89,14 @@ pub static SCENARIOS: &[Builtin] = &[
             include_bytes!("../scenarios/traces/sample.csv"),
         )],
     },
+    Builtin {
+        name: "access-log",
+        toml: include_str!("../scenarios/access-log.toml"),
+        files: &[(
+            "traces/access.log",
+            include_bytes!("../scenarios/traces/access.log"),
+        )],
+    },
 ];
 
 /// The built-in scenario called `name` (with or without `.toml`).

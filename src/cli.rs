@@ -76,6 +76,25 @@ pub enum Command {
     /// Print or write ratesim's algorithms for production use
     #[command(subcommand)]
     Export(ExportCommand),
+    /// Turn a gateway's rate-limit config into a commented scenario (stdout)
+    #[command(
+        after_help = "Examples:\n  ratesim import nginx.conf --trace access.log > replay.toml\n  ratesim import envoy.yaml --envoy-timer\n  ratesim import ratelimit-config.yaml\n\nReads nginx limit_req_zone/limit_req (implementation \"nginx\"), Envoy's local_ratelimit filter\n(\"envoy\", or \"envoy-timer\" with --envoy-timer) and envoyproxy/ratelimit YAML (\"envoy-ratelimit\").\nEach limiter names the directive it came from; what ratesim does not model is listed in a comment.\nWith --trace LOG the scenario replays that access log (its path as given, relative to the\nscenario file). Exit status 2 naming file:line for a config ratesim cannot read."
+    )]
+    Import(ImportArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ImportArgs {
+    /// nginx .conf, Envoy YAML/JSON, or envoyproxy/ratelimit YAML files
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Replay this access log (written into the scenario as given)
+    #[arg(long, value_name = "LOG")]
+    pub trace: Option<String>,
+    /// Envoy's earlier timer-refilled bucket (interval_bucket) instead of
+    /// today's lazy token bucket
+    #[arg(long)]
+    pub envoy_timer: bool,
 }
 
 #[derive(Debug, Subcommand)]

@@ -20,6 +20,7 @@
 //! 8. [`explain`] (walkthroughs), [`onboard`], [`progress`], and [`app`]
 //!    with [`cli`]: the commands.
 
+pub mod accesslog;
 pub mod app;
 pub mod builtin;
 pub mod cli;
@@ -29,6 +30,7 @@ pub mod engine;
 pub mod error;
 pub mod estimate;
 pub mod explain;
+pub mod import;
 pub mod input;
 pub mod limiter;
 pub mod metrics;

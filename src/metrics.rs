@@ -87,6 +87,19 @@ pub struct Recorder {
     /// its own, and their cost (see [`Recorder::collateral`]).
     collateral: u64,
     collateral_cost: u64,
+    /// Per key id (what the limiter keyed on): who would be limited.
+    pub per_key: Vec<KeyCounts>,
+}
+
+/// One key's attempts and outcomes, and the most it passed in one policy
+/// window (`top_keys.csv`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct KeyCounts {
+    pub attempts: u64,
+    pub admitted: u64,
+    pub delayed: u64,
+    pub rejected: u64,
+    pub peak_in_window: u64,
 }
 
 /// One client's logical requests, passes and rejected attempts.
@@ -211,6 +224,17 @@ impl Recorder {
 
     fn count(&mut self, now: Nanos, decided_at: Nanos, key: u32, cost: u64, decision: Decision) {
         self.attempts += 1;
+        let k = key as usize;
+        if k >= self.per_key.len() {
+            self.per_key.resize(k + 1, KeyCounts::default());
+        }
+        let kc = &mut self.per_key[k];
+        kc.attempts += 1;
+        match decision {
+            Decision::Admitted => kc.admitted += 1,
+            Decision::Delayed { .. } => kc.delayed += 1,
+            Decision::Rejected { .. } => kc.rejected += 1,
+        }
         let b = self.bucket(now.0);
         b.attempts += 1;
         let pass_at = match decision {
@@ -288,6 +312,9 @@ impl Recorder {
         w.last = t;
         w.sum = w.sum.saturating_add(cost);
         let sum = w.sum;
+        if let Some(kc) = self.per_key.get_mut(i) {
+            kc.peak_in_window = kc.peak_in_window.max(sum);
+        }
         if sum > self.peak_in_window {
             self.peak_in_window = sum;
             self.peak_at = Some((Nanos(t), key));

@@ -16,6 +16,7 @@ use std::path::Path;
 use anyhow::Context;
 use rayon::prelude::*;
 
+use crate::accesslog::agreement;
 use crate::clock::Nanos;
 use crate::engine::{self, LimiterRun};
 use crate::error::InputError;
@@ -71,12 +72,19 @@ pub fn simulate_into(
 ) -> anyhow::Result<Report> {
     let decisions = options.decisions;
     let part = |i: usize| dir.join(format!("decisions.part{i}.csv"));
+    // Agreement with the gateway's own verdicts, when a replayed access log
+    // carries them (see `crate::accesslog::agreement`).
+    let agreements = agreement::Slots::default();
     let runs: Vec<LimiterRun> = (0..scenario.limiters.len())
         .into_par_iter()
         .map(|i| -> anyhow::Result<LimiterRun> {
             let progress = |t: Nanos, events: u64| progress(i, t, events);
+            let mut agree = agreement::Agreement::new(scenario, i)?;
             if !decisions {
-                return engine::simulate(scenario, i, None, &progress);
+                let sink = agree.as_mut().map(|a| a as &mut dyn engine::DecisionSink);
+                let run = engine::simulate(scenario, i, sink, &progress)?;
+                agreements.put(i, agree);
+                return Ok(run);
             }
             let spec = &scenario.limiters[i];
             let file = File::create(part(i)).context("cannot write the decision log")?;
@@ -86,11 +94,22 @@ pub fn simulate_into(
                 spec.key_by,
                 &scenario.population,
             );
-            let run = engine::simulate(scenario, i, Some(&mut log), &progress)?;
+            let run = engine::simulate(
+                scenario,
+                i,
+                Some(&mut agreement::Tee(&mut log, agree.as_mut())),
+                &progress,
+            )?;
             log.finish()?.flush()?;
+            agreements.put(i, agree);
             Ok(run)
         })
         .collect::<anyhow::Result<_>>()?;
+    agreements.write(scenario, dir)?;
+    report::top_keys::write(
+        &report::top_keys::collect(scenario, &runs),
+        File::create(dir.join(report::top_keys::FILE)).context("cannot write top_keys.csv")?,
+    )?;
 
     let report = Report::new(scenario, runs);
     let create = |name: &str| -> anyhow::Result<BufWriter<File>> {

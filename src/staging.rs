@@ -36,6 +36,9 @@ pub const RUN_FILES: &[&str] = &[
     "summary.json",
     "timeseries.csv",
     "decisions.csv",
+    "top_keys.csv",
+    "agreement.csv",
+    "disagreements.csv",
     "summary.md",
 ];
 

@@ -133,6 +133,12 @@ fn copy_data(from: &Path, to: &Path) {
     for f in ["summary.json", "summary.csv", "timeseries.csv"] {
         fs::copy(from.join(f), to.join(f)).unwrap();
     }
+    // summary.md reads these too (who would be limited, the agreement).
+    for f in ["top_keys.csv", "agreement.csv", "disagreements.csv"] {
+        if from.join(f).is_file() {
+            fs::copy(from.join(f), to.join(f)).unwrap();
+        }
+    }
 }
 
 fn assert_same_bytes(a: &Path, b: &Path) {

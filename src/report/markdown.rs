@@ -38,7 +38,7 @@ pub fn render(
         let about = (n == charts::zoom::FILE).then(|| charts::zoom::ABOUT.to_string());
         (n, about)
     }));
-    Ok(document(data, &images))
+    Ok(super::top_keys::with_sections(document(data, &images), dir))
 }
 
 /// The document itself, given the images to link and what each shows.

@@ -16,6 +16,7 @@ pub mod markdown;
 pub mod render;
 pub mod summary;
 pub mod table;
+pub mod top_keys;
 
 use crate::clock::Nanos;
 use crate::engine::LimiterRun;

@@ -130,7 +130,7 @@ impl Pattern {
     /// The streams of this source for one run.
     pub fn streams(&self, source: usize, ctx: StreamCtx) -> anyhow::Result<Vec<Box<dyn Stream>>> {
         Ok(match self {
-            Pattern::Trace(t) => vec![Box::new(t.open(ctx)?)],
+            Pattern::Trace(t) => vec![t.open(ctx)?],
             Pattern::Steady(s) => s.streams(source, ctx),
             Pattern::Poisson(p) => p.streams(source, ctx),
             Pattern::Boundary(b) => b.streams(source, ctx),

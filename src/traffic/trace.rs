@@ -100,6 +100,8 @@ pub struct Trace {
     ids: Arc<Ids>,
     last: Nanos,
     rows: u64,
+    /// An access log (`format` other than `"csv"`): see [`crate::accesslog`].
+    pub log: Option<Arc<crate::accesslog::AccessLog>>,
 }
 
 #[derive(Debug, Default)]
@@ -253,6 +255,16 @@ impl Trace {
             .origin
             .resolve(path)
             .map_err(|e| InputError::new(format!("{}: {} — {e}", f.at("path"), quoted(path))))?;
+        let log = match f.opt_str("format")? {
+            None | Some("csv") => None,
+            Some(format) => Some(Arc::new(crate::accesslog::AccessLog::parse(
+                f,
+                format,
+                path,
+                data.clone(),
+                ctx.population,
+            )?)),
+        };
         let mut trace = Trace {
             shown: path.to_string(),
             data,
@@ -266,7 +278,13 @@ impl Trace {
             ids: Arc::default(),
             last: Nanos::ZERO,
             rows: 0,
+            log,
         };
+        if let Some(log) = &trace.log {
+            trace.last = log.last_time();
+            trace.rows = log.rows();
+            return Ok(trace);
+        }
         trace
             .scan(ctx.population)
             .map_err(|e| InputError::new(format!("{}: {} {e}", f.at("path"), quoted(path))))?;
@@ -372,24 +390,30 @@ impl Trace {
         self.rows
     }
 
-    pub fn open(&self, ctx: StreamCtx) -> anyhow::Result<TraceStream> {
+    pub fn open(&self, ctx: StreamCtx) -> anyhow::Result<Box<dyn Stream>> {
+        if let Some(log) = &self.log {
+            return log.open(ctx);
+        }
         let r = self
             .data
             .open()
             .with_context(|| format!("cannot read trace {}", self.shown))?;
         let mut rdr = reader(r);
         rdr.byte_headers()?;
-        Ok(TraceStream {
+        Ok(Box::new(TraceStream {
             rdr,
             rec: ByteRecord::new(),
             columns: self.columns,
             ids: Arc::clone(&self.ids),
             end: ctx.end,
             shown: self.shown.clone(),
-        })
+        }))
     }
 
     pub fn echo(&self) -> serde_json::Value {
+        if let Some(log) = &self.log {
+            return log.echo();
+        }
         json!({ "pattern": "trace", "path": self.shown, "rows": self.rows })
     }
 }
@@ -456,6 +480,7 @@ mod tests {
             ids: Arc::default(),
             last: Nanos::ZERO,
             rows: 0,
+            log: None,
         };
         trace.scan(&mut Population::default())?;
         Ok(trace)

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use assert_cmd::Command;
 
 /// The built-in scenarios, each also shipped as `scenarios/<name>.toml`.
-pub const SHIPPED: [&str; 13] = [
+pub const SHIPPED: [&str; 14] = [
     "boundary",
     "steady",
     "poisson",
@@ -21,6 +21,7 @@ pub const SHIPPED: [&str; 13] = [
     "race",
     "libraries",
     "pick-a-limit",
+    "access-log",
 ];
 
 /// DESIGN §3: the columns `summary.csv` starts with, named exactly.

@@ -1,0 +1,265 @@
+//! Envoy access logs: the `text_format` the listener wrote with (default:
+//! Envoy's default format).
+//!
+//! | command | read as |
+//! |---|---|
+//! | `%START_TIME%` | when the request started (ms): this is the arrival itself |
+//! | `%DURATION%` | the request's duration in ms (Envoy's local limiter never delays, and `%START_TIME%` is already the arrival, so it is not subtracted) |
+//! | `%RESPONSE_FLAGS%` | Envoy's verdict: `RL` (rate limited) = rejected |
+//! | `%RESPONSE_CODE%` | the verdict when there are no flags: 429 = rejected |
+//! | `%REQ(:PATH)%`, `%REQ(X-ENVOY-ORIGINAL-PATH?:PATH)%` | the path, for `location` |
+//! | `%DOWNSTREAM_REMOTE_ADDRESS%` (port dropped), `%REQ(X-…)%`, any other | a key, named by `client` / `ip` |
+
+use std::borrow::Cow;
+
+use super::template::Template;
+use super::{time, Parsed, Verdict};
+
+/// Envoy's default access-log format (without its final newline).
+pub const DEFAULT: &str = "[%START_TIME%] \"%REQ(:METHOD)% %REQ(X-ENVOY-ORIGINAL-PATH?:PATH)% %PROTOCOL%\" %RESPONSE_CODE% %RESPONSE_FLAGS% %BYTES_RECEIVED% %BYTES_SENT% %DURATION% %RESP(X-ENVOY-UPSTREAM-SERVICE-TIME)% \"%REQ(X-FORWARDED-FOR)%\" \"%REQ(USER-AGENT)%\" \"%REQ(X-REQUEST-ID)%\" \"%REQ(:AUTHORITY)%\" \"%UPSTREAM_HOST%\"";
+
+const ADDRESSES: &[&str] = &[
+    "%DOWNSTREAM_REMOTE_ADDRESS%",
+    "%DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT%",
+    "%DOWNSTREAM_DIRECT_REMOTE_ADDRESS%",
+    "%DOWNSTREAM_DIRECT_REMOTE_ADDRESS_WITHOUT_PORT%",
+    "%REQ(X-FORWARDED-FOR)%",
+];
+
+#[derive(Debug, Clone)]
+pub struct Format {
+    pub template: Template,
+    time: usize,
+    status: Option<usize>,
+    flags: Option<usize>,
+    client: usize,
+    ip: Option<usize>,
+    path: Option<usize>,
+}
+
+/// A command's canonical text: header names upper-cased, so
+/// `%REQ(x-client)%` and `%REQ(X-CLIENT)%` are one field.
+fn canonical(cmd: &str) -> String {
+    cmd.to_ascii_uppercase()
+}
+
+/// Splits an Envoy format string into literals and `%COMMAND%` fields
+/// (`%%` is a literal `%`). A final newline is dropped.
+pub fn compile(format: &str) -> Result<Template, String> {
+    let format = format.strip_suffix('\n').unwrap_or(format);
+    let format = format.strip_suffix("\\n").unwrap_or(format);
+    let mut pieces = Vec::new();
+    let mut rest = format;
+    let mut lit = String::new();
+    while let Some(i) = rest.find('%') {
+        lit.push_str(&rest[..i]);
+        let after = &rest[i + 1..];
+        if let Some(r) = after.strip_prefix('%') {
+            lit.push('%');
+            rest = r;
+            continue;
+        }
+        let end = after
+            .find('%')
+            .ok_or_else(|| format!("% at {:?} is not closed", crate::error::quote(&rest[i..])))?;
+        let cmd = &after[..end];
+        if cmd.is_empty() || !cmd.chars().next().is_some_and(|c| c.is_ascii_alphabetic()) {
+            return Err(format!("%{cmd}% is not an Envoy command"));
+        }
+        pieces.push(Ok(std::mem::take(&mut lit)));
+        pieces.push(Err(format!("%{}%", canonical(cmd))));
+        rest = &after[end + 1..];
+    }
+    lit.push_str(rest);
+    pieces.push(Ok(lit));
+    Template::new(pieces)
+}
+
+impl Format {
+    pub fn new(
+        log_format: &str,
+        time: Option<&str>,
+        client: Option<&str>,
+        ip: Option<&str>,
+    ) -> Result<Format, (&'static str, String)> {
+        let template = compile(log_format).map_err(|e| ("log_format", e))?;
+        let vars = || template.names.join(", ");
+        if let Some(t) = time {
+            if canonical(t) != "%START_TIME%" {
+                return Err((
+                    "time",
+                    format!(
+                        "{} is not a time ratesim can read; it reads %START_TIME% (default format, ms)",
+                        crate::error::quoted(t)
+                    ),
+                ));
+            }
+        }
+        let time = template.field("%START_TIME%").ok_or_else(|| {
+            (
+                "log_format",
+                format!(
+                    "has no %START_TIME%, the time ratesim reads (the format has {})",
+                    vars()
+                ),
+            )
+        })?;
+        if let Some(custom) = template
+            .names
+            .iter()
+            .find(|n| n.starts_with("%START_TIME("))
+        {
+            return Err((
+                "log_format",
+                format!("{custom}: ratesim reads %START_TIME% in Envoy's default form only (2026-12-01T00:42:00.239Z)"),
+            ));
+        }
+        let key = |role: &'static str, name: &str| {
+            let c = canonical(name);
+            template.field(&c).ok_or_else(|| {
+                (
+                    role,
+                    format!(
+                        "{} is not in log_format, which has {}",
+                        crate::error::quoted(name),
+                        vars()
+                    ),
+                )
+            })
+        };
+        let default_ip = ADDRESSES
+            .iter()
+            .copied()
+            .find(|a| template.field(a).is_some());
+        let ip = match ip.or(default_ip) {
+            Some(n) => Some(key("ip", n)?),
+            None => None,
+        };
+        let client = match client.or(default_ip) {
+            Some(n) => key("client", n)?,
+            None => {
+                return Err((
+                    "client",
+                    format!(
+                        "missing — log_format has no client address; name the key, e.g. client = \"%REQ(X-CLIENT)%\" (it has {})",
+                        vars()
+                    ),
+                ))
+            }
+        };
+        let path = ["%REQ(X-ENVOY-ORIGINAL-PATH?:PATH)%", "%REQ(:PATH)%"]
+            .iter()
+            .find_map(|p| template.field(p));
+        Ok(Format {
+            time,
+            status: template.field("%RESPONSE_CODE%"),
+            flags: template.field("%RESPONSE_FLAGS%"),
+            client,
+            ip,
+            path,
+            template,
+        })
+    }
+
+    pub fn has_verdict(&self) -> bool {
+        self.flags.is_some() || self.status.is_some()
+    }
+
+    pub fn has_path(&self) -> bool {
+        self.path.is_some()
+    }
+
+    pub fn parse<'l>(&self, line: &'l str) -> Result<Parsed<'l>, String> {
+        let v = self.template.matches(line)?;
+        let name = |i: usize| &self.template.names[i];
+        let raw = v[self.time];
+        let (stamp, _) = time::rfc3339(raw)
+            .map_err(|e| format!("%START_TIME% {} {e}", crate::error::quoted(raw)))?;
+        let verdict = match (self.flags, self.status) {
+            (Some(i), _) => Some(if v[i].split(',').any(|f| f == "RL") {
+                Verdict::Rejected
+            } else {
+                Verdict::Passed
+            }),
+            (None, Some(i)) => Some(if v[i] == "429" {
+                Verdict::Rejected
+            } else {
+                Verdict::Passed
+            }),
+            (None, None) => None,
+        };
+        let key = |i: usize| -> Result<Cow<'l, str>, String> {
+            let mut s = v[i];
+            if name(i).starts_with("%DOWNSTREAM_") && !name(i).ends_with("WITHOUT_PORT%") {
+                s = strip_port(s);
+            }
+            match s {
+                "" | "-" => Err(format!("{} is empty", name(i))),
+                s => Ok(Cow::Borrowed(s)),
+            }
+        };
+        Ok(Parsed {
+            stamp,
+            duration: 0,
+            client: key(self.client)?,
+            ip: self.ip.map(key).transpose()?,
+            cost: 1,
+            verdict,
+            path: self
+                .path
+                .map(|i| v[i].split('?').next().unwrap_or_default()),
+        })
+    }
+}
+
+/// `10.0.0.1:5678` → `10.0.0.1`; `[::1]:80` → `[::1]`.
+fn strip_port(s: &str) -> &str {
+    match s.rfind(':') {
+        Some(i)
+            if s[i + 1..].bytes().all(|b| b.is_ascii_digit())
+                && (s.starts_with('[') || s[..i].find(':').is_none()) =>
+        {
+            &s[..i]
+        }
+        _ => s,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_format_reads_start_time_flags_and_forwarded_for() {
+        let f = Format::new(DEFAULT, None, None, None).unwrap();
+        let line = r#"[2026-12-01T00:42:00.239Z] "GET /api?x=1 HTTP/1.1" 429 RL 0 18 0 - "10.0.0.7" "curl/8" "id-1" "svc" "-""#;
+        let p = f.parse(line).unwrap();
+        assert_eq!(p.stamp, 1_796_085_720_239_000_000);
+        assert_eq!(p.verdict, Some(Verdict::Rejected));
+        assert_eq!(p.client, "10.0.0.7");
+        assert_eq!(p.path, Some("/api"));
+        let ok = line.replace("429 RL", "200 -");
+        assert_eq!(f.parse(&ok).unwrap().verdict, Some(Verdict::Passed));
+    }
+
+    #[test]
+    fn a_downstream_address_loses_its_port() {
+        assert_eq!(strip_port("10.0.0.1:5678"), "10.0.0.1");
+        assert_eq!(strip_port("[::1]:80"), "[::1]");
+        assert_eq!(strip_port("::1"), "::1");
+        let f = Format::new(
+            "%START_TIME% %DOWNSTREAM_REMOTE_ADDRESS% %REQ(x-client)%",
+            None,
+            Some("%REQ(X-CLIENT)%"),
+            None,
+        )
+        .unwrap();
+        let p = f
+            .parse("2026-12-01T00:42:00.239Z 10.0.0.1:5678 alice")
+            .unwrap();
+        assert_eq!(
+            (p.client.as_ref(), p.ip.as_deref()),
+            ("alice", Some("10.0.0.1"))
+        );
+    }
+}

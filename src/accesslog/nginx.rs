@@ -1,0 +1,333 @@
+//! nginx access logs: the `log_format` the server wrote with.
+//!
+//! The format string is the one in `nginx.conf` (default: nginx's own
+//! `combined`). Its variables are fields; ratesim reads these and skips
+//! over any other:
+//!
+//! | variable | read as |
+//! |---|---|
+//! | `$msec` | the time the line was written, seconds with ms |
+//! | `$time_iso8601`, `$time_local` | the same, whole seconds (needs `subsecond`) |
+//! | `$request_time` | the request's duration (s with ms): arrival = time − duration |
+//! | `$limit_req_status` | nginx's verdict: PASSED, DELAYED, REJECTED (and `_DRY_RUN`) |
+//! | `$status` | the verdict when `$limit_req_status` is absent: 429 or 503 = rejected |
+//! | `$request`, `$uri`, `$request_uri` | the path, for `location` |
+//! | any (`$remote_addr`, `$http_x_client`, `$arg_user`, …) | a key, named by `client` / `ip` |
+
+use std::borrow::Cow;
+
+use super::template::{Seg, Template};
+use super::{time, Parsed, Verdict};
+
+/// nginx's predefined `combined` format.
+pub const COMBINED: &str = "$remote_addr - $remote_user [$time_local] \"$request\" $status $body_bytes_sent \"$http_referer\" \"$http_user_agent\"";
+
+/// Time variables ratesim reads, best first.
+pub const TIME_VARS: &[&str] = &["$msec", "$time_iso8601", "$time_local"];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TimeKind {
+    Msec,
+    Iso,
+    Local,
+}
+
+#[derive(Debug, Clone)]
+pub struct Format {
+    pub template: Template,
+    time: (usize, TimeKind),
+    pub time_var: String,
+    duration: Option<usize>,
+    status: Option<usize>,
+    limit_req_status: Option<usize>,
+    client: usize,
+    ip: Option<usize>,
+    path: Option<(usize, bool)>,
+}
+
+/// Splits an nginx format string into literals and `$variables`
+/// (`$name` or `${name}`).
+pub fn compile(format: &str) -> Result<Template, String> {
+    let mut pieces = Vec::new();
+    let mut lit = String::new();
+    let mut chars = format.char_indices().peekable();
+    while let Some((_, c)) = chars.next() {
+        if c != '$' {
+            lit.push(c);
+            continue;
+        }
+        let braced = chars.peek().map(|(_, c)| *c) == Some('{');
+        if braced {
+            chars.next();
+        }
+        let mut name = String::new();
+        while let Some(&(_, c)) = chars.peek() {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                name.push(c);
+                chars.next();
+            } else {
+                break;
+            }
+        }
+        if braced && chars.next().map(|(_, c)| c) != Some('}') {
+            return Err(format!("${{{name} has no closing brace"));
+        }
+        if name.is_empty() {
+            lit.push('$');
+            continue;
+        }
+        pieces.push(Ok(std::mem::take(&mut lit)));
+        pieces.push(Err(format!("${name}")));
+    }
+    pieces.push(Ok(lit));
+    Template::new(pieces)
+}
+
+impl Format {
+    /// `log_format`, and the variables named for the time, the client and
+    /// the address (`None`: the defaults).
+    pub fn new(
+        log_format: &str,
+        time: Option<&str>,
+        client: Option<&str>,
+        ip: Option<&str>,
+    ) -> Result<Format, (&'static str, String)> {
+        let template = compile(log_format).map_err(|e| ("log_format", e))?;
+        let vars = || template.names.join(", ");
+        let time_var = match time {
+            Some(t) => {
+                if !TIME_VARS.contains(&t) {
+                    return Err((
+                        "time",
+                        format!(
+                            "{} is not a time ratesim can read; it reads {}",
+                            crate::error::quoted(t),
+                            TIME_VARS.join(", ")
+                        ),
+                    ));
+                }
+                t.to_string()
+            }
+            None => TIME_VARS
+                .iter()
+                .find(|v| template.field(v).is_some())
+                .ok_or_else(|| {
+                    (
+                        "log_format",
+                        format!(
+                            "has no time ratesim can read; it reads {} (the format has {})",
+                            TIME_VARS.join(", "),
+                            vars()
+                        ),
+                    )
+                })?
+                .to_string(),
+        };
+        let time_idx = template.field(&time_var).ok_or_else(|| {
+            (
+                "time",
+                format!("{time_var} is not in log_format, which has {}", vars()),
+            )
+        })?;
+        let kind = match time_var.as_str() {
+            "$msec" => TimeKind::Msec,
+            "$time_iso8601" => TimeKind::Iso,
+            _ => TimeKind::Local,
+        };
+        let key = |role: &'static str, name: &str| {
+            if !name.starts_with('$') {
+                return Err((
+                    role,
+                    format!(
+                        "{} — name an nginx variable of log_format, e.g. \"$remote_addr\"; it has {}",
+                        crate::error::quoted(name),
+                        vars()
+                    ),
+                ));
+            }
+            template.field(name).ok_or_else(|| {
+                (
+                    role,
+                    format!(
+                        "{} is not in log_format, which has {}",
+                        crate::error::quoted(name),
+                        vars()
+                    ),
+                )
+            })
+        };
+        let default_ip = [
+            "$remote_addr",
+            "$binary_remote_addr",
+            "$http_x_forwarded_for",
+        ]
+        .into_iter()
+        .find(|v| template.field(v).is_some());
+        let ip = match ip.or(default_ip) {
+            Some(name) => Some(key("ip", name)?),
+            None => None,
+        };
+        let client = match client.or(default_ip) {
+            Some(name) => key("client", name)?,
+            None => {
+                return Err((
+                    "client",
+                    format!(
+                        "missing — log_format has no $remote_addr; name the key, e.g. client = \"$http_x_client\" (it has {})",
+                        vars()
+                    ),
+                ))
+            }
+        };
+        let path = ["$uri", "$request_uri", "$request"]
+            .iter()
+            .find_map(|v| template.field(v).map(|i| (i, *v == "$request")));
+        Ok(Format {
+            time: (time_idx, kind),
+            time_var,
+            duration: template.field("$request_time"),
+            status: template.field("$status"),
+            limit_req_status: template.field("$limit_req_status"),
+            client,
+            ip,
+            path,
+            template,
+        })
+    }
+
+    /// The time field has whole seconds only.
+    pub fn coarse(&self) -> bool {
+        self.time.1 != TimeKind::Msec
+    }
+
+    pub fn has_verdict(&self) -> bool {
+        self.limit_req_status.is_some() || self.status.is_some()
+    }
+
+    pub fn has_path(&self) -> bool {
+        self.path.is_some()
+    }
+
+    pub fn literals(&self) -> impl Iterator<Item = &str> {
+        self.template.segs.iter().filter_map(|s| match s {
+            Seg::Lit(l) => Some(l.as_str()),
+            Seg::Field(_) => None,
+        })
+    }
+
+    pub fn parse<'l>(&self, line: &'l str) -> Result<Parsed<'l>, String> {
+        let v = self.template.matches(line)?;
+        let name = |i: usize| &self.template.names[i];
+        let raw = v[self.time.0];
+        let stamp = match self.time.1 {
+            TimeKind::Msec => time::epoch(raw, 1_000_000_000),
+            TimeKind::Iso => time::rfc3339(raw).map(|(t, _)| t),
+            TimeKind::Local => time::time_local(raw),
+        }
+        .map_err(|e| format!("{} {} {e}", name(self.time.0), crate::error::quoted(raw)))?;
+        let duration = match self.duration {
+            Some(i) if v[i] != "-" => time::epoch(v[i], 1_000_000_000)
+                .map_err(|e| format!("{} {} {e}", name(i), crate::error::quoted(v[i])))?,
+            _ => 0,
+        };
+        let verdict = match (self.limit_req_status, self.status) {
+            (Some(i), _) => match v[i] {
+                "PASSED" => Some(Verdict::Passed),
+                "DELAYED" | "DELAYED_DRY_RUN" => Some(Verdict::Delayed),
+                "REJECTED" | "REJECTED_DRY_RUN" => Some(Verdict::Rejected),
+                "-" | "" => None,
+                other => {
+                    return Err(format!(
+                        "$limit_req_status {} — expected PASSED, DELAYED, REJECTED, DELAYED_DRY_RUN, REJECTED_DRY_RUN or -",
+                        crate::error::quoted(other)
+                    ))
+                }
+            },
+            (None, Some(i)) => match v[i] {
+                "429" | "503" => Some(Verdict::Rejected),
+                s if s.len() == 3 && s.bytes().all(|b| b.is_ascii_digit()) => {
+                    Some(Verdict::Passed)
+                }
+                other => {
+                    return Err(format!(
+                        "$status {} — expected a 3-digit HTTP status",
+                        crate::error::quoted(other)
+                    ))
+                }
+            },
+            (None, None) => None,
+        };
+        let key = |i: usize| -> Result<Cow<'l, str>, String> {
+            match v[i] {
+                "" | "-" => Err(format!("{} is empty", name(i))),
+                s => Ok(Cow::Borrowed(s)),
+            }
+        };
+        let path = self.path.map(|(i, request)| {
+            let p = if request {
+                v[i].split(' ').nth(1).unwrap_or("")
+            } else {
+                v[i]
+            };
+            p.split('?').next().unwrap_or("")
+        });
+        Ok(Parsed {
+            stamp,
+            duration,
+            client: key(self.client)?,
+            ip: self.ip.map(key).transpose()?,
+            cost: 1,
+            verdict,
+            path,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_combined_format_reads_address_and_local_time() {
+        let f = Format::new(COMBINED, None, None, None).unwrap();
+        assert!(f.coarse());
+        let p = f
+            .parse(r#"10.0.0.1 - - [01/Dec/2026:00:42:00 +0000] "GET /a?x=1 HTTP/1.1" 429 3 "-" "curl/8""#)
+            .unwrap();
+        assert_eq!(p.client, "10.0.0.1");
+        assert_eq!(p.stamp, 1_796_085_720_000_000_000);
+        assert_eq!(p.verdict, Some(Verdict::Rejected));
+        assert_eq!(p.path, Some("/a"));
+    }
+
+    #[test]
+    fn msec_request_time_and_limit_req_status_are_read() {
+        let f = Format::new(
+            "$msec $request_time $status $limit_req_status $http_x_client \"$request\"",
+            None,
+            Some("$http_x_client"),
+            None,
+        )
+        .unwrap();
+        let p = f
+            .parse(r#"1796085720.339 0.100 200 DELAYED heavy "GET /delay?seq=9 HTTP/1.1""#)
+            .unwrap();
+        assert_eq!(
+            (p.stamp, p.duration),
+            (1_796_085_720_339_000_000, 100_000_000)
+        );
+        assert_eq!(p.verdict, Some(Verdict::Delayed));
+        assert_eq!(p.client, "heavy");
+    }
+
+    #[test]
+    fn a_key_or_time_it_cannot_read_names_what_it_can() {
+        let e = Format::new(COMBINED, None, Some("$http_x_client"), None).unwrap_err();
+        assert_eq!(e.0, "client");
+        assert!(e.1.contains("$remote_addr, $remote_user"), "{}", e.1);
+        let e = Format::new(COMBINED, Some("$time_unix"), None, None).unwrap_err();
+        assert!(e.1.contains("$msec, $time_iso8601, $time_local"), "{}", e.1);
+        let e = Format::new("$remote_addr $status", None, None, None).unwrap_err();
+        assert!(e.1.contains("no time"), "{}", e.1);
+    }
+}

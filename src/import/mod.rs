@@ -1,0 +1,307 @@
+//! `ratesim import FILE... [--trace LOG]`: a gateway's rate-limit
+//! configuration as a commented scenario.
+//!
+//! | file | read by | limiters |
+//! |---|---|---|
+//! | nginx config (`limit_req_zone`, `limit_req`) | [`nginx`] | `implementation = "nginx"` |
+//! | Envoy config with `envoy.filters.http.local_ratelimit` | [`envoy`] | `"envoy"` (or `"envoy-timer"` with `--envoy-timer`) |
+//! | envoyproxy/ratelimit YAML (`domain`, `descriptors`) | [`ratelimit_yaml`] | `"envoy-ratelimit"` |
+//!
+//! Every limiter says which directive it came from (`file:line`); anything
+//! the configuration says that ratesim does not model is listed in a
+//! comment. With `--trace LOG` the scenario replays that log (one
+//! `[[traffic]]` per location and key); without, a placeholder source.
+
+pub mod envoy;
+pub mod nginx;
+pub mod ratelimit_yaml;
+pub mod yaml;
+
+use std::fmt::Write as _;
+
+use crate::error::InputError;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Gateway {
+    Nginx,
+    Envoy,
+}
+
+impl Gateway {
+    fn format(self) -> &'static str {
+        match self {
+            Gateway::Nginx => "nginx",
+            Gateway::Envoy => "envoy",
+        }
+    }
+}
+
+/// One limiter read from a configuration.
+#[derive(Debug, Clone)]
+pub struct Imported {
+    /// `file:line: directive`.
+    pub source: String,
+    pub notes: Vec<String>,
+    pub name: String,
+    pub implementation: &'static str,
+    /// `(field, TOML value)`.
+    pub fields: Vec<(String, String)>,
+    pub key_by: &'static str,
+    /// The nginx location its requests come from.
+    pub location: Option<String>,
+    /// The log field its key is.
+    pub client_field: Option<String>,
+    pub gateway: Gateway,
+    /// `(limit, window)` of its policy, for `[defaults]`.
+    pub policy: (u64, String),
+}
+
+#[derive(Debug, Default)]
+pub struct Import {
+    pub limiters: Vec<Imported>,
+    /// What ratesim does not model, `file:line: …`.
+    pub notes: Vec<String>,
+    /// The access-log format the configuration writes with.
+    pub log_format: Option<String>,
+}
+
+/// Options of `ratesim import`.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    pub trace: Option<String>,
+    /// Envoy's timer-refilled bucket (`envoy-timer`) instead of today's
+    /// lazy one.
+    pub envoy_timer: bool,
+}
+
+/// Reads every file and renders the scenario.
+pub fn import(files: &[std::path::PathBuf], options: &Options) -> Result<String, InputError> {
+    let mut out = Import::default();
+    for path in files {
+        let shown = path.display().to_string();
+        crate::input::regular_file(path).map_err(|e| InputError::new(format!("{shown}: {e}")))?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| InputError::new(format!("{shown}: cannot be read: {e}")))?;
+        import_text(&shown, &text, options, &mut out)?;
+    }
+    if out.limiters.is_empty() {
+        return Err(InputError::new(format!(
+            "{}: no rate limits found (nginx limit_req, Envoy local_ratelimit, envoyproxy/ratelimit descriptors with rate_limit)",
+            files
+                .iter()
+                .map(|f| f.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    Ok(render(&out, files, options))
+}
+
+/// Reads one file's text into `out`, choosing the reader by content.
+pub fn import_text(
+    file: &str,
+    text: &str,
+    options: &Options,
+    out: &mut Import,
+) -> Result<(), InputError> {
+    let yaml_ext = [".yaml", ".yml", ".json"].iter().any(|e| file.ends_with(e));
+    if !yaml_ext && (text.contains("limit_req") || file.ends_with(".conf")) {
+        return nginx::import(file, text, out);
+    }
+    let docs = yaml::parse(text).map_err(|e| InputError::new(format!("{file}: {e}")))?;
+    for doc in &docs {
+        if doc.get("domain").is_some() && doc.get("descriptors").is_some() {
+            ratelimit_yaml::import(file, doc, out)?;
+        } else {
+            envoy::import(file, doc, options.envoy_timer, out)?;
+        }
+    }
+    Ok(())
+}
+
+/// A string as TOML writes it (a literal string when it has no `'`).
+fn toml_str(s: &str) -> String {
+    if !s.contains('\'') && !s.contains('\n') {
+        format!("'{s}'")
+    } else {
+        toml::Value::String(s.to_string()).to_string()
+    }
+}
+
+fn unique(names: &mut Vec<String>, name: &str) -> String {
+    let clean: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let mut n = clean.clone();
+    let mut i = 2;
+    while names.contains(&n) {
+        n = format!("{clean}-{i}");
+        i += 1;
+    }
+    names.push(n.clone());
+    n
+}
+
+fn render(imp: &Import, files: &[std::path::PathBuf], options: &Options) -> String {
+    let mut s = String::new();
+    let shown: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+    let _ = writeln!(s, "# Imported by `ratesim import {}`.", shown.join(" "));
+    let _ = writeln!(
+        s,
+        "# Each [[limiter]] names the directive it came from. Check the numbers, then run:\n#   ratesim run THIS.toml"
+    );
+    if imp.notes.is_empty() {
+        let _ = writeln!(
+            s,
+            "#\n# Everything in the configuration about rate limits is modelled."
+        );
+    } else {
+        let _ = writeln!(
+            s,
+            "#\n# Not modelled by ratesim (read, and left out of the replay):"
+        );
+        for n in &imp.notes {
+            let _ = writeln!(s, "#   {n}");
+        }
+    }
+    let stem = files
+        .first()
+        .and_then(|f| f.file_stem())
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "imported".into());
+    let _ = writeln!(s, "\nname = {}", toml_str(&format!("{stem}-imported")));
+    let first = &imp.limiters[0];
+    let _ = writeln!(
+        s,
+        "description = \"The rate limits of {}, replayed exactly.\"",
+        shown.join(", ").replace('"', "'")
+    );
+    if options.trace.is_none() {
+        let _ = writeln!(s, "duration = \"10s\"");
+    }
+    let _ = writeln!(
+        s,
+        "\n[defaults]            # the policy peak_in_window is held against: the first limiter's\nlimit = {}\nwindow = \"{}\"",
+        first.policy.0, first.policy.1
+    );
+
+    // Traffic sources: one per (location, key field).
+    let mut sources: Vec<(Option<String>, Option<String>, Gateway, String)> = Vec::new();
+    let mut source_of = Vec::new();
+    let mut taken = Vec::new();
+    for l in &imp.limiters {
+        let key = (l.location.clone(), l.client_field.clone(), l.gateway);
+        let i = match sources
+            .iter()
+            .position(|(a, b, c, _)| (a.clone(), b.clone(), *c) == key)
+        {
+            Some(i) => i,
+            None => {
+                let base = match &l.location {
+                    Some(loc) => {
+                        let p = loc
+                            .trim_start_matches(['=', ' '])
+                            .trim_matches('/')
+                            .replace('/', "-");
+                        if p.is_empty() {
+                            "root".to_string()
+                        } else {
+                            p
+                        }
+                    }
+                    None => "log".to_string(),
+                };
+                let name = unique(&mut taken, &base);
+                sources.push((key.0, key.1, key.2, name));
+                sources.len() - 1
+            }
+        };
+        source_of.push(i);
+    }
+    let mut names = Vec::new();
+    for (l, &src) in imp.limiters.iter().zip(&source_of) {
+        let _ = writeln!(s, "\n# {}", l.source);
+        for n in &l.notes {
+            let _ = writeln!(s, "#   {n}");
+        }
+        let _ = writeln!(s, "[[limiter]]");
+        let _ = writeln!(s, "name = {}", toml_str(&unique(&mut names, &l.name)));
+        let _ = writeln!(s, "implementation = \"{}\"", l.implementation);
+        for (k, v) in &l.fields {
+            let _ = writeln!(s, "{k} = {v}");
+        }
+        if l.key_by != "client" {
+            let _ = writeln!(s, "key_by = \"{}\"", l.key_by);
+        }
+        if options.trace.is_some() && sources.len() > 1 {
+            let _ = writeln!(s, "traffic = [{}]", toml_str(&sources[src].3));
+        }
+    }
+    match &options.trace {
+        Some(log) => {
+            for (location, client, gateway, name) in &sources {
+                let _ = writeln!(s, "\n# The access log, replayed (DESIGN §8).");
+                let _ = writeln!(s, "[[traffic]]");
+                if sources.len() > 1 {
+                    let _ = writeln!(s, "name = {}", toml_str(name));
+                }
+                let _ = writeln!(s, "pattern = \"trace\"\nformat = \"{}\"", gateway.format());
+                let _ = writeln!(
+                    s,
+                    "path = {}           # relative to this file",
+                    toml_str(log)
+                );
+                let default_format = match gateway {
+                    Gateway::Nginx => crate::accesslog::nginx::COMBINED,
+                    Gateway::Envoy => crate::accesslog::envoy::DEFAULT,
+                };
+                let format = imp.log_format.as_deref().unwrap_or(default_format);
+                if imp.log_format.is_some() {
+                    let _ = writeln!(
+                        s,
+                        "log_format = {}   # from the configuration",
+                        toml_str(format)
+                    );
+                } else {
+                    let _ = writeln!(
+                        s,
+                        "# log_format = {}   # the default; write yours here",
+                        toml_str(format)
+                    );
+                }
+                if *gateway == Gateway::Nginx {
+                    if let Some(c) = client {
+                        let _ = writeln!(s, "client = \"{c}\"   # the zone's key");
+                    }
+                    let coarse = !format.contains("$msec");
+                    if coarse {
+                        let _ = writeln!(
+                            s,
+                            "subsecond = \"spread\"   # the log's times are whole seconds"
+                        );
+                    }
+                }
+                if let Some(loc) = location {
+                    let _ = writeln!(s, "location = {}", toml_str(loc));
+                }
+            }
+        }
+        None => {
+            let _ = writeln!(
+                s,
+                "\n# Placeholder traffic: replay your access log instead with\n#   ratesim import {} --trace LOG\n[[traffic]]\npattern = \"poisson\"\nclients = 3\nrate = \"{}/{}\"",
+                shown.join(" "),
+                first.policy.0 * 2,
+                first.policy.1
+            );
+        }
+    }
+    s
+}

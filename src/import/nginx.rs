@@ -1,0 +1,466 @@
+//! nginx `limit_req` configuration → `implementation = "nginx"` limiters.
+//!
+//! | nginx | ratesim |
+//! |---|---|
+//! | `limit_req_zone KEY zone=NAME:SIZE rate=Nr/s` (or `r/m`) | `rate = "N/1s"` (`"N/1m"`); KEY is the client field of the log |
+//! | `limit_req zone=NAME` | one `[[limiter]]`, `queue = 0` |
+//! | `burst=N` | `queue = N` |
+//! | `nodelay` | `delay = queue` |
+//! | `delay=N` | `delay = N` |
+//! | `limit_req_dry_run on` | the same decisions (nginx only logs them): a note |
+//! | `location = /p`, `location /p` | the limiter replays only that location's requests |
+//!
+//! Several `limit_req` in one context are several limiters (nginx applies
+//! all of them; a request is rejected if any rejects it).
+
+use super::{Gateway, Import, Imported};
+use crate::error::{quoted, InputError};
+
+/// One directive, with its block if it has one.
+#[derive(Debug, Clone)]
+struct Directive {
+    name: String,
+    args: Vec<String>,
+    line: usize,
+    block: Option<Vec<Directive>>,
+}
+
+fn tokenize(text: &str) -> Result<Vec<(String, usize, bool)>, String> {
+    // (token, line, quoted)
+    let mut out = Vec::new();
+    let mut chars = text.chars().peekable();
+    let mut line = 1usize;
+    while let Some(&c) = chars.peek() {
+        match c {
+            '\n' => {
+                line += 1;
+                chars.next();
+            }
+            c if c.is_whitespace() => {
+                chars.next();
+            }
+            '#' => {
+                while let Some(&c) = chars.peek() {
+                    if c == '\n' {
+                        break;
+                    }
+                    chars.next();
+                }
+            }
+            ';' | '{' | '}' => {
+                out.push((c.to_string(), line, false));
+                chars.next();
+            }
+            '"' | '\'' => {
+                let start = line;
+                chars.next();
+                let mut s = String::new();
+                loop {
+                    match chars.next() {
+                        None => return Err(format!("line {start}: a quoted string is not closed")),
+                        Some('\\') => {
+                            if let Some(n) = chars.next() {
+                                s.push(n);
+                            }
+                        }
+                        Some(q) if q == c => break,
+                        Some(ch) => {
+                            if ch == '\n' {
+                                line += 1;
+                            }
+                            s.push(ch);
+                        }
+                    }
+                }
+                out.push((s, start, true));
+            }
+            _ => {
+                let mut s = String::new();
+                while let Some(&c) = chars.peek() {
+                    if c.is_whitespace() || matches!(c, ';' | '{' | '}') {
+                        break;
+                    }
+                    s.push(c);
+                    chars.next();
+                }
+                out.push((s, line, false));
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn parse_block(
+    tokens: &[(String, usize, bool)],
+    pos: &mut usize,
+    nested: bool,
+) -> Result<Vec<Directive>, String> {
+    let mut out = Vec::new();
+    while *pos < tokens.len() {
+        let (tok, line, q) = &tokens[*pos];
+        if !q && tok == "}" {
+            if !nested {
+                return Err(format!("line {line}: unexpected }}"));
+            }
+            *pos += 1;
+            return Ok(out);
+        }
+        let mut d = Directive {
+            name: tok.clone(),
+            args: Vec::new(),
+            line: *line,
+            block: None,
+        };
+        *pos += 1;
+        loop {
+            let Some((t, l, q)) = tokens.get(*pos) else {
+                return Err(format!("line {}: {} has no ending ; or {{", d.line, d.name));
+            };
+            *pos += 1;
+            match (t.as_str(), q) {
+                (";", false) => break,
+                ("{", false) => {
+                    d.block = Some(parse_block(tokens, pos, true)?);
+                    break;
+                }
+                ("}", false) => return Err(format!("line {l}: unexpected }}")),
+                _ => d.args.push(t.clone()),
+            }
+        }
+        out.push(d);
+    }
+    if nested {
+        return Err("a { block is not closed".into());
+    }
+    Ok(out)
+}
+
+struct Zone {
+    key: String,
+    rate: (u64, &'static str),
+    line: usize,
+    text: String,
+    size: String,
+}
+
+#[derive(Clone, Default)]
+struct Ctx {
+    location: Option<String>,
+    where_: String,
+    dry_run: bool,
+    status: Option<String>,
+}
+
+fn text(d: &Directive) -> String {
+    format!("{} {};", d.name, d.args.join(" "))
+}
+
+/// Rate directives ratesim reads; any other `limit_*` is listed as not
+/// modelled.
+const MODELLED: &[&str] = &[
+    "limit_req_zone",
+    "limit_req",
+    "limit_req_status",
+    "limit_req_dry_run",
+];
+
+pub fn import(file: &str, text_in: &str, out: &mut Import) -> Result<(), InputError> {
+    let at = |line: usize, msg: String| InputError::new(format!("{file}:{line}: {msg}"));
+    let tokens = tokenize(text_in).map_err(|e| InputError::new(format!("{file}: {e}")))?;
+    let dirs =
+        parse_block(&tokens, &mut 0, false).map_err(|e| InputError::new(format!("{file}: {e}")))?;
+
+    // Zones and log formats, wherever they are.
+    let mut zones: Vec<(String, Zone)> = Vec::new();
+    let mut formats: Vec<(String, String)> = Vec::new();
+    let mut access_format: Option<String> = None;
+    fn all(dirs: &[Directive], f: &mut dyn FnMut(&Directive)) {
+        for d in dirs {
+            f(d);
+            if let Some(b) = &d.block {
+                all(b, f);
+            }
+        }
+    }
+    let mut first_err: Option<InputError> = None;
+    all(&dirs, &mut |d| {
+        if first_err.is_some() {
+            return;
+        }
+        match d.name.as_str() {
+            "limit_req_zone" => match zone(d) {
+                Ok((name, z)) => zones.push((name, z)),
+                Err(e) => first_err = Some(at(d.line, e)),
+            },
+            "log_format" if !d.args.is_empty() => {
+                let rest: Vec<&str> = d.args[1..]
+                    .iter()
+                    .map(String::as_str)
+                    .filter(|a| !a.starts_with("escape="))
+                    .collect();
+                formats.push((d.args[0].clone(), rest.join("")));
+            }
+            "access_log" if access_format.is_none() && d.args.len() >= 2 => {
+                access_format = Some(d.args[1].clone());
+            }
+            n if n.starts_with("limit_") && !MODELLED.contains(&n) => out.notes.push(format!(
+                "{file}:{}: {} — not modelled by ratesim",
+                d.line,
+                crate::error::quote(&text(d))
+            )),
+            _ => {}
+        }
+    });
+    if let Some(e) = first_err {
+        return Err(e);
+    }
+    if let Some(name) = access_format {
+        if name == "combined" {
+            out.log_format
+                .get_or_insert(crate::accesslog::nginx::COMBINED.to_string());
+        } else if let Some((_, f)) = formats.iter().find(|(n, _)| *n == name) {
+            out.log_format.get_or_insert(f.clone());
+        }
+    }
+    for (_, z) in &zones {
+        out.notes.push(format!(
+            "{file}:{}: zone size {} — nginx evicts the least recently used keys when a zone is full; ratesim keeps every key",
+            z.line, z.size
+        ));
+    }
+    walk(
+        &dirs,
+        &Ctx {
+            where_: "the config".into(),
+            ..Ctx::default()
+        },
+        file,
+        &zones,
+        out,
+    )
+}
+
+fn zone(d: &Directive) -> Result<(String, Zone), String> {
+    let mut key = None;
+    let mut name = None;
+    let mut rate = None;
+    for a in &d.args {
+        if let Some(z) = a.strip_prefix("zone=") {
+            let (n, size) = z.split_once(':').unwrap_or((z, "?"));
+            name = Some((n.to_string(), size.to_string()));
+        } else if let Some(r) = a.strip_prefix("rate=") {
+            rate = Some(parse_rate(r)?);
+        } else if a == "sync" {
+        } else if key.is_none() {
+            key = Some(a.clone());
+        }
+    }
+    let (name, size) = name.ok_or("limit_req_zone without zone=NAME:SIZE")?;
+    let rate =
+        rate.ok_or_else(|| format!("limit_req_zone zone={name} without rate=, e.g. rate=10r/s"))?;
+    let key = key.ok_or_else(|| {
+        format!("limit_req_zone zone={name} without a key, e.g. $binary_remote_addr")
+    })?;
+    Ok((
+        name,
+        Zone {
+            key,
+            rate,
+            line: d.line,
+            text: text(d),
+            size,
+        },
+    ))
+}
+
+/// `10r/s` → (10, "1s"); `30r/m` → (30, "1m").
+fn parse_rate(r: &str) -> Result<(u64, &'static str), String> {
+    let bad = || {
+        format!(
+            "rate={} — nginx rates are whole requests per second or minute, e.g. rate=10r/s or rate=30r/m",
+            quoted(r)
+        )
+    };
+    let (n, unit) = r.split_once("r/").ok_or_else(bad)?;
+    let n: u64 = n.parse().map_err(|_| bad())?;
+    if n == 0 {
+        return Err(bad());
+    }
+    let unit = match unit {
+        "s" => "1s",
+        "m" => "1m",
+        _ => return Err(bad()),
+    };
+    Ok((n, unit))
+}
+
+fn walk(
+    dirs: &[Directive],
+    ctx: &Ctx,
+    file: &str,
+    zones: &[(String, Zone)],
+    out: &mut Import,
+) -> Result<(), InputError> {
+    let at = |line: usize, msg: String| InputError::new(format!("{file}:{line}: {msg}"));
+    let mut here = ctx.clone();
+    for d in dirs {
+        match d.name.as_str() {
+            "limit_req_dry_run" => here.dry_run = d.args.first().map(String::as_str) == Some("on"),
+            "limit_req_status" => here.status = d.args.first().cloned(),
+            _ => {}
+        }
+    }
+    for d in dirs.iter().filter(|d| d.name == "limit_req") {
+        let mut zone_name = None;
+        let (mut burst, mut nodelay, mut delay) = (0u64, false, 0u64);
+        for a in &d.args {
+            let num = |v: &str, what: &str| {
+                v.parse::<u64>().map_err(|_| {
+                    at(
+                        d.line,
+                        format!("{what}={} — expected a whole number", quoted(v)),
+                    )
+                })
+            };
+            if let Some(z) = a.strip_prefix("zone=") {
+                zone_name = Some(z.to_string());
+            } else if let Some(b) = a.strip_prefix("burst=") {
+                burst = num(b, "burst")?;
+            } else if let Some(v) = a.strip_prefix("delay=") {
+                delay = num(v, "delay")?;
+            } else if a == "nodelay" {
+                nodelay = true;
+            } else {
+                return Err(at(
+                    d.line,
+                    format!("limit_req: unknown parameter {}", quoted(a)),
+                ));
+            }
+        }
+        let zone_name = zone_name
+            .ok_or_else(|| at(d.line, format!("{} has no zone=NAME", quoted(&text(d)))))?;
+        let (_, z) = zones.iter().find(|(n, _)| *n == zone_name).ok_or_else(|| {
+            at(
+                d.line,
+                format!(
+                    "limit_req zone={zone_name}: no limit_req_zone defines zone {}",
+                    quoted(&zone_name)
+                ),
+            )
+        })?;
+        if delay > burst {
+            return Err(at(
+                d.line,
+                format!("limit_req: delay={delay} is more than burst={burst}"),
+            ));
+        }
+        let delay = if nodelay { burst } else { delay };
+        let mut notes = vec![format!(
+            "zone {zone_name} ({file}:{}): {}",
+            z.line,
+            crate::error::quote(&z.text)
+        )];
+        notes.push(format!(
+            "in {}: leaky_bucket, rate {}/{}, queue = burst = {burst}, delay = {delay}{}",
+            here.where_,
+            z.rate.0,
+            z.rate.1,
+            if nodelay { " (nodelay)" } else { "" }
+        ));
+        if here.dry_run {
+            notes.push("limit_req_dry_run on: nginx only logs these decisions (REJECTED_DRY_RUN); ratesim shows the same decisions".into());
+        }
+        if let Some(s) = &here.status {
+            notes.push(format!("limit_req_status {s}: the status of a rejection"));
+        }
+        if here.location.is_none() && here.where_ != "the config" {
+            notes.push("outside any location: nginx applies it to every location without a limit_req of its own; ratesim replays every request through it".into());
+        }
+        let base = here
+            .location
+            .as_deref()
+            .map(|l| {
+                l.trim_start_matches(['=', '^', '~', ' '])
+                    .trim_matches('/')
+                    .replace('/', "-")
+            })
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| "all".into());
+        out.limiters.push(Imported {
+            source: format!("{file}:{}: {}", d.line, text(d)),
+            notes,
+            name: format!("{base}-{zone_name}"),
+            implementation: "nginx",
+            fields: vec![
+                ("rate".into(), format!("\"{}/{}\"", z.rate.0, z.rate.1)),
+                ("queue".into(), burst.to_string()),
+                ("delay".into(), delay.to_string()),
+            ],
+            key_by: "client",
+            location: here.location.clone(),
+            client_field: Some(match z.key.as_str() {
+                "$binary_remote_addr" => "$remote_addr".to_string(),
+                k => k.to_string(),
+            }),
+            gateway: Gateway::Nginx,
+            policy: (z.rate.0, z.rate.1.to_string()),
+        });
+    }
+    for d in dirs {
+        let Some(block) = &d.block else { continue };
+        let mut inner = here.clone();
+        match d.name.as_str() {
+            "location" => {
+                let spec = d.args.join(" ");
+                inner.where_ = format!("location {spec} ({file}:{})", d.line);
+                match d.args.as_slice() {
+                    [m, p] if m == "=" => inner.location = Some(format!("= {p}")),
+                    [m, p] if m == "^~" => inner.location = Some(p.clone()),
+                    [p] if p.starts_with('/') => inner.location = Some(p.clone()),
+                    _ => {
+                        out.notes.push(format!(
+                            "{file}:{}: location {spec} — only exact (=) and prefix locations are modelled; its limiters replay every request",
+                            d.line
+                        ));
+                        inner.location = None;
+                    }
+                }
+            }
+            "server" => inner.where_ = format!("server ({file}:{})", d.line),
+            "http" => inner.where_ = format!("http ({file}:{})", d.line),
+            other => inner.where_ = format!("{other} ({file}:{})", d.line),
+        }
+        walk(block, &inner, file, zones, out)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_are_per_second_or_minute() {
+        assert_eq!(parse_rate("10r/s"), Ok((10, "1s")));
+        assert_eq!(parse_rate("30r/m"), Ok((30, "1m")));
+        assert!(parse_rate("5r/h").unwrap_err().contains("rate=10r/s"));
+        assert!(parse_rate("0r/s").is_err());
+    }
+
+    #[test]
+    fn directives_keep_their_lines_and_blocks() {
+        let d = parse_block(
+            &tokenize("http {\n  a 1 '2 3';\n  # c\n  location = /x { b; }\n}\n").unwrap(),
+            &mut 0,
+            false,
+        )
+        .unwrap();
+        let http = d[0].block.as_ref().unwrap();
+        assert_eq!(
+            (http[0].line, http[0].args.clone()),
+            (2, vec!["1".to_string(), "2 3".to_string()])
+        );
+        assert_eq!(http[1].line, 4);
+        assert_eq!(http[1].args, vec!["=", "/x"]);
+    }
+}

@@ -1,0 +1,219 @@
+//! `top_keys.csv`: who would be limited. Per limiter, the keys with the
+//! most rejected requests (ties: more attempts first, then by name), with
+//! their attempts, outcomes and the most each passed in one policy window.
+//!
+//! Written once from the run's recorders; `summary.md` and the terminal
+//! read it back from the run directory.
+
+use std::io::Write;
+use std::path::Path;
+
+use crate::engine::LimiterRun;
+use crate::scenario::{KeyBy, Scenario};
+
+pub const FILE: &str = "top_keys.csv";
+pub const HEADER: &str = "limiter,rank,key,attempts,admitted,delayed,rejected,peak_in_window";
+
+/// Keys kept per limiter in the file.
+pub const PER_LIMITER: usize = 100;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Row {
+    pub limiter: String,
+    pub rank: usize,
+    pub key: String,
+    pub attempts: u64,
+    pub admitted: u64,
+    pub delayed: u64,
+    pub rejected: u64,
+    pub peak_in_window: u64,
+}
+
+/// The top keys of every limiter of a run.
+pub fn collect(scenario: &Scenario, runs: &[LimiterRun]) -> Vec<Row> {
+    let mut rows = Vec::new();
+    for (spec, run) in scenario.limiters.iter().zip(runs) {
+        let name = |id: usize| match spec.key_by {
+            KeyBy::Client => scenario.population.client_name(id as u32).to_string(),
+            KeyBy::Ip => scenario.population.ip_name(id as u32).to_string(),
+            KeyBy::Global => "*".to_string(),
+        };
+        let mut keys: Vec<(usize, &crate::metrics::KeyCounts)> = run
+            .recorder
+            .per_key
+            .iter()
+            .enumerate()
+            .filter(|(_, k)| k.attempts > 0)
+            .collect();
+        keys.sort_by(|(a, ka), (b, kb)| {
+            kb.rejected
+                .cmp(&ka.rejected)
+                .then(kb.attempts.cmp(&ka.attempts))
+                .then_with(|| name(*a).cmp(&name(*b)))
+        });
+        for (rank, (id, k)) in keys.into_iter().take(PER_LIMITER).enumerate() {
+            rows.push(Row {
+                limiter: spec.name.clone(),
+                rank: rank + 1,
+                key: name(id),
+                attempts: k.attempts,
+                admitted: k.admitted,
+                delayed: k.delayed,
+                rejected: k.rejected,
+                peak_in_window: k.peak_in_window,
+            });
+        }
+    }
+    rows
+}
+
+pub fn write(rows: &[Row], out: impl Write) -> anyhow::Result<()> {
+    let mut w = csv::Writer::from_writer(out);
+    w.write_record(HEADER.split(','))?;
+    for r in rows {
+        w.write_record([
+            r.limiter.clone(),
+            r.rank.to_string(),
+            r.key.clone(),
+            r.attempts.to_string(),
+            r.admitted.to_string(),
+            r.delayed.to_string(),
+            r.rejected.to_string(),
+            r.peak_in_window.to_string(),
+        ])?;
+    }
+    w.flush()?;
+    Ok(())
+}
+
+/// The rows of `dir/top_keys.csv`; none when the file is absent (a run
+/// directory from before it existed).
+pub fn read(dir: &Path) -> Vec<Row> {
+    let Ok(mut r) = csv::Reader::from_path(dir.join(FILE)) else {
+        return Vec::new();
+    };
+    r.records()
+        .filter_map(Result::ok)
+        .filter_map(|rec| {
+            let n = |i: usize| rec.get(i)?.parse::<u64>().ok();
+            Some(Row {
+                limiter: rec.get(0)?.to_string(),
+                rank: n(1)? as usize,
+                key: rec.get(2)?.to_string(),
+                attempts: n(3)?,
+                admitted: n(4)?,
+                delayed: n(5)?,
+                rejected: n(6)?,
+                peak_in_window: n(7)?,
+            })
+        })
+        .collect()
+}
+
+/// The top `n` keys of each limiter that rejected anything, as a Markdown
+/// table, or as aligned text for the terminal (there only for limiters
+/// that rejected two keys or more).
+pub fn render(rows: &[Row], n: usize, markdown: bool) -> String {
+    // The terminal names keys only where there is a choice of whom to
+    // blame: a limiter that rejected requests of two keys or more.
+    let several = |limiter: &str| {
+        markdown
+            || rows
+                .iter()
+                .filter(|r| r.limiter == limiter && r.rejected > 0)
+                .nth(1)
+                .is_some()
+    };
+    let shown: Vec<&Row> = rows
+        .iter()
+        .filter(|r| r.rank <= n && r.rejected > 0 && several(&r.limiter))
+        .collect();
+    if shown.is_empty() {
+        return String::new();
+    }
+    let mut out = String::new();
+    if markdown {
+        out.push_str(&format!(
+            "## Who would be limited\n\nThe top {n} keys of each limiter by rejected requests (all in `{FILE}`).\n\n| limiter | key | attempts | admitted | delayed | rejected | peak in window |\n|---|---|---:|---:|---:|---:|---:|\n"
+        ));
+        for r in shown {
+            out.push_str(&format!(
+                "| {} | {} | {} | {} | {} | {} | {} |\n",
+                r.limiter,
+                r.key.replace('|', "\\|"),
+                r.attempts,
+                r.admitted,
+                r.delayed,
+                r.rejected,
+                r.peak_in_window
+            ));
+        }
+        out.push('\n');
+        return out;
+    }
+    let table: Vec<[String; 7]> = shown
+        .iter()
+        .map(|r| {
+            [
+                r.limiter.clone(),
+                crate::error::quote(&r.key),
+                r.attempts.to_string(),
+                r.admitted.to_string(),
+                r.delayed.to_string(),
+                r.rejected.to_string(),
+                r.peak_in_window.to_string(),
+            ]
+        })
+        .collect();
+    let head = [
+        "limiter", "key", "attempts", "admitted", "delayed", "rejected", "peak",
+    ];
+    let widths: Vec<usize> = (0..7)
+        .map(|i| {
+            table
+                .iter()
+                .map(|r| r[i].chars().count())
+                .chain([head[i].len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    out.push_str(&format!(
+        "\nwho would be limited (top {n} keys by rejected; all in {FILE}):\n"
+    ));
+    let line = |cells: [&str; 7]| {
+        let mut s = String::new();
+        for (i, c) in cells.iter().enumerate() {
+            if i < 2 {
+                s.push_str(&format!("{c:<w$}  ", w = widths[i]));
+            } else {
+                s.push_str(&format!("{c:>w$}  ", w = widths[i]));
+            }
+        }
+        s.trim_end().to_string() + "\n"
+    };
+    out.push_str(&line(head));
+    for r in &table {
+        out.push_str(&line([&r[0], &r[1], &r[2], &r[3], &r[4], &r[5], &r[6]]));
+    }
+    out
+}
+
+/// `summary.md` with the sections read from the run directory's own
+/// files — access-log notes, who would be limited, agreement with the
+/// gateway — put before the charts.
+pub fn with_sections(md: String, dir: &Path) -> String {
+    let sections = format!(
+        "{}{}{}",
+        crate::accesslog::summary_notes(dir),
+        render(&read(dir), 5, true),
+        crate::accesslog::agreement::render(dir, true)
+    );
+    if sections.is_empty() {
+        return md;
+    }
+    match md.find("\n## Charts\n") {
+        Some(i) => format!("{}\n{}{}", &md[..i], sections, &md[i + 1..]),
+        None => format!("{md}\n{sections}"),
+    }
+}
