@@ -70,7 +70,7 @@ pub enum Pattern {
 
 /// Every pattern name with a one-line description, for `ratesim list`.
 pub const PATTERNS: &[(&str, &str)] = &[
-    ("trace", "replay a recorded CSV (time or time_ns, client, ip, cost) exactly"),
+    ("trace", "replay a recorded CSV (time or time_ns, client, ip, cost) exactly, or an access log: format = \"nginx\", \"envoy\", \"jsonl\""),
     ("steady", "`clients` clients, each at a fixed `rate`, with a fixed, spread or random phase"),
     ("poisson", "`clients` clients, each with exponential gaps at `rate` (seeded)"),
     ("boundary", "`burst` requests just before and just after each window boundary"),
