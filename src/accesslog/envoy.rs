@@ -4,7 +4,7 @@
 //! | command | read as |
 //! |---|---|
 //! | `%START_TIME%` | when the request started (ms): this is the arrival itself |
-//! | `%DURATION%` | the request's duration in ms (Envoy's local limiter never delays, and `%START_TIME%` is already the arrival, so it is not subtracted) |
+//! | `%DURATION%` | the request's duration in ms: arrival = time − duration, as DESIGN §8 says for every log that carries one (Envoy documents `%START_TIME%` as the request's start, so with real Envoy logs this places arrivals `%DURATION%` early; see the README) |
 //! | `%RESPONSE_FLAGS%` | Envoy's verdict: `RL` (rate limited) = rejected |
 //! | `%RESPONSE_CODE%` | the verdict when there are no flags: 429 = rejected |
 //! | `%REQ(:PATH)%`, `%REQ(X-ENVOY-ORIGINAL-PATH?:PATH)%` | the path, for `location` |
@@ -35,6 +35,8 @@ pub struct Format {
     client: usize,
     ip: Option<usize>,
     path: Option<usize>,
+    /// `%DURATION%`, in whole ms.
+    duration: Option<usize>,
 }
 
 /// A command's canonical text: header names upper-cased, so
@@ -157,6 +159,7 @@ impl Format {
             client,
             ip,
             path,
+            duration: template.field("%DURATION%"),
             template,
         })
     }
@@ -198,9 +201,16 @@ impl Format {
                 s => Ok(Cow::Borrowed(s)),
             }
         };
+        // DESIGN §8: a line that carries the request's duration places the
+        // arrival at the logged time minus it.
+        let duration = match self.duration {
+            Some(i) if v[i] != "-" => time::epoch(v[i], 1_000_000)
+                .map_err(|e| format!("%DURATION% {} {e}", crate::error::quoted(v[i])))?,
+            _ => 0,
+        };
         Ok(Parsed {
             stamp,
-            duration: 0,
+            duration,
             client: key(self.client)?,
             ip: self.ip.map(key).transpose()?,
             cost: 1,
