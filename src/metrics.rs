@@ -179,6 +179,37 @@ impl Recorder {
         }
     }
 
+    /// A logical request whose next retry falls after the end of the run.
+    pub fn pending_at_end(&mut self) {
+        self.pending_at_end += 1;
+    }
+
+    /// An operation sent to a shared store (a read or a write).
+    pub fn store_op(&mut self) {
+        self.store_ops += 1;
+    }
+
+    /// A rejection an instance made from its over-limit cache.
+    pub fn cache_rejection(&mut self) {
+        self.cache_rejections += 1;
+    }
+
+    /// A decision taken because the store failed: passed unchecked
+    /// (`fail_open`)…
+    pub fn fault_open(&mut self) {
+        self.fault_open += 1;
+    }
+
+    /// …rejected (`fail_closed`)…
+    pub fn fault_closed(&mut self) {
+        self.fault_closed += 1;
+    }
+
+    /// …or decided by the instance's own fallback limiter.
+    pub fn fault_fallback(&mut self) {
+        self.fault_fallback += 1;
+    }
+
     /// `client` gives up on a request whose last attempt arrived at `now`.
     pub fn gave_up(&mut self, _client: u32, now: Nanos) {
         self.gave_up += 1;

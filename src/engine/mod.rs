@@ -9,19 +9,27 @@
 //! for a rejected attempt whose client retries — schedules the retry as a new
 //! event. Memory holds one pending event per stream and per retry in flight,
 //! plus per-key state: never the requests.
+//!
+//! | file | what |
+//! |---|---|
+//! | `mod.rs` | the run loop: streams, retries, decisions to the recorder |
+//! | [`queue`] | the event queue, ordered by `(time, sequence)` |
+//! | [`store`] | a deployment's protocol: routing, a shared store's round trips, faults and the over-limit cache |
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+mod queue;
+mod store;
 
-use rand::Rng;
+use std::collections::HashMap;
 
 use crate::clock::Nanos;
-use crate::deploy::{fnv1a, Deployment, OnFailure, Routing, Scope};
+use crate::deploy::{Deployment, Scope};
 use crate::limiter::{Decision, Footprint, Limiter};
 use crate::metrics::Recorder;
 use crate::scenario::{KeyBy, Scenario};
 use crate::traffic::retry::{event_rng, Retry};
 use crate::traffic::{Arrival, Stream, StreamCtx};
+use queue::Queue;
+use store::Cached;
 
 /// One attempt and what the limiter decided, as the decision log records it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -218,17 +226,6 @@ pub fn simulate(
     })
 }
 
-/// An instance's memory of a store rejection.
-#[derive(Debug, Clone, Copy, Default)]
-struct Cached {
-    /// When the instance heard it.
-    heard: u64,
-    /// Rejected locally until then.
-    until: u64,
-    /// The store said the request can never pass (no retry-after).
-    never: bool,
-}
-
 /// The state of one limiter's run.
 struct Run<'a, 's> {
     scenario: &'a Scenario,
@@ -263,16 +260,6 @@ struct Run<'a, 's> {
 }
 
 impl Run<'_, '_> {
-    /// `key` as instance `instance`'s state knows it.
-    fn local_key(&mut self, instance: u32, key: u32) -> u32 {
-        if self.dep.instances == 1 {
-            return key;
-        }
-        let ids = &mut self.local_ids[instance as usize];
-        let next = ids.len() as u32;
-        *ids.entry(key).or_insert(next)
-    }
-
     fn schedule(&mut self, at: Nanos, event: Event) {
         let slot = match self.free.pop() {
             Some(s) => s as usize,
@@ -300,31 +287,9 @@ impl Run<'_, '_> {
                 rtt,
                 late,
             } => self.at_store(now, job, key, instance, rtt, late),
-            Event::Failed { job, key, instance } => {
-                let cost = job.arrival.cost;
-                let decision = match self.dep.on_failure {
-                    OnFailure::FailOpen => {
-                        self.recorder.fault_open += 1;
-                        Decision::Admitted
-                    }
-                    OnFailure::FailClosed => {
-                        self.recorder.fault_closed += 1;
-                        // Not the limiter's decision: no key of its own
-                        // would have helped the client.
-                        let decision = Decision::Rejected { retry_after: None };
-                        let latency = now - job.arrival.time;
-                        return self.finish_with(job, key, now, latency, decision, false);
-                    }
-                    OnFailure::LocalFallback => {
-                        self.recorder.fault_fallback += 1;
-                        let local = self.local_key(instance, key);
-                        self.fallbacks[instance as usize].decide(local, now, cost)
-                    }
-                };
-                self.finish(job, key, now, now - job.arrival.time, decision)
-            }
+            Event::Failed { job, key, instance } => self.failed(now, job, key, instance),
             Event::Write { key, ticket } => {
-                self.limiters[0].write_back(key, ticket, now);
+                self.write(now, key, ticket);
                 Ok(())
             }
         }
@@ -338,56 +303,13 @@ impl Run<'_, '_> {
             KeyBy::Ip => a.ip,
             KeyBy::Global => 0,
         };
-        let n = self.dep.instances as u64;
-        let instance = match self.dep.routing {
-            _ if n == 1 => 0,
-            Routing::RoundRobin => self.routed % n,
-            Routing::Random => self.rng(&job, *b"rout")().random_range(0..n),
-            Routing::HashClient => fnv1a(self.scenario.population.client_name(a.client)) % n,
-            Routing::HashIp => fnv1a(self.scenario.population.ip_name(a.ip)) % n,
-        } as u32;
-        self.routed += 1;
+        let instance = self.route(&job);
         if !self.dep.is_global() {
             let local = self.local_key(instance, key);
             let decision = self.limiters[instance as usize].decide(local, now, a.cost);
             return self.finish(job, key, now, Nanos::ZERO, decision);
         }
-        if self.dep.cache_over_limit {
-            let local = self.local_key(instance, key);
-            let c = self.cache[instance as usize]
-                .get(local as usize)
-                .copied()
-                .unwrap_or_default();
-            if c.heard <= now.0 && now.0 < c.until {
-                self.recorder.cache_rejections += 1;
-                let decision = Decision::Rejected {
-                    retry_after: (!c.never).then(|| Nanos(c.until - now.0)),
-                };
-                return self.finish(job, key, now, Nanos::ZERO, decision);
-            }
-        }
-        let rtt = self.dep.round_trip(&mut self.rng(&job, *b"rtt0"));
-        let reach = now + Nanos(rtt.0 / 2);
-        self.recorder.store_ops += 1;
-        let failed =
-            self.dep.in_outage(reach) || self.dep.random_failure(&mut self.rng(&job, *b"fal0"));
-        let timed_out = self.dep.timeout.is_some_and(|t| rtt > t);
-        if failed || timed_out {
-            let wait = rtt.min(self.dep.timeout.unwrap_or(rtt));
-            self.at(now, now + wait, Event::Failed { job, key, instance })?;
-        }
-        if !failed {
-            let late = timed_out;
-            let store = Event::Store {
-                job,
-                key,
-                instance,
-                rtt,
-                late,
-            };
-            self.at(now, reach, store)?;
-        }
-        Ok(())
+        self.send_to_store(now, job, key, instance)
     }
 
     /// Handles `event` at `at`: now if that is the present (a zero
@@ -400,67 +322,6 @@ impl Run<'_, '_> {
             self.schedule(at, event);
             Ok(())
         }
-    }
-
-    /// A store operation reaches the store.
-    fn at_store(
-        &mut self,
-        now: Nanos,
-        job: Job,
-        key: u32,
-        instance: u32,
-        rtt: Nanos,
-        late: bool,
-    ) -> anyhow::Result<()> {
-        let cost = job.arrival.cost;
-        let decision = match self.dep.scope {
-            Scope::Global { atomic: false } => {
-                let (decision, ticket) = self.limiters[0].decide_detached(key, now, cost);
-                // The instance writes back once the read's answer is in — if
-                // it is still waiting for it.
-                let write_rtt = self.dep.round_trip(&mut self.rng(&job, *b"rtt1"));
-                let reach = job.arrival.time + rtt + Nanos(write_rtt.0 / 2);
-                if !late {
-                    self.recorder.store_ops += 1;
-                }
-                if late
-                    || self.dep.in_outage(reach)
-                    || self.dep.random_failure(&mut self.rng(&job, *b"fal1"))
-                {
-                    self.limiters[0].discard(ticket);
-                } else {
-                    self.at(now, reach, Event::Write { key, ticket })?;
-                }
-                decision
-            }
-            _ => self.limiters[0].decide(key, now, cost),
-        };
-        if late {
-            return Ok(());
-        }
-        if self.dep.cache_over_limit {
-            if let Decision::Rejected { retry_after } = decision {
-                // The instance learns of the rejection when the answer is
-                // back, and keeps it until the retry-after has passed (to
-                // the end of the policy window if the request can never pass).
-                let window = self.scenario.defaults.window.0;
-                let entry = Cached {
-                    heard: (job.arrival.time + rtt).0,
-                    until: match retry_after {
-                        Some(r) => now.0.saturating_add(r.0),
-                        None => (now.0 / window + 1) * window,
-                    },
-                    never: retry_after.is_none(),
-                };
-                let local = self.local_key(instance, key) as usize;
-                let cache = &mut self.cache[instance as usize];
-                if cache.len() <= local {
-                    cache.resize(local + 1, Cached::default());
-                }
-                cache[local] = entry;
-            }
-        }
-        self.finish(job, key, now, rtt, decision)
     }
 
     /// Records a decision, logs it, and schedules a retry if the client
@@ -528,7 +389,7 @@ impl Run<'_, '_> {
             match wait {
                 None => self.recorder.gave_up(a.client, a.time),
                 Some(w) if heard.0.saturating_add(w.0) > self.scenario.duration.0 => {
-                    self.recorder.pending_at_end += 1
+                    self.recorder.pending_at_end()
                 }
                 Some(w) => {
                     let at = heard + w;
@@ -543,45 +404,5 @@ impl Run<'_, '_> {
             }
         }
         Ok(())
-    }
-}
-
-/// A min-queue of events ordered by `(time, sequence)`.
-struct Queue {
-    heap: BinaryHeap<Reverse<(u64, u64, u32)>>,
-    seq: u64,
-}
-
-impl Queue {
-    fn with_capacity(n: usize) -> Self {
-        Queue {
-            heap: BinaryHeap::with_capacity(n),
-            seq: 0,
-        }
-    }
-
-    fn push(&mut self, t: Nanos, payload: u32) {
-        self.heap.push(Reverse((t.0, self.seq, payload)));
-        self.seq += 1;
-    }
-
-    fn pop(&mut self) -> Option<(Nanos, u32)> {
-        self.heap.pop().map(|Reverse((t, _, p))| (Nanos(t), p))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn equal_times_come_out_in_creation_order() {
-        let mut q = Queue::with_capacity(4);
-        q.push(Nanos(5), 0);
-        q.push(Nanos(3), 1);
-        q.push(Nanos(5), 2);
-        q.push(Nanos(3), 3);
-        let order: Vec<u32> = std::iter::from_fn(|| q.pop().map(|(_, p)| p)).collect();
-        assert_eq!(order, [1, 3, 0, 2]);
     }
 }
