@@ -14,7 +14,6 @@ use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
 use anyhow::Context;
-use rayon::prelude::*;
 
 use crate::clock::Nanos;
 use crate::engine::{self, LimiterRun};
@@ -42,7 +41,7 @@ pub struct RunOptions {
 /// [`crate::estimate`] unless `options.force`.
 ///
 /// `progress(limiter, time reached, events)` is called as each limiter's
-/// simulation advances (limiters run in parallel).
+/// simulation advances (see [`engine::simulate_all`]).
 pub fn run_scenario(
     scenario: &Scenario,
     out: &Path,
@@ -71,26 +70,26 @@ pub fn simulate_into(
 ) -> anyhow::Result<Report> {
     let decisions = options.decisions;
     let part = |i: usize| dir.join(format!("decisions.part{i}.csv"));
-    let runs: Vec<LimiterRun> = (0..scenario.limiters.len())
-        .into_par_iter()
-        .map(|i| -> anyhow::Result<LimiterRun> {
-            let progress = |t: Nanos, events: u64| progress(i, t, events);
-            if !decisions {
-                return engine::simulate(scenario, i, None, &progress);
-            }
-            let spec = &scenario.limiters[i];
+    let mut logs = Vec::new();
+    if decisions {
+        for (i, spec) in scenario.limiters.iter().enumerate() {
             let file = File::create(part(i)).context("cannot write the decision log")?;
-            let mut log = report::csv::DecisionLog::new(
+            logs.push(report::csv::DecisionLog::new(
                 BufWriter::with_capacity(1 << 16, file),
                 &spec.name,
                 spec.key_by,
                 &scenario.population,
-            );
-            let run = engine::simulate(scenario, i, Some(&mut log), &progress)?;
-            log.finish()?.flush()?;
-            Ok(run)
-        })
-        .collect::<anyhow::Result<_>>()?;
+            ));
+        }
+    }
+    let sinks = logs
+        .iter_mut()
+        .map(|l| Some(l as &mut (dyn engine::DecisionSink + Send)))
+        .collect();
+    let runs: Vec<LimiterRun> = engine::simulate_all(scenario, sinks, progress)?;
+    for log in logs {
+        log.finish()?.flush()?;
+    }
 
     let report = Report::new(scenario, runs);
     let create = |name: &str| -> anyhow::Result<BufWriter<File>> {

@@ -16,6 +16,7 @@
 //! | [`queue`] | the event queue, ordered by `(time, sequence)` |
 //! | [`store`] | a deployment's protocol: routing, a shared store's round trips, faults and the over-limit cache |
 
+mod arrivals;
 mod queue;
 mod store;
 
@@ -27,7 +28,8 @@ use crate::limiter::{Decision, Footprint, Limiter};
 use crate::metrics::Recorder;
 use crate::scenario::{KeyBy, Scenario};
 use crate::traffic::retry::{event_rng, Retry};
-use crate::traffic::{Arrival, Stream, StreamCtx};
+use crate::traffic::Arrival;
+use arrivals::{Arrivals, Shared};
 use queue::Queue;
 use store::Cached;
 
@@ -92,6 +94,32 @@ enum Event {
     Write { key: u32, ticket: u32 },
 }
 
+/// Arrivals generated at a time, shared by every limiter's run.
+const CHUNK: usize = 1 << 14;
+
+/// Simulates every limiter of `scenario`, on the current rayon pool: the
+/// arrivals are generated once (see [`arrivals`]) and each chunk of them is
+/// handed to every limiter's run, the runs in parallel while the next chunk
+/// is generated. Each run takes its events in the same order whatever the
+/// number of threads, so the results are too.
+///
+/// `sinks[i]`, if there is one, receives limiter `i`'s decisions;
+/// `progress(limiter, time reached, events)` is called every
+/// [`PROGRESS_EVERY`] events of a limiter.
+pub fn simulate_all(
+    scenario: &Scenario,
+    mut sinks: Vec<Option<&mut (dyn DecisionSink + Send)>>,
+    progress: &(dyn Fn(usize, Nanos, u64) + Sync),
+) -> anyhow::Result<Vec<LimiterRun>> {
+    sinks.resize_with(scenario.limiters.len(), || None);
+    let runs = sinks
+        .into_iter()
+        .enumerate()
+        .map(|(i, sink)| Run::new(scenario, i, sink))
+        .collect();
+    drive(scenario, runs, progress)
+}
+
 /// Simulates limiter `index` of `scenario` from start to end.
 ///
 /// `progress` is called every [`PROGRESS_EVERY`] events with the simulated
@@ -99,135 +127,49 @@ enum Event {
 pub fn simulate(
     scenario: &Scenario,
     index: usize,
-    sink: Option<&mut dyn DecisionSink>,
+    sink: Option<&mut (dyn DecisionSink + Send)>,
     progress: &(dyn Fn(Nanos, u64) + Sync),
 ) -> anyhow::Result<LimiterRun> {
-    let spec = &scenario.limiters[index];
-    let end = scenario.duration;
-    let ctx = StreamCtx {
-        seed: scenario.seed,
-        end,
-    };
-    let mut streams: Vec<Box<dyn Stream>> = Vec::new();
-    let mut stream_source: Vec<u32> = Vec::new();
-    let mut retries: Vec<Retry> = Vec::new();
-    for (source, traffic) in scenario.traffic.iter().enumerate() {
-        retries.push(traffic.retry);
-        if spec.traffic.contains(&source) {
-            let s = traffic.pattern.streams(source, ctx)?;
-            stream_source.extend(std::iter::repeat_n(source as u32, s.len()));
-            streams.extend(s);
-        }
-    }
-    let mut run = Run {
-        scenario,
-        dep: &spec.deployment,
-        key_by: spec.key_by,
-        limiters: match spec.deployment.scope {
-            Scope::Local { .. } => (0..spec.deployment.instances)
-                .map(|_| spec.deployment.instance_algorithm(&spec.algorithm).build())
-                .collect(),
-            Scope::Global { .. } => vec![spec.algorithm.build()],
-        },
-        fallbacks: match (&spec.deployment.fallback, spec.deployment.is_global()) {
-            (Some(f), true) => (0..spec.deployment.instances).map(|_| f.build()).collect(),
-            _ => Vec::new(),
-        },
-        shadow: (spec.key_by != KeyBy::Client).then(|| spec.algorithm.build()),
-        cache: vec![Vec::new(); spec.deployment.instances as usize],
-        local_ids: vec![HashMap::new(); spec.deployment.instances as usize],
-        routed: 0,
-        recorder: Recorder::new(
-            scenario.defaults.window,
-            scenario.defaults.limit,
-            scenario.output.resolution,
-            end,
-            scenario.population.clients(),
-        ),
-        sink,
-        retries,
-        queue: Queue::with_capacity(streams.len()),
-        events: Vec::new(),
-        first_slot: streams.len() as u32,
-        free: Vec::new(),
-    };
+    let run = Run::new(scenario, index, sink);
+    let mut runs = drive(scenario, vec![run], &|_, t, n| progress(t, n))?;
+    Ok(runs.pop().expect("one run"))
+}
 
-    // Slot i < streams.len() holds stream i's next arrival; other events
-    // take the slots after, reused through `free`.
-    let n_streams = streams.len();
-    // Queue payloads below `n_streams` name a stream whose next arrival
-    // waits in `pending` (kept small: it is the hot path); the others name
-    // `events[payload − n_streams]`.
-    let mut pending: Vec<Arrival> = Vec::with_capacity(n_streams);
-    let mut requests = vec![0u64; n_streams];
-    for (i, stream) in streams.iter_mut().enumerate() {
-        let next = stream.next()?;
-        if let Some(a) = next {
-            run.queue.push(a.time, i as u32);
-        }
-        pending.push(next.unwrap_or(Arrival {
-            time: Nanos::ZERO,
-            client: 0,
-            ip: 0,
-            cost: 0,
-        }));
+/// Runs `runs` over the arrivals of the sources they see.
+fn drive(
+    scenario: &Scenario,
+    mut runs: Vec<Run>,
+    progress: &(dyn Fn(usize, Nanos, u64) + Sync),
+) -> anyhow::Result<Vec<LimiterRun>> {
+    use rayon::prelude::*;
+    let sources: Vec<bool> = (0..scenario.traffic.len())
+        .map(|s| runs.iter().any(|r| r.sees[s]))
+        .collect();
+    let mut arrivals = Arrivals::new(scenario, &sources)?;
+    for run in &mut runs {
+        run.pushed = arrivals.pushed();
     }
-
-    let mut count = 0u64;
-    // The last moment anything happened: store answers and a shaper's
-    // releases may come after `duration`, and state is held until then.
-    let mut last = end;
-    while let Some((now, payload)) = run.queue.pop() {
-        let i = payload as usize;
-        let event = if i < n_streams {
-            let arrival = pending[i];
-            let job = Job {
-                arrival,
-                source: stream_source[i],
-                request: requests[i],
-                first: arrival.time,
-                attempt: 1,
-                last_wait: Nanos::ZERO,
-            };
-            requests[i] += 1;
-            if let Some(next) = streams[i].next()? {
-                debug_assert!(next.time >= arrival.time, "streams yield in time order");
-                pending[i] = next;
-                run.queue.push(next.time, i as u32);
-            }
-            Event::Arrive(job)
-        } else {
-            let slot = i - n_streams;
-            run.free.push(slot as u32);
-            run.events[slot]
-                .take()
-                .expect("a queued slot holds an event")
-        };
-        run.recorder.advance(now);
-        run.handle(now, event)?;
-        last = last.max(now);
-        count += 1;
-        if count % PROGRESS_EVERY == 0 {
-            progress(now, PROGRESS_EVERY);
-        }
+    let (mut chunk, mut next) = (Vec::with_capacity(CHUNK), Vec::with_capacity(CHUNK));
+    arrivals.next_chunk(&mut chunk, CHUNK)?;
+    while !chunk.is_empty() {
+        let (generated, consumed) = rayon::join(
+            || arrivals.next_chunk(&mut next, CHUNK),
+            || {
+                runs.par_iter_mut()
+                    .try_for_each(|run| run.consume(&chunk, progress))
+            },
+        );
+        generated?;
+        consumed?;
+        std::mem::swap(&mut chunk, &mut next);
     }
-    progress(end, count % PROGRESS_EVERY);
-    run.recorder.finish();
-
-    let footprint = run
-        .limiters
-        .iter()
-        .map(|l| l.footprint(last))
-        .reduce(Footprint::combine)
-        .unwrap_or_default();
-    Ok(LimiterRun {
-        footprint,
-        recorder: run.recorder,
-    })
+    runs.into_par_iter().map(|run| run.end(progress)).collect()
 }
 
 /// The state of one limiter's run.
 struct Run<'a, 's> {
+    /// Where the limiter's decisions go, if anywhere.
+    sink: Option<&'s mut (dyn DecisionSink + Send)>,
     scenario: &'a Scenario,
     dep: &'a Deployment,
     key_by: KeyBy,
@@ -249,17 +191,158 @@ struct Run<'a, 's> {
     /// Attempts routed so far (round robin).
     routed: u64,
     recorder: Recorder,
-    sink: Option<&'s mut dyn DecisionSink>,
     retries: Vec<Retry>,
+    /// Which sources this limiter sees.
+    sees: Vec<bool>,
+    /// Events other than first attempts (retries, store operations): a
+    /// small queue whose payloads name a slot of `events`.
     queue: Queue,
-    /// Events other than streams' next arrivals, by slot; queued as
-    /// `first_slot + slot`.
-    events: Vec<Option<Event>>,
-    first_slot: u32,
+    /// Each queued event, with the arrival pushes made before it was
+    /// (see [`arrivals`]); free slots are reused through `free`.
+    events: Vec<Option<(u64, Event)>>,
     free: Vec<u32>,
+    /// Arrival pushes so far, as of the last arrival taken.
+    pushed: u64,
+    index: usize,
+    /// Events processed.
+    count: u64,
+    /// The last moment anything happened: store answers and a shaper's
+    /// releases may come after `duration`, and state is held until then.
+    last: Nanos,
 }
 
-impl Run<'_, '_> {
+impl<'a, 's> Run<'a, 's> {
+    /// Limiter `index` of `scenario`, before its first event.
+    fn new(
+        scenario: &'a Scenario,
+        index: usize,
+        sink: Option<&'s mut (dyn DecisionSink + Send)>,
+    ) -> Run<'a, 's> {
+        let spec = &scenario.limiters[index];
+        Run {
+            scenario,
+            dep: &spec.deployment,
+            key_by: spec.key_by,
+            limiters: match spec.deployment.scope {
+                Scope::Local { .. } => (0..spec.deployment.instances)
+                    .map(|_| spec.deployment.instance_algorithm(&spec.algorithm).build())
+                    .collect(),
+                Scope::Global { .. } => vec![spec.algorithm.build()],
+            },
+            fallbacks: match (&spec.deployment.fallback, spec.deployment.is_global()) {
+                (Some(f), true) => (0..spec.deployment.instances).map(|_| f.build()).collect(),
+                _ => Vec::new(),
+            },
+            shadow: (spec.key_by != KeyBy::Client).then(|| spec.algorithm.build()),
+            cache: vec![Vec::new(); spec.deployment.instances as usize],
+            local_ids: vec![HashMap::new(); spec.deployment.instances as usize],
+            routed: 0,
+            recorder: Recorder::new(
+                scenario.defaults.window,
+                scenario.defaults.limit,
+                scenario.output.resolution,
+                scenario.duration,
+                scenario.population.clients(),
+            ),
+            sink,
+            retries: scenario.traffic.iter().map(|t| t.retry).collect(),
+            sees: (0..scenario.traffic.len())
+                .map(|s| spec.traffic.contains(&s))
+                .collect(),
+            queue: Queue::with_capacity(0),
+            events: Vec::new(),
+            free: Vec::new(),
+            pushed: 0,
+            index,
+            count: 0,
+            last: scenario.duration,
+        }
+    }
+
+    /// Takes the first attempts of `chunk` of the sources it sees, each
+    /// after its own events that come first.
+    fn consume(
+        &mut self,
+        chunk: &[Shared],
+        progress: &(dyn Fn(usize, Nanos, u64) + Sync),
+    ) -> anyhow::Result<()> {
+        for s in chunk {
+            if !self.sees[s.source as usize] {
+                continue;
+            }
+            let at = s.arrival.time;
+            while let Some((t, slot)) = self.queue.peek() {
+                let (k, _) = self.events[slot as usize].expect("a queued slot holds an event");
+                // An arrival pushed before this event comes first.
+                if (at, s.index) < (t, k) {
+                    break;
+                }
+                self.pop_own(progress)?;
+            }
+            self.pushed = s.pushed;
+            let job = Job {
+                arrival: s.arrival,
+                source: s.source,
+                request: s.request,
+                first: at,
+                attempt: 1,
+                last_wait: Nanos::ZERO,
+            };
+            self.step(at, Event::Arrive(job), progress)?;
+        }
+        Ok(())
+    }
+
+    /// Takes the next of its own events.
+    fn pop_own(&mut self, progress: &(dyn Fn(usize, Nanos, u64) + Sync)) -> anyhow::Result<()> {
+        let (now, slot) = self.queue.pop().expect("an event is queued");
+        self.free.push(slot);
+        let (_, event) = self.events[slot as usize]
+            .take()
+            .expect("a queued slot holds an event");
+        self.step(now, event, progress)
+    }
+
+    fn step(
+        &mut self,
+        now: Nanos,
+        event: Event,
+        progress: &(dyn Fn(usize, Nanos, u64) + Sync),
+    ) -> anyhow::Result<()> {
+        self.recorder.advance(now);
+        self.handle(now, event)?;
+        self.last = self.last.max(now);
+        self.count += 1;
+        if self.count % PROGRESS_EVERY == 0 {
+            progress(self.index, now, PROGRESS_EVERY);
+        }
+        Ok(())
+    }
+
+    /// Takes its remaining events (after the last arrival) and closes the
+    /// run.
+    fn end(mut self, progress: &(dyn Fn(usize, Nanos, u64) + Sync)) -> anyhow::Result<LimiterRun> {
+        while self.queue.peek().is_some() {
+            self.pop_own(progress)?;
+        }
+        progress(
+            self.index,
+            self.scenario.duration,
+            self.count % PROGRESS_EVERY,
+        );
+        self.recorder.finish();
+        let footprint = self
+            .limiters
+            .iter()
+            .map(|l| l.footprint(self.last))
+            .reduce(Footprint::combine)
+            .unwrap_or_default();
+        Ok(LimiterRun {
+            footprint,
+            recorder: self.recorder,
+        })
+    }
+
     fn schedule(&mut self, at: Nanos, event: Event) {
         let slot = match self.free.pop() {
             Some(s) => s as usize,
@@ -268,8 +351,8 @@ impl Run<'_, '_> {
                 self.events.len() - 1
             }
         };
-        self.events[slot] = Some(event);
-        self.queue.push(at, self.first_slot + slot as u32);
+        self.events[slot] = Some((self.pushed, event));
+        self.queue.push(at, slot as u32);
     }
 
     fn rng(&self, job: &Job, tag: [u8; 4]) -> impl FnMut() -> rand_chacha::ChaCha8Rng {

@@ -31,6 +31,22 @@ impl Queue {
     pub(super) fn pop(&mut self) -> Option<(Nanos, u32)> {
         self.heap.pop().map(|Reverse((t, _, p))| (Nanos(t), p))
     }
+
+    /// The next event, its sequence number (its position among all
+    /// pushes, from 0) and payload.
+    pub(super) fn pop_numbered(&mut self) -> Option<(Nanos, u64, u32)> {
+        self.heap.pop().map(|Reverse((t, s, p))| (Nanos(t), s, p))
+    }
+
+    /// The next event's time and payload, left in the queue.
+    pub(super) fn peek(&self) -> Option<(Nanos, u32)> {
+        self.heap.peek().map(|&Reverse((t, _, p))| (Nanos(t), p))
+    }
+
+    /// How many events were ever pushed.
+    pub(super) fn pushed(&self) -> u64 {
+        self.seq
+    }
 }
 
 #[cfg(test)]
