@@ -19,7 +19,8 @@
 use super::queue::Queue;
 use crate::clock::Nanos;
 use crate::scenario::Scenario;
-use crate::traffic::{Arrival, Stream, StreamCtx};
+use crate::traffic::poisson::{CompactClock, Poisson};
+use crate::traffic::{Arrival, Pattern, Stream, StreamCtx};
 
 /// One first attempt, as every limiter that sees its source takes it.
 #[derive(Debug, Clone, Copy)]
@@ -34,51 +35,91 @@ pub(super) struct Shared {
     pub pushed: u64,
 }
 
+/// How one source's streams are held.
+enum Gen<'a> {
+    /// Boxed streams, each with its next arrival.
+    Streams {
+        streams: Vec<Box<dyn Stream>>,
+        pending: Vec<Arrival>,
+    },
+    /// Poisson clients, each a 16-byte clock (its next arrival time is its
+    /// time on the queue): no generator buffer per client.
+    Poisson {
+        poisson: &'a Poisson,
+        clocks: Vec<CompactClock>,
+    },
+}
+
 /// The merged streams of the sources some limiter sees.
-pub(super) struct Arrivals {
-    streams: Vec<Box<dyn Stream>>,
+pub(super) struct Arrivals<'a> {
+    ctx: StreamCtx,
+    /// Per source (`None`: no limiter sees it).
+    gens: Vec<Option<Gen<'a>>>,
+    /// Per source, the index of its first stream.
+    first: Vec<u32>,
+    /// Per stream, its source.
     source: Vec<u32>,
-    /// Each stream's next arrival (the queue's payload names the stream).
-    pending: Vec<Arrival>,
     requests: Vec<u64>,
+    /// Payload: the stream.
     queue: Queue,
 }
 
-impl Arrivals {
+impl<'a> Arrivals<'a> {
     /// The streams of every source in `sources` (in source order).
-    pub(super) fn new(scenario: &Scenario, sources: &[bool]) -> anyhow::Result<Arrivals> {
+    pub(super) fn new(scenario: &'a Scenario, sources: &[bool]) -> anyhow::Result<Arrivals<'a>> {
         let ctx = StreamCtx {
             seed: scenario.seed,
             end: scenario.duration,
         };
-        let mut streams: Vec<Box<dyn Stream>> = Vec::new();
-        let mut source = Vec::new();
-        for (i, traffic) in scenario.traffic.iter().enumerate() {
-            if sources[i] {
-                let s = traffic.pattern.streams(i, ctx)?;
-                source.extend(std::iter::repeat_n(i as u32, s.len()));
-                streams.extend(s);
+        let mut queue = Queue::with_capacity(0);
+        let (mut gens, mut first, mut source) = (Vec::new(), Vec::new(), Vec::new());
+        for (src, traffic) in scenario.traffic.iter().enumerate() {
+            first.push(source.len() as u32);
+            if !sources[src] {
+                gens.push(None);
+                continue;
             }
+            let base = source.len();
+            let gen = match &traffic.pattern {
+                Pattern::Poisson(p) => {
+                    let mut clocks = vec![CompactClock::default(); p.clients.len()];
+                    queue.reserve(clocks.len());
+                    for (i, clock) in clocks.iter_mut().enumerate() {
+                        if let Some(t) = p.tick(src, i, clock, ctx) {
+                            queue.push(t, (base + i) as u32);
+                        }
+                    }
+                    source.extend(std::iter::repeat_n(src as u32, clocks.len()));
+                    Gen::Poisson { poisson: p, clocks }
+                }
+                pattern => {
+                    let mut streams = pattern.streams(src, ctx)?;
+                    queue.reserve(streams.len());
+                    let mut pending = Vec::with_capacity(streams.len());
+                    for (i, stream) in streams.iter_mut().enumerate() {
+                        let next = stream.next()?;
+                        if let Some(a) = next {
+                            queue.push(a.time, (base + i) as u32);
+                        }
+                        pending.push(next.unwrap_or(Arrival {
+                            time: Nanos::ZERO,
+                            client: 0,
+                            ip: 0,
+                            cost: 0,
+                        }));
+                    }
+                    source.extend(std::iter::repeat_n(src as u32, streams.len()));
+                    Gen::Streams { streams, pending }
+                }
+            };
+            gens.push(Some(gen));
         }
-        let n = streams.len();
-        let mut queue = Queue::with_capacity(n);
-        let mut pending = Vec::with_capacity(n);
-        for (i, stream) in streams.iter_mut().enumerate() {
-            let next = stream.next()?;
-            if let Some(a) = next {
-                queue.push(a.time, i as u32);
-            }
-            pending.push(next.unwrap_or(Arrival {
-                time: Nanos::ZERO,
-                client: 0,
-                ip: 0,
-                cost: 0,
-            }));
-        }
+        let n = source.len();
         Ok(Arrivals {
-            streams,
+            ctx,
+            gens,
+            first,
             source,
-            pending,
             requests: vec![0; n],
             queue,
         })
@@ -93,21 +134,46 @@ impl Arrivals {
     pub(super) fn next_chunk(&mut self, out: &mut Vec<Shared>, max: usize) -> anyhow::Result<()> {
         out.clear();
         while out.len() < max {
-            let Some((_, index, i)) = self.queue.pop_numbered() else {
+            let Some((time, index, i)) = self.queue.pop_numbered() else {
                 break;
             };
-            let i = i as usize;
-            let arrival = self.pending[i];
-            let request = self.requests[i];
-            self.requests[i] += 1;
-            if let Some(next) = self.streams[i].next()? {
-                debug_assert!(next.time >= arrival.time, "streams yield in time order");
-                self.pending[i] = next;
-                self.queue.push(next.time, i as u32);
+            let src = self.source[i as usize];
+            let j = (i - self.first[src as usize]) as usize;
+            let gen = self.gens[src as usize]
+                .as_mut()
+                .expect("a queued stream's source is generated");
+            let (arrival, next) = match gen {
+                Gen::Streams { streams, pending } => {
+                    let arrival = pending[j];
+                    let next = streams[j].next()?;
+                    if let Some(n) = next {
+                        pending[j] = n;
+                    }
+                    (arrival, next.map(|n| n.time))
+                }
+                Gen::Poisson { poisson, clocks } => {
+                    let (client, ip) = poisson.clients[j];
+                    let arrival = Arrival {
+                        time,
+                        client,
+                        ip,
+                        cost: poisson.cost,
+                    };
+                    (
+                        arrival,
+                        poisson.tick(src as usize, j, &mut clocks[j], self.ctx),
+                    )
+                }
+            };
+            let request = self.requests[i as usize];
+            self.requests[i as usize] += 1;
+            if let Some(t) = next {
+                debug_assert!(t >= arrival.time, "streams yield in time order");
+                self.queue.push(t, i);
             }
             out.push(Shared {
                 arrival,
-                source: self.source[i],
+                source: src,
                 request,
                 index,
                 pushed: self.queue.pushed(),

@@ -23,6 +23,11 @@ impl Queue {
         }
     }
 
+    /// Makes room for `n` more events.
+    pub(super) fn reserve(&mut self, n: usize) {
+        self.heap.reserve_exact(n);
+    }
+
     pub(super) fn push(&mut self, t: Nanos, payload: u32) {
         self.heap.push(Reverse((t.0, self.seq, payload)));
         self.seq += 1;
