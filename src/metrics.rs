@@ -307,14 +307,17 @@ impl Recorder {
         self.overshoot_max = self.overshoot_max.max(over);
         // A window that holds anything holds its latest pass last.
         let last = w.passes.back().map_or(0, |(s, _)| s);
-        if w.sum > 0 && last + window <= t {
+        // (A pass at the end of time, from a shaper's saturated release, is
+        // in the window of every pass after it: `s + W` does not wrap.)
+        let left = |s: u64| s.checked_add(window).is_some_and(|end| end <= t);
+        if w.sum > 0 && left(last) {
             // Everything in the queue has left the window: forget it without
             // reading it (the common case for a quiet key).
             w.passes.clear();
             w.sum = 0;
         }
         while let Some((s, c)) = w.passes.front() {
-            if s + window > t {
+            if !left(s) {
                 break;
             }
             w.passes.pop_front();
@@ -715,6 +718,17 @@ mod tests {
         let over: Vec<u64> = r.series[..11].iter().map(|b| b.overshoot).collect();
         assert_eq!(over, [0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
         assert_eq!(over.iter().sum::<u64>(), r.overshoot);
+    }
+
+    // Regression (tests/fuzz.rs, a leaky bucket with cost 10^12 at 2/s):
+    // passes at the saturated end of time overflowed `s + W`.
+    #[test]
+    fn passes_at_the_end_of_time_stay_in_each_others_window() {
+        let mut r = Recorder::new(Nanos(1000 * MS), 10, Nanos(100 * MS), Nanos(1000 * MS), 0);
+        for _ in 0..3 {
+            r.record(0, Nanos(u64::MAX), 1, Decision::Admitted);
+        }
+        assert_eq!(r.peak_in_window, 3);
     }
 
     #[test]
