@@ -1,10 +1,13 @@
-//! Throughput benchmark: `cargo bench` (or `cargo bench -- SCENARIO.toml`).
+//! Throughput benchmark: `cargo bench` (or `cargo bench --bench throughput
+//! -- SCENARIO.toml`).
 //!
 //! Simulates `benches/bench.toml` — about 10^7 attempts over 10^5 keys —
-//! through every limiter in turn, one core, no decision log, and prints
-//! decisions per second per algorithm and the process's peak resident memory.
-//! It first runs the same scenario for a tenth of the duration: the peak
-//! memory after the full run should be close to the peak after the short one,
+//! through every limiter, no decision log, first on one thread and then on
+//! every core, and prints decisions per CPU-second (the process's user +
+//! system time, so a machine shared with other work still gives a fair
+//! number) and per wall-second, and the process's peak resident memory. It
+//! first runs the same scenario for a tenth of the duration: the peak memory
+//! after the full run should be close to the peak after the short one,
 //! since memory grows with keys, never with attempts.
 
 use std::time::Instant;
@@ -20,26 +23,44 @@ fn peak_rss_mib() -> Option<f64> {
     Some(kib / 1024.0)
 }
 
-fn run(scenario: &Scenario) -> u64 {
-    let mut total = 0;
-    println!(
-        "{:<18} {:>12} {:>10} {:>16}",
-        "limiter", "attempts", "seconds", "decisions/s"
-    );
-    for (i, spec) in scenario.limiters.iter().enumerate() {
-        let start = Instant::now();
-        let run = engine::simulate(scenario, i, None, &|_, _| {}).expect("bench scenario runs");
-        let secs = start.elapsed().as_secs_f64();
-        let n = run.recorder.attempts;
-        total += n;
-        println!(
-            "{:<18} {:>12} {:>10.2} {:>16.0}",
-            spec.name,
-            n,
-            secs,
-            n as f64 / secs
-        );
+/// The process's CPU time (user + system) in seconds, from `/proc/self/stat`
+/// (clock ticks of 1/100 s).
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name, which is in parentheses.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<u64> = rest
+        .split_whitespace()
+        .map(|x| x.parse().unwrap_or(0))
+        .collect();
+    // utime and stime are fields 14 and 15, i.e. 11 and 12 after ')'.
+    (f.get(11).copied().unwrap_or(0) + f.get(12).copied().unwrap_or(0)) as f64 / 100.0
+}
+
+/// Simulates every limiter of `scenario` on `threads` threads; returns the
+/// decisions made.
+fn run(scenario: &Scenario, threads: usize, verbose: bool) -> u64 {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .expect("a thread pool");
+    let (cpu, wall) = (cpu_seconds(), Instant::now());
+    let runs = pool
+        .install(|| engine::simulate_all(scenario, Vec::new(), &|_, _, _| {}))
+        .expect("bench scenario runs");
+    let (cpu, wall) = (cpu_seconds() - cpu, wall.elapsed().as_secs_f64());
+    let total: u64 = runs.iter().map(|r| r.recorder.attempts).sum();
+    if verbose {
+        for (spec, r) in scenario.limiters.iter().zip(&runs) {
+            println!("  {:<18} {:>12} decisions", spec.name, r.recorder.attempts);
+        }
     }
+    println!(
+        "{threads} thread(s): {total} decisions over {} keys in {cpu:.2} CPU-s ({wall:.2} s wall): {:.2} M decisions per CPU-second, {:.2} M per wall-second",
+        scenario.population.clients(),
+        total as f64 / cpu / 1e6,
+        total as f64 / wall / 1e6,
+    );
     total
 }
 
@@ -50,28 +71,24 @@ fn main() {
         .unwrap_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/benches/bench.toml").to_string());
     let mut scenario = Scenario::load(&path).unwrap_or_else(|e| panic!("{e}"));
     let full = scenario.duration;
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
 
     scenario.duration = Nanos(full.0 / 10);
     println!(
         "== {} for {} (warm-up, a tenth of the attempts)",
         scenario.name, scenario.duration
     );
-    run(&scenario);
+    run(&scenario, 1, false);
     let short_peak = peak_rss_mib();
 
     scenario.duration = full;
     println!("\n== {} for {}", scenario.name, scenario.duration);
-    let start = Instant::now();
-    let total = run(&scenario);
-    let secs = start.elapsed().as_secs_f64();
-    println!(
-        "\n{} decisions over {} keys in {:.2}s: {:.0} decisions/s on one core",
-        total,
-        scenario.population.clients(),
-        secs,
-        total as f64 / secs
-    );
-    if let (Some(a), Some(b)) = (short_peak, peak_rss_mib()) {
-        println!("peak RSS: {a:.1} MiB after the short run, {b:.1} MiB after the full run");
+    run(&scenario, 1, true);
+    let full_peak = peak_rss_mib();
+    run(&scenario, cores, false);
+    if let (Some(a), Some(b)) = (short_peak, full_peak) {
+        println!(
+            "peak RSS (one thread): {a:.1} MiB after the short run, {b:.1} MiB after the full run"
+        );
     }
 }

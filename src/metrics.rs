@@ -40,6 +40,8 @@ pub struct Recorder {
     limit: u64,
     resolution: u64,
     max_buckets: usize,
+    /// Clients in the population (ids past it are keys only).
+    clients: usize,
     /// Passes still in the future (a shaper's releases), released into the
     /// per-key windows in time order by [`Recorder::advance`].
     future: BinaryHeap<Reverse<(u64, u64, u32, u64)>>,
@@ -50,7 +52,10 @@ pub struct Recorder {
     pub rejected: u64,
     pub series: Vec<Bucket>,
     pub delays: DelayHistogram,
-    peaks: Vec<Option<PassWindow>>,
+    /// Per id: the client's counts (for the client of that id) and the
+    /// window of passes (for the key of that id), side by side so that a
+    /// client keyed by itself costs one cache line, not two.
+    ids: Vec<PerId>,
     /// Largest total cost passed for one key within any `(s − W, s]`.
     pub peak_in_window: u64,
     /// Where that peak ended (`s`) and its key.
@@ -63,8 +68,6 @@ pub struct Recorder {
     pub pending_at_end: u64,
     /// From a request's first attempt to the moment it passes.
     pub time_to_success: DelayHistogram,
-    /// Per client id: what each client asked for and got.
-    pub clients: Vec<ClientCounts>,
     /// Passed cost beyond the policy limit, per key per aligned policy
     /// window, summed over keys and windows…
     pub overshoot: u64,
@@ -134,9 +137,18 @@ impl Recorder {
             max_buckets: 2 * buckets,
             resolution: resolution.0.max(1),
             series: vec![Bucket::default(); buckets],
-            clients: vec![ClientCounts::default(); clients],
+            ids: vec![PerId::default(); clients],
+            clients,
             ..Recorder::default()
         }
+    }
+
+    /// What each client of the population asked for and got, in client
+    /// order.
+    pub fn clients(&self) -> impl Iterator<Item = &ClientCounts> {
+        self.ids[..self.clients.min(self.ids.len())]
+            .iter()
+            .map(|p| &p.client)
     }
 
     /// The bucket of time `t`. The series grows past `duration` to hold
@@ -168,7 +180,7 @@ impl Recorder {
         decision: Decision,
     ) {
         self.added_latency.record(latency.0);
-        let c = &mut self.clients[client as usize];
+        let c = &mut PerId::of(&mut self.ids, client).client;
         if attempt == 1 {
             self.logical += 1;
             c.logical += 1;
@@ -190,6 +202,37 @@ impl Recorder {
             let heard = now.0.saturating_add(latency.0).saturating_add(delay);
             self.time_to_success.record(heard - first.0);
         }
+    }
+
+    /// A logical request whose next retry falls after the end of the run.
+    pub fn pending_at_end(&mut self) {
+        self.pending_at_end += 1;
+    }
+
+    /// An operation sent to a shared store (a read or a write).
+    pub fn store_op(&mut self) {
+        self.store_ops += 1;
+    }
+
+    /// A rejection an instance made from its over-limit cache.
+    pub fn cache_rejection(&mut self) {
+        self.cache_rejections += 1;
+    }
+
+    /// A decision taken because the store failed: passed unchecked
+    /// (`fail_open`)…
+    pub fn fault_open(&mut self) {
+        self.fault_open += 1;
+    }
+
+    /// …rejected (`fail_closed`)…
+    pub fn fault_closed(&mut self) {
+        self.fault_closed += 1;
+    }
+
+    /// …or decided by the instance's own fallback limiter.
+    pub fn fault_fallback(&mut self) {
+        self.fault_fallback += 1;
     }
 
     /// `client` gives up on a request whose last attempt arrived at `now`.
@@ -273,46 +316,45 @@ impl Recorder {
     /// (see [`Recorder::advance`]), so a queue of the last window's passes
     /// gives the exact peak, and one counter per key the overshoot.
     fn pass(&mut self, key: u32, t: u64, cost: u64) {
-        let i = key as usize;
-        if i >= self.peaks.len() {
-            self.peaks.resize_with(i + 1, || None);
-        }
-        let w = self.peaks[i].get_or_insert_with(PassWindow::default);
-        let k = t / self.window;
+        let (window, limit) = (self.window, self.limit);
+        let w = &mut PerId::of(&mut self.ids, key).window;
+        let k = t / window;
         if w.aligned != k {
             w.aligned = k;
             w.in_aligned = 0;
         }
-        let over_before = w.in_aligned.saturating_sub(self.limit);
+        let over_before = w.in_aligned.saturating_sub(limit);
         w.in_aligned = w.in_aligned.saturating_add(cost);
-        let over = w.in_aligned.saturating_sub(self.limit);
+        let over = w.in_aligned.saturating_sub(limit);
         let overshoot = over - over_before;
         self.overshoot = self.overshoot.saturating_add(overshoot);
         self.overshoot_max = self.overshoot_max.max(over);
-        // Passes far in the future (a shaper's release of a huge cost)
-        // saturate at u64::MAX: compare without overflowing.
-        if w.sum > 0 && w.last.saturating_add(self.window) <= t {
+        // A window that holds anything holds its latest pass last.
+        let last = w.passes.back().map_or(0, |(s, _)| s);
+        // (A pass at the end of time, from a shaper's saturated release, is
+        // in the window of every pass after it: `s + W` does not wrap.)
+        let left = |s: u64| s.checked_add(window).is_some_and(|end| end <= t);
+        if w.sum > 0 && left(last) {
             // Everything in the queue has left the window: forget it without
             // reading it (the common case for a quiet key).
             w.passes.clear();
             w.sum = 0;
         }
-        while let Some(&(s, c)) = w.passes.front() {
-            if s.saturating_add(self.window) > t {
+        while let Some((s, c)) = w.passes.front() {
+            if !left(s) {
                 break;
             }
             w.passes.pop_front();
             w.sum -= c;
         }
-        if w.sum > 0 && w.last == t {
-            w.passes.back_mut().expect("a pass at t is queued").1 += cost;
+        if w.sum > 0 && last == t {
+            w.passes.add_to_back(cost);
         } else {
             w.passes.push_back((t, cost));
         }
-        w.last = t;
         w.sum = w.sum.saturating_add(cost);
         let sum = w.sum;
-        if let Some(kc) = self.per_key.get_mut(i) {
+        if let Some(kc) = self.per_key.get_mut(key as usize) {
             kc.peak_in_window = kc.peak_in_window.max(sum);
         }
         if sum > self.peak_in_window {
@@ -343,8 +385,7 @@ impl Recorder {
     /// Each sending client's share of its logical requests that passed, in
     /// client order.
     pub fn pass_ratios(&self) -> Vec<f64> {
-        self.clients
-            .iter()
+        self.clients()
             .filter(|c| c.logical > 0)
             .map(|c| c.passed as f64 / c.logical as f64)
             .collect()
@@ -354,8 +395,7 @@ impl Recorder {
     /// (nearest rank), each an exact fraction `(passed, logical)`.
     pub fn pass_ratio_spread(&self) -> Option<[(u64, u64); 5]> {
         let mut ratios: Vec<(u64, u64)> = self
-            .clients
-            .iter()
+            .clients()
             .filter(|c| c.logical > 0)
             .map(|c| (c.passed, c.logical))
             .collect();
@@ -401,7 +441,7 @@ impl Recorder {
     /// sent anything. What well-behaved clients pay for a limit.
     pub fn within_limit_rejected(&self, limit: u64, duration: Nanos) -> Option<(u64, u64)> {
         let (mut rejected, mut attempts) = (0u64, 0u64);
-        for c in &self.clients {
+        for c in self.clients() {
             let within =
                 c.logical as u128 * self.window as u128 <= limit as u128 * duration.0 as u128;
             if within && c.logical > 0 {
@@ -413,15 +453,138 @@ impl Recorder {
     }
 }
 
+/// One id's slot: its client's counts and its key's window of passes.
+#[derive(Debug, Clone, Default)]
+struct PerId {
+    client: ClientCounts,
+    window: PassWindow,
+}
+
+impl PerId {
+    /// Slot `id` of `ids`, created (with those before it) if need be.
+    fn of(ids: &mut Vec<PerId>, id: u32) -> &mut PerId {
+        let i = id as usize;
+        if i >= ids.len() {
+            ids.resize_with(i + 1, PerId::default);
+        }
+        &mut ids[i]
+    }
+}
+
 #[derive(Debug, Clone, Default)]
 struct PassWindow {
-    passes: VecDeque<(u64, u64)>,
+    /// The passes within the window of the latest, oldest first.
+    passes: Passes,
     sum: u64,
-    /// Time of the latest pass.
-    last: u64,
     /// The aligned policy window of the latest pass, and its passed cost.
     aligned: u64,
     in_aligned: u64,
+}
+
+/// How many passes a key keeps in place before it moves them to the heap.
+const INLINE_PASSES: usize = 4;
+
+/// A queue of `(time, cost)` passes: up to [`INLINE_PASSES`] in place (a
+/// ring of times and 32-bit costs), more — or a cost above `u32::MAX` — in
+/// a heap-allocated deque, held until the key's window empties (so memory
+/// follows the passes in windows, not the requests).
+#[derive(Debug, Clone, Default)]
+struct Passes {
+    times: [u64; INLINE_PASSES],
+    costs: [u32; INLINE_PASSES],
+    head: u8,
+    len: u8,
+    // Boxed: 8 bytes in every key's slot instead of a deque's 32, for the
+    // few keys that ever need it.
+    #[allow(clippy::box_collection)]
+    spill: Option<Box<VecDeque<(u64, u64)>>>,
+}
+
+impl Passes {
+    fn at(&self, j: usize) -> (u64, u64) {
+        let i = (self.head as usize + j) % INLINE_PASSES;
+        (self.times[i], self.costs[i] as u64)
+    }
+
+    fn front(&self) -> Option<(u64, u64)> {
+        match &self.spill {
+            Some(q) => q.front().copied(),
+            None => (self.len > 0).then(|| self.at(0)),
+        }
+    }
+
+    fn back(&self) -> Option<(u64, u64)> {
+        match &self.spill {
+            Some(q) => q.back().copied(),
+            None => (self.len > 0).then(|| self.at(self.len as usize - 1)),
+        }
+    }
+
+    fn pop_front(&mut self) {
+        match &mut self.spill {
+            Some(q) => {
+                q.pop_front();
+            }
+            None if self.len > 0 => {
+                self.head = ((self.head as usize + 1) % INLINE_PASSES) as u8;
+                self.len -= 1;
+            }
+            None => {}
+        }
+    }
+
+    /// Adds `cost` to the latest pass (there is one).
+    fn add_to_back(&mut self, cost: u64) {
+        let (t, c) = self.back().expect("a pass is queued");
+        match &mut self.spill {
+            Some(q) => q.back_mut().expect("a pass is queued").1 += cost,
+            None => match u32::try_from(c + cost) {
+                Ok(sum) => {
+                    let i = (self.head as usize + self.len as usize - 1) % INLINE_PASSES;
+                    self.costs[i] = sum;
+                }
+                Err(_) => {
+                    self.spill_all();
+                    self.spill
+                        .as_mut()
+                        .expect("just spilled")
+                        .back_mut()
+                        .expect("queued")
+                        .1 = c + cost;
+                    debug_assert_eq!(self.back().map(|b| b.0), Some(t));
+                }
+            },
+        }
+    }
+
+    /// Moves the inline passes to a deque.
+    fn spill_all(&mut self) {
+        let mut q = VecDeque::with_capacity(2 * INLINE_PASSES);
+        q.extend((0..self.len as usize).map(|j| self.at(j)));
+        (self.head, self.len) = (0, 0);
+        self.spill = Some(Box::new(q));
+    }
+
+    fn push_back(&mut self, (t, cost): (u64, u64)) {
+        if self.spill.is_none() {
+            match u32::try_from(cost) {
+                Ok(c) if (self.len as usize) < INLINE_PASSES => {
+                    let i = (self.head as usize + self.len as usize) % INLINE_PASSES;
+                    (self.times[i], self.costs[i]) = (t, c);
+                    self.len += 1;
+                    return;
+                }
+                _ => self.spill_all(),
+            }
+        }
+        self.spill.as_mut().expect("spilled").push_back((t, cost));
+    }
+
+    /// Empties the queue; a key back to few passes gives its heap back.
+    fn clear(&mut self) {
+        self.spill = None;
+        (self.head, self.len) = (0, 0);
+    }
 }
 
 /// Delay distribution of passed requests (admitted ones count as 0).
@@ -607,6 +770,17 @@ mod tests {
         assert_eq!(over.iter().sum::<u64>(), r.overshoot);
     }
 
+    // Regression (tests/fuzz.rs, a leaky bucket with cost 10^12 at 2/s):
+    // passes at the saturated end of time overflowed `s + W`.
+    #[test]
+    fn passes_at_the_end_of_time_stay_in_each_others_window() {
+        let mut r = Recorder::new(Nanos(1000 * MS), 10, Nanos(100 * MS), Nanos(1000 * MS), 0);
+        for _ in 0..3 {
+            r.record(0, Nanos(u64::MAX), 1, Decision::Admitted);
+        }
+        assert_eq!(r.peak_in_window, 3);
+    }
+
     #[test]
     fn future_passes_are_released_in_time_order() {
         let mut r = Recorder::new(Nanos(1000 * MS), 10, Nanos(100 * MS), Nanos(3000 * MS), 0);
@@ -633,6 +807,32 @@ mod tests {
         r.record(0, Nanos(u64::MAX - 1), 1, Decision::Admitted);
         assert!(r.series.len() <= cap && r.series.capacity() <= cap);
         assert_eq!(r.series.iter().map(|b| b.passed).sum::<u64>(), 1);
+    }
+
+    #[test]
+    fn passes_queue_in_place_then_on_the_heap_in_order() {
+        let mut p = Passes::default();
+        let mut model = VecDeque::new();
+        let big = u32::MAX as u64 + 1;
+        for (i, cost) in [1, 2, 3, 4, 5, big, 1, 1].into_iter().enumerate() {
+            p.push_back((i as u64, cost));
+            model.push_back((i as u64, cost));
+            if i % 3 == 2 {
+                p.pop_front();
+                model.pop_front();
+            }
+            p.add_to_back(1);
+            model.back_mut().unwrap().1 += 1;
+            assert_eq!(
+                (p.front(), p.back()),
+                (model.front().copied(), model.back().copied())
+            );
+        }
+        p.clear();
+        assert_eq!((p.front(), p.spill.is_none()), (None, true));
+        p.push_back((9, u32::MAX as u64));
+        p.add_to_back(1);
+        assert_eq!(p.back(), Some((9, big)));
     }
 
     #[test]

@@ -14,7 +14,6 @@ use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
 use anyhow::Context;
-use rayon::prelude::*;
 
 use crate::accesslog::agreement;
 use crate::clock::Nanos;
@@ -43,7 +42,7 @@ pub struct RunOptions {
 /// [`crate::estimate`] unless `options.force`.
 ///
 /// `progress(limiter, time reached, events)` is called as each limiter's
-/// simulation advances (limiters run in parallel).
+/// simulation advances (see [`engine::simulate_all`]).
 pub fn run_scenario(
     scenario: &Scenario,
     out: &Path,
@@ -72,40 +71,56 @@ pub fn simulate_into(
 ) -> anyhow::Result<Report> {
     let decisions = options.decisions;
     let part = |i: usize| dir.join(format!("decisions.part{i}.csv"));
+    let n = scenario.limiters.len();
     // Agreement with the gateway's own verdicts, when a replayed access log
     // carries them (see `crate::accesslog::agreement`).
-    let agreements = agreement::Slots::default();
-    let runs: Vec<LimiterRun> = (0..scenario.limiters.len())
-        .into_par_iter()
-        .map(|i| -> anyhow::Result<LimiterRun> {
-            let progress = |t: Nanos, events: u64| progress(i, t, events);
-            let mut agree = agreement::Agreement::new(scenario, i)?;
-            if !decisions {
-                let sink = agree.as_mut().map(|a| a as &mut dyn engine::DecisionSink);
-                let run = engine::simulate(scenario, i, sink, &progress)?;
-                agreements.put(i, agree);
-                return Ok(run);
-            }
-            let spec = &scenario.limiters[i];
+    let mut agrees: Vec<Option<agreement::Agreement>> = (0..n)
+        .map(|i| agreement::Agreement::new(scenario, i))
+        .collect::<anyhow::Result<_>>()?;
+    let mut logs = Vec::new();
+    if decisions {
+        for (i, spec) in scenario.limiters.iter().enumerate() {
             let file = File::create(part(i)).context("cannot write the decision log")?;
-            let mut log = report::csv::DecisionLog::new(
+            logs.push(report::csv::DecisionLog::new(
                 BufWriter::with_capacity(1 << 16, file),
                 &spec.name,
                 spec.key_by,
                 &scenario.population,
-            );
-            let run = engine::simulate(
-                scenario,
-                i,
-                Some(&mut agreement::Tee(&mut log, agree.as_mut())),
-                &progress,
-            )?;
-            log.finish()?.flush()?;
-            agreements.put(i, agree);
-            Ok(run)
-        })
-        .collect::<anyhow::Result<_>>()?;
-    agreements.write(scenario, dir)?;
+            ));
+        }
+    }
+    let runs: Vec<LimiterRun> = {
+        let mut logs = logs
+            .iter_mut()
+            .map(Some)
+            .chain(std::iter::repeat_with(|| None));
+        let mut tees: Vec<agreement::Tee> = agrees
+            .iter_mut()
+            .map(|a| {
+                let log = logs
+                    .next()
+                    .flatten()
+                    .map(|l| l as &mut (dyn engine::DecisionSink + Send));
+                agreement::Tee(log, a.as_mut())
+            })
+            .collect();
+        let sinks = tees
+            .iter_mut()
+            .map(|t| {
+                t.is_used()
+                    .then_some(t as &mut (dyn engine::DecisionSink + Send))
+            })
+            .collect();
+        engine::simulate_all(scenario, sinks, progress)?
+    };
+    for log in logs {
+        log.finish()?.flush()?;
+    }
+    let slots = agreement::Slots::default();
+    for (i, a) in agrees.into_iter().enumerate() {
+        slots.put(i, a);
+    }
+    slots.write(scenario, dir)?;
     report::top_keys::write(
         &report::top_keys::collect(scenario, &runs),
         File::create(dir.join(report::top_keys::FILE)).context("cannot write top_keys.csv")?,

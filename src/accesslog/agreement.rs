@@ -153,11 +153,23 @@ impl DecisionSink for Agreement {
 }
 
 /// Passes decisions to two sinks (the decision log and an agreement).
-pub struct Tee<'a>(pub &'a mut dyn DecisionSink, pub Option<&'a mut Agreement>);
+pub struct Tee<'a>(
+    pub Option<&'a mut (dyn DecisionSink + Send)>,
+    pub Option<&'a mut Agreement>,
+);
+
+impl Tee<'_> {
+    /// Whether it passes decisions anywhere.
+    pub fn is_used(&self) -> bool {
+        self.0.is_some() || self.1.is_some()
+    }
+}
 
 impl DecisionSink for Tee<'_> {
     fn record(&mut self, a: &Attempt) -> anyhow::Result<()> {
-        self.0.record(a)?;
+        if let Some(s) = self.0.as_mut() {
+            s.record(a)?;
+        }
         if let Some(b) = self.1.as_mut() {
             b.record(a)?;
         }

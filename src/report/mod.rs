@@ -117,8 +117,7 @@ impl Report {
                     time_to_success_p50_ms: ms(r.time_to_success.percentile(500)),
                     time_to_success_p99_ms: ms(r.time_to_success.percentile(990)),
                     client_pass_ratio_min: r
-                        .clients
-                        .iter()
+                        .clients()
                         .filter(|c| c.logical > 0)
                         .map(|c| (c.passed, c.logical))
                         .min_by(|a, b| {

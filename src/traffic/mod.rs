@@ -2,11 +2,12 @@
 //!
 //! A scenario's `[[traffic]]` sources each become one or more [`Stream`]s —
 //! usually one per client — that yield [`Arrival`]s in time order. The engine
-//! merges them on its event queue. Streams are rebuilt from the scenario for
-//! every limiter, and each client's random numbers come from its own stream,
-//! seeded by `(scenario seed, source index, client index)` with the portable
-//! ChaCha8 generator: every limiter faces exactly the same arrivals, on any
-//! machine.
+//! merges them once for every limiter of a run. Each client's random
+//! numbers come from its own stream, seeded by `(scenario seed, source
+//! index, client index)` with the portable ChaCha8 generator: every limiter
+//! faces exactly the same arrivals, on any machine. (A Poisson client needs
+//! no stream object: its [`poisson::CompactClock`] is a time and a position
+//! in that generator's stream.)
 //!
 //! | file | pattern |
 //! |---|---|

@@ -1,0 +1,184 @@
+//! The open-loop arrivals of a run, generated once for every limiter.
+//!
+//! Every limiter of a scenario faces the same first attempts: the streams
+//! of the sources it sees, merged by `(time, sequence)` exactly as a
+//! limiter's own event queue would merge them. They are generated here
+//! once, in chunks, and each limiter's run consumes every chunk in turn
+//! (see [`super::simulate_all`]); only what differs per limiter — retries,
+//! store round trips — waits on the limiter's own small queue.
+//!
+//! The order is the one a single queue holding both gives. A stream's next
+//! arrival is pushed when its previous one is taken, before that attempt is
+//! decided, and the first arrivals of all streams are pushed first, in
+//! stream order: so among arrivals the order depends on the arrivals alone,
+//! and each [`Shared`] carries its push number (`index`) and the number of
+//! arrivals pushed once it is taken (`pushed`). A limiter's own event
+//! pushed after `k` arrival pushes comes before an arrival at the same
+//! time iff the arrival was pushed later: `index ≥ k`.
+
+use super::queue::Queue;
+use crate::clock::Nanos;
+use crate::scenario::Scenario;
+use crate::traffic::poisson::{CompactClock, Poisson};
+use crate::traffic::{Arrival, Pattern, Stream, StreamCtx};
+
+/// One first attempt, as every limiter that sees its source takes it.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Shared {
+    pub arrival: Arrival,
+    pub source: u32,
+    /// The request's index within its stream.
+    pub request: u64,
+    /// This arrival's push number among all arrivals.
+    pub index: u64,
+    /// Arrivals pushed once this one is taken (its stream's next included).
+    pub pushed: u64,
+}
+
+/// How one source's streams are held.
+enum Gen<'a> {
+    /// Boxed streams, each with its next arrival.
+    Streams {
+        streams: Vec<Box<dyn Stream>>,
+        pending: Vec<Arrival>,
+    },
+    /// Poisson clients, each a 16-byte clock (its next arrival time is its
+    /// time on the queue): no generator buffer per client.
+    Poisson {
+        poisson: &'a Poisson,
+        clocks: Vec<CompactClock>,
+    },
+}
+
+/// The merged streams of the sources some limiter sees.
+pub(super) struct Arrivals<'a> {
+    ctx: StreamCtx,
+    /// Per source (`None`: no limiter sees it).
+    gens: Vec<Option<Gen<'a>>>,
+    /// Per source, the index of its first stream.
+    first: Vec<u32>,
+    /// Per stream, its source.
+    source: Vec<u32>,
+    requests: Vec<u64>,
+    /// Payload: the stream.
+    queue: Queue,
+}
+
+impl<'a> Arrivals<'a> {
+    /// The streams of every source in `sources` (in source order).
+    pub(super) fn new(scenario: &'a Scenario, sources: &[bool]) -> anyhow::Result<Arrivals<'a>> {
+        let ctx = StreamCtx {
+            seed: scenario.seed,
+            end: scenario.duration,
+        };
+        let mut queue = Queue::with_capacity(0);
+        let (mut gens, mut first, mut source) = (Vec::new(), Vec::new(), Vec::new());
+        for (src, traffic) in scenario.traffic.iter().enumerate() {
+            first.push(source.len() as u32);
+            if !sources[src] {
+                gens.push(None);
+                continue;
+            }
+            let base = source.len();
+            let gen = match &traffic.pattern {
+                Pattern::Poisson(p) => {
+                    let mut clocks = vec![CompactClock::default(); p.clients.len()];
+                    queue.reserve(clocks.len());
+                    for (i, clock) in clocks.iter_mut().enumerate() {
+                        if let Some(t) = p.tick(src, i, clock, ctx) {
+                            queue.push(t, (base + i) as u32);
+                        }
+                    }
+                    source.extend(std::iter::repeat_n(src as u32, clocks.len()));
+                    Gen::Poisson { poisson: p, clocks }
+                }
+                pattern => {
+                    let mut streams = pattern.streams(src, ctx)?;
+                    queue.reserve(streams.len());
+                    let mut pending = Vec::with_capacity(streams.len());
+                    for (i, stream) in streams.iter_mut().enumerate() {
+                        let next = stream.next()?;
+                        if let Some(a) = next {
+                            queue.push(a.time, (base + i) as u32);
+                        }
+                        pending.push(next.unwrap_or(Arrival {
+                            time: Nanos::ZERO,
+                            client: 0,
+                            ip: 0,
+                            cost: 0,
+                        }));
+                    }
+                    source.extend(std::iter::repeat_n(src as u32, streams.len()));
+                    Gen::Streams { streams, pending }
+                }
+            };
+            gens.push(Some(gen));
+        }
+        let n = source.len();
+        Ok(Arrivals {
+            ctx,
+            gens,
+            first,
+            source,
+            requests: vec![0; n],
+            queue,
+        })
+    }
+
+    /// Arrivals pushed before any is taken.
+    pub(super) fn pushed(&self) -> u64 {
+        self.queue.pushed()
+    }
+
+    /// Replaces `out` with up to `max` next arrivals; empty at the end.
+    pub(super) fn next_chunk(&mut self, out: &mut Vec<Shared>, max: usize) -> anyhow::Result<()> {
+        out.clear();
+        while out.len() < max {
+            let Some((time, index, i)) = self.queue.pop_numbered() else {
+                break;
+            };
+            let src = self.source[i as usize];
+            let j = (i - self.first[src as usize]) as usize;
+            let gen = self.gens[src as usize]
+                .as_mut()
+                .expect("a queued stream's source is generated");
+            let (arrival, next) = match gen {
+                Gen::Streams { streams, pending } => {
+                    let arrival = pending[j];
+                    let next = streams[j].next()?;
+                    if let Some(n) = next {
+                        pending[j] = n;
+                    }
+                    (arrival, next.map(|n| n.time))
+                }
+                Gen::Poisson { poisson, clocks } => {
+                    let (client, ip) = poisson.clients[j];
+                    let arrival = Arrival {
+                        time,
+                        client,
+                        ip,
+                        cost: poisson.cost,
+                    };
+                    (
+                        arrival,
+                        poisson.tick(src as usize, j, &mut clocks[j], self.ctx),
+                    )
+                }
+            };
+            let request = self.requests[i as usize];
+            self.requests[i as usize] += 1;
+            if let Some(t) = next {
+                debug_assert!(t >= arrival.time, "streams yield in time order");
+                self.queue.push(t, i);
+            }
+            out.push(Shared {
+                arrival,
+                source: src,
+                request,
+                index,
+                pushed: self.queue.pushed(),
+            });
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,538 @@
+//! The discrete-event engine: one limiter, one run, no I/O.
+//!
+//! Every traffic stream contributes its next arrival to an event queue
+//! ordered by `(time, sequence)`; the sequence number is given when an event
+//! is created, so events at the same nanosecond come out first-in first-out
+//! and every run is deterministic. The engine pops the earliest event, asks
+//! the limiter, hands the decision to the [`Recorder`] and to an optional
+//! [`DecisionSink`], and then either pulls that stream's next arrival or —
+//! for a rejected attempt whose client retries — schedules the retry as a new
+//! event. Memory holds one pending event per stream and per retry in flight,
+//! plus per-key state: never the requests.
+//!
+//! | file | what |
+//! |---|---|
+//! | `mod.rs` | the run loop: streams, retries, decisions to the recorder |
+//! | [`queue`] | the event queue, ordered by `(time, sequence)` |
+//! | [`store`] | a deployment's protocol: routing, a shared store's round trips, faults and the over-limit cache |
+
+mod arrivals;
+mod queue;
+mod store;
+
+use std::collections::HashMap;
+
+use crate::clock::Nanos;
+use crate::deploy::{Deployment, Scope};
+use crate::limiter::{Decision, Footprint, Limiter};
+use crate::metrics::Recorder;
+use crate::scenario::{KeyBy, Scenario};
+use crate::traffic::retry::{event_rng, Retry};
+use crate::traffic::Arrival;
+use arrivals::{Arrivals, Shared};
+use queue::Queue;
+use store::Cached;
+
+/// One attempt and what the limiter decided, as the decision log records it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Attempt {
+    pub arrival: Arrival,
+    /// The id the limiter keyed on (client id, ip id, or 0 for global).
+    pub key: u32,
+    /// 1 for a first attempt.
+    pub attempt: u32,
+    pub decision: Decision,
+}
+
+/// Receives every decision in processing order (the decision log).
+pub trait DecisionSink {
+    fn record(&mut self, attempt: &Attempt) -> anyhow::Result<()>;
+}
+
+/// What one limiter's run produced.
+#[derive(Debug, Clone)]
+pub struct LimiterRun {
+    pub recorder: Recorder,
+    pub footprint: Footprint,
+}
+
+/// How often (in events) progress is reported.
+pub const PROGRESS_EVERY: u64 = 1 << 16;
+
+/// One logical request on its way: its current attempt and its history.
+#[derive(Debug, Clone, Copy)]
+struct Job {
+    /// The current attempt; `arrival.time` is when it reaches an instance.
+    arrival: Arrival,
+    source: u32,
+    /// The request's index within its stream.
+    request: u64,
+    first: Nanos,
+    attempt: u32,
+    /// The wait before this attempt (for decorrelated jitter).
+    last_wait: Nanos,
+}
+
+/// Something that happens at a moment of the run.
+#[derive(Debug, Clone, Copy)]
+enum Event {
+    /// An attempt reaches a gateway instance.
+    Arrive(Job),
+    /// An attempt's store operation (the whole decision, or the read of a
+    /// read-then-write) reaches the store. `late`: the instance has already
+    /// given up on it; the store applies it all the same.
+    Store {
+        job: Job,
+        key: u32,
+        instance: u32,
+        rtt: Nanos,
+        late: bool,
+    },
+    /// The instance gives up on the store and decides by its failure mode.
+    Failed { job: Job, key: u32, instance: u32 },
+    /// A read-then-write's write reaches the store.
+    Write { key: u32, ticket: u32 },
+}
+
+/// Arrivals generated at a time, shared by every limiter's run.
+const CHUNK: usize = 1 << 14;
+
+/// Simulates every limiter of `scenario`, on the current rayon pool: the
+/// arrivals are generated once (see [`arrivals`]) and each chunk of them is
+/// handed to every limiter's run, the runs in parallel while the next chunk
+/// is generated. Each run takes its events in the same order whatever the
+/// number of threads, so the results are too.
+///
+/// `sinks[i]`, if there is one, receives limiter `i`'s decisions;
+/// `progress(limiter, time reached, events)` is called every
+/// [`PROGRESS_EVERY`] events of a limiter.
+pub fn simulate_all(
+    scenario: &Scenario,
+    mut sinks: Vec<Option<&mut (dyn DecisionSink + Send)>>,
+    progress: &(dyn Fn(usize, Nanos, u64) + Sync),
+) -> anyhow::Result<Vec<LimiterRun>> {
+    sinks.resize_with(scenario.limiters.len(), || None);
+    let runs = sinks
+        .into_iter()
+        .enumerate()
+        .map(|(i, sink)| Run::new(scenario, i, sink))
+        .collect();
+    drive(scenario, runs, progress)
+}
+
+/// Simulates limiter `index` of `scenario` from start to end.
+///
+/// `progress` is called every [`PROGRESS_EVERY`] events with the simulated
+/// time reached and the events processed since the last call.
+pub fn simulate(
+    scenario: &Scenario,
+    index: usize,
+    sink: Option<&mut (dyn DecisionSink + Send)>,
+    progress: &(dyn Fn(Nanos, u64) + Sync),
+) -> anyhow::Result<LimiterRun> {
+    let run = Run::new(scenario, index, sink);
+    let mut runs = drive(scenario, vec![run], &|_, t, n| progress(t, n))?;
+    Ok(runs.pop().expect("one run"))
+}
+
+/// Runs `runs` over the arrivals of the sources they see.
+fn drive(
+    scenario: &Scenario,
+    mut runs: Vec<Run>,
+    progress: &(dyn Fn(usize, Nanos, u64) + Sync),
+) -> anyhow::Result<Vec<LimiterRun>> {
+    use rayon::prelude::*;
+    let sources: Vec<bool> = (0..scenario.traffic.len())
+        .map(|s| runs.iter().any(|r| r.sees[s]))
+        .collect();
+    let mut arrivals = Arrivals::new(scenario, &sources)?;
+    for run in &mut runs {
+        run.pushed = arrivals.pushed();
+    }
+    let (mut chunk, mut next) = (Vec::with_capacity(CHUNK), Vec::with_capacity(CHUNK));
+    arrivals.next_chunk(&mut chunk, CHUNK)?;
+    while !chunk.is_empty() {
+        let (generated, consumed) = rayon::join(
+            || arrivals.next_chunk(&mut next, CHUNK),
+            || {
+                runs.par_iter_mut()
+                    .try_for_each(|run| run.consume(&chunk, progress))
+            },
+        );
+        generated?;
+        consumed?;
+        std::mem::swap(&mut chunk, &mut next);
+    }
+    runs.into_par_iter().map(|run| run.end(progress)).collect()
+}
+
+/// The state of one limiter's run.
+struct Run<'a, 's> {
+    /// Where the limiter's decisions go, if anywhere.
+    sink: Option<&'s mut (dyn DecisionSink + Send)>,
+    scenario: &'a Scenario,
+    dep: &'a Deployment,
+    key_by: KeyBy,
+    /// One per instance (local scope), or the store's one (global scope).
+    limiters: Vec<Box<dyn Limiter>>,
+    /// Each instance's fallback limiter (`local_fallback`).
+    fallbacks: Vec<Box<dyn Limiter>>,
+    /// For a limiter that shares keys between clients (`ip`, `global`): a
+    /// copy of the algorithm keyed by client, fed every attempt at the
+    /// moment the limiter decides it. A rejection it would have passed is
+    /// collateral: the client paid for someone else's traffic.
+    shadow: Option<Box<dyn Limiter>>,
+    /// Per instance, per key: rejected locally until this time (ns).
+    cache: Vec<Vec<Cached>>,
+    /// Per instance (when there are several): the instance's own dense ids
+    /// for the keys it has seen, so its state grows with its keys, not with
+    /// every key of the run.
+    local_ids: Vec<HashMap<u32, u32>>,
+    /// Attempts routed so far (round robin).
+    routed: u64,
+    recorder: Recorder,
+    retries: Vec<Retry>,
+    /// Which sources this limiter sees.
+    sees: Vec<bool>,
+    /// Events other than first attempts (retries, store operations): a
+    /// small queue whose payloads name a slot of `events`.
+    queue: Queue,
+    /// Each queued event, with the arrival pushes made before it was
+    /// (see [`arrivals`]); free slots are reused through `free`.
+    events: Vec<Option<(u64, Event)>>,
+    free: Vec<u32>,
+    /// Arrival pushes so far, as of the last arrival taken.
+    pushed: u64,
+    index: usize,
+    /// Events processed.
+    count: u64,
+    /// The last moment anything happened: store answers and a shaper's
+    /// releases may come after `duration`, and state is held until then.
+    last: Nanos,
+}
+
+impl<'a, 's> Run<'a, 's> {
+    /// Limiter `index` of `scenario`, before its first event.
+    fn new(
+        scenario: &'a Scenario,
+        index: usize,
+        sink: Option<&'s mut (dyn DecisionSink + Send)>,
+    ) -> Run<'a, 's> {
+        let spec = &scenario.limiters[index];
+        Run {
+            scenario,
+            dep: &spec.deployment,
+            key_by: spec.key_by,
+            limiters: match spec.deployment.scope {
+                Scope::Local { .. } => (0..spec.deployment.instances)
+                    .map(|_| spec.deployment.instance_algorithm(&spec.algorithm).build())
+                    .collect(),
+                Scope::Global { .. } => vec![spec.algorithm.build()],
+            },
+            fallbacks: match (&spec.deployment.fallback, spec.deployment.is_global()) {
+                (Some(f), true) => (0..spec.deployment.instances).map(|_| f.build()).collect(),
+                _ => Vec::new(),
+            },
+            shadow: (spec.key_by != KeyBy::Client).then(|| spec.algorithm.build()),
+            cache: vec![Vec::new(); spec.deployment.instances as usize],
+            local_ids: vec![HashMap::new(); spec.deployment.instances as usize],
+            routed: 0,
+            recorder: Recorder::new(
+                scenario.defaults.window,
+                scenario.defaults.limit,
+                scenario.output.resolution,
+                scenario.duration,
+                scenario.population.clients(),
+            ),
+            sink,
+            retries: scenario.traffic.iter().map(|t| t.retry).collect(),
+            sees: (0..scenario.traffic.len())
+                .map(|s| spec.traffic.contains(&s))
+                .collect(),
+            queue: Queue::with_capacity(0),
+            events: Vec::new(),
+            free: Vec::new(),
+            pushed: 0,
+            index,
+            count: 0,
+            last: scenario.duration,
+        }
+    }
+
+    /// Takes the first attempts of `chunk` of the sources it sees, each
+    /// after its own events that come first.
+    fn consume(
+        &mut self,
+        chunk: &[Shared],
+        progress: &(dyn Fn(usize, Nanos, u64) + Sync),
+    ) -> anyhow::Result<()> {
+        for s in chunk {
+            if !self.sees[s.source as usize] {
+                continue;
+            }
+            let at = s.arrival.time;
+            while let Some((t, slot)) = self.queue.peek() {
+                let (k, _) = self.events[slot as usize].expect("a queued slot holds an event");
+                // An arrival pushed before this event comes first.
+                if (at, s.index) < (t, k) {
+                    break;
+                }
+                self.pop_own(progress)?;
+            }
+            self.pushed = s.pushed;
+            let job = Job {
+                arrival: s.arrival,
+                source: s.source,
+                request: s.request,
+                first: at,
+                attempt: 1,
+                last_wait: Nanos::ZERO,
+            };
+            self.step(at, Event::Arrive(job), progress)?;
+        }
+        Ok(())
+    }
+
+    /// Takes the next of its own events.
+    fn pop_own(&mut self, progress: &(dyn Fn(usize, Nanos, u64) + Sync)) -> anyhow::Result<()> {
+        let (now, slot) = self.queue.pop().expect("an event is queued");
+        self.free.push(slot);
+        let (_, event) = self.events[slot as usize]
+            .take()
+            .expect("a queued slot holds an event");
+        self.step(now, event, progress)
+    }
+
+    fn step(
+        &mut self,
+        now: Nanos,
+        event: Event,
+        progress: &(dyn Fn(usize, Nanos, u64) + Sync),
+    ) -> anyhow::Result<()> {
+        self.recorder.advance(now);
+        self.handle(now, event)?;
+        self.last = self.last.max(now);
+        self.count += 1;
+        if self.count % PROGRESS_EVERY == 0 {
+            progress(self.index, now, PROGRESS_EVERY);
+        }
+        Ok(())
+    }
+
+    /// Takes its remaining events (after the last arrival) and closes the
+    /// run.
+    fn end(mut self, progress: &(dyn Fn(usize, Nanos, u64) + Sync)) -> anyhow::Result<LimiterRun> {
+        while self.queue.peek().is_some() {
+            self.pop_own(progress)?;
+        }
+        progress(
+            self.index,
+            self.scenario.duration,
+            self.count % PROGRESS_EVERY,
+        );
+        self.recorder.finish();
+        let footprint = self
+            .limiters
+            .iter()
+            .map(|l| l.footprint(self.last))
+            .reduce(Footprint::combine)
+            .unwrap_or_default();
+        Ok(LimiterRun {
+            footprint,
+            recorder: self.recorder,
+        })
+    }
+
+    fn schedule(&mut self, at: Nanos, event: Event) {
+        let slot = match self.free.pop() {
+            Some(s) => s as usize,
+            None => {
+                self.events.push(None);
+                self.events.len() - 1
+            }
+        };
+        self.events[slot] = Some((self.pushed, event));
+        self.queue.push(at, slot as u32);
+    }
+
+    fn rng(&self, job: &Job, tag: [u8; 4]) -> impl FnMut() -> rand_chacha::ChaCha8Rng {
+        let (seed, j) = (self.scenario.seed, *job);
+        move || event_rng(seed, j.source, j.arrival.client, j.request, j.attempt, tag)
+    }
+
+    fn handle(&mut self, now: Nanos, event: Event) -> anyhow::Result<()> {
+        match event {
+            Event::Arrive(job) => self.arrive(now, job),
+            Event::Store {
+                job,
+                key,
+                instance,
+                rtt,
+                late,
+            } => self.at_store(now, job, key, instance, rtt, late),
+            Event::Failed { job, key, instance } => self.failed(now, job, key, instance),
+            Event::Write { key, ticket } => {
+                self.write(now, key, ticket);
+                Ok(())
+            }
+        }
+    }
+
+    /// An attempt reaches an instance.
+    fn arrive(&mut self, now: Nanos, job: Job) -> anyhow::Result<()> {
+        let a = job.arrival;
+        let key = match self.key_by {
+            KeyBy::Client => a.client,
+            KeyBy::Ip => a.ip,
+            KeyBy::Global => 0,
+        };
+        let instance = self.route(&job);
+        if !self.dep.is_global() {
+            let local = self.local_key(instance, key);
+            let decision = self.limiters[instance as usize].decide(local, now, a.cost);
+            return self.finish(job, key, now, Nanos::ZERO, decision);
+        }
+        self.send_to_store(now, job, key, instance)
+    }
+
+    /// Handles `event` at `at`: now if that is the present (a zero
+    /// latency takes no time, so nothing else may come between), else on
+    /// the queue.
+    fn at(&mut self, now: Nanos, at: Nanos, event: Event) -> anyhow::Result<()> {
+        if at == now {
+            self.handle(now, event)
+        } else {
+            self.schedule(at, event);
+            Ok(())
+        }
+    }
+
+    /// Records a decision, logs it, and schedules a retry if the client
+    /// makes one. `decided_at` is where the limiter is; the client hears
+    /// the decision `latency` after the attempt arrived.
+    fn finish(
+        &mut self,
+        job: Job,
+        key: u32,
+        decided_at: Nanos,
+        latency: Nanos,
+        decision: Decision,
+    ) -> anyhow::Result<()> {
+        self.finish_with(job, key, decided_at, latency, decision, true)
+    }
+
+    /// [`Run::finish`]; `by_limiter` is false for a decision the limiter
+    /// did not take (a store failure under `fail_closed`), which is never
+    /// collateral.
+    fn finish_with(
+        &mut self,
+        job: Job,
+        key: u32,
+        decided_at: Nanos,
+        latency: Nanos,
+        decision: Decision,
+        by_limiter: bool,
+    ) -> anyhow::Result<()> {
+        let a = job.arrival;
+        if let Some(shadow) = self.shadow.as_mut() {
+            // The shadow sees every attempt of the client, once.
+            let own_key_passes = shadow.decide(a.client, decided_at, a.cost).passes();
+            if by_limiter && own_key_passes && !decision.passes() {
+                self.recorder.collateral_rejection(a.cost);
+            }
+        }
+        self.recorder.attempt(
+            key,
+            a.client,
+            a.time,
+            decided_at,
+            latency,
+            job.first,
+            job.attempt,
+            a.cost,
+            decision,
+        );
+        if let Some(sink) = self.sink.as_deref_mut() {
+            sink.record(&Attempt {
+                arrival: a,
+                key,
+                attempt: job.attempt,
+                decision,
+            })?;
+        }
+        if let Decision::Rejected { retry_after } = decision {
+            let heard = a.time + latency;
+            let retry = &self.retries[job.source as usize];
+            let wait = retry.next_wait(
+                job.attempt,
+                retry_after,
+                job.last_wait,
+                &mut self.rng(&job, *b"rtry"),
+            );
+            match wait {
+                None => self.recorder.gave_up(a.client, a.time),
+                Some(w) if heard.0.saturating_add(w.0) > self.scenario.duration.0 => {
+                    self.recorder.pending_at_end()
+                }
+                Some(w) => {
+                    let at = heard + w;
+                    let next = Job {
+                        arrival: Arrival { time: at, ..a },
+                        attempt: job.attempt + 1,
+                        last_wait: w,
+                        ..job
+                    };
+                    self.schedule(at, Event::Arrive(next));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every decision of every limiter, in order.
+    #[derive(Default)]
+    struct Log(Vec<Attempt>);
+
+    impl DecisionSink for Log {
+        fn record(&mut self, attempt: &Attempt) -> anyhow::Result<()> {
+            self.0.push(*attempt);
+            Ok(())
+        }
+    }
+
+    fn decisions(scenario: &Scenario, threads: usize) -> Vec<Vec<Attempt>> {
+        let mut logs: Vec<Log> = scenario.limiters.iter().map(|_| Log::default()).collect();
+        let sinks = logs
+            .iter_mut()
+            .map(|l| Some(l as &mut (dyn DecisionSink + Send)))
+            .collect();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        pool.install(|| simulate_all(scenario, sinks, &|_, _, _| {}))
+            .unwrap();
+        logs.into_iter().map(|l| l.0).collect()
+    }
+
+    #[test]
+    fn every_thread_count_and_a_limiter_alone_take_the_same_decisions() {
+        // Retries interleave with the shared arrivals at equal times here.
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/retry-storm.toml");
+        let mut scenario = Scenario::load(path).unwrap();
+        scenario.duration = Nanos(scenario.duration.0.min(3_000_000_000));
+        let one = decisions(&scenario, 1);
+        assert!(one.iter().all(|d| !d.is_empty()));
+        assert_eq!(one, decisions(&scenario, 3));
+        for (i, expected) in one.iter().enumerate() {
+            let mut alone = Log::default();
+            simulate(&scenario, i, Some(&mut alone), &|_, _| {}).unwrap();
+            assert_eq!(&alone.0, expected, "limiter {i}");
+        }
+    }
+}
