@@ -264,6 +264,25 @@ fn a_line_older_than_the_reorder_window_is_a_bad_line() {
         .success();
     assert!(read_text(&out.join("summary.json")).contains("\"bad_lines_skipped\": 1"));
     assert!(read_text(&out.join("summary.md")).contains("**1 bad lines skipped**"));
+    // The summary says how many lines the window moved: with a 2-minute
+    // window, line 3 (arriving 60.5 s before line 2's arrival) is one.
+    let toml = scenario_with(tmp.path(), &format!("{fmt}reorder = \"2m\"\n"));
+    let out = tmp.path().join("out2");
+    ratesim()
+        .args([
+            "run",
+            toml.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--no-plots",
+            "--quiet",
+        ])
+        .assert()
+        .success();
+    let summary = read_text(&out.join("summary.json"));
+    assert!(summary.contains("\"lines_reordered\": 1"), "{summary}");
+    let md = read_text(&out.join("summary.md"));
+    assert!(md.contains("re-ordered within 2m (1 line moved)"), "{md}");
 }
 
 #[test]

@@ -203,6 +203,9 @@ pub struct AccessLog {
     rows: u64,
     /// Bad lines skipped (`on_bad_line = "skip"`).
     pub skipped: u64,
+    /// Lines that arrived before a line logged ahead of them: the ones the
+    /// reorder window moved.
+    pub reordered: u64,
     /// Lines outside `location`.
     pub filtered: u64,
     /// Lines that carried the gateway's verdict.
@@ -357,6 +360,7 @@ impl AccessLog {
             last: Nanos::ZERO,
             rows: 0,
             skipped: 0,
+            reordered: 0,
             filtered: 0,
             with_verdict: 0,
         };
@@ -418,6 +422,7 @@ impl AccessLog {
         self.rows = rows;
         self.last = last;
         self.skipped = p.skipped;
+        self.reordered = p.reordered;
         self.filtered = p.filtered;
         self.with_verdict = verdicts;
         Ok(())
@@ -459,6 +464,7 @@ impl AccessLog {
             "rows": self.rows,
             "reorder": self.options.reorder.to_string(),
             "bad_lines_skipped": self.skipped,
+            "lines_reordered": self.reordered,
             "lines_with_verdict": self.with_verdict,
         });
         match &*self.format {
@@ -512,6 +518,10 @@ pub fn summary_notes(dir: &std::path::Path) -> String {
             out.push_str(&format!(" in location `{l}`"));
         }
         out.push_str(&format!(", re-ordered within {}", s("reorder")));
+        if let Some(n) = t["lines_reordered"].as_u64() {
+            let plural = if n == 1 { "" } else { "s" };
+            out.push_str(&format!(" ({n} line{plural} moved)"));
+        }
         if let Some(sub) = t["subsecond"].as_str() {
             out.push_str(&format!("; subsecond {sub}"));
         }
@@ -677,6 +687,7 @@ struct Pipeline {
     seq: u64,
     eof: bool,
     skipped: u64,
+    reordered: u64,
     filtered: u64,
 }
 
@@ -695,6 +706,7 @@ impl Pipeline {
             seq: 0,
             eof: false,
             skipped: 0,
+            reordered: 0,
             filtered: 0,
         }
     }
@@ -730,6 +742,10 @@ impl Pipeline {
                     text,
                 );
             }
+        }
+        match self.latest {
+            Some((l, _)) if p.arrival < l => self.reordered += 1,
+            _ => {}
         }
         if self.latest.is_none_or(|(l, _)| p.arrival > l) {
             self.latest = Some((p.arrival, p.line));
