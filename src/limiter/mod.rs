@@ -255,8 +255,11 @@ impl Default for Mark {
     }
 }
 
-/// A moment something expires: `(time, key, generation, is_item)`.
-type Expiry = std::cmp::Reverse<(u64, u32, u32, bool)>;
+/// A moment a key's pending fresh event fires: `(time, key)`, 16 bytes.
+type FreshExpiry = std::cmp::Reverse<(u64, u32)>;
+
+/// A moment one item expires: `(time, key, generation)`, 16 bytes.
+type ItemExpiry = std::cmp::Reverse<(u64, u32, u32)>;
 
 /// The state-memory accounting shared by every limiter: which keys a store
 /// must hold at each moment, and what they cost.
@@ -275,7 +278,11 @@ type Expiry = std::cmp::Reverse<(u64, u32, u32, bool)>;
 pub struct Ledger {
     sizes: [Size; 2],
     marks: Vec<Mark>,
-    expiries: std::collections::BinaryHeap<Expiry>,
+    /// Fresh events and item expiries, each in its own heap of compact
+    /// entries; [`Ledger::advance`] merges them in the order of `(time,
+    /// key, generation, is_item)` (a fresh event's generation counting as 0).
+    fresh_queue: std::collections::BinaryHeap<FreshExpiry>,
+    item_queue: std::collections::BinaryHeap<ItemExpiry>,
     now: u64,
     alive: u64,
     items: u64,
@@ -292,7 +299,8 @@ impl Ledger {
         Ledger {
             sizes: [compact, redis],
             marks: Vec::new(),
-            expiries: std::collections::BinaryHeap::new(),
+            fresh_queue: std::collections::BinaryHeap::new(),
+            item_queue: std::collections::BinaryHeap::new(),
             now: 0,
             alive: 0,
             items: 0,
@@ -310,38 +318,61 @@ impl Ledger {
     }
 
     fn integrate_to(&mut self, t: u64) {
-        let dt = t.saturating_sub(self.now) as u128;
+        if t <= self.now {
+            return;
+        }
+        let dt = (t - self.now) as u128;
         for f in 0..2 {
             self.byte_ns[f] += self.total[f] as u128 * dt;
         }
-        self.now = self.now.max(t);
+        self.now = t;
     }
 
     /// Moves the ledger's clock to `now`, expiring in order everything that
     /// expires at or before it.
     pub fn advance(&mut self, now: Nanos) {
-        while let Some(&std::cmp::Reverse((t, key, generation, item))) = self.expiries.peek() {
-            if t > now.0 {
-                break;
-            }
-            self.expiries.pop();
-            self.integrate_to(t);
-            let m = self.marks[key as usize];
-            if item {
+        loop {
+            let fresh = self.fresh_queue.peek().map(|r| r.0);
+            let item = self.item_queue.peek().map(|r| r.0);
+            // The earlier of the two heads by `(time, key, generation,
+            // is_item)`: at the same time and key a fresh event (generation
+            // 0, not an item) comes first.
+            let take_fresh = match (fresh, item) {
+                (None, None) => break,
+                (Some(_), None) => true,
+                (None, Some(_)) => false,
+                (Some((tf, kf)), Some((ti, ki, _))) => (tf, kf) <= (ti, ki),
+            };
+            if take_fresh {
+                let (t, key) = fresh.unwrap_or_default();
+                if t > now.0 {
+                    break;
+                }
+                self.fresh_queue.pop();
+                self.integrate_to(t);
+                let m = self.marks[key as usize];
+                if m.scheduled == t {
+                    if m.alive && m.fresh_at > t {
+                        // Written again since: the key lives on.
+                        self.marks[key as usize].scheduled = m.fresh_at;
+                        self.fresh_queue.push(std::cmp::Reverse((m.fresh_at, key)));
+                    } else {
+                        self.marks[key as usize].scheduled = u64::MAX;
+                        self.forget(key);
+                    }
+                }
+            } else {
+                let (t, key, generation) = item.unwrap_or_default();
+                if t > now.0 {
+                    break;
+                }
+                self.item_queue.pop();
+                self.integrate_to(t);
+                let m = &self.marks[key as usize];
                 if m.alive && m.generation == generation {
                     self.marks[key as usize].items -= 1;
                     self.items -= 1;
                     self.resize(key);
-                }
-            } else if m.scheduled == t {
-                if m.alive && m.fresh_at > t {
-                    // Written again since: the key lives on.
-                    self.marks[key as usize].scheduled = m.fresh_at;
-                    self.expiries
-                        .push(std::cmp::Reverse((m.fresh_at, key, 0, false)));
-                } else {
-                    self.marks[key as usize].scheduled = u64::MAX;
-                    self.forget(key);
                 }
             }
         }
@@ -402,16 +433,15 @@ impl Ledger {
         m.fresh_at = fresh_at.0;
         if fresh_at.0 < m.scheduled {
             m.scheduled = fresh_at.0;
-            self.expiries
-                .push(std::cmp::Reverse((fresh_at.0, key, 0, false)));
+            self.fresh_queue.push(std::cmp::Reverse((fresh_at.0, key)));
         }
         let generation = m.generation;
         for at in items {
             if at > now {
                 m.items += 1;
                 self.items += 1;
-                self.expiries
-                    .push(std::cmp::Reverse((at, key, generation, true)));
+                self.item_queue
+                    .push(std::cmp::Reverse((at, key, generation)));
             }
         }
         m.high = m.high.max(m.items);
@@ -438,19 +468,21 @@ impl Ledger {
     /// ones, so memory follows keys and live items, not requests.
     fn compact_expiries(&mut self) {
         let live = self.alive + self.items;
-        if (self.expiries.len() as u64) <= 64 + 2 * live {
+        if (self.queued() as u64) <= 64 + 2 * live {
             return;
         }
         let marks = &self.marks;
-        self.expiries
-            .retain(|&std::cmp::Reverse((t, key, g, item))| {
-                let m = &marks[key as usize];
-                if item {
-                    m.alive && m.generation == g
-                } else {
-                    m.scheduled == t
-                }
-            });
+        self.item_queue.retain(|&std::cmp::Reverse((_, key, g))| {
+            let m = &marks[key as usize];
+            m.alive && m.generation == g
+        });
+        self.fresh_queue
+            .retain(|&std::cmp::Reverse((t, key))| marks[key as usize].scheduled == t);
+    }
+
+    /// Expiries queued, live or not.
+    fn queued(&self) -> usize {
+        self.fresh_queue.len() + self.item_queue.len()
     }
 
     /// The footprint of `keys` keys from 0 to `end`.
@@ -579,9 +611,9 @@ mod tests {
             l.replace(3, Nanos(t + 1_000 - t % 700), []);
         }
         assert!(
-            l.expiries.len() <= 64 + 2 * (4 + 100 + 1) + 2,
+            l.queued() <= 64 + 2 * (4 + 100 + 1) + 2,
             "{} {} {}",
-            l.expiries.len(),
+            l.queued(),
             l.alive,
             l.items
         );
