@@ -52,12 +52,6 @@ use recommend::{Criteria, Goal};
 /// The sweep's table of results.
 pub const CSV: &str = crate::staging::SWEEP_CSV;
 
-/// The columns of `summary.csv`, which follow the varied paths in
-/// `sweep.csv`.
-fn summary_columns() -> Vec<String> {
-    report::csv::summary_columns()
-}
-
 /// A scenario's `[sweep]` table.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -123,7 +117,7 @@ impl Plan {
     /// The columns of `sweep.csv`.
     pub fn columns(&self) -> Vec<String> {
         let mut c: Vec<String> = self.grid.axes.iter().map(|a| a.path.clone()).collect();
-        c.extend(summary_columns());
+        c.extend(report::csv::summary_columns());
         c
     }
 
@@ -404,7 +398,7 @@ pub fn command(args: SweepArgs) -> anyhow::Result<()> {
         Some(h) => csv_out.extend_from_slice(&h),
         // A shard with no points still has the header.
         None => {
-            let cols = summary_columns();
+            let cols = report::csv::summary_columns();
             let cols: Vec<&str> = cols.iter().map(String::as_str).collect();
             csv_out.extend_from_slice(&csv_fields(&cols)?);
             csv_out.push(b'\n');
