@@ -116,11 +116,7 @@ pub fn simulate_into(
     for log in logs {
         log.finish()?.flush()?;
     }
-    let slots = agreement::Slots::default();
-    for (i, a) in agrees.into_iter().enumerate() {
-        slots.put(i, a);
-    }
-    slots.write(scenario, dir)?;
+    agreement::write(agrees, scenario, dir)?;
     report::top_keys::write(
         &report::top_keys::collect(scenario, &runs),
         File::create(dir.join(report::top_keys::FILE)).context("cannot write top_keys.csv")?,

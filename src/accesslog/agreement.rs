@@ -20,7 +20,6 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::Mutex;
 
 use super::{AccessLog, Format, Requests, Verdict};
 use crate::engine::{Attempt, DecisionSink};
@@ -177,55 +176,43 @@ impl DecisionSink for Tee<'_> {
     }
 }
 
-/// The finished comparisons of a run, one slot per limiter (limiters run
-/// in parallel).
-#[derive(Default)]
-pub struct Slots(Mutex<BTreeMap<usize, Agreement>>);
-
-impl Slots {
-    pub fn put(&self, index: usize, a: Option<Agreement>) {
-        if let Some(a) = a {
-            self.0
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(index, a);
+/// Writes `agreement.csv` and `disagreements.csv` into `dir` from each
+/// limiter's comparison, in limiter order, when any limiter was compared.
+pub fn write(
+    agreements: Vec<Option<Agreement>>,
+    scenario: &Scenario,
+    dir: &Path,
+) -> anyhow::Result<()> {
+    let all: Vec<Agreement> = agreements.into_iter().flatten().collect();
+    if all.is_empty() {
+        return Ok(());
+    }
+    let mut w = csv::Writer::from_path(dir.join(FILE))?;
+    w.write_record(HEADER.split(','))?;
+    for a in &all {
+        for ((g, r), n) in &a.counts {
+            w.write_record([a.limiter.as_str(), g, r, &n.to_string()])?;
         }
     }
-
-    /// Writes `agreement.csv` and `disagreements.csv` into `dir` when any
-    /// limiter was compared.
-    pub fn write(self, scenario: &Scenario, dir: &Path) -> anyhow::Result<()> {
-        let all = self.0.into_inner().unwrap_or_else(|e| e.into_inner());
-        if all.is_empty() {
-            return Ok(());
+    w.flush()?;
+    let mut w = csv::Writer::from_path(dir.join(LINES_FILE))?;
+    w.write_record(LINES_HEADER.split(','))?;
+    for a in &all {
+        for &(line, client, t, g, r, gd, rd) in &a.lines {
+            w.write_record([
+                a.limiter.clone(),
+                line.to_string(),
+                scenario.population.client_name(client).to_string(),
+                t.to_string(),
+                g.to_string(),
+                r.to_string(),
+                gd.to_string(),
+                rd.to_string(),
+            ])?;
         }
-        let mut w = csv::Writer::from_path(dir.join(FILE))?;
-        w.write_record(HEADER.split(','))?;
-        for a in all.values() {
-            for ((g, r), n) in &a.counts {
-                w.write_record([a.limiter.as_str(), g, r, &n.to_string()])?;
-            }
-        }
-        w.flush()?;
-        let mut w = csv::Writer::from_path(dir.join(LINES_FILE))?;
-        w.write_record(LINES_HEADER.split(','))?;
-        for a in all.values() {
-            for &(line, client, t, g, r, gd, rd) in &a.lines {
-                w.write_record([
-                    a.limiter.clone(),
-                    line.to_string(),
-                    scenario.population.client_name(client).to_string(),
-                    t.to_string(),
-                    g.to_string(),
-                    r.to_string(),
-                    gd.to_string(),
-                    rd.to_string(),
-                ])?;
-            }
-        }
-        w.flush()?;
-        Ok(())
     }
+    w.flush()?;
+    Ok(())
 }
 
 /// Per limiter: `(agreeing, compared)` and the first disagreeing lines,
