@@ -4,7 +4,8 @@
 //! and maps errors to exit codes. The layers, each importing only from
 //! those before it (`.ci/layers` checks it):
 //!
-//! 1. [`clock`], [`error`], [`builtin`]: virtual time and exact rates,
+//! 1. [`clock`], [`calendar`], [`error`], [`builtin`]: virtual time, exact
+//!    rates and the calendar queue of timed entries,
 //!    input errors, the shipped scenario files.
 //! 2. [`input`]: the input vocabulary (the field walker, `Defaults`,
 //!    `Origin`, `Population`, trace data).
@@ -23,6 +24,7 @@
 pub mod accesslog;
 pub mod app;
 pub mod builtin;
+pub mod calendar;
 pub mod cli;
 pub mod clock;
 pub mod deploy;

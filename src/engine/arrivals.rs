@@ -71,7 +71,7 @@ impl<'a> Arrivals<'a> {
             seed: scenario.seed,
             end: scenario.duration,
         };
-        let mut queue = Queue::with_capacity(0);
+        let mut queue = Queue::new();
         let (mut gens, mut first, mut source) = (Vec::new(), Vec::new(), Vec::new());
         for (src, traffic) in scenario.traffic.iter().enumerate() {
             first.push(source.len() as u32);
@@ -83,7 +83,6 @@ impl<'a> Arrivals<'a> {
             let gen = match &traffic.pattern {
                 Pattern::Poisson(p) => {
                     let mut clocks = vec![CompactClock::default(); p.clients.len()];
-                    queue.reserve(clocks.len());
                     for (i, clock) in clocks.iter_mut().enumerate() {
                         if let Some(t) = p.tick(src, i, clock, ctx) {
                             queue.push(t, (base + i) as u32);
@@ -94,7 +93,6 @@ impl<'a> Arrivals<'a> {
                 }
                 pattern => {
                     let mut streams = pattern.streams(src, ctx)?;
-                    queue.reserve(streams.len());
                     let mut pending = Vec::with_capacity(streams.len());
                     for (i, stream) in streams.iter_mut().enumerate() {
                         let next = stream.next()?;

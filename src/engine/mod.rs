@@ -249,7 +249,7 @@ impl<'a, 's> Run<'a, 's> {
             sees: (0..scenario.traffic.len())
                 .map(|s| spec.traffic.contains(&s))
                 .collect(),
-            queue: Queue::with_capacity(0),
+            queue: Queue::new(),
             events: Vec::new(),
             free: Vec::new(),
             pushed: 0,

@@ -1,0 +1,375 @@
+//! A calendar queue: a min-queue of timed entries that costs O(1) per
+//! entry in the common case, and pops in exactly the order a binary heap
+//! of the same entries would.
+//!
+//! A run's queues hold one entry per key or per client, nearly all due
+//! within a window or so of the present: 10^5 and more entries, in a heap
+//! whose every pop walks 17 levels through memory the cache no longer
+//! holds. Here time is cut into buckets of `2^shift` ns. The entries of
+//! the current bucket (and any earlier) are `near`; those of the next
+//! [`BUCKETS`] − 1 buckets sit in unsorted vectors, one per bucket,
+//! `ring`; later ones in a heap of their own, `far`. A push is a vector
+//! push; when `near` runs out, the next non-empty bucket is sorted and
+//! becomes `near`, taken from its end — a bucket's entries, which fit in
+//! the cache. (An entry pushed into the current bucket goes to a small
+//! heap beside it, `late`.) Every entry of `near` is earlier than every
+//! entry elsewhere, so `near`'s least is the queue's least: the order is
+//! the entries' own (`Ord`), ties and all.
+//!
+//! The bucket width follows the entries: when `far` holds most of them the
+//! buckets widen, when `near` holds too many of them they narrow, each
+//! time rebuilt around the spread of the entries' times. The width changes
+//! how fast the queue is, never what it returns.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+/// Buckets in the ring: `near`'s and the `BUCKETS − 1` after it.
+pub const BUCKETS: usize = 1024;
+
+/// An entry of a [`Calendar`]: ordered, with a time in ns. The order must
+/// agree with the time: an entry of an earlier time is less.
+pub trait Timed: Ord + Copy {
+    fn time(&self) -> u64;
+}
+
+impl Timed for (u64, u32) {
+    fn time(&self) -> u64 {
+        self.0
+    }
+}
+
+impl Timed for (u64, u32, u32) {
+    fn time(&self) -> u64 {
+        self.0
+    }
+}
+
+impl Timed for (u64, u64, u32) {
+    fn time(&self) -> u64 {
+        self.0
+    }
+}
+
+impl Timed for (u64, u64, u32, u64) {
+    fn time(&self) -> u64 {
+        self.0
+    }
+}
+
+/// A min-queue of [`Timed`] entries (see the module documentation).
+#[derive(Debug, Clone)]
+pub struct Calendar<T: Timed> {
+    /// Bucket width: `2^shift` ns.
+    shift: u32,
+    /// The current bucket: `near` and `late` hold every entry of a bucket
+    /// `≤ cur`; `near` sorted from the greatest to the least.
+    cur: u64,
+    near: Vec<T>,
+    late: BinaryHeap<Reverse<T>>,
+    /// Bucket `b` in `(cur, cur + BUCKETS)` at `ring[b % BUCKETS]`.
+    ring: Vec<Vec<T>>,
+    in_ring: usize,
+    /// Entries of buckets `≥ cur + BUCKETS`.
+    far: BinaryHeap<Reverse<T>>,
+    /// Entries popped since the width was last checked, and how many to
+    /// pop before the next check (the queue's length then): checking and
+    /// rebuilding cost O(1) per pop.
+    popped: usize,
+    check_after: usize,
+}
+
+impl<T: Timed> Default for Calendar<T> {
+    fn default() -> Self {
+        Calendar::new()
+    }
+}
+
+impl<T: Timed> Calendar<T> {
+    /// An empty queue with buckets of about a millisecond (2^20 ns) until
+    /// its entries say otherwise.
+    pub fn new() -> Self {
+        Calendar::with_shift(20)
+    }
+
+    fn with_shift(shift: u32) -> Self {
+        Calendar {
+            shift,
+            cur: 0,
+            near: Vec::new(),
+            late: BinaryHeap::new(),
+            ring: Vec::new(),
+            in_ring: 0,
+            far: BinaryHeap::new(),
+            popped: 0,
+            check_after: 4 * BUCKETS,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.near.len() + self.late.len() + self.in_ring + self.far.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn bucket(&self, t: u64) -> u64 {
+        t >> self.shift
+    }
+
+    pub fn push(&mut self, entry: T) {
+        let b = self.bucket(entry.time());
+        if b <= self.cur {
+            self.late.push(Reverse(entry));
+        } else if b - self.cur < BUCKETS as u64 {
+            if self.ring.is_empty() {
+                self.ring = vec![Vec::new(); BUCKETS];
+            }
+            self.ring[(b % BUCKETS as u64) as usize].push(entry);
+            self.in_ring += 1;
+        } else {
+            self.far.push(Reverse(entry));
+        }
+    }
+
+    /// The least entry, left in the queue.
+    pub fn peek(&mut self) -> Option<T> {
+        if self.near.is_empty() && self.late.is_empty() {
+            self.refill();
+        }
+        match (self.near.last(), self.late.peek()) {
+            (Some(&n), Some(&Reverse(l))) => Some(n.min(l)),
+            (n, l) => n.copied().or(l.map(|r| r.0)),
+        }
+    }
+
+    /// Takes the least entry.
+    pub fn pop(&mut self) -> Option<T> {
+        let least = self.peek()?;
+        if self.near.last() == Some(&least) {
+            self.near.pop();
+        } else {
+            self.late.pop();
+        }
+        self.popped += 1;
+        Some(least)
+    }
+
+    /// Keeps only the entries `keep` says to.
+    pub fn retain(&mut self, mut keep: impl FnMut(&T) -> bool) {
+        self.near.retain(&mut keep);
+        self.late.retain(|r| keep(&r.0));
+        self.far.retain(|r| keep(&r.0));
+        let mut in_ring = 0;
+        for bucket in &mut self.ring {
+            bucket.retain(&mut keep);
+            in_ring += bucket.len();
+        }
+        self.in_ring = in_ring;
+    }
+
+    /// Makes the next non-empty bucket `near` (with `near` and `late`
+    /// empty).
+    fn refill(&mut self) {
+        if self.in_ring == 0 && self.far.is_empty() {
+            return;
+        }
+        self.retune();
+        if self.in_ring == 0 {
+            // Nothing in the ring: jump to the first far entry's bucket.
+            let first = self
+                .far
+                .peek()
+                .map_or(self.cur, |r| self.bucket(r.0.time()));
+            self.cur = self.cur.max(first.saturating_sub(1));
+            self.pull_far();
+        }
+        while self.near.is_empty() && self.late.is_empty() {
+            self.cur += 1;
+            self.pull_far();
+            let slot = (self.cur % BUCKETS as u64) as usize;
+            if let Some(bucket) = self.ring.get_mut(slot) {
+                if !bucket.is_empty() {
+                    self.in_ring -= bucket.len();
+                    // The bucket's vector becomes `near`; the bucket
+                    // starts its next turn with no allocation, so the ring
+                    // holds about what its entries need, not the most any
+                    // bucket ever held.
+                    self.near = std::mem::take(bucket);
+                    self.near.sort_unstable_by(|a, b| b.cmp(a));
+                }
+            }
+        }
+    }
+
+    /// Moves the far entries whose bucket has come within the ring into it
+    /// (or into `near`).
+    fn pull_far(&mut self) {
+        let horizon = self.cur.saturating_add(BUCKETS as u64);
+        while let Some(&Reverse(e)) = self.far.peek() {
+            if self.bucket(e.time()) >= horizon {
+                break;
+            }
+            self.far.pop();
+            self.push(e);
+        }
+    }
+
+    /// Changes the bucket width if the entries no longer fit it: when most
+    /// of them are past the ring (too narrow) or in one bucket (too wide).
+    fn retune(&mut self) {
+        let len = self.len();
+        if self.popped < self.check_after {
+            return;
+        }
+        self.popped = 0;
+        self.check_after = len.max(4 * BUCKETS);
+        let too_narrow = self.far.len() > len / 8;
+        let too_wide = self.ring_max() > len / 8;
+        if len < 4 * BUCKETS || !(too_narrow || too_wide) {
+            return;
+        }
+        debug_assert!(
+            self.near.is_empty() && self.late.is_empty(),
+            "the width changes between buckets"
+        );
+        // The far heap's vector takes every entry; the ring's vectors go.
+        let mut entries: Vec<T> = std::mem::take(&mut self.far)
+            .into_iter()
+            .map(|r| r.0)
+            .collect();
+        for bucket in std::mem::take(&mut self.ring) {
+            entries.extend(bucket);
+        }
+        // The width that spreads the entries' times — from the least to
+        // the ninetieth percentile — over half the ring.
+        let least = entries.iter().map(T::time).min().unwrap_or(0);
+        let k = entries.len() * 9 / 10;
+        let p90 = entries.select_nth_unstable_by_key(k, T::time).1.time();
+        let span = (p90 - least).max(1);
+        let per_bucket = span / (BUCKETS as u64 / 2);
+        let shift = u64::BITS - per_bucket.max(1).leading_zeros();
+        let check_after = self.check_after;
+        *self = Calendar {
+            check_after,
+            ..Calendar::with_shift(shift)
+        };
+        // `near` is empty: the next refill starts at the least entry.
+        self.cur = self.bucket(least).saturating_sub(1);
+        for e in entries {
+            self.push(e);
+        }
+    }
+
+    /// The most entries in one ring bucket.
+    fn ring_max(&self) -> usize {
+        self.ring.iter().map(Vec::len).max().unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Pushes and pops `ops` on a calendar and on a binary heap; both must
+    /// give the same entries in the same order.
+    fn agrees(ops: &[(bool, u64, u32)]) {
+        let mut calendar = Calendar::new();
+        let mut heap = BinaryHeap::new();
+        let mut now = 0u64;
+        for &(pop, dt, key) in ops {
+            if pop {
+                let (a, b) = (calendar.pop(), heap.pop().map(|r: Reverse<(u64, u32)>| r.0));
+                assert_eq!(a, b);
+                if let Some((t, _)) = a {
+                    now = t;
+                }
+            } else {
+                let e = (now + dt, key);
+                calendar.push(e);
+                heap.push(Reverse(e));
+            }
+            assert_eq!(calendar.len(), heap.len());
+        }
+        while let Some(Reverse(e)) = heap.pop() {
+            assert_eq!(calendar.pop(), Some(e));
+        }
+        assert_eq!(calendar.pop(), None);
+    }
+
+    #[test]
+    fn pops_in_heap_order_across_buckets_ring_and_far() {
+        // Same bucket, next bucket, the ring's end and far past it.
+        let span = 1u64 << 20;
+        let mut ops = Vec::new();
+        for (i, dt) in [
+            0,
+            1,
+            span,
+            span * 1023,
+            span * 1024,
+            span * 5000,
+            u64::MAX / 2,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            ops.push((false, dt, i as u32));
+            ops.push((false, dt, 0));
+        }
+        ops.extend(std::iter::repeat_n((true, 0, 0), 20));
+        agrees(&ops);
+    }
+
+    #[test]
+    fn retunes_its_width_to_the_entries_and_keeps_the_order() {
+        // Many entries over a spread far wider, then far narrower, than
+        // the default buckets.
+        let mut ops = Vec::new();
+        for scale in [1u64 << 40, 1 << 8] {
+            for i in 0..20_000u64 {
+                let dt = (i * 7919 % 10_007) * scale;
+                ops.push((false, dt, i as u32));
+                if i % 3 == 0 {
+                    ops.push((true, 0, 0));
+                }
+            }
+        }
+        agrees(&ops);
+    }
+
+    #[test]
+    fn the_width_follows_the_spread_of_the_entries() {
+        for (scale, wider) in [(1u64 << 30, true), (1 << 4, false)] {
+            let mut calendar = Calendar::new();
+            let mut now = 0;
+            for i in 0..50_000u64 {
+                calendar.push((now + (i * 7919 % 10_007) * scale, 0u32));
+                if i % 2 == 0 {
+                    now = calendar.pop().unwrap().0;
+                }
+            }
+            assert_eq!(
+                calendar.shift > 20,
+                wider,
+                "{scale}: shift {}",
+                calendar.shift
+            );
+            assert!(calendar.far.len() < calendar.len() / 2);
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn any_pushes_and_pops_come_out_as_from_a_heap(
+            ops in prop::collection::vec(
+                (any::<bool>(), prop_oneof![0..10u64, 0..(1u64 << 22), 0..(1u64 << 34), any::<u32>().prop_map(u64::from)], 0..4u32),
+                0..3000,
+            )
+        ) {
+            agrees(&ops);
+        }
+    }
+}
