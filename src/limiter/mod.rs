@@ -48,6 +48,7 @@ pub mod smooth_bursty;
 mod store;
 pub mod token_bucket;
 
+use crate::calendar::Calendar;
 use crate::clock::Nanos;
 pub use algorithm::{Algorithm, ALGORITHMS};
 pub use store::{Keyed, Rule, Stored};
@@ -256,10 +257,10 @@ impl Default for Mark {
 }
 
 /// A moment a key's pending fresh event fires: `(time, key)`, 16 bytes.
-type FreshExpiry = std::cmp::Reverse<(u64, u32)>;
+type FreshExpiry = (u64, u32);
 
 /// A moment one item expires: `(time, key, generation)`, 16 bytes.
-type ItemExpiry = std::cmp::Reverse<(u64, u32, u32)>;
+type ItemExpiry = (u64, u32, u32);
 
 /// The state-memory accounting shared by every limiter: which keys a store
 /// must hold at each moment, and what they cost.
@@ -278,11 +279,12 @@ type ItemExpiry = std::cmp::Reverse<(u64, u32, u32)>;
 pub struct Ledger {
     sizes: [Size; 2],
     marks: Vec<Mark>,
-    /// Fresh events and item expiries, each in its own heap of compact
-    /// entries; [`Ledger::advance`] merges them in the order of `(time,
-    /// key, generation, is_item)` (a fresh event's generation counting as 0).
-    fresh_queue: std::collections::BinaryHeap<FreshExpiry>,
-    item_queue: std::collections::BinaryHeap<ItemExpiry>,
+    /// Fresh events and item expiries, each in its own calendar queue of
+    /// compact entries; [`Ledger::advance`] merges them in the order of
+    /// `(time, key, generation, is_item)` (a fresh event's generation
+    /// counting as 0).
+    fresh_queue: Calendar<FreshExpiry>,
+    item_queue: Calendar<ItemExpiry>,
     now: u64,
     alive: u64,
     items: u64,
@@ -299,8 +301,8 @@ impl Ledger {
         Ledger {
             sizes: [compact, redis],
             marks: Vec::new(),
-            fresh_queue: std::collections::BinaryHeap::new(),
-            item_queue: std::collections::BinaryHeap::new(),
+            fresh_queue: Calendar::new(),
+            item_queue: Calendar::new(),
             now: 0,
             alive: 0,
             items: 0,
@@ -332,8 +334,8 @@ impl Ledger {
     /// expires at or before it.
     pub fn advance(&mut self, now: Nanos) {
         loop {
-            let fresh = self.fresh_queue.peek().map(|r| r.0);
-            let item = self.item_queue.peek().map(|r| r.0);
+            let fresh = self.fresh_queue.peek();
+            let item = self.item_queue.peek();
             // The earlier of the two heads by `(time, key, generation,
             // is_item)`: at the same time and key a fresh event (generation
             // 0, not an item) comes first.
@@ -355,7 +357,7 @@ impl Ledger {
                     if m.alive && m.fresh_at > t {
                         // Written again since: the key lives on.
                         self.marks[key as usize].scheduled = m.fresh_at;
-                        self.fresh_queue.push(std::cmp::Reverse((m.fresh_at, key)));
+                        self.fresh_queue.push((m.fresh_at, key));
                     } else {
                         self.marks[key as usize].scheduled = u64::MAX;
                         self.forget(key);
@@ -433,15 +435,14 @@ impl Ledger {
         m.fresh_at = fresh_at.0;
         if fresh_at.0 < m.scheduled {
             m.scheduled = fresh_at.0;
-            self.fresh_queue.push(std::cmp::Reverse((fresh_at.0, key)));
+            self.fresh_queue.push((fresh_at.0, key));
         }
         let generation = m.generation;
         for at in items {
             if at > now {
                 m.items += 1;
                 self.items += 1;
-                self.item_queue
-                    .push(std::cmp::Reverse((at, key, generation)));
+                self.item_queue.push((at, key, generation));
             }
         }
         m.high = m.high.max(m.items);
@@ -472,12 +473,12 @@ impl Ledger {
             return;
         }
         let marks = &self.marks;
-        self.item_queue.retain(|&std::cmp::Reverse((_, key, g))| {
+        self.item_queue.retain(|&(_, key, g)| {
             let m = &marks[key as usize];
             m.alive && m.generation == g
         });
         self.fresh_queue
-            .retain(|&std::cmp::Reverse((t, key))| marks[key as usize].scheduled == t);
+            .retain(|&(t, key)| marks[key as usize].scheduled == t);
     }
 
     /// Expiries queued, live or not.
