@@ -144,6 +144,12 @@ impl<T: Timed> Calendar<T> {
         }
     }
 
+    /// An entry likely to come `k` pops from now (exactly that one unless
+    /// pushes come between): for prefetching what it will touch.
+    pub fn ahead(&self, k: usize) -> Option<&T> {
+        self.near.len().checked_sub(k + 1).map(|i| &self.near[i])
+    }
+
     /// Takes the least entry.
     pub fn pop(&mut self) -> Option<T> {
         let least = self.peek()?;

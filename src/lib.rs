@@ -4,9 +4,9 @@
 //! and maps errors to exit codes. The layers, each importing only from
 //! those before it (`.ci/layers` checks it):
 //!
-//! 1. [`clock`], [`calendar`], [`error`], [`builtin`]: virtual time, exact
-//!    rates and the calendar queue of timed entries,
-//!    input errors, the shipped scenario files.
+//! 1. [`clock`], [`calendar`], [`cache`], [`error`], [`builtin`]: virtual
+//!    time and exact rates, the calendar queue of timed entries, software
+//!    prefetch, input errors, the shipped scenario files.
 //! 2. [`input`]: the input vocabulary (the field walker, `Defaults`,
 //!    `Origin`, `Population`, trace data).
 //! 3. [`limiter`] (pure decisions, and the list of algorithms) and
@@ -24,6 +24,7 @@
 pub mod accesslog;
 pub mod app;
 pub mod builtin;
+pub mod cache;
 pub mod calendar;
 pub mod cli;
 pub mod clock;

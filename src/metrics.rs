@@ -162,6 +162,17 @@ impl Recorder {
         &mut self.series[i]
     }
 
+    /// A hint that an attempt of `client` keyed on `key` is recorded soon
+    /// (see [`crate::cache`]).
+    pub fn prefetch(&self, key: u32, client: u32) {
+        use crate::cache::prefetch_all;
+        prefetch_all(&self.ids, client as usize);
+        if key != client {
+            prefetch_all(&self.ids, key as usize);
+        }
+        prefetch_all(&self.per_key, key as usize);
+    }
+
     /// Attempt number `attempt` of a request first sent at `first`, from
     /// `client`, keyed on `key`, arriving at `now`, decided `decided_at`
     /// (where the limiter is: the instance, or the store) and heard by the

@@ -22,6 +22,9 @@ use crate::scenario::Scenario;
 use crate::traffic::poisson::{CompactClock, Poisson};
 use crate::traffic::{Arrival, Pattern, Stream, StreamCtx};
 
+/// How many arrivals ahead the generator asks for their streams' state.
+const PREFETCH_AHEAD: usize = 8;
+
 /// One first attempt, as every limiter that sees its source takes it.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Shared {
@@ -128,10 +131,26 @@ impl<'a> Arrivals<'a> {
         self.queue.pushed()
     }
 
+    /// Asks for the state stream `i` will touch when its turn comes (see
+    /// [`crate::cache`]): its counters and, when its source is the first
+    /// (then its index in the source is `i`), its clock and client.
+    fn prefetch(&self, i: usize) {
+        use crate::cache::prefetch;
+        prefetch(&self.requests, i);
+        prefetch(&self.source, i);
+        if let Some(Some(Gen::Poisson { poisson, clocks })) = self.gens.first() {
+            prefetch(clocks, i);
+            prefetch(&poisson.clients, i);
+        }
+    }
+
     /// Replaces `out` with up to `max` next arrivals; empty at the end.
     pub(super) fn next_chunk(&mut self, out: &mut Vec<Shared>, max: usize) -> anyhow::Result<()> {
         out.clear();
         while out.len() < max {
+            if let Some(i) = self.queue.ahead(PREFETCH_AHEAD) {
+                self.prefetch(i as usize);
+            }
             let Some((time, index, i)) = self.queue.pop_numbered() else {
                 break;
             };

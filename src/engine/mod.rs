@@ -97,6 +97,9 @@ enum Event {
 /// Arrivals generated at a time, shared by every limiter's run.
 const CHUNK: usize = 1 << 14;
 
+/// How many arrivals ahead a run asks for the state they will touch.
+const PREFETCH_AHEAD: usize = 8;
+
 /// Simulates every limiter of `scenario`, on the current rayon pool: the
 /// arrivals are generated once (see [`arrivals`]) and each chunk of them is
 /// handed to every limiter's run, the runs in parallel while the next chunk
@@ -266,7 +269,15 @@ impl<'a, 's> Run<'a, 's> {
         chunk: &[Shared],
         progress: &(dyn Fn(usize, Nanos, u64) + Sync),
     ) -> anyhow::Result<()> {
-        for s in chunk {
+        // One limiter (the local one, or the store's): its keys' state is
+        // fetched a few arrivals ahead.
+        let ahead = self.limiters.len() == 1;
+        for (i, s) in chunk.iter().enumerate() {
+            if ahead {
+                if let Some(next) = chunk.get(i + PREFETCH_AHEAD) {
+                    self.prefetch(next);
+                }
+            }
             if !self.sees[s.source as usize] {
                 continue;
             }
@@ -291,6 +302,25 @@ impl<'a, 's> Run<'a, 's> {
             self.step(at, Event::Arrive(job), progress)?;
         }
         Ok(())
+    }
+
+    /// Asks for the state the first attempt `s` will touch (see
+    /// [`crate::cache`]).
+    fn prefetch(&self, s: &Shared) {
+        if !self.sees[s.source as usize] {
+            return;
+        }
+        let a = s.arrival;
+        let key = match self.key_by {
+            KeyBy::Client => a.client,
+            KeyBy::Ip => a.ip,
+            KeyBy::Global => 0,
+        };
+        self.limiters[0].prefetch(key);
+        if let Some(shadow) = &self.shadow {
+            shadow.prefetch(a.client);
+        }
+        self.recorder.prefetch(key, a.client);
     }
 
     /// Takes the next of its own events.

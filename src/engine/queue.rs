@@ -43,6 +43,12 @@ impl Queue {
         self.events.peek().map(|(t, _, p)| (Nanos(t), p))
     }
 
+    /// The payload of an event likely to come `k` pops from now (see
+    /// [`Calendar::ahead`]).
+    pub(super) fn ahead(&self, k: usize) -> Option<u32> {
+        self.events.ahead(k).map(|&(_, _, p)| p)
+    }
+
     /// How many events were ever pushed.
     pub(super) fn pushed(&self) -> u64 {
         self.seq

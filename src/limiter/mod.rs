@@ -256,6 +256,9 @@ impl Default for Mark {
     }
 }
 
+/// How many expiries ahead the ledger asks for their keys' marks.
+const PREFETCH_AHEAD: usize = 8;
+
 /// A moment a key's pending fresh event fires: `(time, key)`, 16 bytes.
 type FreshExpiry = (u64, u32);
 
@@ -333,6 +336,12 @@ impl Ledger {
     /// Moves the ledger's clock to `now`, expiring in order everything that
     /// expires at or before it.
     pub fn advance(&mut self, now: Nanos) {
+        if let Some(&(_, key)) = self.fresh_queue.ahead(PREFETCH_AHEAD) {
+            self.prefetch(key);
+        }
+        if let Some(&(_, key, _)) = self.item_queue.ahead(PREFETCH_AHEAD) {
+            self.prefetch(key);
+        }
         loop {
             let fresh = self.fresh_queue.peek();
             let item = self.item_queue.peek();
@@ -459,6 +468,11 @@ impl Ledger {
         self.hold(key, fresh_at, items);
     }
 
+    /// A hint that `key` is held soon (see [`crate::cache`]).
+    pub fn prefetch(&self, key: u32) {
+        crate::cache::prefetch_all(&self.marks, key as usize);
+    }
+
     /// From when `key`'s state is declared equivalent to a fresh key's (0
     /// for a key never written).
     pub fn fresh_at(&self, key: u32) -> Nanos {
@@ -533,6 +547,10 @@ pub trait Limiter: Send {
 
     /// Forgets the copy under `ticket` (its write was lost).
     fn discard(&mut self, ticket: u32);
+
+    /// A hint that `key` is decided soon: start bringing its state into
+    /// the cache (see [`crate::cache`]). Changes nothing.
+    fn prefetch(&self, _key: u32) {}
 }
 
 /// The smallest `d ≥ 1` ns such that `now + d ≥ at`, where `at` is a time

@@ -102,13 +102,18 @@ impl<R: Rule> Limiter for Stored<R> {
     fn discard(&mut self, ticket: u32) {
         self.keys.discard(ticket);
     }
+
+    fn prefetch(&self, key: u32) {
+        crate::cache::prefetch_all(&self.keys.states, key as usize);
+        self.ledger.prefetch(key);
+    }
 }
 
 /// Per-key state in a dense table indexed by key id: no hashing and no
 /// allocation per request once a key has been seen.
 #[derive(Debug, Clone)]
 pub struct Keyed<S> {
-    states: Vec<Option<S>>,
+    pub(super) states: Vec<Option<S>>,
     keys: u64,
     /// Copies taken out by read-then-write decisions, by ticket.
     detached: Vec<Option<S>>,
