@@ -13,16 +13,19 @@ pub fn prefetch<T>(slice: &[T], i: usize) {
     }
 }
 
-/// Asks the CPU to bring `slice[i]` into its cache, both its first and
-/// its last byte's cache lines (an element that straddles two).
+/// The cache line size of the CPUs this is tuned for.
+const LINE: usize = 64;
+
+/// Asks the CPU to bring all of `slice[i]` into its cache: every cache
+/// line it touches (an element of 112 bytes may straddle three).
 #[inline(always)]
 pub fn prefetch_all<T>(slice: &[T], i: usize) {
     if let Some(x) = slice.get(i) {
-        prefetch_ref(x);
-        let last = (x as *const T)
-            .cast::<u8>()
-            .wrapping_add(size_of::<T>() - 1);
-        prefetch_ptr(last);
+        let first = (x as *const T).cast::<u8>();
+        let lines = (first as usize % LINE + size_of::<T>()).div_ceil(LINE);
+        for l in 0..lines {
+            prefetch_ptr(first.wrapping_add(l * LINE));
+        }
     }
 }
 

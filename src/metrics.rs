@@ -2,11 +2,14 @@
 //! percentiles and `peak_in_window` — all in memory that grows with keys and
 //! time buckets, never with the number of requests.
 
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 
+use crate::calendar::Calendar;
 use crate::clock::Nanos;
 use crate::limiter::Decision;
+
+/// How many releases ahead the recorder asks for their keys' slots.
+const PREFETCH_AHEAD: usize = 8;
 
 /// Counts in one time-series bucket. Attempts and outcomes count at arrival;
 /// `passed` counts at the moment a request passes (a delayed request in the
@@ -44,7 +47,7 @@ pub struct Recorder {
     clients: usize,
     /// Passes still in the future (a shaper's releases), released into the
     /// per-key windows in time order by [`Recorder::advance`].
-    future: BinaryHeap<Reverse<(u64, u64, u32, u64)>>,
+    future: Calendar<(u64, u64, u32, u64)>,
     future_seq: u64,
     pub attempts: u64,
     pub admitted: u64,
@@ -262,7 +265,11 @@ impl Recorder {
     /// order. The engine calls it before each event; passes decided at the
     /// current moment go straight in.
     pub fn advance(&mut self, now: Nanos) {
-        while let Some(&Reverse((t, _, key, cost))) = self.future.peek() {
+        if let Some(&(_, _, key, _)) = self.future.ahead(PREFETCH_AHEAD) {
+            crate::cache::prefetch_all(&self.ids, key as usize);
+            crate::cache::prefetch_all(&self.per_key, key as usize);
+        }
+        while let Some((t, _, key, cost)) = self.future.peek() {
             if t > now.0 {
                 break;
             }
@@ -315,8 +322,7 @@ impl Recorder {
         b.passed += 1;
         b.passed_cost += cost;
         if pass_at > decided_at.0 {
-            self.future
-                .push(Reverse((pass_at, self.future_seq, key, cost)));
+            self.future.push((pass_at, self.future_seq, key, cost));
             self.future_seq += 1;
         } else {
             self.pass(key, pass_at, cost);
