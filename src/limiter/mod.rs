@@ -226,7 +226,9 @@ impl Footprint {
 /// was fresh.
 pub type Size = fn(items: u64, high: u64) -> u64;
 
-/// One key's place in the [`Ledger`].
+/// One key's place in the [`Ledger`]: 24 bytes. (Its items, for the
+/// rules that have any, are in [`Items`] beside it; its bytes follow from
+/// them.)
 #[derive(Debug, Clone, Copy)]
 struct Mark {
     /// The state is fresh-equivalent from this moment on.
@@ -234,12 +236,9 @@ struct Mark {
     /// When this key's one pending fresh event fires (`u64::MAX`: none);
     /// always after the ledger's time.
     scheduled: u64,
-    alive: bool,
     /// Bumped whenever the key's items are dropped at once.
     generation: u32,
-    items: u64,
-    high: u64,
-    bytes: [u64; 2],
+    alive: bool,
 }
 
 impl Default for Mark {
@@ -247,13 +246,18 @@ impl Default for Mark {
         Mark {
             fresh_at: 0,
             scheduled: u64::MAX,
-            alive: false,
             generation: 0,
-            items: 0,
-            high: 0,
-            bytes: [0; 2],
+            alive: false,
         }
     }
+}
+
+/// The items one key holds now, and the most it has held since it was
+/// last fresh.
+#[derive(Debug, Clone, Copy, Default)]
+struct Items {
+    now: u64,
+    high: u64,
 }
 
 /// How many expiries ahead the ledger asks for their keys' marks.
@@ -282,6 +286,9 @@ type ItemExpiry = (u64, u32, u32);
 pub struct Ledger {
     sizes: [Size; 2],
     marks: Vec<Mark>,
+    /// Per key, for a ledger whose keys gain items (none past the last
+    /// key that ever held one: those hold none).
+    held: Vec<Items>,
     /// Fresh events and item expiries, each in its own calendar queue of
     /// compact entries; [`Ledger::advance`] merges them in the order of
     /// `(time, key, generation, is_item)` (a fresh event's generation
@@ -304,6 +311,7 @@ impl Ledger {
         Ledger {
             sizes: [compact, redis],
             marks: Vec::new(),
+            held: Vec::new(),
             fresh_queue: Calendar::new(),
             item_queue: Calendar::new(),
             now: 0,
@@ -381,43 +389,61 @@ impl Ledger {
                 self.integrate_to(t);
                 let m = &self.marks[key as usize];
                 if m.alive && m.generation == generation {
-                    self.marks[key as usize].items -= 1;
+                    let old = self.bytes(key);
+                    self.held[key as usize].now -= 1;
                     self.items -= 1;
-                    self.resize(key);
+                    self.resize(key, old);
                 }
             }
         }
         self.integrate_to(now.0);
     }
 
+    /// `key`'s items now and at most since it was last fresh.
+    fn items_of(&self, key: u32) -> Items {
+        self.held.get(key as usize).copied().unwrap_or_default()
+    }
+
+    /// The bytes `key` holds now (none unless alive).
+    fn bytes(&self, key: u32) -> [u64; 2] {
+        if !self.marks[key as usize].alive {
+            return [0; 2];
+        }
+        let Items { now, high } = self.items_of(key);
+        self.sizes.map(|size| size(now, high))
+    }
+
     /// `key` is fresh-equivalent now: it holds nothing.
     fn forget(&mut self, key: u32) {
-        let m = &mut self.marks[key as usize];
-        if !m.alive {
+        if !self.marks[key as usize].alive {
             return;
         }
+        let old = self.bytes(key);
         self.alive -= 1;
-        self.items -= m.items;
-        for f in 0..2 {
-            self.total[f] -= m.bytes[f];
+        self.items -= self.items_of(key).now;
+        for (total, old) in self.total.iter_mut().zip(old) {
+            *total -= old;
+        }
+        if let Some(held) = self.held.get_mut(key as usize) {
+            *held = Items::default();
         }
         // A pending fresh event stays scheduled: a later write of this key
         // reuses it (see `hold`), so rewriting a key does not pile them up.
+        let m = &mut self.marks[key as usize];
         *m = Mark {
             fresh_at: m.fresh_at.min(self.now),
             scheduled: m.scheduled,
             generation: m.generation.wrapping_add(1),
-            ..Mark::default()
+            alive: false,
         };
     }
 
-    fn resize(&mut self, key: u32) {
-        let m = &mut self.marks[key as usize];
+    /// `key`'s bytes changed from `old`: the totals and peaks follow.
+    fn resize(&mut self, key: u32, old: [u64; 2]) {
+        let new = self.bytes(key);
         for f in 0..2 {
-            let b = (self.sizes[f])(m.items, m.high);
-            self.total[f] = self.total[f] - m.bytes[f] + b;
-            m.bytes[f] = b;
-            self.peak_key[f] = self.peak_key[f].max(b);
+            self.total[f] = self.total[f] - old[f] + new[f];
+            self.peak_key[f] = self.peak_key[f].max(new[f]);
             self.peak_total[f] = self.peak_total[f].max(self.total[f]);
         }
     }
@@ -436,6 +462,7 @@ impl Ledger {
             return;
         }
         let now = self.now;
+        let old = self.bytes(key);
         let m = &mut self.marks[i];
         if !m.alive {
             m.alive = true;
@@ -449,13 +476,17 @@ impl Ledger {
         let generation = m.generation;
         for at in items {
             if at > now {
-                m.items += 1;
+                if i >= self.held.len() {
+                    self.held.resize(i + 1, Items::default());
+                }
+                let held = &mut self.held[i];
+                held.now += 1;
+                held.high = held.high.max(held.now);
                 self.items += 1;
                 self.item_queue.push((at, key, generation));
             }
         }
-        m.high = m.high.max(m.items);
-        self.resize(key);
+        self.resize(key, old);
         self.compact_expiries();
     }
 
