@@ -40,23 +40,17 @@ pub fn collect(scenario: &Scenario, runs: &[LimiterRun]) -> Vec<Row> {
             KeyBy::Ip => scenario.population.ip_name(id as u32).to_string(),
             KeyBy::Global => "*".to_string(),
         };
-        let mut keys: Vec<(usize, &KeyCounts)> = run
-            .recorder
-            .per_key
-            .iter()
-            .enumerate()
-            .filter(|(_, k)| k.attempts > 0)
-            .collect();
+        let mut keys: Vec<(usize, KeyCounts)> = run.recorder.keys().collect();
         // Most rejected first, then most attempts, then by name. Only the
         // keys that rank with the first `PER_LIMITER` by counts alone
         // (ties included) need their names, each made once.
         let counts = |k: &KeyCounts| (Reverse(k.rejected), Reverse(k.attempts));
         if keys.len() > PER_LIMITER {
             keys.select_nth_unstable_by_key(PER_LIMITER - 1, |(_, k)| counts(k));
-            let cut = counts(keys[PER_LIMITER - 1].1);
+            let cut = counts(&keys[PER_LIMITER - 1].1);
             keys.retain(|(_, k)| counts(k) <= cut);
         }
-        keys.sort_by_cached_key(|&(id, k)| (counts(k), name(id)));
+        keys.sort_by_cached_key(|(id, k)| (counts(k), name(*id)));
         for (rank, (id, k)) in keys.into_iter().take(PER_LIMITER).enumerate() {
             rows.push(Row {
                 limiter: spec.name.clone(),
