@@ -16,7 +16,7 @@ use rand::Rng;
 
 use super::{Event, Job, Run};
 use crate::clock::Nanos;
-use crate::deploy::{fnv1a, OnFailure, Routing, Scope};
+use crate::deploy::{fnv1a_name, OnFailure, Routing, Scope};
 use crate::limiter::Decision;
 
 /// An instance's memory of a store rejection.
@@ -49,8 +49,8 @@ impl Run<'_, '_> {
             _ if n == 1 => 0,
             Routing::RoundRobin => self.routed % n,
             Routing::Random => self.rng(job, *b"rout")().random_range(0..n),
-            Routing::HashClient => fnv1a(self.scenario.population.client_name(a.client)) % n,
-            Routing::HashIp => fnv1a(self.scenario.population.ip_name(a.ip)) % n,
+            Routing::HashClient => fnv1a_name(self.scenario.population.client_name(a.client)) % n,
+            Routing::HashIp => fnv1a_name(self.scenario.population.ip_name(a.ip)) % n,
         } as u32;
         self.routed += 1;
         instance

@@ -112,6 +112,9 @@ pub struct DecisionLog<'a, W: Write> {
     key_by: KeyBy,
     population: &'a Population,
     buf: String,
+    /// The client's and the key's names, when made into text.
+    client_buf: String,
+    key_buf: String,
 }
 
 impl<'a, W: Write> DecisionLog<'a, W> {
@@ -124,6 +127,8 @@ impl<'a, W: Write> DecisionLog<'a, W> {
             key_by,
             population,
             buf: String::new(),
+            client_buf: String::new(),
+            key_buf: String::new(),
         }
     }
 
@@ -134,41 +139,45 @@ impl<'a, W: Write> DecisionLog<'a, W> {
         Ok(())
     }
 
-    fn number(&mut self, n: u64) -> csv::Result<()> {
-        use std::fmt::Write as _;
-        self.buf.clear();
-        let _ = write!(self.buf, "{n}");
-        self.w.write_field(&self.buf)
-    }
-
     pub fn finish(mut self) -> csv::Result<W> {
         self.w.flush()?;
         self.w.into_inner().map_err(|e| e.into_error().into())
     }
 }
 
+/// Writes `n` as the next field, through `buf`.
+fn number<W: Write>(w: &mut csv::Writer<W>, buf: &mut String, n: u64) -> csv::Result<()> {
+    use std::fmt::Write as _;
+    buf.clear();
+    let _ = write!(buf, "{n}");
+    w.write_field(buf)
+}
+
 impl<W: Write> DecisionSink for DecisionLog<'_, W> {
     fn record(&mut self, a: &Attempt) -> anyhow::Result<()> {
-        let client = self.population.client_name(a.arrival.client);
+        let client = self
+            .population
+            .client_name(a.arrival.client)
+            .as_str(&mut self.client_buf);
         let key = match self.key_by {
             KeyBy::Client => client,
-            KeyBy::Ip => self.population.ip_name(a.key),
+            KeyBy::Ip => self.population.ip_name(a.key).as_str(&mut self.key_buf),
             KeyBy::Global => "*",
         };
         self.w.write_field(self.limiter)?;
-        self.number(a.arrival.time.0)?;
+        number(&mut self.w, &mut self.buf, a.arrival.time.0)?;
         self.w.write_field(key)?;
         self.w.write_field(client)?;
-        self.number(a.attempt as u64)?;
+        number(&mut self.w, &mut self.buf, a.attempt as u64)?;
         let (outcome, delay, retry) = match a.decision {
             Decision::Admitted => ("admitted", 0, None),
             Decision::Delayed { delay } => ("delayed", delay.0, None),
             Decision::Rejected { retry_after } => ("rejected", 0, retry_after.map(|r| r.0)),
         };
         self.w.write_field(outcome)?;
-        self.number(delay)?;
+        number(&mut self.w, &mut self.buf, delay)?;
         match retry {
-            Some(r) => self.number(r)?,
+            Some(r) => number(&mut self.w, &mut self.buf, r)?,
             None => self.w.write_field("")?,
         }
         self.w.write_record(None::<&[u8]>)?;

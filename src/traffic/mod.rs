@@ -194,13 +194,10 @@ pub fn synthetic_clients(
             f.at(field)
         )));
     }
-    Ok((0..count)
-        .map(|i| {
-            let name = format!("{prefix}{i}");
-            let ip = ctx.population.ip(&name);
-            (ctx.population.client(&name), ip)
-        })
-        .collect())
+    // (`count` fits a u32: MAX_CLIENTS does.)
+    let clients = ctx.population.numbered_clients(&prefix, count as u32);
+    let ips = ctx.population.numbered_ips(&prefix, count as u32);
+    Ok(clients.into_iter().zip(ips).collect())
 }
 
 /// Clients one synthetic source may have.
