@@ -109,7 +109,7 @@ impl Align {
     }
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct Counter {
     /// The window this count belongs to: its index `k` (epoch alignment) or
     /// its start time in ns (first-hit alignment).

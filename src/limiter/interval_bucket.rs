@@ -56,7 +56,7 @@ pub struct Config {
     pub fill_interval: Nanos,
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct Bucket {
     tokens: u64,
     /// Index k of the last fill moment applied.

@@ -108,7 +108,7 @@ impl Weight {
     }
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct Counts {
     window: u64,
     previous: u64,

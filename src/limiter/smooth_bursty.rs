@@ -95,7 +95,7 @@ impl Start {
     }
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct Balance {
     /// Tokens × rate denominator; negative is debt.
     tokens: i128,

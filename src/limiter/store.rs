@@ -14,8 +14,9 @@ use crate::clock::Nanos;
 /// One algorithm's decision rule for one key: its parameters, and what it
 /// does to a key's state.
 pub trait Rule: Send {
-    /// One key's state.
-    type State: Clone + Send;
+    /// One key's state. (`Default` only fills the slots of keys not seen
+    /// yet; no decision reads it.)
+    type State: Clone + Send + Default;
 
     /// A key's state before its first request, which arrives at `now`.
     fn fresh(&self, now: Nanos) -> Self::State;
@@ -110,10 +111,14 @@ impl<R: Rule> Limiter for Stored<R> {
 }
 
 /// Per-key state in a dense table indexed by key id: no hashing and no
-/// allocation per request once a key has been seen.
+/// allocation per request once a key has been seen. Which keys have a
+/// state is one bit each, beside the states: an `Option` per key would
+/// cost a state's alignment (16 bytes for a `u128`) more.
 #[derive(Debug, Clone)]
 pub struct Keyed<S> {
-    pub(super) states: Vec<Option<S>>,
+    pub(super) states: Vec<S>,
+    /// Bit `k % 64` of word `k / 64`: key `k` has a state.
+    present: Vec<u64>,
     keys: u64,
     /// Copies taken out by read-then-write decisions, by ticket.
     detached: Vec<Option<S>>,
@@ -124,6 +129,7 @@ impl<S> Default for Keyed<S> {
     fn default() -> Self {
         Keyed {
             states: Vec::new(),
+            present: Vec::new(),
             keys: 0,
             detached: Vec::new(),
             free: Vec::new(),
@@ -131,22 +137,47 @@ impl<S> Default for Keyed<S> {
     }
 }
 
-impl<S: Clone> Keyed<S> {
+impl<S: Clone + Default> Keyed<S> {
+    fn has(&self, key: u32) -> bool {
+        let k = key as usize;
+        self.present
+            .get(k / 64)
+            .is_some_and(|w| w >> (k % 64) & 1 == 1)
+    }
+
+    /// Marks `key` present or absent, with room for its state.
+    fn set(&mut self, key: u32, present: bool) {
+        let k = key as usize;
+        if k >= self.states.len() {
+            self.states.resize_with(k + 1, S::default);
+            self.present.resize(self.states.len().div_ceil(64), 0);
+        }
+        let bit = 1u64 << (k % 64);
+        if present {
+            self.present[k / 64] |= bit;
+        } else {
+            self.present[k / 64] &= !bit;
+        }
+    }
+
     /// A copy of `key`'s state, if it has one.
     pub fn save(&self, key: u32) -> Option<S> {
-        self.states.get(key as usize).cloned().flatten()
+        self.get(key).cloned()
     }
 
     /// Takes the state a decision just left for `key`, puts `saved` back in
     /// its place, and keeps the taken state under a new ticket.
     pub fn detach(&mut self, key: u32, saved: Option<S>) -> u32 {
-        let slot = &mut self.states[key as usize];
-        let computed = slot.take();
-        if saved.is_none() {
-            // The decision created the key; the store never saw it.
-            self.keys -= 1;
+        let computed = self.has(key).then(|| self.states[key as usize].clone());
+        match saved {
+            Some(state) => self.states[key as usize] = state,
+            None => {
+                // The decision created the key; the store never saw it.
+                self.keys -= 1;
+                self.set(key, false);
+                self.states[key as usize] = S::default();
+            }
         }
-        *slot = saved;
         match self.free.pop() {
             Some(t) => {
                 self.detached[t as usize] = computed;
@@ -163,15 +194,12 @@ impl<S: Clone> Keyed<S> {
     pub fn attach(&mut self, key: u32, ticket: u32) {
         let computed = self.detached[ticket as usize].take();
         self.free.push(ticket);
-        let i = key as usize;
-        if i >= self.states.len() {
-            self.states.resize_with(i + 1, || None);
-        }
-        if self.states[i].is_none() && computed.is_some() {
-            self.keys += 1;
-        }
-        if computed.is_some() {
-            self.states[i] = computed;
+        if let Some(state) = computed {
+            if !self.has(key) {
+                self.keys += 1;
+                self.set(key, true);
+            }
+            self.states[key as usize] = state;
         }
     }
 
@@ -182,27 +210,22 @@ impl<S: Clone> Keyed<S> {
 
     /// `key`'s stored state, if it has one.
     pub fn get(&self, key: u32) -> Option<&S> {
-        self.states.get(key as usize).and_then(Option::as_ref)
+        self.has(key).then(|| &self.states[key as usize])
     }
 
     pub fn discard(&mut self, ticket: u32) {
         self.detached[ticket as usize] = None;
         self.free.push(ticket);
     }
-}
 
-impl<S> Keyed<S> {
     /// The state for `key`, created by `init` on its first request.
     pub fn entry(&mut self, key: u32, init: impl FnOnce() -> S) -> &mut S {
-        let i = key as usize;
-        if i >= self.states.len() {
-            self.states.resize_with(i + 1, || None);
-        }
-        let slot = &mut self.states[i];
-        if slot.is_none() {
+        if !self.has(key) {
             self.keys += 1;
+            self.set(key, true);
+            self.states[key as usize] = init();
         }
-        slot.get_or_insert_with(init)
+        &mut self.states[key as usize]
     }
 
     pub fn keys(&self) -> u64 {
@@ -210,6 +233,6 @@ impl<S> Keyed<S> {
     }
 
     pub fn iter(&self) -> impl Iterator<Item = &S> {
-        self.states.iter().flatten()
+        (0..self.states.len() as u32).filter_map(|k| self.get(k))
     }
 }

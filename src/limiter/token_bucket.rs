@@ -61,7 +61,7 @@ pub struct Config {
     pub rate: Rate,
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct Bucket {
     /// Tokens × rate denominator.
     balance: u128,
