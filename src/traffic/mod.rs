@@ -24,6 +24,7 @@
 
 pub mod boundary;
 pub mod bursty;
+pub mod keystream;
 pub mod nat;
 pub mod poisson;
 pub mod ramp;

@@ -135,24 +135,28 @@ impl Poisson {
         clock: &mut CompactClock,
         ctx: StreamCtx,
     ) -> Option<Nanos> {
-        let mut rng = client_rng(ctx.seed, source, i as u64);
-        if clock.word > 0 {
-            rng.set_word_pos(clock.word as u128);
-        }
+        // The draw `exponential_gap` would take from the client's
+        // generator at its position, computed from the position alone.
+        let key = super::keystream::client_key(ctx.seed, source, i as u64);
+        let draw = super::keystream::u64_at(&key, clock.word);
         let mean_gap_ns = self.rate.per_ns() as f64 / self.rate.tokens() as f64;
-        clock.now = clock
-            .now
-            .saturating_add(exponential_gap(&mut rng, mean_gap_ns));
-        // A word position past 2^64 would take centuries of draws.
-        clock.word = rng.get_word_pos() as u64;
+        clock.now = clock.now.saturating_add(gap_of(draw, mean_gap_ns));
+        // Two 32-bit words a draw; a position past 2^64 would take
+        // centuries of draws.
+        clock.word += 2;
         (clock.now < ctx.end.0).then_some(Nanos(clock.now))
     }
 }
 
 /// An exponential gap with the given mean, in whole ns.
 pub fn exponential_gap(rng: &mut impl Rng, mean_ns: f64) -> u64 {
+    gap_of(rng.random::<u64>(), mean_ns)
+}
+
+/// The gap [`exponential_gap`] makes of the 64 random bits `draw`.
+fn gap_of(draw: u64, mean_ns: f64) -> u64 {
     // U in (0, 1]: 53 random bits, never 0, so ln(U) is finite.
-    let u = ((rng.random::<u64>() >> 11) + 1) as f64 / (1u64 << 53) as f64;
+    let u = ((draw >> 11) + 1) as f64 / (1u64 << 53) as f64;
     let gap = -libm::log(u) * mean_ns;
     libm::round(gap) as u64
 }
