@@ -11,15 +11,17 @@
 //! `ring`; later ones in a heap of their own, `far`. A push is a vector
 //! push; when `near` runs out, the next non-empty bucket is sorted and
 //! becomes `near`, taken from its end — a bucket's entries, which fit in
-//! the cache. (An entry pushed into the current bucket goes to a small
-//! heap beside it, `late`.) Every entry of `near` is earlier than every
-//! entry elsewhere, so `near`'s least is the queue's least: the order is
-//! the entries' own (`Ord`), ties and all.
+//! the cache. (An entry pushed into the current bucket goes beside it,
+//! into `late`, sorted only when one of them is taken: a fixed window's
+//! keys, all fresh at the same boundary, are pushed there one by one and
+//! taken all at once.) Every entry of `near` and `late` is earlier than
+//! every entry elsewhere, so the lesser of their least is the queue's
+//! least: the order is the entries' own (`Ord`), ties and all.
 //!
-//! The bucket width follows the entries: when `far` holds most of them the
-//! buckets widen, when `near` holds too many of them they narrow, each
-//! time rebuilt around the spread of the entries' times. The width changes
-//! how fast the queue is, never what it returns.
+//! The bucket width follows the entries: the ring spans four times how
+//! far ahead they are pushed on average, rebuilt when that changes
+//! fourfold. The width changes how fast the queue is, never what it
+//! returns.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -66,7 +68,12 @@ pub struct Calendar<T: Timed> {
     /// `≤ cur`; `near` sorted from the greatest to the least.
     cur: u64,
     near: Vec<T>,
-    late: BinaryHeap<Reverse<T>>,
+    /// Entries pushed into the current bucket once it was current:
+    /// sorted from the greatest to the least when `late_sorted`, with its
+    /// least in `late_min` either way.
+    late: Vec<T>,
+    late_sorted: bool,
+    late_min: Option<T>,
     /// Bucket `b` in `(cur, cur + BUCKETS)` at `ring[b % BUCKETS]`.
     ring: Vec<Vec<T>>,
     in_ring: usize,
@@ -77,6 +84,10 @@ pub struct Calendar<T: Timed> {
     /// rebuilding cost O(1) per pop.
     popped: usize,
     check_after: usize,
+    /// How far ahead of the current bucket entries were pushed since the
+    /// last check: their sum (ns) and count.
+    ahead_sum: u128,
+    ahead_count: u64,
 }
 
 impl<T: Timed> Default for Calendar<T> {
@@ -97,12 +108,16 @@ impl<T: Timed> Calendar<T> {
             shift,
             cur: 0,
             near: Vec::new(),
-            late: BinaryHeap::new(),
+            late: Vec::new(),
+            late_sorted: true,
+            late_min: None,
             ring: Vec::new(),
             in_ring: 0,
             far: BinaryHeap::new(),
             popped: 0,
             check_after: 4 * BUCKETS,
+            ahead_sum: 0,
+            ahead_count: 0,
         }
     }
 
@@ -120,8 +135,14 @@ impl<T: Timed> Calendar<T> {
 
     pub fn push(&mut self, entry: T) {
         let b = self.bucket(entry.time());
+        self.ahead_sum += u128::from(entry.time().saturating_sub(self.cur << self.shift));
+        self.ahead_count += 1;
         if b <= self.cur {
-            self.late.push(Reverse(entry));
+            if self.late.last().is_some_and(|&last| entry > last) {
+                self.late_sorted = false;
+            }
+            self.late.push(entry);
+            self.late_min = Some(self.late_min.map_or(entry, |m| m.min(entry)));
         } else if b - self.cur < BUCKETS as u64 {
             if self.ring.is_empty() {
                 self.ring = vec![Vec::new(); BUCKETS];
@@ -138,9 +159,9 @@ impl<T: Timed> Calendar<T> {
         if self.near.is_empty() && self.late.is_empty() {
             self.refill();
         }
-        match (self.near.last(), self.late.peek()) {
-            (Some(&n), Some(&Reverse(l))) => Some(n.min(l)),
-            (n, l) => n.copied().or(l.map(|r| r.0)),
+        match (self.near.last(), self.late_min) {
+            (Some(&n), Some(l)) => Some(n.min(l)),
+            (n, l) => n.copied().or(l),
         }
     }
 
@@ -156,7 +177,13 @@ impl<T: Timed> Calendar<T> {
         if self.near.last() == Some(&least) {
             self.near.pop();
         } else {
+            if !self.late_sorted {
+                // Stable sort: runs already in order cost a pass.
+                self.late.sort_by(|a, b| b.cmp(a));
+                self.late_sorted = true;
+            }
             self.late.pop();
+            self.late_min = self.late.last().copied();
         }
         self.popped += 1;
         Some(least)
@@ -165,7 +192,8 @@ impl<T: Timed> Calendar<T> {
     /// Keeps only the entries `keep` says to.
     pub fn retain(&mut self, mut keep: impl FnMut(&T) -> bool) {
         self.near.retain(&mut keep);
-        self.late.retain(|r| keep(&r.0));
+        self.late.retain(&mut keep);
+        self.late_min = self.late.iter().copied().min();
         self.far.retain(|r| keep(&r.0));
         let mut in_ring = 0;
         for bucket in &mut self.ring {
@@ -222,8 +250,12 @@ impl<T: Timed> Calendar<T> {
         }
     }
 
-    /// Changes the bucket width if the entries no longer fit it: when most
-    /// of them are past the ring (too narrow) or in one bucket (too wide).
+    /// Changes the bucket width to how far ahead entries are pushed: the
+    /// ring spans four times the mean, so that nearly every entry lands in
+    /// it, each bucket holding a few. (The spread of the entries queued
+    /// would not do: a fixed window's keys all expire at the same
+    /// boundary.) Checked once per queue-length pops; rebuilt only when
+    /// the width changes fourfold or more.
     fn retune(&mut self) {
         let len = self.len();
         if self.popped < self.check_after {
@@ -231,9 +263,14 @@ impl<T: Timed> Calendar<T> {
         }
         self.popped = 0;
         self.check_after = len.max(4 * BUCKETS);
-        let too_narrow = self.far.len() > len / 8;
-        let too_wide = self.ring_max() > len / 8;
-        if len < 4 * BUCKETS || !(too_narrow || too_wide) {
+        if self.ahead_count == 0 {
+            return;
+        }
+        let mean = self.ahead_sum / u128::from(self.ahead_count);
+        (self.ahead_sum, self.ahead_count) = (0, 0);
+        let per_bucket = u64::try_from(4 * mean / BUCKETS as u128).unwrap_or(u64::MAX);
+        let shift = (u64::BITS - per_bucket.leading_zeros()).min(62);
+        if len < 4 * BUCKETS || shift.abs_diff(self.shift) < 2 {
             return;
         }
         debug_assert!(
@@ -248,14 +285,7 @@ impl<T: Timed> Calendar<T> {
         for bucket in std::mem::take(&mut self.ring) {
             entries.extend(bucket);
         }
-        // The width that spreads the entries' times — from the least to
-        // the ninetieth percentile — over half the ring.
         let least = entries.iter().map(T::time).min().unwrap_or(0);
-        let k = entries.len() * 9 / 10;
-        let p90 = entries.select_nth_unstable_by_key(k, T::time).1.time();
-        let span = (p90 - least).max(1);
-        let per_bucket = span / (BUCKETS as u64 / 2);
-        let shift = u64::BITS - per_bucket.max(1).leading_zeros();
         let check_after = self.check_after;
         *self = Calendar {
             check_after,
@@ -266,11 +296,6 @@ impl<T: Timed> Calendar<T> {
         for e in entries {
             self.push(e);
         }
-    }
-
-    /// The most entries in one ring bucket.
-    fn ring_max(&self) -> usize {
-        self.ring.iter().map(Vec::len).max().unwrap_or(0)
     }
 }
 
@@ -365,6 +390,30 @@ mod tests {
             );
             assert!(calendar.far.len() < calendar.len() / 2);
         }
+    }
+
+    #[test]
+    fn keys_fresh_at_one_boundary_come_out_in_order() {
+        // A fixed window: every key written in window k is fresh at its
+        // end; the pushes land in the bucket already current, the pops
+        // all come at the boundary.
+        const W: u64 = 1_000_000_000;
+        let mut calendar = Calendar::new();
+        let mut heap = BinaryHeap::new();
+        for k in 1..6u64 {
+            for i in 0..20_000u32 {
+                let key = i.wrapping_mul(2_654_435_761) % 50_000;
+                let e = (k * W, key);
+                calendar.push(e);
+                heap.push(Reverse(e));
+                // Each decision looks at the head.
+                assert_eq!(calendar.peek(), heap.peek().map(|r| r.0));
+            }
+            while heap.peek().is_some_and(|r| r.0 .0 <= k * W) {
+                assert_eq!(calendar.pop(), heap.pop().map(|r| r.0));
+            }
+        }
+        assert_eq!(calendar.len(), heap.len());
     }
 
     proptest! {
