@@ -12,11 +12,12 @@
 //! push; when `near` runs out, the next non-empty bucket is sorted and
 //! becomes `near`, taken from its end — a bucket's entries, which fit in
 //! the cache. (An entry pushed into the current bucket goes beside it,
-//! into `late`, sorted only when one of them is taken: a fixed window's
-//! keys, all fresh at the same boundary, are pushed there one by one and
-//! taken all at once.) Every entry of `near` and `late` is earlier than
-//! every entry elsewhere, so the lesser of their least is the queue's
-//! least: the order is the entries' own (`Ord`), ties and all.
+//! into `late`: a vector until one of them is taken, then a heap made of
+//! it at once — a fixed window's keys, all fresh at the same boundary,
+//! are pushed there one by one and taken all together.) Every entry of
+//! `near` and `late` is earlier than every entry elsewhere, so the lesser
+//! of their least is the queue's least: the order is the entries' own
+//! (`Ord`), ties and all.
 //!
 //! The bucket width follows the entries: the ring spans four times how
 //! far ahead they are pushed on average, rebuilt when that changes
@@ -68,12 +69,12 @@ pub struct Calendar<T: Timed> {
     /// `≤ cur`; `near` sorted from the greatest to the least.
     cur: u64,
     near: Vec<T>,
-    /// Entries pushed into the current bucket once it was current:
-    /// sorted from the greatest to the least when `late_sorted`, with its
-    /// least in `late_min` either way.
-    late: Vec<T>,
-    late_sorted: bool,
-    late_min: Option<T>,
+    /// Entries pushed into the current bucket once it was current: a heap,
+    /// and the pushes since one was last taken (unsorted, their least in
+    /// `pending_min`), heaped when one is taken next.
+    late: BinaryHeap<Reverse<T>>,
+    pending: Vec<T>,
+    pending_min: Option<T>,
     /// Bucket `b` in `(cur, cur + BUCKETS)` at `ring[b % BUCKETS]`.
     ring: Vec<Vec<T>>,
     in_ring: usize,
@@ -108,9 +109,9 @@ impl<T: Timed> Calendar<T> {
             shift,
             cur: 0,
             near: Vec::new(),
-            late: Vec::new(),
-            late_sorted: true,
-            late_min: None,
+            late: BinaryHeap::new(),
+            pending: Vec::new(),
+            pending_min: None,
             ring: Vec::new(),
             in_ring: 0,
             far: BinaryHeap::new(),
@@ -122,7 +123,19 @@ impl<T: Timed> Calendar<T> {
     }
 
     pub fn len(&self) -> usize {
-        self.near.len() + self.late.len() + self.in_ring + self.far.len()
+        self.near.len() + self.late_len() + self.in_ring + self.far.len()
+    }
+
+    fn late_len(&self) -> usize {
+        self.late.len() + self.pending.len()
+    }
+
+    /// The least entry of `late` and `pending`.
+    fn late_min(&self) -> Option<T> {
+        match (self.late.peek(), self.pending_min) {
+            (Some(&Reverse(l)), Some(p)) => Some(l.min(p)),
+            (l, p) => l.map(|r| r.0).or(p),
+        }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -138,11 +151,8 @@ impl<T: Timed> Calendar<T> {
         self.ahead_sum += u128::from(entry.time().saturating_sub(self.cur << self.shift));
         self.ahead_count += 1;
         if b <= self.cur {
-            if self.late.last().is_some_and(|&last| entry > last) {
-                self.late_sorted = false;
-            }
-            self.late.push(entry);
-            self.late_min = Some(self.late_min.map_or(entry, |m| m.min(entry)));
+            self.pending.push(entry);
+            self.pending_min = Some(self.pending_min.map_or(entry, |m| m.min(entry)));
         } else if b - self.cur < BUCKETS as u64 {
             if self.ring.is_empty() {
                 self.ring = vec![Vec::new(); BUCKETS];
@@ -156,17 +166,18 @@ impl<T: Timed> Calendar<T> {
 
     /// The least entry, left in the queue.
     pub fn peek(&mut self) -> Option<T> {
-        if self.near.is_empty() && self.late.is_empty() {
+        if self.near.is_empty() && self.late_len() == 0 {
             self.refill();
         }
-        match (self.near.last(), self.late_min) {
+        match (self.near.last(), self.late_min()) {
             (Some(&n), Some(l)) => Some(n.min(l)),
             (n, l) => n.copied().or(l),
         }
     }
 
-    /// An entry likely to come `k` pops from now (exactly that one unless
-    /// pushes come between): for prefetching what it will touch.
+    /// An entry likely to come `k` pops from now (of the sorted current
+    /// bucket; entries pushed into it since may come first): for
+    /// prefetching what it will touch.
     pub fn ahead(&self, k: usize) -> Option<&T> {
         self.near.len().checked_sub(k + 1).map(|i| &self.near[i])
     }
@@ -177,13 +188,15 @@ impl<T: Timed> Calendar<T> {
         if self.near.last() == Some(&least) {
             self.near.pop();
         } else {
-            if !self.late_sorted {
-                // Stable sort: runs already in order cost a pass.
-                self.late.sort_by(|a, b| b.cmp(a));
-                self.late_sorted = true;
+            if self.late.is_empty() {
+                // All at once: heapifying is linear.
+                let pending = std::mem::take(&mut self.pending);
+                self.late = pending.into_iter().map(Reverse).collect();
+            } else {
+                self.late.extend(self.pending.drain(..).map(Reverse));
             }
+            self.pending_min = None;
             self.late.pop();
-            self.late_min = self.late.last().copied();
         }
         self.popped += 1;
         Some(least)
@@ -192,8 +205,9 @@ impl<T: Timed> Calendar<T> {
     /// Keeps only the entries `keep` says to.
     pub fn retain(&mut self, mut keep: impl FnMut(&T) -> bool) {
         self.near.retain(&mut keep);
-        self.late.retain(&mut keep);
-        self.late_min = self.late.iter().copied().min();
+        self.late.retain(|r| keep(&r.0));
+        self.pending.retain(&mut keep);
+        self.pending_min = self.pending.iter().copied().min();
         self.far.retain(|r| keep(&r.0));
         let mut in_ring = 0;
         for bucket in &mut self.ring {
@@ -219,7 +233,7 @@ impl<T: Timed> Calendar<T> {
             self.cur = self.cur.max(first.saturating_sub(1));
             self.pull_far();
         }
-        while self.near.is_empty() && self.late.is_empty() {
+        while self.near.is_empty() && self.late_len() == 0 {
             self.cur += 1;
             self.pull_far();
             let slot = (self.cur % BUCKETS as u64) as usize;
@@ -227,9 +241,13 @@ impl<T: Timed> Calendar<T> {
                 if !bucket.is_empty() {
                     self.in_ring -= bucket.len();
                     // The bucket's vector becomes `near`; the bucket
-                    // starts its next turn with no allocation, so the ring
-                    // holds about what its entries need, not the most any
-                    // bucket ever held.
+                    // starts its next turn with no allocation and regrows
+                    // (a reallocation per doubling, amortized over its
+                    // entries), so the ring holds about what its entries
+                    // need. Handing it `near`'s old allocation instead
+                    // saves those reallocations but keeps a near-term
+                    // bucket's capacity in every slot of the sparse far
+                    // future: 20 % more memory at 10^6 keys, no faster.
                     self.near = std::mem::take(bucket);
                     self.near.sort_unstable_by(|a, b| b.cmp(a));
                 }
@@ -254,8 +272,10 @@ impl<T: Timed> Calendar<T> {
     /// ring spans four times the mean, so that nearly every entry lands in
     /// it, each bucket holding a few. (The spread of the entries queued
     /// would not do: a fixed window's keys all expire at the same
-    /// boundary.) Checked once per queue-length pops; rebuilt only when
-    /// the width changes fourfold or more.
+    /// boundary.) Checked when a bucket is done, at most once per
+    /// queue-length pops, for a queue of at least `4 · BUCKETS` entries
+    /// (a smaller one is a heap, `late`, at worst); rebuilt only when the
+    /// width changes fourfold or more.
     fn retune(&mut self) {
         let len = self.len();
         if self.popped < self.check_after {
@@ -269,12 +289,14 @@ impl<T: Timed> Calendar<T> {
         let mean = self.ahead_sum / u128::from(self.ahead_count);
         (self.ahead_sum, self.ahead_count) = (0, 0);
         let per_bucket = u64::try_from(4 * mean / BUCKETS as u128).unwrap_or(u64::MAX);
-        let shift = (u64::BITS - per_bucket.leading_zeros()).min(62);
+        // At least 2 ns a bucket: then a bucket index is below 2^63 and the
+        // ring's horizon never saturates, even for an entry at u64::MAX.
+        let shift = (u64::BITS - per_bucket.leading_zeros()).clamp(1, 62);
         if len < 4 * BUCKETS || shift.abs_diff(self.shift) < 2 {
             return;
         }
         debug_assert!(
-            self.near.is_empty() && self.late.is_empty(),
+            self.near.is_empty() && self.late_len() == 0,
             "the width changes between buckets"
         );
         // The far heap's vector takes every entry; the ring's vectors go.
@@ -390,6 +412,21 @@ mod tests {
             );
             assert!(calendar.far.len() < calendar.len() / 2);
         }
+    }
+
+    #[test]
+    fn the_end_of_time_comes_out_at_the_narrowest_width() {
+        // 2 ns buckets, the narrowest a retune picks: an entry at u64::MAX
+        // still comes within the ring's horizon.
+        let mut calendar = Calendar::with_shift(1);
+        for e in [(u64::MAX, 1u32), (5, 0), (u64::MAX, 0), (u64::MAX - 1, 7)] {
+            calendar.push(e);
+        }
+        let order: Vec<_> = std::iter::from_fn(|| calendar.pop()).collect();
+        assert_eq!(
+            order,
+            [(5, 0), (u64::MAX - 1, 7), (u64::MAX, 0), (u64::MAX, 1)]
+        );
     }
 
     #[test]

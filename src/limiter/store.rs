@@ -168,14 +168,15 @@ impl<S: Clone + Default> Keyed<S> {
     /// Takes the state a decision just left for `key`, puts `saved` back in
     /// its place, and keeps the taken state under a new ticket.
     pub fn detach(&mut self, key: u32, saved: Option<S>) -> u32 {
-        let computed = self.has(key).then(|| self.states[key as usize].clone());
+        let computed = self
+            .has(key)
+            .then(|| std::mem::take(&mut self.states[key as usize]));
         match saved {
             Some(state) => self.states[key as usize] = state,
             None => {
                 // The decision created the key; the store never saw it.
                 self.keys -= 1;
                 self.set(key, false);
-                self.states[key as usize] = S::default();
             }
         }
         match self.free.pop() {

@@ -195,7 +195,16 @@ pub fn synthetic_clients(
             f.at(field)
         )));
     }
-    // (`count` fits a u32: MAX_CLIENTS does.)
+    // Ids are 32-bit: the clients and addresses of all sources together
+    // must fit. (`count` itself does: MAX_CLIENTS is below 2^32.)
+    let known = ctx.population.clients().max(ctx.population.ips()) as u64;
+    if known + count > u32::MAX as u64 {
+        return Err(InputError::new(format!(
+            "{}: {count} — a scenario has at most {} clients in all ({known} before this source)",
+            f.at(field),
+            u32::MAX
+        )));
+    }
     let clients = ctx.population.numbered_clients(&prefix, count as u32);
     let ips = ctx.population.numbered_ips(&prefix, count as u32);
     Ok(clients.into_iter().zip(ips).collect())
