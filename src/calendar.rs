@@ -85,8 +85,10 @@ pub struct Calendar<T: Timed> {
     /// rebuilding cost O(1) per pop.
     popped: usize,
     check_after: usize,
-    /// How far ahead of the current bucket entries were pushed since the
-    /// last check: their sum (ns) and count.
+    /// The time of the entry last taken: the queue's present.
+    last: u64,
+    /// How far ahead of the present entries were pushed since the last
+    /// check: their sum (ns) and count.
     ahead_sum: u128,
     ahead_count: u64,
 }
@@ -117,6 +119,7 @@ impl<T: Timed> Calendar<T> {
             far: BinaryHeap::new(),
             popped: 0,
             check_after: 4 * BUCKETS,
+            last: 0,
             ahead_sum: 0,
             ahead_count: 0,
         }
@@ -148,7 +151,7 @@ impl<T: Timed> Calendar<T> {
 
     pub fn push(&mut self, entry: T) {
         let b = self.bucket(entry.time());
-        self.ahead_sum += u128::from(entry.time().saturating_sub(self.cur << self.shift));
+        self.ahead_sum += u128::from(entry.time().saturating_sub(self.last));
         self.ahead_count += 1;
         if b <= self.cur {
             self.pending.push(entry);
@@ -199,6 +202,13 @@ impl<T: Timed> Calendar<T> {
             self.late.pop();
         }
         self.popped += 1;
+        self.last = least.time();
+        // Also here, not only between buckets: a current bucket that never
+        // empties (the width too wide for how close entries come) would
+        // leave the queue a heap.
+        if self.popped >= self.check_after {
+            self.retune();
+        }
         Some(least)
     }
 
@@ -272,33 +282,25 @@ impl<T: Timed> Calendar<T> {
     /// ring spans four times the mean, so that nearly every entry lands in
     /// it, each bucket holding a few. (The spread of the entries queued
     /// would not do: a fixed window's keys all expire at the same
-    /// boundary.) Checked when a bucket is done, at most once per
-    /// queue-length pops, for a queue of at least `4 · BUCKETS` entries
-    /// (a smaller one is a heap, `late`, at worst); rebuilt only when the
-    /// width changes fourfold or more.
+    /// boundary.) Checked at most once per queue-length pops, for a queue
+    /// of at least `4 · BUCKETS` entries (a smaller one is a heap, `late`,
+    /// at worst); rebuilt only when the width changes fourfold or more.
     fn retune(&mut self) {
         let len = self.len();
-        if self.popped < self.check_after {
+        if self.popped < self.check_after || len < 4 * BUCKETS || self.ahead_count == 0 {
             return;
         }
         self.popped = 0;
-        self.check_after = len.max(4 * BUCKETS);
-        if self.ahead_count == 0 {
-            return;
-        }
+        self.check_after = len;
         let mean = self.ahead_sum / u128::from(self.ahead_count);
         (self.ahead_sum, self.ahead_count) = (0, 0);
         let per_bucket = u64::try_from(4 * mean / BUCKETS as u128).unwrap_or(u64::MAX);
         // At least 2 ns a bucket: then a bucket index is below 2^63 and the
         // ring's horizon never saturates, even for an entry at u64::MAX.
         let shift = (u64::BITS - per_bucket.leading_zeros()).clamp(1, 62);
-        if len < 4 * BUCKETS || shift.abs_diff(self.shift) < 2 {
+        if shift.abs_diff(self.shift) < 2 {
             return;
         }
-        debug_assert!(
-            self.near.is_empty() && self.late_len() == 0,
-            "the width changes between buckets"
-        );
         // The far heap's vector takes every entry; the ring's vectors go.
         let mut entries: Vec<T> = std::mem::take(&mut self.far)
             .into_iter()
@@ -307,13 +309,18 @@ impl<T: Timed> Calendar<T> {
         for bucket in std::mem::take(&mut self.ring) {
             entries.extend(bucket);
         }
+        entries.append(&mut self.near);
+        entries.append(&mut self.pending);
+        entries.extend(std::mem::take(&mut self.late).into_iter().map(|r| r.0));
         let least = entries.iter().map(T::time).min().unwrap_or(0);
-        let check_after = self.check_after;
+        let (check_after, last) = (self.check_after, self.last);
         *self = Calendar {
             check_after,
+            last,
             ..Calendar::with_shift(shift)
         };
-        // `near` is empty: the next refill starts at the least entry.
+        // Every entry goes back past the current bucket: the next refill
+        // starts at the least.
         self.cur = self.bucket(least).saturating_sub(1);
         for e in entries {
             self.push(e);
@@ -327,8 +334,9 @@ mod tests {
     use proptest::prelude::*;
 
     /// Pushes and pops `ops` on a calendar and on a binary heap; both must
-    /// give the same entries in the same order.
-    fn agrees(ops: &[(bool, u64, u32)]) {
+    /// give the same entries in the same order. Returns the calendar's
+    /// final bucket width (its shift).
+    fn agrees(ops: &[(bool, u64, u32)]) -> u32 {
         let mut calendar = Calendar::new();
         let mut heap = BinaryHeap::new();
         let mut now = 0u64;
@@ -346,10 +354,12 @@ mod tests {
             }
             assert_eq!(calendar.len(), heap.len());
         }
+        let shift = calendar.shift;
         while let Some(Reverse(e)) = heap.pop() {
             assert_eq!(calendar.pop(), Some(e));
         }
         assert_eq!(calendar.pop(), None);
+        shift
     }
 
     #[test]
@@ -451,6 +461,29 @@ mod tests {
             }
         }
         assert_eq!(calendar.len(), heap.len());
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+
+        /// Enough entries for the width to be rebuilt, at spreads from a
+        /// few ns to minutes, pushed and taken in random measure.
+        #[test]
+        fn rebuilt_widths_keep_the_heap_order(
+            scale in 0..36u32,
+            ops in prop::collection::vec((0..10u8, 0..1000u64, 0..50u32), 18_000..22_000),
+        ) {
+            let ops: Vec<(bool, u64, u32)> = ops
+                .into_iter()
+                .map(|(p, dt, key)| (p < 3, dt << scale, key))
+                .collect();
+            let shift = agrees(&ops);
+            // Pushed ~500·2^scale ahead on average: the ring spans four
+            // times that, about 2^(scale + 1) a bucket.
+            if (scale + 1).abs_diff(20) >= 3 {
+                prop_assert!(shift.abs_diff(scale + 1) <= 1, "scale {} shift {}", scale, shift);
+            }
+        }
     }
 
     proptest! {
