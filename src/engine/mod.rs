@@ -311,16 +311,21 @@ impl<'a, 's> Run<'a, 's> {
             return;
         }
         let a = s.arrival;
-        let key = match self.key_by {
-            KeyBy::Client => a.client,
-            KeyBy::Ip => a.ip,
-            KeyBy::Global => 0,
-        };
+        let key = self.key_of(&a);
         self.limiters[0].prefetch(key);
         if let Some(shadow) = &self.shadow {
             shadow.prefetch(a.client);
         }
         self.recorder.prefetch(key, a.client);
+    }
+
+    /// The key the limiter decides `a` on.
+    fn key_of(&self, a: &Arrival) -> u32 {
+        match self.key_by {
+            KeyBy::Client => a.client,
+            KeyBy::Ip => a.ip,
+            KeyBy::Global => 0,
+        }
     }
 
     /// Takes the next of its own events.
@@ -411,11 +416,7 @@ impl<'a, 's> Run<'a, 's> {
     /// An attempt reaches an instance.
     fn arrive(&mut self, now: Nanos, job: Job) -> anyhow::Result<()> {
         let a = job.arrival;
-        let key = match self.key_by {
-            KeyBy::Client => a.client,
-            KeyBy::Ip => a.ip,
-            KeyBy::Global => 0,
-        };
+        let key = self.key_of(&a);
         let instance = self.route(&job);
         if !self.dep.is_global() {
             let local = self.local_key(instance, key);

@@ -192,15 +192,17 @@ impl Names {
         h.finish()
     }
 
+    /// Interned name number `i` (its place in `ends`).
+    fn interned(&self, i: usize) -> &str {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.text[start..self.ends[i]]
+    }
+
     fn name(&self, id: u32) -> Name<'_> {
         let r = &self.runs[self.runs.partition_point(|r| r.first <= id) - 1];
         match &r.numbered {
             Some((prefix, _)) => Name::Numbered(prefix, id - r.first),
-            None => {
-                let i = r.interned + (id - r.first) as usize;
-                let start = if i == 0 { 0 } else { self.ends[i - 1] };
-                Name::Text(&self.text[start..self.ends[i]])
-            }
+            None => Name::Text(self.interned(r.interned + (id - r.first) as usize)),
         }
     }
 
@@ -258,8 +260,7 @@ impl Names {
                 .as_ref()
                 .is_some_and(|(p, _)| p.starts_with(prefix) || prefix.starts_with(p.as_str()))
         }) || (0..self.ends.len()).any(|i| {
-            let start = if i == 0 { 0 } else { self.ends[i - 1] };
-            self.text[start..self.ends[i]]
+            self.interned(i)
                 .strip_prefix(prefix)
                 .and_then(number)
                 .is_some_and(|n| n < count as u64)
