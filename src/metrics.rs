@@ -521,17 +521,22 @@ struct PassWindow {
 }
 
 /// How many passes a key keeps in place before it moves them to the heap
-/// (three keep the slot within 128 bytes).
-const INLINE_PASSES: usize = 3;
+/// (six keep the slot within 128 bytes).
+const INLINE_PASSES: usize = 6;
 
-/// A queue of `(time, cost)` passes: up to [`INLINE_PASSES`] in place (a
-/// ring of times and 32-bit costs), more — or a cost above `u32::MAX` — in
-/// a heap-allocated deque, held until the key's window empties (so memory
-/// follows the passes in windows, not the requests).
+/// A queue of `(time, cost)` passes, in the order of their times: up to
+/// [`INLINE_PASSES`] in place — a ring of 32-bit offsets from `base` and
+/// 8-bit costs — and more, or a pass that does not fit those widths, in a
+/// heap-allocated deque held until the key's window empties (so memory
+/// follows the passes in windows, not the requests). The passes of one
+/// window of up to 4.29 s always fit the offsets; a longer window's fit
+/// while they are less than that apart.
 #[derive(Debug, Clone, Default)]
 struct Passes {
-    times: [u64; INLINE_PASSES],
-    costs: [u32; INLINE_PASSES],
+    /// The time the inline offsets count from (at most the oldest's).
+    base: u64,
+    offsets: [u32; INLINE_PASSES],
+    costs: [u8; INLINE_PASSES],
     head: u8,
     len: u8,
     // Boxed: 8 bytes in every key's slot instead of a deque's 32, for the
@@ -541,9 +546,13 @@ struct Passes {
 }
 
 impl Passes {
+    fn slot(&self, j: usize) -> usize {
+        (self.head as usize + j) % INLINE_PASSES
+    }
+
     fn at(&self, j: usize) -> (u64, u64) {
-        let i = (self.head as usize + j) % INLINE_PASSES;
-        (self.times[i], self.costs[i] as u64)
+        let i = self.slot(j);
+        (self.base + self.offsets[i] as u64, self.costs[i] as u64)
     }
 
     fn front(&self) -> Option<(u64, u64)> {
@@ -566,7 +575,7 @@ impl Passes {
                 q.pop_front();
             }
             None if self.len > 0 => {
-                self.head = ((self.head as usize + 1) % INLINE_PASSES) as u8;
+                self.head = self.slot(1) as u8;
                 self.len -= 1;
             }
             None => {}
@@ -576,25 +585,17 @@ impl Passes {
     /// Adds `cost` to the latest pass (there is one).
     fn add_to_back(&mut self, cost: u64) {
         let (t, c) = self.back().expect("a pass is queued");
-        match &mut self.spill {
-            Some(q) => q.back_mut().expect("a pass is queued").1 += cost,
-            None => match u32::try_from(c + cost) {
-                Ok(sum) => {
-                    let i = (self.head as usize + self.len as usize - 1) % INLINE_PASSES;
-                    self.costs[i] = sum;
-                }
-                Err(_) => {
-                    self.spill_all();
-                    self.spill
-                        .as_mut()
-                        .expect("just spilled")
-                        .back_mut()
-                        .expect("queued")
-                        .1 = c + cost;
-                    debug_assert_eq!(self.back().map(|b| b.0), Some(t));
-                }
-            },
+        if self.spill.is_none() {
+            if let Ok(sum) = u8::try_from(c + cost) {
+                let i = self.slot(self.len as usize - 1);
+                self.costs[i] = sum;
+                return;
+            }
+            self.spill_all();
         }
+        let q = self.spill.as_mut().expect("spilled");
+        q.back_mut().expect("a pass is queued").1 = c + cost;
+        debug_assert_eq!(self.back().map(|b| b.0), Some(t));
     }
 
     /// Moves the inline passes to a deque.
@@ -605,17 +606,37 @@ impl Passes {
         self.spill = Some(Box::new(q));
     }
 
+    /// `t`'s offset from `base`, counting from the oldest pass's time
+    /// instead if need be; `None` if it does not fit even then.
+    fn offset(&mut self, t: u64) -> Option<u32> {
+        if self.len == 0 {
+            self.base = t;
+        }
+        if let Some(off) = t.checked_sub(self.base).and_then(|d| u32::try_from(d).ok()) {
+            return Some(off);
+        }
+        let oldest = self.at(0).0;
+        let off = u32::try_from(t.checked_sub(oldest)?).ok()?;
+        let shift = (oldest - self.base) as u32;
+        for j in 0..self.len as usize {
+            let i = self.slot(j);
+            self.offsets[i] -= shift;
+        }
+        self.base = oldest;
+        Some(off)
+    }
+
     fn push_back(&mut self, (t, cost): (u64, u64)) {
         if self.spill.is_none() {
-            match u32::try_from(cost) {
-                Ok(c) if (self.len as usize) < INLINE_PASSES => {
-                    let i = (self.head as usize + self.len as usize) % INLINE_PASSES;
-                    (self.times[i], self.costs[i]) = (t, c);
+            if (self.len as usize) < INLINE_PASSES {
+                if let (Ok(c), Some(off)) = (u8::try_from(cost), self.offset(t)) {
+                    let i = self.slot(self.len as usize);
+                    (self.offsets[i], self.costs[i]) = (off, c);
                     self.len += 1;
                     return;
                 }
-                _ => self.spill_all(),
             }
+            self.spill_all();
         }
         self.spill.as_mut().expect("spilled").push_back((t, cost));
     }
@@ -876,9 +897,74 @@ mod tests {
         }
         p.clear();
         assert_eq!((p.front(), p.spill.is_none()), (None, true));
-        p.push_back((9, u32::MAX as u64));
+        p.push_back((9, u8::MAX as u64));
         p.add_to_back(1);
-        assert_eq!(p.back(), Some((9, big)));
+        assert_eq!(p.back(), Some((9, 256)));
+        // Passes more than 2^32 ns apart stay in place once the older have
+        // gone, counted from the oldest left.
+        p.clear();
+        p.push_back((10, 1));
+        p.push_back((10 + big / 2, 1));
+        p.pop_front();
+        p.push_back((10 + big + 5, 1));
+        assert!(p.spill.is_none());
+        assert_eq!(
+            (p.front(), p.back()),
+            (Some((10 + big / 2, 1)), Some((15 + big, 1)))
+        );
+    }
+
+    proptest::proptest! {
+        /// Whatever the times, gaps and costs, the queue holds exactly what
+        /// a plain deque holds, and it holds them in place only when they
+        /// fit there: at most six, less than 2^32 ns apart, costs below 256.
+        #[test]
+        fn passes_are_a_deque(ops in proptest::collection::vec(
+            (0u8..4, proptest::prop_oneof![0u64..3, 0u64..1_000_000_000, 0u64..(1 << 34)],
+             proptest::prop_oneof![1u64..4, 1u64..300, 1u64..(1 << 33)]),
+            1..200,
+        )) {
+            let (mut p, mut model) = (Passes::default(), VecDeque::<(u64, u64)>::new());
+            let mut t = 0u64;
+            for (op, gap, cost) in ops {
+                t += gap;
+                match op {
+                    0 => {
+                        p.pop_front();
+                        model.pop_front();
+                    }
+                    1 if !model.is_empty() => {
+                        p.add_to_back(cost);
+                        model.back_mut().expect("non-empty").1 += cost;
+                    }
+                    2 if model.len() > 8 => {
+                        p.clear();
+                        model.clear();
+                    }
+                    _ => {
+                        p.push_back((t, cost));
+                        model.push_back((t, cost));
+                    }
+                }
+                proptest::prop_assert_eq!(
+                    (p.front(), p.back()),
+                    (model.front().copied(), model.back().copied())
+                );
+                let fits = model.len() <= INLINE_PASSES
+                    && model.iter().all(|&(_, c)| c <= u8::MAX as u64)
+                    && model.back().zip(model.front())
+                        .is_none_or(|(b, f)| b.0 - f.0 <= u32::MAX as u64);
+                if p.spill.is_none() {
+                    proptest::prop_assert!(fits);
+                }
+            }
+            // Drained, it reads the same as the deque to the end.
+            while let Some(f) = model.pop_front() {
+                proptest::prop_assert_eq!(p.front(), Some(f));
+                p.pop_front();
+            }
+            proptest::prop_assert_eq!(p.front(), None);
+        }
     }
 
     #[test]
