@@ -110,7 +110,7 @@ impl Boundary {
 #[derive(Debug, Clone, Default)]
 pub struct Log {
     /// `(time, cumulative cost up to and including this entry)`, oldest first.
-    entries: VecDeque<(u64, u64)>,
+    entries: Entries,
     /// Cumulative cost of everything already expired.
     expired: u64,
     /// Cumulative cost of everything ever logged.
@@ -162,7 +162,7 @@ impl Rule for SlidingLogRule {
     fn decide(&self, log: &mut Log, now: Nanos, cost: u64) -> (Decision, Option<u64>) {
         let w = self.cfg.window.0;
         let before = log.total;
-        while let Some(&(s, cum)) = log.entries.front() {
+        while let Some((s, cum)) = log.entries.front() {
             if s + w > now.0 {
                 break;
             }
@@ -189,7 +189,7 @@ impl Rule for SlidingLogRule {
         let j = log
             .entries
             .partition_point(|&(_, cum)| cum - log.expired < excess);
-        let (s, _) = log.entries[j];
+        let (s, _) = log.entries.get(j).expect("the excess is logged");
         let retry_after = Some(Nanos(s + w - now.0));
         (Decision::Rejected { retry_after }, added)
     }
@@ -199,16 +199,145 @@ impl Rule for SlidingLogRule {
     /// is live a request of `limit` is refused. Each entry is an item that
     /// expires at its own `s + W`.
     fn fresh_at(&self, log: &Log) -> Nanos {
-        Nanos(
-            log.entries
-                .back()
-                .map_or(0, |&(s, _)| s + self.cfg.window.0),
-        )
+        Nanos(log.entries.back().map_or(0, |(s, _)| s + self.cfg.window.0))
     }
 
     fn items(&self, log: &Log) -> impl Iterator<Item = u64> {
         let w = self.cfg.window.0;
-        log.entries.iter().map(move |&(s, _)| s + w)
+        log.entries.iter().map(move |(s, _)| s + w)
+    }
+}
+
+/// How many entries a log keeps in place before it moves them to the heap.
+const INLINE_ENTRIES: usize = 4;
+
+/// A log's entries `(time, cumulative cost)`, oldest first: up to
+/// [`INLINE_ENTRIES`] in place — a ring of 32-bit offsets from a base entry
+/// — and more, or entries too far apart for those offsets, in a
+/// heap-allocated deque held until the log empties. A key with a few live
+/// entries is read where its state is, with no pointer to follow; the
+/// entries of a window of up to 4.29 s always fit the time offsets, a
+/// longer window's while they are less than that apart.
+#[derive(Debug, Clone, Default)]
+struct Entries {
+    /// What the inline offsets count from (at most the oldest entry).
+    base: (u64, u64),
+    offsets: [(u32, u32); INLINE_ENTRIES],
+    head: u8,
+    len: u8,
+    // Boxed: 8 bytes in every key's state instead of a deque's 32.
+    #[allow(clippy::box_collection)]
+    spill: Option<Box<VecDeque<(u64, u64)>>>,
+}
+
+impl Entries {
+    fn len(&self) -> usize {
+        match &self.spill {
+            Some(q) => q.len(),
+            None => self.len as usize,
+        }
+    }
+
+    fn slot(&self, j: usize) -> usize {
+        (self.head as usize + j) % INLINE_ENTRIES
+    }
+
+    /// Entry `j`, oldest first.
+    fn get(&self, j: usize) -> Option<(u64, u64)> {
+        match &self.spill {
+            Some(q) => q.get(j).copied(),
+            None if j < self.len as usize => {
+                let (dt, dc) = self.offsets[self.slot(j)];
+                Some((self.base.0 + dt as u64, self.base.1 + dc as u64))
+            }
+            None => None,
+        }
+    }
+
+    fn front(&self) -> Option<(u64, u64)> {
+        self.get(0)
+    }
+
+    fn back(&self) -> Option<(u64, u64)> {
+        self.len().checked_sub(1).and_then(|j| self.get(j))
+    }
+
+    fn pop_front(&mut self) {
+        match &mut self.spill {
+            Some(q) => {
+                q.pop_front();
+                if q.is_empty() {
+                    // Empty again: the key gives its heap back.
+                    self.spill = None;
+                    (self.head, self.len) = (0, 0);
+                }
+            }
+            None if self.len > 0 => {
+                self.head = self.slot(1) as u8;
+                self.len -= 1;
+            }
+            None => {}
+        }
+    }
+
+    /// `e`'s offsets from the base, counting from the oldest entry instead
+    /// if need be; `None` if they do not fit even then.
+    fn offset(&mut self, e: (u64, u64)) -> Option<(u32, u32)> {
+        let from = |base: (u64, u64)| {
+            let dt = u32::try_from(e.0.checked_sub(base.0)?).ok()?;
+            let dc = u32::try_from(e.1.checked_sub(base.1)?).ok()?;
+            Some((dt, dc))
+        };
+        if self.len == 0 {
+            self.base = e;
+        }
+        if let Some(off) = from(self.base) {
+            return Some(off);
+        }
+        let oldest = self.front()?;
+        let off = from(oldest)?;
+        let (st, sc) = (
+            (oldest.0 - self.base.0) as u32,
+            (oldest.1 - self.base.1) as u32,
+        );
+        for j in 0..self.len as usize {
+            let o = &mut self.offsets[(self.head as usize + j) % INLINE_ENTRIES];
+            *o = (o.0 - st, o.1 - sc);
+        }
+        self.base = oldest;
+        Some(off)
+    }
+
+    fn push_back(&mut self, e: (u64, u64)) {
+        if self.spill.is_none() {
+            if (self.len as usize) < INLINE_ENTRIES {
+                if let Some(off) = self.offset(e) {
+                    let i = self.slot(self.len as usize);
+                    self.offsets[i] = off;
+                    self.len += 1;
+                    return;
+                }
+            }
+            let mut q = VecDeque::with_capacity(2 * INLINE_ENTRIES);
+            q.extend(self.iter());
+            self.spill = Some(Box::new(q));
+        }
+        self.spill.as_mut().expect("spilled").push_back(e);
+    }
+
+    /// The number of entries, from the oldest, for which `pred` holds (it
+    /// holds for a prefix).
+    fn partition_point(&self, pred: impl Fn(&(u64, u64)) -> bool) -> usize {
+        match &self.spill {
+            Some(q) => q.partition_point(pred),
+            None => (0..self.len as usize)
+                .find(|&j| !pred(&self.get(j).expect("within the log")))
+                .unwrap_or(self.len as usize),
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        (0..self.len()).map(|j| self.get(j).expect("within the log"))
     }
 }
 
@@ -364,5 +493,69 @@ mod tests {
         sl.decide(0, Nanos(0), 1);
         let f = sl.footprint(Nanos(2000 * MS));
         assert_eq!(f.byte_ns, 8 * (1000 * MS as u128 + 1));
+    }
+
+    proptest::proptest! {
+        /// Whatever the gaps in time and cost, the entries read exactly as
+        /// a plain deque of them does — by index, from either end, by
+        /// partition point — and stay in place only while they fit there.
+        #[test]
+        fn entries_are_a_deque(ops in proptest::collection::vec(
+            (0u8..3,
+             proptest::prop_oneof![0u64..3, 0u64..1_000_000_000, 0u64..(1 << 34)],
+             proptest::prop_oneof![1u64..4, 0u64..(1 << 34)]),
+            1..200,
+        )) {
+            let (mut e, mut model) = (Entries::default(), VecDeque::<(u64, u64)>::new());
+            let (mut t, mut cum) = (0u64, 0u64);
+            for (op, gap, cost) in ops {
+                t += gap;
+                if op == 0 {
+                    e.pop_front();
+                    model.pop_front();
+                } else {
+                    cum += cost;
+                    e.push_back((t, cum));
+                    model.push_back((t, cum));
+                }
+                proptest::prop_assert_eq!(e.len(), model.len());
+                proptest::prop_assert_eq!(e.iter().collect::<Vec<_>>(), model.iter().copied().collect::<Vec<_>>());
+                proptest::prop_assert_eq!((e.front(), e.back()), (model.front().copied(), model.back().copied()));
+                let half = cum / 2;
+                proptest::prop_assert_eq!(
+                    e.partition_point(|&(_, c)| c < half),
+                    model.partition_point(|&(_, c)| c < half)
+                );
+                if e.spill.is_none() {
+                    let fits = model.len() <= INLINE_ENTRIES
+                        && model.back().zip(model.front()).is_none_or(|(b, f)| {
+                            b.0 - f.0 <= u32::MAX as u64 && b.1 - f.1 <= u32::MAX as u64
+                        });
+                    proptest::prop_assert!(fits);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_short_log_stays_in_place_and_an_emptied_one_gives_its_heap_back() {
+        let mut sl = log(10, false);
+        for t in 0..4 {
+            sl.decide(7, Nanos(t * 400 * MS), 1);
+        }
+        // 1200ms: the entry at 0 has expired; 400, 800 and 1200 are live.
+        let state = sl.state(7).expect("key 7 was decided");
+        assert_eq!(state.entries.len(), 3);
+        assert!(state.entries.spill.is_none());
+        for i in 0..8 {
+            sl.decide(7, Nanos(1300 * MS + i), 1);
+        }
+        assert!(sl.state(7).unwrap().entries.spill.is_some());
+        sl.decide(7, Nanos(5000 * MS), 1);
+        let state = sl.state(7).unwrap();
+        assert_eq!(
+            (state.entries.len(), state.entries.spill.is_none()),
+            (1, true)
+        );
     }
 }

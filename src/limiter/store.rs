@@ -60,6 +60,12 @@ impl<R: Rule> Stored<R> {
     pub fn rule(&self) -> &R {
         &self.rule
     }
+
+    /// `key`'s stored state, if it has one.
+    #[cfg(test)]
+    pub(super) fn state(&self, key: u32) -> Option<&R::State> {
+        self.keys.get(key)
+    }
 }
 
 impl<R: Rule> Limiter for Stored<R> {
