@@ -343,13 +343,11 @@ impl Ledger {
 
     /// Moves the ledger's clock to `now`, expiring in order everything that
     /// expires at or before it.
+    ///
+    /// Each expiry taken asks for the key of the one [`PREFETCH_AHEAD`]
+    /// places behind it in its queue, so every expiry's key is on its way
+    /// by the time it is taken, however many one call takes.
     pub fn advance(&mut self, now: Nanos) {
-        if let Some(&(_, key)) = self.fresh_queue.ahead(PREFETCH_AHEAD) {
-            self.prefetch(key);
-        }
-        if let Some(&(_, key, _)) = self.item_queue.ahead(PREFETCH_AHEAD) {
-            self.prefetch(key);
-        }
         loop {
             let fresh = self.fresh_queue.peek();
             let item = self.item_queue.peek();
@@ -368,6 +366,9 @@ impl Ledger {
                     break;
                 }
                 self.fresh_queue.pop();
+                if let Some(&(_, next)) = self.fresh_queue.ahead(PREFETCH_AHEAD) {
+                    self.prefetch(next);
+                }
                 self.integrate_to(t);
                 let m = self.marks[key as usize];
                 if m.scheduled == t {
@@ -386,6 +387,9 @@ impl Ledger {
                     break;
                 }
                 self.item_queue.pop();
+                if let Some(&(_, next, _)) = self.item_queue.ahead(PREFETCH_AHEAD) {
+                    self.prefetch(next);
+                }
                 self.integrate_to(t);
                 let m = &self.marks[key as usize];
                 if m.alive && m.generation == generation {
@@ -499,9 +503,11 @@ impl Ledger {
         self.hold(key, fresh_at, items);
     }
 
-    /// A hint that `key` is held soon (see [`crate::cache`]).
+    /// A hint that `key` is held soon (see [`crate::cache`]): its mark and,
+    /// for a ledger of items, its items.
     pub fn prefetch(&self, key: u32) {
         crate::cache::prefetch_all(&self.marks, key as usize);
+        crate::cache::prefetch(&self.held, key as usize);
     }
 
     /// From when `key`'s state is declared equivalent to a fresh key's (0
