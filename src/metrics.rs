@@ -272,14 +272,15 @@ impl Recorder {
     /// order. The engine calls it before each event; passes decided at the
     /// current moment go straight in.
     pub fn advance(&mut self, now: Nanos) {
-        if let Some(&(_, _, key, _)) = self.future.ahead(PREFETCH_AHEAD) {
-            crate::cache::prefetch_all(&self.ids, key as usize);
-        }
         while let Some((t, _, key, cost)) = self.future.peek() {
             if t > now.0 {
                 break;
             }
             self.future.pop();
+            // Each release asks for the slot of the one eight behind it.
+            if let Some(&(_, _, next, _)) = self.future.ahead(PREFETCH_AHEAD) {
+                crate::cache::prefetch_all(&self.ids, next as usize);
+            }
             self.pass(key, t, cost);
         }
     }
