@@ -170,8 +170,28 @@ impl<T: Timed> Calendar<T> {
     /// The least entry, left in the queue.
     pub fn peek(&mut self) -> Option<T> {
         if self.near.is_empty() && self.late_len() == 0 {
-            self.refill();
+            self.refill(u64::MAX);
         }
+        self.least()
+    }
+
+    /// The least entry if it is due by `now` (its time at most `now`), left
+    /// in the queue; `None` if there is none.
+    ///
+    /// Unlike [`Calendar::peek`] it never makes a bucket after `now`'s the
+    /// current one: entries pushed for a later moment keep going into the
+    /// ring, to be sorted with their bucket when it comes, instead of into
+    /// `late` one by one. (A timer-filled bucket's keys are all fresh at
+    /// the next tick and pushed there through the whole interval.)
+    pub fn peek_due(&mut self, now: u64) -> Option<T> {
+        if self.near.is_empty() && self.late_len() == 0 {
+            self.refill(self.bucket(now));
+        }
+        self.least().filter(|e| e.time() <= now)
+    }
+
+    /// The least of `near` and `late`.
+    fn least(&self) -> Option<T> {
         match (self.near.last(), self.late_min()) {
             (Some(&n), Some(l)) => Some(n.min(l)),
             (n, l) => n.copied().or(l),
@@ -227,9 +247,9 @@ impl<T: Timed> Calendar<T> {
         self.in_ring = in_ring;
     }
 
-    /// Makes the next non-empty bucket `near` (with `near` and `late`
-    /// empty).
-    fn refill(&mut self) {
+    /// Makes the next non-empty bucket up to bucket `limit` `near` (with
+    /// `near` and `late` empty).
+    fn refill(&mut self, limit: u64) {
         if self.in_ring == 0 && self.far.is_empty() {
             return;
         }
@@ -240,10 +260,10 @@ impl<T: Timed> Calendar<T> {
                 .far
                 .peek()
                 .map_or(self.cur, |r| self.bucket(r.0.time()));
-            self.cur = self.cur.max(first.saturating_sub(1));
+            self.cur = self.cur.max(first.saturating_sub(1).min(limit));
             self.pull_far();
         }
-        while self.near.is_empty() && self.late_len() == 0 {
+        while self.near.is_empty() && self.late_len() == 0 && self.cur < limit {
             self.cur += 1;
             self.pull_far();
             let slot = (self.cur % BUCKETS as u64) as usize;
@@ -334,18 +354,31 @@ mod tests {
     use proptest::prelude::*;
 
     /// Pushes and pops `ops` on a calendar and on a binary heap; both must
-    /// give the same entries in the same order. Returns the calendar's
-    /// final bucket width (its shift).
+    /// give the same entries in the same order. A pop with `dt` 0 takes
+    /// the least entry; one with `dt > 0` moves the present `dt` on and
+    /// takes every entry due by then, as the ledger does, through
+    /// [`Calendar::peek_due`]. Returns the calendar's final bucket width
+    /// (its shift).
     fn agrees(ops: &[(bool, u64, u32)]) -> u32 {
         let mut calendar = Calendar::new();
         let mut heap = BinaryHeap::new();
         let mut now = 0u64;
         for &(pop, dt, key) in ops {
-            if pop {
+            if pop && dt == 0 {
                 let (a, b) = (calendar.pop(), heap.pop().map(|r: Reverse<(u64, u32)>| r.0));
                 assert_eq!(a, b);
                 if let Some((t, _)) = a {
                     now = t;
+                }
+            } else if pop {
+                now = now.saturating_add(dt);
+                loop {
+                    let due = heap.peek().map(|r| r.0).filter(|e| e.0 <= now);
+                    assert_eq!(calendar.peek_due(now), due);
+                    if due.is_none() {
+                        break;
+                    }
+                    assert_eq!(calendar.pop(), heap.pop().map(|r| r.0));
                 }
             } else {
                 let e = (now + dt, key);
@@ -463,6 +496,38 @@ mod tests {
         assert_eq!(calendar.len(), heap.len());
     }
 
+    #[test]
+    fn entries_for_a_later_moment_wait_in_the_ring_until_it_is_due() {
+        // A timer-filled bucket: every key is fresh at the next tick, and
+        // the ledger asks only for what is due. The pushes for the next
+        // tick go to its bucket, sorted when it comes, not one by one into
+        // a heap beside a bucket made current too early.
+        const TICK: u64 = 200_000_000;
+        let mut calendar = Calendar::new();
+        let mut heap = BinaryHeap::new();
+        for k in 1..6u64 {
+            for i in 0..5_000u32 {
+                let now = (k - 1) * TICK + u64::from(i) * (TICK / 5_000);
+                while let Some(e) = calendar.peek_due(now) {
+                    assert_eq!(Some(e), heap.pop().map(|r: Reverse<(u64, u32)>| r.0));
+                    calendar.pop();
+                }
+                assert!(heap.peek().is_none_or(|r| r.0 .0 > now));
+                let e = (k * TICK, i.wrapping_mul(2_654_435_761) % 7_000);
+                calendar.push(e);
+                heap.push(Reverse(e));
+            }
+            // Only the pushes made within the tick's own bucket (about a
+            // millisecond of the 200) are late.
+            assert!(
+                calendar.late_len() < 5_000 / 100,
+                "tick {k}: {}",
+                calendar.late_len()
+            );
+        }
+        assert_eq!(calendar.len(), heap.len());
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(24))]
 
@@ -475,7 +540,8 @@ mod tests {
         ) {
             let ops: Vec<(bool, u64, u32)> = ops
                 .into_iter()
-                .map(|(p, dt, key)| (p < 3, dt << scale, key))
+                // Plain pops: the width depends on how many are taken.
+                .map(|(p, dt, key)| (p < 3, if p < 3 { 0 } else { dt << scale }, key))
                 .collect();
             let shift = agrees(&ops);
             // Pushed ~500·2^scale ahead on average: the ring spans four

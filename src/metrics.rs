@@ -272,10 +272,7 @@ impl Recorder {
     /// order. The engine calls it before each event; passes decided at the
     /// current moment go straight in.
     pub fn advance(&mut self, now: Nanos) {
-        while let Some((t, _, key, cost)) = self.future.peek() {
-            if t > now.0 {
-                break;
-            }
+        while let Some((t, _, key, cost)) = self.future.peek_due(now.0) {
             self.future.pop();
             // Each release asks for the slot of the one eight behind it.
             if let Some(&(_, _, next, _)) = self.future.ahead(PREFETCH_AHEAD) {

@@ -349,11 +349,11 @@ impl Ledger {
     /// by the time it is taken, however many one call takes.
     pub fn advance(&mut self, now: Nanos) {
         loop {
-            let fresh = self.fresh_queue.peek();
-            let item = self.item_queue.peek();
-            // The earlier of the two heads by `(time, key, generation,
-            // is_item)`: at the same time and key a fresh event (generation
-            // 0, not an item) comes first.
+            // The heads due by `now`, and of them the earlier by `(time,
+            // key, generation, is_item)`: at the same time and key a fresh
+            // event (generation 0, not an item) comes first.
+            let fresh = self.fresh_queue.peek_due(now.0);
+            let item = self.item_queue.peek_due(now.0);
             let take_fresh = match (fresh, item) {
                 (None, None) => break,
                 (Some(_), None) => true,
@@ -362,9 +362,6 @@ impl Ledger {
             };
             if take_fresh {
                 let (t, key) = fresh.unwrap_or_default();
-                if t > now.0 {
-                    break;
-                }
                 self.fresh_queue.pop();
                 if let Some(&(_, next)) = self.fresh_queue.ahead(PREFETCH_AHEAD) {
                     self.prefetch(next);
@@ -383,9 +380,6 @@ impl Ledger {
                 }
             } else {
                 let (t, key, generation) = item.unwrap_or_default();
-                if t > now.0 {
-                    break;
-                }
                 self.item_queue.pop();
                 if let Some(&(_, next, _)) = self.item_queue.ahead(PREFETCH_AHEAD) {
                     self.prefetch(next);
