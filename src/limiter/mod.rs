@@ -226,9 +226,9 @@ impl Footprint {
 /// was fresh.
 pub type Size = fn(items: u64, high: u64) -> u64;
 
-/// One key's place in the [`Ledger`]: 24 bytes. (Its items, for the
-/// rules that have any, are in [`Items`] beside it; its bytes follow from
-/// them.)
+/// One key's place in the [`Ledger`]: 16 bytes. (Whether it is alive is
+/// a bit beside it; its items, for the rules that have any, are in
+/// [`Items`]; its bytes follow from them.)
 #[derive(Debug, Clone, Copy)]
 struct Mark {
     /// The state is fresh-equivalent from this moment on.
@@ -236,9 +236,6 @@ struct Mark {
     /// When this key's one pending fresh event fires (`u64::MAX`: none);
     /// always after the ledger's time.
     scheduled: u64,
-    /// Bumped whenever the key's items are dropped at once.
-    generation: u32,
-    alive: bool,
 }
 
 impl Default for Mark {
@@ -246,18 +243,46 @@ impl Default for Mark {
         Mark {
             fresh_at: 0,
             scheduled: u64::MAX,
-            generation: 0,
-            alive: false,
         }
     }
 }
 
-/// The items one key holds now, and the most it has held since it was
-/// last fresh.
+/// The items one key holds now, the most it has held since it was last
+/// fresh, and how many times its items were dropped at once (an expiry
+/// queued before that no longer applies).
 #[derive(Debug, Clone, Copy, Default)]
 struct Items {
     now: u64,
     high: u64,
+    generation: u32,
+}
+
+/// One bit per key, all clear until set: a key's bit is bit `k % 64` of
+/// word `k / 64`.
+#[derive(Debug, Clone, Default)]
+struct Bits(Vec<u64>);
+
+impl Bits {
+    fn get(&self, key: u32) -> bool {
+        let k = key as usize;
+        self.0.get(k / 64).is_some_and(|w| w >> (k % 64) & 1 == 1)
+    }
+
+    fn set(&mut self, key: u32, on: bool) {
+        let k = key as usize;
+        if k / 64 >= self.0.len() {
+            if !on {
+                return;
+            }
+            self.0.resize(k / 64 + 1, 0);
+        }
+        let bit = 1u64 << (k % 64);
+        if on {
+            self.0[k / 64] |= bit;
+        } else {
+            self.0[k / 64] &= !bit;
+        }
+    }
 }
 
 /// How many expiries ahead the ledger asks for their keys' marks.
@@ -286,6 +311,8 @@ type ItemExpiry = (u64, u32, u32);
 pub struct Ledger {
     sizes: [Size; 2],
     marks: Vec<Mark>,
+    /// Which keys are alive (counted).
+    alive_keys: Bits,
     /// Per key, for a ledger whose keys gain items (none past the last
     /// key that ever held one: those hold none).
     held: Vec<Items>,
@@ -311,6 +338,7 @@ impl Ledger {
         Ledger {
             sizes: [compact, redis],
             marks: Vec::new(),
+            alive_keys: Bits::default(),
             held: Vec::new(),
             fresh_queue: Calendar::new(),
             item_queue: Calendar::new(),
@@ -369,7 +397,7 @@ impl Ledger {
                 self.integrate_to(t);
                 let m = self.marks[key as usize];
                 if m.scheduled == t {
-                    if m.alive && m.fresh_at > t {
+                    if self.is_alive(key) && m.fresh_at > t {
                         // Written again since: the key lives on.
                         self.marks[key as usize].scheduled = m.fresh_at;
                         self.fresh_queue.push((m.fresh_at, key));
@@ -385,8 +413,7 @@ impl Ledger {
                     self.prefetch(next);
                 }
                 self.integrate_to(t);
-                let m = &self.marks[key as usize];
-                if m.alive && m.generation == generation {
+                if self.is_alive(key) && self.items_of(key).generation == generation {
                     let old = self.bytes(key);
                     self.held[key as usize].now -= 1;
                     self.items -= 1;
@@ -402,18 +429,26 @@ impl Ledger {
         self.held.get(key as usize).copied().unwrap_or_default()
     }
 
+    fn is_alive(&self, key: u32) -> bool {
+        self.alive_keys.get(key)
+    }
+
+    fn set_alive(&mut self, key: u32, alive: bool) {
+        self.alive_keys.set(key, alive);
+    }
+
     /// The bytes `key` holds now (none unless alive).
     fn bytes(&self, key: u32) -> [u64; 2] {
-        if !self.marks[key as usize].alive {
+        if !self.is_alive(key) {
             return [0; 2];
         }
-        let Items { now, high } = self.items_of(key);
+        let Items { now, high, .. } = self.items_of(key);
         self.sizes.map(|size| size(now, high))
     }
 
     /// `key` is fresh-equivalent now: it holds nothing.
     fn forget(&mut self, key: u32) {
-        if !self.marks[key as usize].alive {
+        if !self.is_alive(key) {
             return;
         }
         let old = self.bytes(key);
@@ -423,17 +458,17 @@ impl Ledger {
             *total -= old;
         }
         if let Some(held) = self.held.get_mut(key as usize) {
-            *held = Items::default();
+            *held = Items {
+                now: 0,
+                high: 0,
+                generation: held.generation.wrapping_add(1),
+            };
         }
+        self.set_alive(key, false);
         // A pending fresh event stays scheduled: a later write of this key
         // reuses it (see `hold`), so rewriting a key does not pile them up.
         let m = &mut self.marks[key as usize];
-        *m = Mark {
-            fresh_at: m.fresh_at.min(self.now),
-            scheduled: m.scheduled,
-            generation: m.generation.wrapping_add(1),
-            alive: false,
-        };
+        m.fresh_at = m.fresh_at.min(self.now);
     }
 
     /// `key`'s bytes changed from `old`: the totals and peaks follow.
@@ -461,17 +496,17 @@ impl Ledger {
         }
         let now = self.now;
         let old = self.bytes(key);
-        let m = &mut self.marks[i];
-        if !m.alive {
-            m.alive = true;
+        if !self.is_alive(key) {
+            self.set_alive(key, true);
             self.alive += 1;
         }
+        let m = &mut self.marks[i];
         m.fresh_at = fresh_at.0;
         if fresh_at.0 < m.scheduled {
             m.scheduled = fresh_at.0;
             self.fresh_queue.push((fresh_at.0, key));
         }
-        let generation = m.generation;
+        let generation = self.items_of(key).generation;
         for at in items {
             if at > now {
                 if i >= self.held.len() {
@@ -517,10 +552,9 @@ impl Ledger {
         if (self.queued() as u64) <= 64 + 2 * live {
             return;
         }
-        let marks = &self.marks;
+        let (marks, alive, held) = (&self.marks, &self.alive_keys, &self.held);
         self.item_queue.retain(|&(_, key, g)| {
-            let m = &marks[key as usize];
-            m.alive && m.generation == g
+            alive.get(key) && held.get(key as usize).is_some_and(|h| h.generation == g)
         });
         self.fresh_queue
             .retain(|&(t, key)| marks[key as usize].scheduled == t);

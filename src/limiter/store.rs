@@ -8,7 +8,7 @@
 //! read-then-write of an instance that reads a shared store, decides on its
 //! copy and writes it back later, which no rule needs to know about.
 
-use super::{Decision, Footprint, Ledger, Limiter};
+use super::{Bits, Decision, Footprint, Ledger, Limiter};
 use crate::clock::Nanos;
 
 /// One algorithm's decision rule for one key: its parameters, and what it
@@ -123,8 +123,8 @@ impl<R: Rule> Limiter for Stored<R> {
 #[derive(Debug, Clone)]
 pub struct Keyed<S> {
     pub(super) states: Vec<S>,
-    /// Bit `k % 64` of word `k / 64`: key `k` has a state.
-    present: Vec<u64>,
+    /// Which keys have a state.
+    present: Bits,
     keys: u64,
     /// Copies taken out by read-then-write decisions, by ticket.
     detached: Vec<Option<S>>,
@@ -135,7 +135,7 @@ impl<S> Default for Keyed<S> {
     fn default() -> Self {
         Keyed {
             states: Vec::new(),
-            present: Vec::new(),
+            present: Bits::default(),
             keys: 0,
             detached: Vec::new(),
             free: Vec::new(),
@@ -145,10 +145,7 @@ impl<S> Default for Keyed<S> {
 
 impl<S: Clone + Default> Keyed<S> {
     fn has(&self, key: u32) -> bool {
-        let k = key as usize;
-        self.present
-            .get(k / 64)
-            .is_some_and(|w| w >> (k % 64) & 1 == 1)
+        self.present.get(key)
     }
 
     /// Marks `key` present or absent, with room for its state.
@@ -156,14 +153,8 @@ impl<S: Clone + Default> Keyed<S> {
         let k = key as usize;
         if k >= self.states.len() {
             self.states.resize_with(k + 1, S::default);
-            self.present.resize(self.states.len().div_ceil(64), 0);
         }
-        let bit = 1u64 << (k % 64);
-        if present {
-            self.present[k / 64] |= bit;
-        } else {
-            self.present[k / 64] &= !bit;
-        }
+        self.present.set(key, present);
     }
 
     /// A copy of `key`'s state, if it has one.
