@@ -1,8 +1,17 @@
-//! Software prefetch: the engine knows which keys its next arrivals will
-//! touch before it decides the current one, and asks the CPU to start
-//! bringing their state in, so that the cache misses of several decisions
-//! overlap instead of following one another. A hint only: nothing is read
-//! and no result depends on it.
+//! Hints to the hardware about the per-key tables, which nothing reads
+//! back and no result depends on.
+//!
+//! - Software prefetch: the engine knows which keys its next arrivals will
+//!   touch before it decides the current one, and asks the CPU to start
+//!   bringing their state in, so that the cache misses of several
+//!   decisions overlap instead of following one another.
+//! - Huge pages: a table of 10^5 keys or more spans thousands of 4 KiB
+//!   pages, more than the TLB holds, so nearly every key touched costs a
+//!   page walk as well as a miss. On Linux the tables that grow with keys
+//!   ask for transparent 2 MiB pages ([`grow_with`]); where the system
+//!   gives them (`madvise` or `always` in
+//!   `/sys/kernel/mm/transparent_hugepage/enabled`) a table costs a few TLB
+//!   entries.
 
 /// Asks the CPU to bring `slice[i]` (its first cache line) into its
 /// cache; nothing if `i` is out of range or the target has no prefetch.
@@ -50,4 +59,77 @@ fn prefetch_ptr(p: *const u8) {
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = p;
+}
+
+/// `v.resize_with(len, f)`, asking for huge pages (see [`huge_pages`])
+/// for the room a reallocation adds: for the tables that grow with keys.
+pub fn grow_with<T>(v: &mut Vec<T>, len: usize, f: impl FnMut() -> T) {
+    let capacity = v.capacity();
+    if len > capacity {
+        v.reserve(len - v.len());
+        huge_pages(v);
+    }
+    v.resize_with(len, f);
+}
+
+/// Asks the kernel to back the spare capacity of `v` — pages not yet
+/// touched — with 2 MiB pages where the system allows it (transparent huge
+/// pages in `madvise` mode): a table of millions of keys then costs a few
+/// TLB entries instead of thousands. Changes nothing else.
+pub fn huge_pages<T>(v: &Vec<T>) {
+    #[cfg(target_os = "linux")]
+    {
+        const PAGE: usize = 4096;
+        const MADV_HUGEPAGE: std::ffi::c_int = 14;
+        extern "C" {
+            fn madvise(
+                addr: *mut std::ffi::c_void,
+                len: usize,
+                advice: std::ffi::c_int,
+            ) -> std::ffi::c_int;
+        }
+        let bytes = v.capacity() * size_of::<T>();
+        if bytes < 4 << 20 {
+            return;
+        }
+        let start = (v.as_ptr() as usize).next_multiple_of(PAGE);
+        let end = (v.as_ptr() as usize + bytes) / PAGE * PAGE;
+        if end > start {
+            // SAFETY: the range lies within `v`'s allocation, and the advice
+            // changes how it is backed, never what it holds; a refusal is
+            // ignored.
+            unsafe {
+                madvise(start as *mut std::ffi::c_void, end - start, MADV_HUGEPAGE);
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = v;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn growing_a_table_is_resizing_it_with_amortized_reallocations() {
+        let mut v: Vec<u64> = Vec::new();
+        let mut reallocations = 0;
+        let mut n = 0u64;
+        for len in 1..=(1 << 20) {
+            let capacity = v.capacity();
+            grow_with(&mut v, len, || {
+                n += 1;
+                n
+            });
+            reallocations += usize::from(v.capacity() != capacity);
+        }
+        assert!(v.iter().copied().eq(1..=(1 << 20)));
+        // Doubling, as `push` does: about log2 of the length, not one per
+        // key. (The tables past 4 MiB also asked for huge pages; what they
+        // hold is the same.)
+        assert!(reallocations <= 22, "{reallocations}");
+        grow_with(&mut v, 3, || 0);
+        assert_eq!(v, [1, 2, 3]);
+    }
 }

@@ -148,7 +148,11 @@ impl Recorder {
             max_buckets: 2 * buckets,
             resolution: resolution.0.max(1),
             series: vec![Bucket::default(); buckets],
-            ids: vec![PerId::default(); clients],
+            ids: {
+                let mut ids = Vec::new();
+                crate::cache::grow_with(&mut ids, clients, PerId::default);
+                ids
+            },
             clients,
             ..Recorder::default()
         }
@@ -502,7 +506,7 @@ impl PerId {
     fn of(ids: &mut Vec<PerId>, id: u32) -> &mut PerId {
         let i = id as usize;
         if i >= ids.len() {
-            ids.resize_with(i + 1, PerId::default);
+            crate::cache::grow_with(ids, i + 1, PerId::default);
         }
         &mut ids[i]
     }

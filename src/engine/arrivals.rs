@@ -85,7 +85,9 @@ impl<'a> Arrivals<'a> {
             let base = source.len();
             let gen = match &traffic.pattern {
                 Pattern::Poisson(p) => {
-                    let mut clocks = vec![CompactClock::default(); p.clients.len()];
+                    let mut clocks = Vec::new();
+                    let n = p.clients.len();
+                    crate::cache::grow_with(&mut clocks, n, CompactClock::default);
                     for (i, clock) in clocks.iter_mut().enumerate() {
                         if let Some(t) = p.tick(src, i, clock, ctx) {
                             queue.push(t, (base + i) as u32);

@@ -487,7 +487,7 @@ impl Ledger {
     pub fn hold(&mut self, key: u32, fresh_at: Nanos, items: impl IntoIterator<Item = u64>) {
         let i = key as usize;
         if i >= self.marks.len() {
-            self.marks.resize(i + 1, Mark::default());
+            crate::cache::grow_with(&mut self.marks, i + 1, Mark::default);
         }
         if fresh_at.0 <= self.now {
             self.forget(key);
@@ -510,7 +510,7 @@ impl Ledger {
         for at in items {
             if at > now {
                 if i >= self.held.len() {
-                    self.held.resize(i + 1, Items::default());
+                    crate::cache::grow_with(&mut self.held, i + 1, Items::default);
                 }
                 let held = &mut self.held[i];
                 held.now += 1;

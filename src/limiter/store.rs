@@ -152,7 +152,7 @@ impl<S: Clone + Default> Keyed<S> {
     fn set(&mut self, key: u32, present: bool) {
         let k = key as usize;
         if k >= self.states.len() {
-            self.states.resize_with(k + 1, S::default);
+            crate::cache::grow_with(&mut self.states, k + 1, S::default);
         }
         self.present.set(key, present);
     }
