@@ -40,13 +40,15 @@ pub(super) struct Shared {
 
 /// How one source's streams are held.
 enum Gen<'a> {
-    /// Boxed streams, each with its next arrival.
+    /// Boxed streams, each with its next arrival and how many it gave.
     Streams {
         streams: Vec<Box<dyn Stream>>,
         pending: Vec<Arrival>,
+        requests: Vec<u64>,
     },
     /// Poisson clients, each a 16-byte clock (its next arrival time is its
-    /// time on the queue): no generator buffer per client.
+    /// time on the queue, and it counts its draws): no generator buffer
+    /// and no counter per client.
     Poisson {
         poisson: &'a Poisson,
         clocks: Vec<CompactClock>,
@@ -58,11 +60,9 @@ pub(super) struct Arrivals<'a> {
     ctx: StreamCtx,
     /// Per source (`None`: no limiter sees it).
     gens: Vec<Option<Gen<'a>>>,
-    /// Per source, the index of its first stream.
+    /// Per source, the index of its first stream (a stream's source is
+    /// the last whose first is at most the stream's index).
     first: Vec<u32>,
-    /// Per stream, its source.
-    source: Vec<u32>,
-    requests: Vec<u64>,
     /// Payload: the stream.
     queue: Queue,
 }
@@ -75,14 +75,14 @@ impl<'a> Arrivals<'a> {
             end: scenario.duration,
         };
         let mut queue = Queue::new();
-        let (mut gens, mut first, mut source) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut gens, mut first, mut streams_so_far) = (Vec::new(), Vec::new(), 0usize);
         for (src, traffic) in scenario.traffic.iter().enumerate() {
-            first.push(source.len() as u32);
+            first.push(streams_so_far as u32);
             if !sources[src] {
                 gens.push(None);
                 continue;
             }
-            let base = source.len();
+            let base = streams_so_far;
             let gen = match &traffic.pattern {
                 Pattern::Poisson(p) => {
                     let mut clocks = Vec::new();
@@ -93,7 +93,7 @@ impl<'a> Arrivals<'a> {
                             queue.push(t, (base + i) as u32);
                         }
                     }
-                    source.extend(std::iter::repeat_n(src as u32, clocks.len()));
+                    streams_so_far += clocks.len();
                     Gen::Poisson { poisson: p, clocks }
                 }
                 pattern => {
@@ -111,19 +111,21 @@ impl<'a> Arrivals<'a> {
                             cost: 0,
                         }));
                     }
-                    source.extend(std::iter::repeat_n(src as u32, streams.len()));
-                    Gen::Streams { streams, pending }
+                    streams_so_far += streams.len();
+                    let requests = vec![0; streams.len()];
+                    Gen::Streams {
+                        streams,
+                        pending,
+                        requests,
+                    }
                 }
             };
             gens.push(Some(gen));
         }
-        let n = source.len();
         Ok(Arrivals {
             ctx,
             gens,
             first,
-            source,
-            requests: vec![0; n],
             queue,
         })
     }
@@ -133,13 +135,16 @@ impl<'a> Arrivals<'a> {
         self.queue.pushed()
     }
 
+    /// The source of stream `i`.
+    fn source_of(&self, i: u32) -> u32 {
+        (self.first.partition_point(|&f| f <= i) - 1) as u32
+    }
+
     /// Asks for the state stream `i` will touch when its turn comes (see
-    /// [`crate::cache`]): its counters and, when its source is the first
-    /// (then its index in the source is `i`), its clock and client.
+    /// [`crate::cache`]): when its source is the first (then its index in
+    /// the source is `i`) and Poisson, its clock and client.
     fn prefetch(&self, i: usize) {
         use crate::cache::prefetch;
-        prefetch(&self.requests, i);
-        prefetch(&self.source, i);
         if let Some(Some(Gen::Poisson { poisson, clocks })) = self.gens.first() {
             prefetch(clocks, i);
             prefetch(&poisson.clients, i);
@@ -156,19 +161,25 @@ impl<'a> Arrivals<'a> {
             let Some((time, index, i)) = self.queue.pop_numbered() else {
                 break;
             };
-            let src = self.source[i as usize];
+            let src = self.source_of(i);
             let j = (i - self.first[src as usize]) as usize;
             let gen = self.gens[src as usize]
                 .as_mut()
                 .expect("a queued stream's source is generated");
-            let (arrival, next) = match gen {
-                Gen::Streams { streams, pending } => {
+            let (arrival, request, next) = match gen {
+                Gen::Streams {
+                    streams,
+                    pending,
+                    requests,
+                } => {
                     let arrival = pending[j];
                     let next = streams[j].next()?;
                     if let Some(n) = next {
                         pending[j] = n;
                     }
-                    (arrival, next.map(|n| n.time))
+                    let request = requests[j];
+                    requests[j] += 1;
+                    (arrival, request, next.map(|n| n.time))
                 }
                 Gen::Poisson { poisson, clocks } => {
                     let (client, ip) = poisson.clients[j];
@@ -178,14 +189,12 @@ impl<'a> Arrivals<'a> {
                         ip,
                         cost: poisson.cost,
                     };
-                    (
-                        arrival,
-                        poisson.tick(src as usize, j, &mut clocks[j], self.ctx),
-                    )
+                    // The arrival taken came of the clock's latest draw.
+                    let request = clocks[j].draws() - 1;
+                    let next = poisson.tick(src as usize, j, &mut clocks[j], self.ctx);
+                    (arrival, request, next)
                 }
             };
-            let request = self.requests[i as usize];
-            self.requests[i as usize] += 1;
             if let Some(t) = next {
                 debug_assert!(t >= arrival.time, "streams yield in time order");
                 self.queue.push(t, i);

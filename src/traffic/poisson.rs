@@ -124,6 +124,14 @@ pub struct CompactClock {
     word: u64,
 }
 
+impl CompactClock {
+    /// How many gaps the clock has drawn: its arrivals so far, counting
+    /// the one it is at.
+    pub fn draws(&self) -> u64 {
+        self.word / 2
+    }
+}
+
 impl Poisson {
     /// Client `i`'s next arrival time after `clock`, or `None` once it
     /// reaches `ctx.end`; the same times, in the same order, as client `i`'s
