@@ -366,10 +366,11 @@ impl<'a, 's> Run<'a, 's> {
             self.count % PROGRESS_EVERY,
         );
         self.recorder.finish();
+        let last = self.last;
         let footprint = self
             .limiters
-            .iter()
-            .map(|l| l.footprint(self.last))
+            .iter_mut()
+            .map(|l| l.close(last))
             .reduce(Footprint::combine)
             .unwrap_or_default();
         Ok(LimiterRun {

@@ -567,16 +567,21 @@ impl Ledger {
 
     /// The footprint of `keys` keys from 0 to `end`.
     pub fn footprint(&self, keys: u64, end: Nanos) -> Footprint {
-        let mut l = self.clone();
-        l.advance(end);
+        self.clone().close(keys, end)
+    }
+
+    /// [`Ledger::footprint`] without a copy: the ledger is moved to `end`
+    /// (the end of the run: nothing is held after it).
+    pub fn close(&mut self, keys: u64, end: Nanos) -> Footprint {
+        self.advance(end);
         Footprint {
-            byte_ns: l.byte_ns[0],
+            byte_ns: self.byte_ns[0],
             key_ns: keys as u128 * end.0 as u128,
-            peak_bytes: l.peak_key[0],
-            peak_total: l.peak_total[0],
-            redis_byte_ns: l.byte_ns[1],
-            redis_peak_bytes: l.peak_key[1],
-            redis_peak_total: l.peak_total[1],
+            peak_bytes: self.peak_key[0],
+            peak_total: self.peak_total[0],
+            redis_byte_ns: self.byte_ns[1],
+            redis_peak_bytes: self.peak_key[1],
+            redis_peak_total: self.peak_total[1],
             span: end.0,
             keys,
         }
@@ -591,6 +596,12 @@ pub trait Limiter: Send {
 
     /// The state memory this limiter held from the start until `end`.
     fn footprint(&self, end: Nanos) -> Footprint;
+
+    /// [`Limiter::footprint`] at the end of the run, after which nothing
+    /// is decided: without copying the accounting.
+    fn close(&mut self, end: Nanos) -> Footprint {
+        self.footprint(end)
+    }
 
     /// From when the accounting declares `key`'s stored state equivalent to
     /// a fresh key's (if nothing else arrives): from then on every request

@@ -82,6 +82,10 @@ impl<R: Rule> Limiter for Stored<R> {
         self.ledger.footprint(self.keys.keys(), end)
     }
 
+    fn close(&mut self, end: Nanos) -> Footprint {
+        self.ledger.close(self.keys.keys(), end)
+    }
+
     fn fresh_at(&self, key: u32) -> Nanos {
         self.ledger.fresh_at(key)
     }
