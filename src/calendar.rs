@@ -36,6 +36,12 @@ pub trait Timed: Ord + Copy {
     fn time(&self) -> u64;
 }
 
+impl Timed for (u64, u64) {
+    fn time(&self) -> u64 {
+        self.0
+    }
+}
+
 impl Timed for (u64, u32) {
     fn time(&self) -> u64 {
         self.0

@@ -11,42 +11,84 @@ use crate::clock::Nanos;
 
 /// A min-queue of `u32` payloads ordered by `(time, sequence)`.
 pub(super) struct Queue {
-    events: Calendar<(u64, u64, u32)>,
+    events: Events,
     seq: u64,
+    /// Sequence numbers below this are packed ([`PACKED_SEQ`]; less in
+    /// tests, to reach the widening).
+    packed_below: u64,
 }
+
+/// The queued events: 16 bytes each while the sequence numbers fit in 32
+/// bits, beside the payload in one `u64` — ordering by that word is
+/// ordering by sequence, as the sequence numbers differ — and 24 bytes each
+/// from the 2^32nd push on (the queue is rebuilt once, in order).
+enum Events {
+    Packed(Calendar<(u64, u64)>),
+    Wide(Calendar<(u64, u64, u32)>),
+}
+
+/// Sequence numbers below this are packed.
+const PACKED_SEQ: u64 = 1 << 32;
 
 impl Queue {
     pub(super) fn new() -> Self {
         Queue {
-            events: Calendar::new(),
+            events: Events::Packed(Calendar::new()),
             seq: 0,
+            packed_below: PACKED_SEQ,
         }
     }
 
     pub(super) fn push(&mut self, t: Nanos, payload: u32) {
-        self.events.push((t.0, self.seq, payload));
+        if self.seq == self.packed_below {
+            self.widen();
+        }
+        match &mut self.events {
+            Events::Packed(c) => c.push((t.0, self.seq << 32 | u64::from(payload))),
+            Events::Wide(c) => c.push((t.0, self.seq, payload)),
+        }
         self.seq += 1;
     }
 
+    /// Moves every event to 24-byte entries, in order.
+    fn widen(&mut self) {
+        if let Events::Packed(c) = &mut self.events {
+            let mut wide = Calendar::new();
+            while let Some((t, word)) = c.pop() {
+                wide.push((t, word >> 32, word as u32));
+            }
+            self.events = Events::Wide(wide);
+        }
+    }
+
     pub(super) fn pop(&mut self) -> Option<(Nanos, u32)> {
-        self.events.pop().map(|(t, _, p)| (Nanos(t), p))
+        self.pop_numbered().map(|(t, _, p)| (t, p))
     }
 
     /// The next event, its sequence number (its position among all
     /// pushes, from 0) and payload.
     pub(super) fn pop_numbered(&mut self) -> Option<(Nanos, u64, u32)> {
-        self.events.pop().map(|(t, s, p)| (Nanos(t), s, p))
+        match &mut self.events {
+            Events::Packed(c) => c.pop().map(|(t, w)| (Nanos(t), w >> 32, w as u32)),
+            Events::Wide(c) => c.pop().map(|(t, s, p)| (Nanos(t), s, p)),
+        }
     }
 
     /// The next event's time and payload, left in the queue.
     pub(super) fn peek(&mut self) -> Option<(Nanos, u32)> {
-        self.events.peek().map(|(t, _, p)| (Nanos(t), p))
+        match &mut self.events {
+            Events::Packed(c) => c.peek().map(|(t, w)| (Nanos(t), w as u32)),
+            Events::Wide(c) => c.peek().map(|(t, _, p)| (Nanos(t), p)),
+        }
     }
 
     /// The payload of an event likely to come `k` pops from now (see
     /// [`Calendar::ahead`]).
     pub(super) fn ahead(&self, k: usize) -> Option<u32> {
-        self.events.ahead(k).map(|&(_, _, p)| p)
+        match &self.events {
+            Events::Packed(c) => c.ahead(k).map(|&(_, w)| w as u32),
+            Events::Wide(c) => c.ahead(k).map(|&(_, _, p)| p),
+        }
     }
 
     /// How many events were ever pushed.
@@ -68,5 +110,36 @@ mod tests {
         q.push(Nanos(3), 3);
         let order: Vec<u32> = std::iter::from_fn(|| q.pop().map(|(_, p)| p)).collect();
         assert_eq!(order, [1, 3, 0, 2]);
+    }
+
+    proptest::proptest! {
+        /// Packed, widened part way through, or wide: the queue pops what
+        /// a heap of `(time, sequence, payload)` pops, numbers and all.
+        #[test]
+        fn packed_and_widened_queues_pop_as_a_heap(
+            packed_below in 0u64..80,
+            ops in proptest::collection::vec((0u8..3, 0u64..50, proptest::prelude::any::<u32>()), 0..200),
+        ) {
+            let mut q = Queue { packed_below, ..Queue::new() };
+            let mut heap = std::collections::BinaryHeap::new();
+            let (mut seq, mut now) = (0u64, 0u64);
+            for (op, dt, payload) in ops {
+                if op == 0 {
+                    let want = heap.pop().map(|std::cmp::Reverse((t, s, p))| (Nanos(t), s, p));
+                    proptest::prop_assert_eq!(q.pop_numbered(), want);
+                    if let Some((t, _, _)) = want {
+                        now = t.0;
+                    }
+                } else {
+                    q.push(Nanos(now + dt), payload);
+                    heap.push(std::cmp::Reverse((now + dt, seq, payload)));
+                    seq += 1;
+                }
+                let head = heap.peek().map(|r| (Nanos(r.0 .0), r.0 .2));
+                proptest::prop_assert_eq!(q.peek(), head);
+                proptest::prop_assert_eq!(q.pushed(), seq);
+                proptest::prop_assert_eq!(matches!(q.events, Events::Wide(_)), seq > packed_below);
+            }
+        }
     }
 }
