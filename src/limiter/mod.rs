@@ -652,6 +652,12 @@ mod tests {
     }
 
     #[test]
+    fn a_key_costs_the_ledger_sixteen_bytes() {
+        // The README's performance section says so.
+        assert_eq!(std::mem::size_of::<Mark>(), 16);
+    }
+
+    #[test]
     fn keys_count_from_the_write_to_the_declared_fresh_moment() {
         let mut l = ledger();
         l.advance(Nanos(10));
