@@ -608,7 +608,7 @@ impl Passes {
         self.spill = Some(Box::new(q));
     }
 
-    /// `t`'s offset from `base`, counting from the oldest pass's time
+    /// `t`'s offset from `base`, counting from the earliest pass's time
     /// instead if need be; `None` if it does not fit even then.
     fn offset(&mut self, t: u64) -> Option<u32> {
         if self.len == 0 {
@@ -617,14 +617,17 @@ impl Passes {
         if let Some(off) = t.checked_sub(self.base).and_then(|d| u32::try_from(d).ok()) {
             return Some(off);
         }
-        let oldest = self.at(0).0;
-        let off = u32::try_from(t.checked_sub(oldest)?).ok()?;
-        let shift = (oldest - self.base) as u32;
+        // Count from the earliest pass held (the oldest, as passes come
+        // in time order; the least offset whatever the order).
+        let live = (0..self.len as usize).map(|j| self.offsets[self.slot(j)]);
+        let shift = live.min().unwrap_or(0);
+        let least = self.base + shift as u64;
+        let off = u32::try_from(t.checked_sub(least)?).ok()?;
         for j in 0..self.len as usize {
             let i = self.slot(j);
             self.offsets[i] -= shift;
         }
-        self.base = oldest;
+        self.base = least;
         Some(off)
     }
 
@@ -994,6 +997,41 @@ mod tests {
             (p.front(), p.back()),
             (Some((10 + big / 2, 1)), Some((15 + big, 1)))
         );
+    }
+
+    #[test]
+    fn passes_out_of_time_order_are_kept_exactly() {
+        // The engine releases passes in time order; were one ever out of
+        // it, the queue still holds what a deque would (a rebase counts
+        // from the least time held, not the oldest's).
+        let big = u32::MAX as u64;
+        let mut p = Passes::default();
+        let mut model = VecDeque::new();
+        for (op, t) in [
+            (1, 100),
+            (1, 200),
+            (0, 0),
+            (1, 150),
+            (1, 100 + big + 10),
+            (1, 120),
+        ] {
+            if op == 0 {
+                p.pop_front();
+                model.pop_front();
+            } else {
+                p.push_back((t, 1));
+                model.push_back((t, 1));
+            }
+            assert_eq!(
+                (p.front(), p.back()),
+                (model.front().copied(), model.back().copied())
+            );
+        }
+        while let Some(e) = model.pop_front() {
+            assert_eq!(p.front(), Some(e));
+            p.pop_front();
+        }
+        assert_eq!(p.front(), None);
     }
 
     proptest::proptest! {

@@ -280,8 +280,8 @@ impl Entries {
         }
     }
 
-    /// `e`'s offsets from the base, counting from the oldest entry instead
-    /// if need be; `None` if they do not fit even then.
+    /// `e`'s offsets from the base, counting from the least time and cost
+    /// held instead if need be; `None` if they do not fit even then.
     fn offset(&mut self, e: (u64, u64)) -> Option<(u32, u32)> {
         let from = |base: (u64, u64)| {
             let dt = u32::try_from(e.0.checked_sub(base.0)?).ok()?;
@@ -294,17 +294,20 @@ impl Entries {
         if let Some(off) = from(self.base) {
             return Some(off);
         }
-        let oldest = self.front()?;
-        let off = from(oldest)?;
+        // Count from the least time and cumulative cost held (the oldest
+        // entry's, as entries come in order; the least whatever the order).
+        let live = || (0..self.len as usize).map(|j| self.offsets[self.slot(j)]);
         let (st, sc) = (
-            (oldest.0 - self.base.0) as u32,
-            (oldest.1 - self.base.1) as u32,
+            live().map(|o| o.0).min().unwrap_or(0),
+            live().map(|o| o.1).min().unwrap_or(0),
         );
+        let least = (self.base.0 + st as u64, self.base.1 + sc as u64);
+        let off = from(least)?;
         for j in 0..self.len as usize {
             let o = &mut self.offsets[(self.head as usize + j) % INLINE_ENTRIES];
             *o = (o.0 - st, o.1 - sc);
         }
-        self.base = oldest;
+        self.base = least;
         Some(off)
     }
 
