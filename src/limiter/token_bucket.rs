@@ -61,11 +61,23 @@ pub struct Config {
     pub rate: Rate,
 }
 
+/// 24 bytes: the balance's two halves are `u64`s, so the state is aligned
+/// to 8 bytes, not a `u128`'s 16 (which would pad it to 32).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Bucket {
-    /// Tokens × rate denominator.
-    balance: u128,
+    /// Tokens × rate denominator, low and high 64 bits.
+    balance: [u64; 2],
     last: Nanos,
+}
+
+impl Bucket {
+    fn balance(&self) -> u128 {
+        u128::from(self.balance[0]) | u128::from(self.balance[1]) << 64
+    }
+
+    fn set_balance(&mut self, balance: u128) {
+        self.balance = [balance as u64, (balance >> 64) as u64];
+    }
 }
 
 /// The token bucket's rule.
@@ -92,27 +104,30 @@ impl Rule for TokenBucketRule {
     type State = Bucket;
 
     fn fresh(&self, now: Nanos) -> Bucket {
-        Bucket {
-            balance: self.full,
+        let mut b = Bucket {
             last: now,
-        }
+            ..Bucket::default()
+        };
+        b.set_balance(self.full);
+        b
     }
 
     fn decide(&self, b: &mut Bucket, now: Nanos, cost: u64) -> (Decision, Option<u64>) {
         let (n, d) = (self.cfg.rate.tokens(), self.cfg.rate.per_ns());
         let elapsed = (now.0 - b.last.0) as u128;
-        b.balance = self.full.min(b.balance + elapsed * n);
+        let balance = self.full.min(b.balance() + elapsed * n);
+        b.set_balance(balance);
         b.last = now;
         if cost > self.cfg.capacity {
             return (Decision::Rejected { retry_after: None }, None);
         }
         let need = cost as u128 * d;
-        if b.balance >= need {
-            b.balance -= need;
+        if balance >= need {
+            b.set_balance(balance - need);
             return (Decision::Admitted, None);
         }
         // Enough tokens at now + (need − balance) / n.
-        let at = now.0 as u128 * n + (need - b.balance);
+        let at = now.0 as u128 * n + (need - balance);
         let retry_after = Some(wait_until_scaled(now, at, n));
         (Decision::Rejected { retry_after }, None)
     }
@@ -122,7 +137,7 @@ impl Rule for TokenBucketRule {
     /// so from `last + (full − balance)/rate` on, every decision is a fresh
     /// key's. One nanosecond before, a request of `capacity` is refused.
     fn fresh_at(&self, b: &Bucket) -> Nanos {
-        let missing = self.full - b.balance;
+        let missing = self.full - b.balance();
         span(b.last.0 as u128 + missing.div_ceil(self.cfg.rate.tokens()))
     }
 }
@@ -132,6 +147,16 @@ mod tests {
     use super::*;
     use crate::clock::parse_rate;
     use crate::limiter::Limiter;
+
+    #[test]
+    fn a_bucket_is_24_bytes_and_holds_any_balance() {
+        assert_eq!(std::mem::size_of::<Bucket>(), 24);
+        let mut b = Bucket::default();
+        for v in [0, 1, u64::MAX as u128, 1 << 64, u128::MAX - 1, u128::MAX] {
+            b.set_balance(v);
+            assert_eq!(b.balance(), v);
+        }
+    }
 
     fn bucket(capacity: u64, rate: &str) -> TokenBucket {
         TokenBucket::new(Config {
