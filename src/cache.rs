@@ -72,10 +72,11 @@ pub fn grow_with<T>(v: &mut Vec<T>, len: usize, f: impl FnMut() -> T) {
     v.resize_with(len, f);
 }
 
-/// Asks the kernel to back the spare capacity of `v` — pages not yet
-/// touched — with 2 MiB pages where the system allows it (transparent huge
-/// pages in `madvise` mode): a table of millions of keys then costs a few
-/// TLB entries instead of thousands. Changes nothing else.
+/// Asks the kernel to back `v`'s whole allocation with 2 MiB pages where
+/// the system allows it (transparent huge pages in `madvise` mode): the
+/// pages not yet touched get them when first written, so a table of
+/// millions of keys costs a few TLB entries instead of thousands. Changes
+/// nothing else; a table under 4 MiB is left alone.
 pub fn huge_pages<T>(v: &Vec<T>) {
     #[cfg(target_os = "linux")]
     {
