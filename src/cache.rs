@@ -77,7 +77,7 @@ pub fn grow_with<T>(v: &mut Vec<T>, len: usize, f: impl FnMut() -> T) {
 /// pages not yet touched get them when first written, so a table of
 /// millions of keys costs a few TLB entries instead of thousands. Changes
 /// nothing else; a table under 4 MiB is left alone.
-pub fn huge_pages<T>(v: &Vec<T>) {
+fn huge_pages<T>(v: &Vec<T>) {
     #[cfg(target_os = "linux")]
     {
         const PAGE: usize = 4096;

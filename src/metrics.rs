@@ -286,9 +286,17 @@ impl Recorder {
         }
     }
 
-    /// Releases every pass still pending (the end of the run).
+    /// Releases every pass still pending (the end of the run), and merges
+    /// the histograms' pending values once, for the report's several reads.
     pub fn finish(&mut self) {
         self.advance(Nanos(u64::MAX));
+        for h in [
+            &mut self.delays,
+            &mut self.time_to_success,
+            &mut self.added_latency,
+        ] {
+            h.merge();
+        }
     }
 
     fn count(&mut self, now: Nanos, decided_at: Nanos, key: u32, cost: u64, decision: Decision) {

@@ -304,7 +304,7 @@ impl Entries {
         let least = (self.base.0 + st as u64, self.base.1 + sc as u64);
         let off = from(least)?;
         for j in 0..self.len as usize {
-            let o = &mut self.offsets[(self.head as usize + j) % INLINE_ENTRIES];
+            let o = &mut self.offsets[self.slot(j)];
             *o = (o.0 - st, o.1 - sc);
         }
         self.base = least;
