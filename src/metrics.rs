@@ -2,7 +2,7 @@
 //! percentiles and `peak_in_window` — all in memory that grows with keys and
 //! time buckets, never with the number of requests.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 
 use crate::calendar::Calendar;
 use crate::clock::Nanos;
@@ -59,6 +59,11 @@ pub struct Recorder {
     /// window of passes (for the key of that id), side by side so that a
     /// client keyed by itself costs one cache line, not two.
     ids: Vec<PerId>,
+    /// What does not fit an id's slot: counts past 32 bits, peaks of
+    /// `u32::MAX` or more, and the windows of keys with more passes in
+    /// them than a slot holds.
+    wide: Wide,
+    spills: Spills,
     /// Largest total cost passed for one key within any `(s − W, s]`.
     pub peak_in_window: u64,
     /// Where that peak ended (`s`) and its key.
@@ -106,16 +111,6 @@ pub struct KeyCounts {
     pub peak_in_window: u64,
 }
 
-/// A key's outcomes and peak as a slot keeps them (its attempts are their
-/// sum).
-#[derive(Debug, Clone, Copy, Default)]
-struct KeyTally {
-    admitted: u64,
-    delayed: u64,
-    rejected: u64,
-    peak_in_window: u64,
-}
-
 /// One client's logical requests, passes and rejected attempts.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ClientCounts {
@@ -160,10 +155,16 @@ impl Recorder {
 
     /// What each client of the population asked for and got, in client
     /// order.
-    pub fn clients(&self) -> impl Iterator<Item = &ClientCounts> {
-        self.ids[..self.clients.min(self.ids.len())]
-            .iter()
-            .map(|p| &p.client)
+    pub fn clients(&self) -> impl Iterator<Item = ClientCounts> + '_ {
+        let n = self.clients.min(self.ids.len());
+        self.ids[..n].iter().enumerate().map(|(id, slot)| {
+            let c = |field: usize| self.wide.count(id as u32, field, slot.counts[field]);
+            ClientCounts {
+                logical: c(LOGICAL),
+                passed: c(CLIENT_PASSED),
+                rejected: c(CLIENT_REJECTED),
+            }
+        })
     }
 
     /// The bucket of time `t`. The series grows past `duration` to hold
@@ -205,16 +206,15 @@ impl Recorder {
         decision: Decision,
     ) {
         self.added_latency.record(latency.0);
-        let c = &mut PerId::of(&mut self.ids, client).client;
         if attempt == 1 {
             self.logical += 1;
-            c.logical += 1;
+            self.bump(client, LOGICAL);
         }
-        if decision.passes() {
-            c.passed += 1;
-        } else {
-            c.rejected += 1;
-        }
+        let outcome = match decision.passes() {
+            true => CLIENT_PASSED,
+            false => CLIENT_REJECTED,
+        };
+        self.bump(client, outcome);
         if attempt > 1 {
             self.bucket(now.0).retries += 1;
         }
@@ -301,12 +301,12 @@ impl Recorder {
 
     fn count(&mut self, now: Nanos, decided_at: Nanos, key: u32, cost: u64, decision: Decision) {
         self.attempts += 1;
-        let kc = &mut PerId::of(&mut self.ids, key).key;
-        match decision {
-            Decision::Admitted => kc.admitted += 1,
-            Decision::Delayed { .. } => kc.delayed += 1,
-            Decision::Rejected { .. } => kc.rejected += 1,
-        }
+        let outcome = match decision {
+            Decision::Admitted => ADMITTED,
+            Decision::Delayed { .. } => DELAYED,
+            Decision::Rejected { .. } => KEY_REJECTED,
+        };
+        self.bump(key, outcome);
         let b = self.bucket(now.0);
         b.attempts += 1;
         let pass_at = match decision {
@@ -340,50 +340,35 @@ impl Recorder {
         }
     }
 
+    /// Adds one to count `field` of `id`'s slot (created if need be).
+    fn bump(&mut self, id: u32, field: usize) {
+        let n = &mut PerId::of(&mut self.ids, id).counts[field];
+        *n = n.wrapping_add(1);
+        if *n == 0 {
+            self.wide.carry(id, field);
+        }
+    }
+
     /// A pass of `cost` for `key` at `t`. Passes are released in time order
     /// (see [`Recorder::advance`]), so a queue of the last window's passes
-    /// gives the exact peak, and one counter per key the overshoot.
+    /// gives the exact peak, and its passes in `t`'s aligned window the
+    /// overshoot.
     fn pass(&mut self, key: u32, t: u64, cost: u64) {
-        let (window, limit) = (self.window, self.limit);
-        let w = &mut PerId::of(&mut self.ids, key).window;
-        let k = t / window;
-        if w.aligned != k {
-            w.aligned = k;
-            w.in_aligned = 0;
-        }
-        let over_before = w.in_aligned.saturating_sub(limit);
-        w.in_aligned = w.in_aligned.saturating_add(cost);
-        let over = w.in_aligned.saturating_sub(limit);
+        let limit = self.limit;
+        let slot = PerId::of(&mut self.ids, key);
+        let (aligned, sum) = slot.window.pass(&mut self.spills, t, cost, self.window);
+        let over_before = aligned.saturating_sub(limit);
+        let over = aligned.saturating_add(cost).saturating_sub(limit);
         let overshoot = over - over_before;
         self.overshoot = self.overshoot.saturating_add(overshoot);
         self.overshoot_max = self.overshoot_max.max(over);
-        // A window that holds anything holds its latest pass last.
-        let last = w.passes.back().map_or(0, |(s, _)| s);
-        // (A pass at the end of time, from a shaper's saturated release, is
-        // in the window of every pass after it: `s + W` does not wrap.)
-        let left = |s: u64| s.checked_add(window).is_some_and(|end| end <= t);
-        if w.sum > 0 && left(last) {
-            // Everything in the queue has left the window: forget it without
-            // reading it (the common case for a quiet key).
-            w.passes.clear();
-            w.sum = 0;
-        }
-        while let Some((s, c)) = w.passes.front() {
-            if !left(s) {
-                break;
+        let peak = &mut slot.counts[PEAK];
+        if sum > *peak as u64 {
+            *peak = u32::try_from(sum).unwrap_or(u32::MAX);
+            if *peak == u32::MAX {
+                self.wide.peak(key, sum);
             }
-            w.passes.pop_front();
-            w.sum -= c;
         }
-        if w.sum > 0 && last == t {
-            w.passes.add_to_back(cost);
-        } else {
-            w.passes.push_back((t, cost));
-        }
-        w.sum = w.sum.saturating_add(cost);
-        let sum = w.sum;
-        let kc = &mut self.ids[key as usize].key;
-        kc.peak_in_window = kc.peak_in_window.max(sum);
         if sum > self.peak_in_window {
             self.peak_in_window = sum;
             self.peak_at = Some((Nanos(t), key));
@@ -396,16 +381,21 @@ impl Recorder {
     /// Every key that had an attempt, by id, with its counts.
     pub fn keys(&self) -> impl Iterator<Item = (usize, KeyCounts)> + '_ {
         self.ids.iter().enumerate().filter_map(|(id, slot)| {
-            let k = slot.key;
-            let attempts = k.admitted + k.delayed + k.rejected;
+            let c = |field: usize| self.wide.count(id as u32, field, slot.counts[field]);
+            let (admitted, delayed, rejected) = (c(ADMITTED), c(DELAYED), c(KEY_REJECTED));
+            let attempts = admitted + delayed + rejected;
+            let peak_in_window = match slot.counts[PEAK] {
+                u32::MAX => self.wide.peaks[&(id as u32)],
+                peak => peak as u64,
+            };
             (attempts > 0).then_some((
                 id,
                 KeyCounts {
                     attempts,
-                    admitted: k.admitted,
-                    delayed: k.delayed,
-                    rejected: k.rejected,
-                    peak_in_window: k.peak_in_window,
+                    admitted,
+                    delayed,
+                    rejected,
+                    peak_in_window,
                 },
             ))
         })
@@ -498,15 +488,28 @@ impl Recorder {
     }
 }
 
+/// The counts in an id's slot: its client's logical requests, passes and
+/// rejected attempts…
+const LOGICAL: usize = 0;
+const CLIENT_PASSED: usize = 1;
+const CLIENT_REJECTED: usize = 2;
+/// …its key's admitted, delayed and rejected attempts…
+const ADMITTED: usize = 3;
+const DELAYED: usize = 4;
+const KEY_REJECTED: usize = 5;
+/// …and the most its key passed within one policy window.
+const PEAK: usize = 6;
+
 /// One id's slot: its client's counts, its key's counts and window of
-/// passes — 128 bytes on a 128-byte boundary, the pair of cache lines a
-/// CPU fetches together, so that recording an attempt costs one miss.
+/// passes — 64 bytes on a 64-byte boundary, one cache line, so that
+/// recording an attempt of a client keyed by itself costs one miss.
+/// Counts keep their low 32 bits here and their carries in [`Wide`]; the
+/// peak is here up to `u32::MAX`, and from there in [`Wide`] too.
 #[derive(Debug, Clone, Default)]
-#[repr(align(128))]
+#[repr(align(64))]
 struct PerId {
-    client: ClientCounts,
-    key: KeyTally,
-    window: PassWindow,
+    counts: [u32; 7],
+    window: Window,
 }
 
 impl PerId {
@@ -520,144 +523,228 @@ impl PerId {
     }
 }
 
+/// What of an id's counts does not fit its slot: touched once per 2^32
+/// counts, or by a key whose window held `u32::MAX` or more.
 #[derive(Debug, Clone, Default)]
-struct PassWindow {
-    /// The passes within the window of the latest, oldest first.
-    passes: Passes,
-    sum: u64,
-    /// The aligned policy window of the latest pass, and its passed cost.
-    aligned: u64,
-    in_aligned: u64,
+struct Wide {
+    /// How many times count `field` of an id wrapped past `u32::MAX`.
+    carries: BTreeMap<(u32, usize), u64>,
+    /// Peaks of `u32::MAX` or more, by id.
+    peaks: BTreeMap<u32, u64>,
 }
 
-/// How many passes a key keeps in place before it moves them to the heap
-/// (six keep the slot within 128 bytes).
-const INLINE_PASSES: usize = 6;
+impl Wide {
+    #[cold]
+    fn carry(&mut self, id: u32, field: usize) {
+        *self.carries.entry((id, field)).or_default() += 1;
+    }
 
-/// A queue of `(time, cost)` passes, in the order of their times: up to
-/// [`INLINE_PASSES`] in place — a ring of 32-bit offsets from `base` and
-/// 8-bit costs — and more, or a pass that does not fit those widths, in a
-/// heap-allocated deque held until the key's window empties (so memory
-/// follows the passes in windows, not the requests). The passes of one
-/// window of up to 4.29 s always fit the offsets; a longer window's fit
-/// while they are less than that apart.
+    /// Count `field` of `id`, whose low 32 bits are `low`.
+    fn count(&self, id: u32, field: usize, low: u32) -> u64 {
+        let carries = match self.carries.is_empty() {
+            true => 0,
+            false => self.carries.get(&(id, field)).copied().unwrap_or(0),
+        };
+        carries << 32 | low as u64
+    }
+
+    #[cold]
+    fn peak(&mut self, id: u32, sum: u64) {
+        let peak = self.peaks.entry(id).or_default();
+        *peak = (*peak).max(sum);
+    }
+}
+
+/// How many passes of cost 1 a key's slot holds (a pass of cost `c` takes
+/// `c` of them).
+const INLINE_PASSES: usize = 5;
+
+/// A key's passes within the policy window of its latest, in time order.
+///
+/// In its slot, a run of unit passes as 32-bit offsets from `base` (a pass
+/// of cost `c` is `c` of them at one time, so the cost they sum to is
+/// their number, and the cost in an aligned window is a count from the
+/// back). More, or passes too far apart for the offsets, go to a
+/// [`Spilled`] window of [`Spills`], which the key holds until its window
+/// empties: memory follows the passes in windows, not the requests.
 #[derive(Debug, Clone, Default)]
-struct Passes {
-    /// The time the inline offsets count from (at most the oldest's).
-    base: u64,
+struct Window {
+    /// The time the offsets count from (at most the oldest's), as its low
+    /// and high halves: aligned to 4, the slot stays at 64 bytes.
+    base: [u32; 2],
     offsets: [u32; INLINE_PASSES],
-    costs: [u8; INLINE_PASSES],
-    head: u8,
     len: u8,
-    // Boxed: 8 bytes in every key's slot instead of a deque's 32, for the
-    // few keys that ever need it.
-    #[allow(clippy::box_collection)]
-    spill: Option<Box<VecDeque<(u64, u64)>>>,
+    /// 0 while the passes are in place, else one more than the index of
+    /// the key's spilled window.
+    spill: u32,
 }
 
-impl Passes {
-    fn slot(&self, j: usize) -> usize {
-        (self.head as usize + j) % INLINE_PASSES
+impl Window {
+    fn base(&self) -> u64 {
+        self.base[0] as u64 | (self.base[1] as u64) << 32
     }
 
-    fn at(&self, j: usize) -> (u64, u64) {
-        let i = self.slot(j);
-        (self.base + self.offsets[i] as u64, self.costs[i] as u64)
+    fn time(&self, j: usize) -> u64 {
+        self.base() + self.offsets[j] as u64
     }
 
-    fn front(&self) -> Option<(u64, u64)> {
-        match &self.spill {
-            Some(q) => q.front().copied(),
-            None => (self.len > 0).then(|| self.at(0)),
-        }
-    }
-
-    fn back(&self) -> Option<(u64, u64)> {
-        match &self.spill {
-            Some(q) => q.back().copied(),
-            None => (self.len > 0).then(|| self.at(self.len as usize - 1)),
-        }
-    }
-
-    fn pop_front(&mut self) {
-        match &mut self.spill {
-            Some(q) => {
-                q.pop_front();
+    /// Records a pass of `cost` at `t`, no earlier than the key's last, in
+    /// policy windows of `w` ns. Returns the cost the key passed before it
+    /// in `t`'s aligned window `[t − t mod w, t]`, and the cost it passed
+    /// in `(t − w, t]` with this one.
+    fn pass(&mut self, spills: &mut Spills, t: u64, cost: u64, w: u64) -> (u64, u64) {
+        // (A pass at the end of time, from a shaper's saturated release, is
+        // in the window of every pass after it: `s + w` does not wrap.)
+        let left = |s: u64| s.checked_add(w).is_some_and(|end| end <= t);
+        if self.spill != 0 {
+            let i = self.spill as usize - 1;
+            if !spills.all[i].forget(left) {
+                return spills.all[i].add(t, cost, w);
             }
-            None if self.len > 0 => {
-                self.head = self.slot(1) as u8;
-                self.len -= 1;
-            }
-            None => {}
+            // The window emptied: the key's passes go back in place.
+            spills.release(i);
+            self.spill = 0;
         }
-    }
-
-    /// Adds `cost` to the latest pass (there is one).
-    fn add_to_back(&mut self, cost: u64) {
-        let (t, c) = self.back().expect("a pass is queued");
-        if self.spill.is_none() {
-            if let Ok(sum) = u8::try_from(c + cost) {
-                let i = self.slot(self.len as usize - 1);
-                self.costs[i] = sum;
-                return;
-            }
-            self.spill_all();
+        let len = self.len as usize;
+        let gone = match len > 0 && left(self.time(len - 1)) {
+            // Everything has left (the common case for a quiet key).
+            true => len,
+            false => (0..len).take_while(|&j| left(self.time(j))).count(),
+        };
+        if gone > 0 {
+            self.offsets.copy_within(gone..len, 0);
+            self.len -= gone as u8;
         }
-        let q = self.spill.as_mut().expect("spilled");
-        q.back_mut().expect("a pass is queued").1 = c + cost;
-        debug_assert_eq!(self.back().map(|b| b.0), Some(t));
-    }
-
-    /// Moves the inline passes to a deque.
-    fn spill_all(&mut self) {
-        let mut q = VecDeque::with_capacity(2 * INLINE_PASSES);
-        q.extend((0..self.len as usize).map(|j| self.at(j)));
-        (self.head, self.len) = (0, 0);
-        self.spill = Some(Box::new(q));
+        let len = self.len as usize;
+        // Every pass in `t`'s aligned window is in `(t − w, t]`: `t` is
+        // less than its end, one window after its start.
+        let start = t - t % w;
+        let aligned = (0..len).rev().take_while(|&j| self.time(j) >= start);
+        let aligned = aligned.count() as u64;
+        if cost <= (INLINE_PASSES - len) as u64 {
+            if let Some(off) = self.offset(t) {
+                let end = len + cost as usize;
+                self.offsets[len..end].fill(off);
+                self.len = end as u8;
+                return (aligned, end as u64);
+            }
+        }
+        let i = spills.take();
+        let s = &mut spills.all[i];
+        for j in 0..len {
+            let tj = self.time(j);
+            match s.passes.back_mut() {
+                Some(last) if last.0 == tj => last.1 += 1,
+                _ => s.passes.push_back((tj, 1)),
+            }
+        }
+        (s.sum, s.aligned, s.in_aligned) = (len as u64, t / w, aligned);
+        self.spill = u32::try_from(i + 1).expect("fewer spilled windows than u32 keys");
+        self.len = 0;
+        s.add(t, cost, w)
     }
 
     /// `t`'s offset from `base`, counting from the earliest pass's time
     /// instead if need be; `None` if it does not fit even then.
     fn offset(&mut self, t: u64) -> Option<u32> {
-        if self.len == 0 {
-            self.base = t;
+        let len = self.len as usize;
+        if len == 0 {
+            self.base = [t as u32, (t >> 32) as u32];
         }
-        if let Some(off) = t.checked_sub(self.base).and_then(|d| u32::try_from(d).ok()) {
+        if let Some(off) = t
+            .checked_sub(self.base())
+            .and_then(|d| u32::try_from(d).ok())
+        {
             return Some(off);
         }
-        // Count from the earliest pass held (the oldest, as passes come
-        // in time order; the least offset whatever the order).
-        let live = (0..self.len as usize).map(|j| self.offsets[self.slot(j)]);
-        let shift = live.min().unwrap_or(0);
-        let least = self.base + shift as u64;
-        let off = u32::try_from(t.checked_sub(least)?).ok()?;
-        for j in 0..self.len as usize {
-            let i = self.slot(j);
-            self.offsets[i] -= shift;
+        // Count from the earliest pass held (the first: they are in time
+        // order).
+        let first = self.time(0);
+        let off = u32::try_from(t.checked_sub(first)?).ok()?;
+        let shift = self.offsets[0];
+        for o in &mut self.offsets[..len] {
+            *o -= shift;
         }
-        self.base = least;
+        self.base = [first as u32, (first >> 32) as u32];
         Some(off)
     }
+}
 
-    fn push_back(&mut self, (t, cost): (u64, u64)) {
-        if self.spill.is_none() {
-            if (self.len as usize) < INLINE_PASSES {
-                if let (Ok(c), Some(off)) = (u8::try_from(cost), self.offset(t)) {
-                    let i = self.slot(self.len as usize);
-                    (self.offsets[i], self.costs[i]) = (off, c);
-                    self.len += 1;
-                    return;
-                }
-            }
-            self.spill_all();
+/// A key's window of passes that did not fit its slot: `(time, cost)` in
+/// time order, their sum, and the cost passed in the aligned window of
+/// the latest.
+#[derive(Debug, Clone, Default)]
+struct Spilled {
+    passes: VecDeque<(u64, u64)>,
+    sum: u64,
+    aligned: u64,
+    in_aligned: u64,
+}
+
+impl Spilled {
+    /// Forgets the passes that have `left` the window; whether none is
+    /// left.
+    fn forget(&mut self, left: impl Fn(u64) -> bool) -> bool {
+        if self.sum > 0 && self.passes.back().is_some_and(|&(s, _)| left(s)) {
+            // Everything has left: forget it without reading it.
+            self.passes.clear();
+            self.sum = 0;
         }
-        self.spill.as_mut().expect("spilled").push_back((t, cost));
+        while let Some(&(s, c)) = self.passes.front() {
+            if !left(s) {
+                break;
+            }
+            self.passes.pop_front();
+            self.sum -= c;
+        }
+        self.passes.is_empty()
     }
 
-    /// Empties the queue; a key back to few passes gives its heap back.
-    fn clear(&mut self) {
-        self.spill = None;
-        (self.head, self.len) = (0, 0);
+    /// [`Window::pass`], once the passes that left are forgotten.
+    fn add(&mut self, t: u64, cost: u64, w: u64) -> (u64, u64) {
+        let k = t / w;
+        if self.aligned != k {
+            (self.aligned, self.in_aligned) = (k, 0);
+        }
+        let before = self.in_aligned;
+        self.in_aligned = self.in_aligned.saturating_add(cost);
+        match self.passes.back_mut() {
+            Some(last) if self.sum > 0 && last.0 == t => last.1 += cost,
+            _ => self.passes.push_back((t, cost)),
+        }
+        self.sum = self.sum.saturating_add(cost);
+        (before, self.sum)
+    }
+}
+
+/// The spilled windows of a recorder's keys, and which are free.
+#[derive(Debug, Clone, Default)]
+struct Spills {
+    all: Vec<Spilled>,
+    free: Vec<u32>,
+}
+
+impl Spills {
+    /// An empty spilled window's index.
+    fn take(&mut self) -> usize {
+        match self.free.pop() {
+            Some(i) => i as usize,
+            None => {
+                self.all.push(Spilled::default());
+                self.all.len() - 1
+            }
+        }
+    }
+
+    /// Frees spilled window `i` (emptied) for another key; it keeps a
+    /// small deque, not a large one.
+    fn release(&mut self, i: usize) {
+        let q = &mut self.all[i].passes;
+        q.clear();
+        if q.capacity() > 4 * INLINE_PASSES {
+            q.shrink_to(4 * INLINE_PASSES);
+        }
+        self.free.push(i as u32);
     }
 }
 
@@ -815,9 +902,9 @@ mod tests {
     const MS: u64 = 1_000_000;
 
     #[test]
-    fn an_id_slot_is_one_pair_of_cache_lines() {
-        assert_eq!(std::mem::size_of::<PerId>(), 128);
-        assert_eq!(std::mem::align_of::<PerId>(), 128);
+    fn an_id_slot_is_one_cache_line() {
+        assert_eq!(std::mem::size_of::<PerId>(), 64);
+        assert_eq!(std::mem::align_of::<PerId>(), 64);
     }
 
     #[test]
@@ -969,129 +1056,142 @@ mod tests {
         assert_eq!(r.series.iter().map(|b| b.passed).sum::<u64>(), 1);
     }
 
-    #[test]
-    fn passes_queue_in_place_then_on_the_heap_in_order() {
-        let mut p = Passes::default();
-        let mut model = VecDeque::new();
-        let big = u32::MAX as u64 + 1;
-        for (i, cost) in [1, 2, 3, 4, 5, big, 1, 1].into_iter().enumerate() {
-            p.push_back((i as u64, cost));
-            model.push_back((i as u64, cost));
-            if i % 3 == 2 {
-                p.pop_front();
-                model.pop_front();
+    /// The window as it was before it moved into a 64-byte slot: a deque
+    /// of every pass in the window, their sum, and a counter per aligned
+    /// window. [`Window`] must return what it returns, pass by pass.
+    #[derive(Default)]
+    struct ModelWindow {
+        passes: VecDeque<(u64, u64)>,
+        sum: u64,
+        aligned: u64,
+        in_aligned: u64,
+    }
+
+    impl ModelWindow {
+        fn pass(&mut self, t: u64, cost: u64, w: u64) -> (u64, u64) {
+            let k = t / w;
+            if self.aligned != k {
+                (self.aligned, self.in_aligned) = (k, 0);
             }
-            p.add_to_back(1);
-            model.back_mut().unwrap().1 += 1;
-            assert_eq!(
-                (p.front(), p.back()),
-                (model.front().copied(), model.back().copied())
-            );
+            let before = self.in_aligned;
+            self.in_aligned = self.in_aligned.saturating_add(cost);
+            let left = |s: u64| s.checked_add(w).is_some_and(|end| end <= t);
+            while let Some(&(s, c)) = self.passes.front() {
+                if !left(s) {
+                    break;
+                }
+                self.passes.pop_front();
+                self.sum -= c;
+            }
+            self.passes.push_back((t, cost));
+            self.sum = self.sum.saturating_add(cost);
+            (before, self.sum)
         }
-        p.clear();
-        assert_eq!((p.front(), p.spill.is_none()), (None, true));
-        p.push_back((9, u8::MAX as u64));
-        p.add_to_back(1);
-        assert_eq!(p.back(), Some((9, 256)));
-        // Passes more than 2^32 ns apart stay in place once the older have
-        // gone, counted from the oldest left.
-        p.clear();
-        p.push_back((10, 1));
-        p.push_back((10 + big / 2, 1));
-        p.pop_front();
-        p.push_back((10 + big + 5, 1));
-        assert!(p.spill.is_none());
-        assert_eq!(
-            (p.front(), p.back()),
-            (Some((10 + big / 2, 1)), Some((15 + big, 1)))
-        );
     }
 
     #[test]
-    fn passes_out_of_time_order_are_kept_exactly() {
-        // The engine releases passes in time order; were one ever out of
-        // it, the queue still holds what a deque would (a rebase counts
-        // from the least time held, not the oldest's).
-        let big = u32::MAX as u64;
-        let mut p = Passes::default();
-        let mut model = VecDeque::new();
-        for (op, t) in [
-            (1, 100),
-            (1, 200),
-            (0, 0),
-            (1, 150),
-            (1, 100 + big + 10),
-            (1, 120),
-        ] {
-            if op == 0 {
-                p.pop_front();
-                model.pop_front();
-            } else {
-                p.push_back((t, 1));
-                model.push_back((t, 1));
-            }
-            assert_eq!(
-                (p.front(), p.back()),
-                (model.front().copied(), model.back().copied())
-            );
+    fn passes_stay_in_place_until_they_outgrow_it() {
+        let (mut w, mut spills) = (Window::default(), Spills::default());
+        let s = 1_000 * MS;
+        // Five unit passes within a window fit; the sixth spills them…
+        for t in 0..5 {
+            assert_eq!(w.pass(&mut spills, t * MS, 1, s), (t, t + 1));
         }
-        while let Some(e) = model.pop_front() {
-            assert_eq!(p.front(), Some(e));
-            p.pop_front();
+        assert_eq!(w.spill, 0);
+        assert_eq!(w.pass(&mut spills, 5 * MS, 1, s), (5, 6));
+        assert_eq!((w.spill, spills.all.len()), (1, 1));
+        // …until the window empties: back in place, the spill free.
+        assert_eq!(w.pass(&mut spills, 2 * s, 2, s), (0, 2));
+        assert_eq!((w.spill, w.len, spills.free.as_slice()), (0, 2, &[0][..]));
+        // A cost the slot cannot hold, and a pass 2^32 ns or more after
+        // the oldest held, spill too; the freed window is reused.
+        assert_eq!(w.pass(&mut spills, 2 * s, 4, s), (2, 6));
+        assert_eq!((w.spill, spills.all.len()), (1, 1));
+        let far = u32::MAX as u64 + 1;
+        let (mut w, mut spills) = (Window::default(), Spills::default());
+        w.pass(&mut spills, 7, 1, 2 * far);
+        assert_eq!(w.pass(&mut spills, 7 + far, 1, 2 * far), (1, 2));
+        assert_eq!(w.spill, 1);
+        // Passes that far apart stay in place once the older have left.
+        let (mut w, mut spills) = (Window::default(), Spills::default());
+        w.pass(&mut spills, 7, 1, far);
+        w.pass(&mut spills, 7 + far / 2, 1, far);
+        assert_eq!(w.pass(&mut spills, 8 + far, 1, far), (0, 2));
+        assert_eq!((w.spill, w.time(0), w.time(1)), (0, 7 + far / 2, 8 + far));
+    }
+
+    #[test]
+    fn counts_past_32_bits_carry_exactly() {
+        let mut r = Recorder::new(Nanos(1000 * MS), 10, Nanos(100 * MS), Nanos(3000 * MS), 1);
+        r.record(0, Nanos(0), 1, Decision::Admitted);
+        r.ids[0].counts[ADMITTED] = u32::MAX - 1;
+        for t in 1..=3 {
+            r.record(0, Nanos(t * 400 * MS), 1, Decision::Admitted);
         }
-        assert_eq!(p.front(), None);
+        let (_, k) = r.keys().next().expect("key 0");
+        assert_eq!(k.admitted, (1 << 32) + 1);
+        assert_eq!(k.attempts, (1 << 32) + 1);
+        // A peak of u32::MAX or more is kept whole beside the slot.
+        let big = 3 << 32;
+        r.record(1, Nanos(0), big, Decision::Admitted);
+        r.record(1, Nanos(MS), 5, Decision::Admitted);
+        let peaks: Vec<u64> = r.keys().map(|(_, k)| k.peak_in_window).collect();
+        assert_eq!(peaks, [3, big + 5]);
+        assert_eq!(r.peak_in_window, big + 5);
     }
 
     proptest::proptest! {
-        /// Whatever the times, gaps and costs, the queue holds exactly what
-        /// a plain deque holds, and it holds them in place only when they
-        /// fit there: at most six, less than 2^32 ns apart, costs below 256.
+        /// Whatever the gaps, costs and window, a key's window returns what
+        /// the plain deque model returns, and holds its passes in place
+        /// exactly when they fit there: at most five units, less than
+        /// 2^32 ns apart.
         #[test]
-        fn passes_are_a_deque(ops in proptest::collection::vec(
-            (0u8..4, proptest::prop_oneof![0u64..3, 0u64..1_000_000_000, 0u64..(1 << 34)],
-             proptest::prop_oneof![1u64..4, 1u64..300, 1u64..(1 << 33)]),
-            1..200,
-        )) {
-            let (mut p, mut model) = (Passes::default(), VecDeque::<(u64, u64)>::new());
+        fn a_window_is_the_deque_model(
+            w in proptest::prop_oneof![1u64..5, 1u64..1_000_000_000, 1u64..(1 << 40)],
+            passes in proptest::collection::vec(
+                (proptest::prop_oneof![0u64..3, 0u64..1_000_000_000, 0u64..(1 << 34)],
+                 proptest::prop_oneof![0u64..4, 1u64..9, 1u64..(1 << 33)]),
+                1..200,
+            ),
+        ) {
+            let (mut window, mut spills) = (Window::default(), Spills::default());
+            let mut model = ModelWindow::default();
             let mut t = 0u64;
-            for (op, gap, cost) in ops {
+            for (gap, cost) in passes {
                 t += gap;
-                match op {
-                    0 => {
-                        p.pop_front();
-                        model.pop_front();
-                    }
-                    1 if !model.is_empty() => {
-                        p.add_to_back(cost);
-                        model.back_mut().expect("non-empty").1 += cost;
-                    }
-                    2 if model.len() > 8 => {
-                        p.clear();
-                        model.clear();
-                    }
-                    _ => {
-                        p.push_back((t, cost));
-                        model.push_back((t, cost));
-                    }
-                }
                 proptest::prop_assert_eq!(
-                    (p.front(), p.back()),
-                    (model.front().copied(), model.back().copied())
+                    window.pass(&mut spills, t, cost, w),
+                    model.pass(t, cost, w)
                 );
-                let fits = model.len() <= INLINE_PASSES
-                    && model.iter().all(|&(_, c)| c <= u8::MAX as u64)
-                    && model.back().zip(model.front())
-                        .is_none_or(|(b, f)| b.0 - f.0 <= u32::MAX as u64);
-                if p.spill.is_none() {
+                // (A pass of cost 0 takes no room in place.)
+                let mut held = model.passes.iter().filter(|p| p.1 > 0);
+                let fits = model.sum <= INLINE_PASSES as u64
+                    && held.next().zip(held.next_back())
+                        .is_none_or(|(f, b)| b.0 - f.0 <= u32::MAX as u64);
+                if window.spill == 0 {
                     proptest::prop_assert!(fits);
+                    proptest::prop_assert_eq!(window.len as u64, model.sum);
                 }
             }
-            // Drained, it reads the same as the deque to the end.
-            while let Some(f) = model.pop_front() {
-                proptest::prop_assert_eq!(p.front(), Some(f));
-                p.pop_front();
+            // A spilled window is in use by one key at most.
+            proptest::prop_assert!(spills.free.len() + (window.spill != 0) as usize == spills.all.len());
+        }
+
+        /// The end of time: passes saturated at `u64::MAX` stay in each
+        /// other's window whatever the window.
+        #[test]
+        fn passes_at_the_end_of_time_are_the_model(
+            w in 1u64..(1 << 40), costs in proptest::collection::vec(0u64..4, 1..12),
+        ) {
+            let (mut window, mut spills) = (Window::default(), Spills::default());
+            let mut model = ModelWindow::default();
+            for (i, cost) in costs.into_iter().enumerate() {
+                let t = u64::MAX - 3 + (i as u64).min(3);
+                proptest::prop_assert_eq!(
+                    window.pass(&mut spills, t, cost, w),
+                    model.pass(t, cost, w)
+                );
             }
-            proptest::prop_assert_eq!(p.front(), None);
         }
     }
 
