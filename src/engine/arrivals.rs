@@ -46,7 +46,7 @@ enum Gen<'a> {
         pending: Vec<Arrival>,
         requests: Vec<u64>,
     },
-    /// Poisson clients, each a 16-byte clock (its next arrival time is its
+    /// Poisson clients, each an 8-byte clock (its next arrival time is its
     /// time on the queue, and it counts its draws): no generator buffer
     /// and no counter per client.
     Poisson {
@@ -89,7 +89,7 @@ impl<'a> Arrivals<'a> {
                     let n = p.clients.len();
                     crate::cache::grow_with(&mut clocks, n, CompactClock::default);
                     for (i, clock) in clocks.iter_mut().enumerate() {
-                        if let Some(t) = p.tick(src, i, clock, ctx) {
+                        if let Some(t) = p.tick(src, i, Nanos::ZERO, clock, ctx) {
                             queue.push(t, (base + i) as u32);
                         }
                     }
@@ -191,7 +191,7 @@ impl<'a> Arrivals<'a> {
                     };
                     // The arrival taken came of the clock's latest draw.
                     let request = clocks[j].draws() - 1;
-                    let next = poisson.tick(src as usize, j, &mut clocks[j], self.ctx);
+                    let next = poisson.tick(src as usize, j, time, &mut clocks[j], self.ctx);
                     (arrival, request, next)
                 }
             };

@@ -6,8 +6,8 @@
 //! numbers come from its own stream, seeded by `(scenario seed, source
 //! index, client index)` with the portable ChaCha8 generator: every limiter
 //! faces exactly the same arrivals, on any machine. (A Poisson client needs
-//! no stream object: its [`poisson::CompactClock`] is a time and a position
-//! in that generator's stream.)
+//! no stream object: its [`poisson::CompactClock`] is a position in that
+//! generator's stream, and its time that of its arrival on the queue.)
 //!
 //! | file | pattern |
 //! |---|---|

@@ -113,14 +113,14 @@ impl Poisson {
     }
 }
 
-/// One client's Poisson clock in 16 bytes: its last arrival time and how
-/// far its generator has gone (in 32-bit words of its ChaCha8 stream). The
-/// generator is rebuilt from `(seed, source, client)` and set to that
-/// position for each draw, so a run holds no per-client generator buffer
-/// and draws exactly the numbers [`PoissonStream`] does.
+/// One client's Poisson clock in 8 bytes: how far its generator has gone
+/// (in 32-bit words of its ChaCha8 stream). The generator is rebuilt from
+/// `(seed, source, client)` and set to that position for each draw, so a
+/// run holds no per-client generator buffer and draws exactly the numbers
+/// [`PoissonStream`] does. Its time is its last arrival's, which whoever
+/// drives it holds already (on its queue), and hands to [`Poisson::tick`].
 #[derive(Debug, Clone, Copy, Default)]
 pub struct CompactClock {
-    now: u64,
     word: u64,
 }
 
@@ -133,13 +133,14 @@ impl CompactClock {
 }
 
 impl Poisson {
-    /// Client `i`'s next arrival time after `clock`, or `None` once it
-    /// reaches `ctx.end`; the same times, in the same order, as client `i`'s
-    /// stream of [`Poisson::streams`].
+    /// Client `i`'s next arrival time after its last, at `last` (0 before
+    /// the first), or `None` once it reaches `ctx.end`; the same times, in
+    /// the same order, as client `i`'s stream of [`Poisson::streams`].
     pub fn tick(
         &self,
         source: usize,
         i: usize,
+        last: Nanos,
         clock: &mut CompactClock,
         ctx: StreamCtx,
     ) -> Option<Nanos> {
@@ -148,11 +149,11 @@ impl Poisson {
         let key = super::keystream::client_key(ctx.seed, source, i as u64);
         let draw = super::keystream::u64_at(&key, clock.word);
         let mean_gap_ns = self.rate.per_ns() as f64 / self.rate.tokens() as f64;
-        clock.now = clock.now.saturating_add(gap_of(draw, mean_gap_ns));
+        let now = last.0.saturating_add(gap_of(draw, mean_gap_ns));
         // Two 32-bit words a draw; a position past 2^64 would take
         // centuries of draws.
         clock.word += 2;
-        (clock.now < ctx.end.0).then_some(Nanos(clock.now))
+        (now < ctx.end.0).then_some(Nanos(now))
     }
 }
 
@@ -251,14 +252,15 @@ mod tests {
             end: Nanos::from_secs(2),
         };
         for (i, mut s) in p.streams(3, ctx).into_iter().enumerate() {
-            let mut clock = CompactClock::default();
+            let (mut clock, mut last) = (CompactClock::default(), Nanos::ZERO);
             let mut n = 0;
             loop {
                 let a = s.next().unwrap().map(|a| a.time);
-                assert_eq!(a, p.tick(3, i, &mut clock, ctx));
-                if a.is_none() {
+                assert_eq!(a, p.tick(3, i, last, &mut clock, ctx));
+                let Some(t) = a else {
                     break;
-                }
+                };
+                last = t;
                 n += 1;
             }
             assert!(n > 1500, "past a generator buffer many times: {n}");
