@@ -147,7 +147,7 @@ impl<'a> Arrivals<'a> {
         use crate::cache::prefetch;
         if let Some(Some(Gen::Poisson { poisson, clocks })) = self.gens.first() {
             prefetch(clocks, i);
-            prefetch(&poisson.clients, i);
+            poisson.clients.prefetch(i);
         }
     }
 
@@ -182,7 +182,7 @@ impl<'a> Arrivals<'a> {
                     (arrival, request, next.map(|n| n.time))
                 }
                 Gen::Poisson { poisson, clocks } => {
-                    let (client, ip) = poisson.clients[j];
+                    let (client, ip) = poisson.clients.get(j);
                     let arrival = Arrival {
                         time,
                         client,

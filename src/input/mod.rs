@@ -292,12 +292,12 @@ impl Population {
     /// Client ids for the names `prefix0 … prefix{count-1}`, as interning
     /// each would give them, but stored as one numbered run when none of
     /// them is known yet.
-    pub fn numbered_clients(&mut self, prefix: &str, count: u32) -> Vec<u32> {
+    pub fn numbered_clients(&mut self, prefix: &str, count: u32) -> Ids {
         numbered(&mut self.clients, prefix, count)
     }
 
     /// [`Population::numbered_clients`] for addresses.
-    pub fn numbered_ips(&mut self, prefix: &str, count: u32) -> Vec<u32> {
+    pub fn numbered_ips(&mut self, prefix: &str, count: u32) -> Ids {
         numbered(&mut self.ips, prefix, count)
     }
 
@@ -318,12 +318,45 @@ impl Population {
     }
 }
 
-fn numbered(names: &mut Names, prefix: &str, count: u32) -> Vec<u32> {
+/// The ids of the names `{prefix}0`, `{prefix}1`, … in order: one run of
+/// consecutive ids (the rule), or each one's, interned one by one (when
+/// some of those names might have ids already).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ids {
+    Run { first: u32, count: u32 },
+    Each(Vec<u32>),
+}
+
+impl Ids {
+    pub fn len(&self) -> usize {
+        match self {
+            Ids::Run { count, .. } => *count as usize,
+            Ids::Each(ids) => ids.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The `i`th id, for `i < len`.
+    pub fn get(&self, i: usize) -> u32 {
+        debug_assert!(i < self.len());
+        match self {
+            Ids::Run { first, .. } => first + i as u32,
+            Ids::Each(ids) => ids[i],
+        }
+    }
+}
+
+fn numbered(names: &mut Names, prefix: &str, count: u32) -> Ids {
     match names.numbered(prefix, count) {
-        Some(first) => (first..first + count).collect(),
-        None => (0..count)
-            .map(|i| names.intern(&format!("{prefix}{i}")))
-            .collect(),
+        Some(first) => Ids::Run { first, count },
+        None => Ids::Each(
+            (0..count)
+                .map(|i| names.intern(&format!("{prefix}{i}")))
+                .collect(),
+        ),
     }
 }
 
@@ -367,7 +400,8 @@ mod tests {
                 match count {
                     None => prop_assert_eq!(runs.intern(&name), one_by_one.intern(&name)),
                     Some(k) => {
-                        let a = numbered(&mut runs, &name, k);
+                        let ids = numbered(&mut runs, &name, k);
+                        let a: Vec<u32> = (0..ids.len()).map(|i| ids.get(i)).collect();
                         let b: Vec<u32> =
                             (0..k).map(|i| one_by_one.intern(&format!("{name}{i}"))).collect();
                         prop_assert_eq!(a, b);

@@ -13,7 +13,7 @@
 
 use serde_json::json;
 
-use super::{cost_field, synthetic_clients, Arrival, ParseCtx, Stream, StreamCtx};
+use super::{cost_field, synthetic_clients, Arrival, Clients, ParseCtx, Stream, StreamCtx};
 use crate::clock::Nanos;
 use crate::error::InputError;
 use crate::input::fields::Fields;
@@ -26,7 +26,7 @@ pub struct Boundary {
     pub after: Nanos,
     pub every: u64,
     pub cost: u64,
-    pub clients: Vec<(u32, u32)>,
+    pub clients: Clients,
 }
 
 impl Boundary {
@@ -78,7 +78,7 @@ impl Boundary {
     pub fn streams(&self, _source: usize, ctx: StreamCtx) -> Vec<Box<dyn Stream>> {
         self.clients
             .iter()
-            .map(|&(client, ip)| {
+            .map(|(client, ip)| {
                 Box::new(BoundaryStream {
                     spec: self.clone_params(),
                     boundary: self.every,
@@ -210,7 +210,7 @@ mod tests {
             after: Nanos::ZERO,
             every: 1,
             cost: 1,
-            clients: vec![(0, 0)],
+            clients: vec![(0, 0)].into(),
         };
         let ctx = StreamCtx {
             seed: 0,

@@ -20,7 +20,9 @@ use rand::Rng;
 use serde_json::json;
 
 use super::poisson::{exponential_gap, opt_poisson_rate, MIN_MEAN_GAP_NS};
-use super::{client_rng, cost_field, synthetic_clients, Arrival, ParseCtx, Stream, StreamCtx};
+use super::{
+    client_rng, cost_field, synthetic_clients, Arrival, Clients, ParseCtx, Stream, StreamCtx,
+};
 use crate::clock::{Nanos, Rate};
 use crate::error::InputError;
 use crate::input::fields::Fields;
@@ -45,7 +47,7 @@ pub enum Form {
 pub struct Bursty {
     pub form: Form,
     pub cost: u64,
-    pub clients: Vec<(u32, u32)>,
+    pub clients: Clients,
 }
 
 impl Bursty {
@@ -105,7 +107,7 @@ impl Bursty {
         self.clients
             .iter()
             .enumerate()
-            .map(|(i, &(client, ip))| {
+            .map(|(i, (client, ip))| {
                 let mut rng = client_rng(ctx.seed, source, i as u64);
                 let stream: Box<dyn Stream> = match self.form {
                     Form::OnOff {
@@ -378,7 +380,7 @@ mod tests {
                 phase: super::super::steady::Phase::Fixed(Nanos::ZERO),
             },
             cost: 1,
-            clients: vec![(0, 0)],
+            clients: vec![(0, 0)].into(),
         };
         let ms: Vec<u64> = times(&b, Nanos::from_secs(2))
             .iter()
@@ -398,7 +400,7 @@ mod tests {
                 off: Nanos::from_secs(3),
             },
             cost: 1,
-            clients: vec![(0, 0)],
+            clients: vec![(0, 0)].into(),
         };
         let t = times(&b, Nanos::from_secs(20_000));
         let mean_rate = t.len() as f64 / 20_000.0;

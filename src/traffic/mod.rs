@@ -39,7 +39,7 @@ use rand_chacha::ChaCha8Rng;
 use crate::clock::Nanos;
 use crate::error::InputError;
 use crate::input::fields::Fields;
-use crate::input::{Defaults, Origin, Population};
+use crate::input::{Defaults, Ids, Origin, Population};
 
 /// One request reaching the limiter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -177,14 +177,63 @@ pub fn client_rng(seed: u64, source: usize, client: u64) -> ChaCha8Rng {
     ChaCha8Rng::from_seed(key)
 }
 
+/// The clients of a synthetic source: client `i` is `clients.get(i)`,
+/// sending from address `ips.get(i)` — as a rule two numbered runs of
+/// ids, not a pair of ids per client.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Clients {
+    clients: Ids,
+    ips: Ids,
+}
+
+impl Clients {
+    pub fn len(&self) -> usize {
+        self.clients.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Client `i`'s `(client id, ip id)`, for `i < len`.
+    pub fn get(&self, i: usize) -> (u32, u32) {
+        (self.clients.get(i), self.ips.get(i))
+    }
+
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = (u32, u32)> + '_ {
+        (0..self.len()).map(|i| self.get(i))
+    }
+
+    /// A hint that client `i` is read soon (see [`crate::cache`]): its ids,
+    /// where they are listed.
+    pub fn prefetch(&self, i: usize) {
+        for ids in [&self.clients, &self.ips] {
+            if let Ids::Each(ids) = ids {
+                crate::cache::prefetch(ids, i);
+            }
+        }
+    }
+}
+
+/// Listed pairs `(client id, ip id)`.
+impl From<Vec<(u32, u32)>> for Clients {
+    fn from(pairs: Vec<(u32, u32)>) -> Self {
+        let (clients, ips) = pairs.into_iter().unzip();
+        Clients {
+            clients: Ids::Each(clients),
+            ips: Ids::Each(ips),
+        }
+    }
+}
+
 /// Names and interns `count` synthetic clients (`{prefix}{i}`); each sends
-/// from an address named like itself. Returns `(client id, ip id)` per client.
+/// from an address named like itself.
 pub fn synthetic_clients(
     f: &mut Fields,
     ctx: &mut ParseCtx,
     count: u64,
     field: &str,
-) -> Result<Vec<(u32, u32)>, InputError> {
+) -> Result<Clients, InputError> {
     let prefix = f
         .opt_str("prefix")?
         .map(str::to_string)
@@ -207,7 +256,7 @@ pub fn synthetic_clients(
     }
     let clients = ctx.population.numbered_clients(&prefix, count as u32);
     let ips = ctx.population.numbered_ips(&prefix, count as u32);
-    Ok(clients.into_iter().zip(ips).collect())
+    Ok(Clients { clients, ips })
 }
 
 /// Clients one synthetic source may have.

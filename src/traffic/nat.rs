@@ -89,7 +89,7 @@ impl Nat {
         };
         let cost = cost_field(f)?;
         let users = synthetic_clients(f, ctx, users, "users")?
-            .into_iter()
+            .iter()
             .map(|(client, _)| client)
             .collect();
         let ips = (0..ips).map(|j| ctx.population.ip(&address(j))).collect();

@@ -25,7 +25,9 @@
 use rand::Rng;
 use serde_json::json;
 
-use super::{client_rng, cost_field, synthetic_clients, Arrival, ParseCtx, Stream, StreamCtx};
+use super::{
+    client_rng, cost_field, synthetic_clients, Arrival, Clients, ParseCtx, Stream, StreamCtx,
+};
 use crate::clock::{decimal, Nanos, Rate};
 use crate::error::InputError;
 use crate::input::fields::Fields;
@@ -73,7 +75,7 @@ pub(crate) fn gap_text(per: u128, tokens: u128) -> String {
 pub struct Poisson {
     pub rate: Rate,
     pub cost: u64,
-    pub clients: Vec<(u32, u32)>,
+    pub clients: Clients,
 }
 
 impl Poisson {
@@ -94,7 +96,7 @@ impl Poisson {
         self.clients
             .iter()
             .enumerate()
-            .map(|(i, &(client, ip))| {
+            .map(|(i, (client, ip))| {
                 let rng = client_rng(ctx.seed, source, i as u64);
                 Box::new(PoissonStream::new(
                     rng, self.rate, ctx.end, client, ip, self.cost,
@@ -245,7 +247,7 @@ mod tests {
         let p = Poisson {
             rate: parse_rate("1000/1s").unwrap(),
             cost: 1,
-            clients: vec![(0, 0), (1, 1)],
+            clients: vec![(0, 0), (1, 1)].into(),
         };
         let ctx = StreamCtx {
             seed: 7,
@@ -272,7 +274,7 @@ mod tests {
         let p = Poisson {
             rate: parse_rate("100/1s").unwrap(),
             cost: 1,
-            clients: vec![(0, 0)],
+            clients: vec![(0, 0)].into(),
         };
         let ctx = StreamCtx {
             seed: 42,
@@ -361,7 +363,7 @@ mod tests {
         let p = Poisson {
             rate: parse_rate("10/1s").unwrap(),
             cost: 1,
-            clients: vec![(0, 0), (1, 1)],
+            clients: vec![(0, 0), (1, 1)].into(),
         };
         let ctx = StreamCtx {
             seed: 7,

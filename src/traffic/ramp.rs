@@ -13,7 +13,7 @@
 use serde_json::json;
 
 use super::steady::{nth_send, opt_steady_rate};
-use super::{cost_field, synthetic_clients, Arrival, ParseCtx, Stream, StreamCtx};
+use super::{cost_field, synthetic_clients, Arrival, Clients, ParseCtx, Stream, StreamCtx};
 use crate::clock::{Nanos, Rate};
 use crate::error::InputError;
 use crate::input::fields::Fields;
@@ -25,7 +25,7 @@ pub struct Ramp {
     /// The rate of each step.
     pub steps: Vec<Rate>,
     pub cost: u64,
-    pub clients: Vec<(u32, u32)>,
+    pub clients: Clients,
 }
 
 /// Steps a ramp may have.
@@ -83,7 +83,7 @@ impl Ramp {
         self.clients
             .iter()
             .enumerate()
-            .map(|(i, &(client, ip))| {
+            .map(|(i, (client, ip))| {
                 Box::new(RampStream {
                     steps: self.steps.clone(),
                     step: 0,
@@ -208,7 +208,7 @@ mod tests {
                 })
                 .collect(),
             cost: 1,
-            clients: vec![(0, 0)],
+            clients: vec![(0, 0)].into(),
         };
         let ctx = StreamCtx {
             seed: 0,

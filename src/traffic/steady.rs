@@ -15,7 +15,9 @@
 use rand::Rng;
 use serde_json::json;
 
-use super::{client_rng, cost_field, synthetic_clients, Arrival, ParseCtx, Stream, StreamCtx};
+use super::{
+    client_rng, cost_field, synthetic_clients, Arrival, Clients, ParseCtx, Stream, StreamCtx,
+};
 use crate::clock::{Nanos, Rate};
 use crate::error::InputError;
 use crate::input::fields::Fields;
@@ -70,7 +72,7 @@ pub struct Steady {
     pub phase: Phase,
     pub cost: u64,
     /// `(client, ip)` ids of each client.
-    pub clients: Vec<(u32, u32)>,
+    pub clients: Clients,
 }
 
 impl Steady {
@@ -95,7 +97,7 @@ impl Steady {
         self.clients
             .iter()
             .enumerate()
-            .map(|(i, &(client, ip))| {
+            .map(|(i, (client, ip))| {
                 // The phase as a fraction `offset / (parts · tokens)` ns.
                 let (offset, parts) = match self.phase {
                     Phase::Fixed(p) => (p.0 as u128 * tokens, 1),
@@ -215,7 +217,7 @@ mod tests {
             rate: rate_of("\"1/1ns\"").unwrap(),
             phase: Phase::Fixed(Nanos(0)),
             cost: 1,
-            clients: vec![(0, 0)],
+            clients: vec![(0, 0)].into(),
         };
         let t = &times(&s, 1)[0];
         assert_eq!(t.len(), 1_000_000);
@@ -228,7 +230,7 @@ mod tests {
             rate: parse_rate("3/1s").unwrap(),
             phase: Phase::Fixed(Nanos(0)),
             cost: 1,
-            clients: vec![(0, 0)],
+            clients: vec![(0, 0)].into(),
         };
         let t = &times(&s, 100_000_000)[0];
         assert_eq!(t.len(), 300_000);
@@ -242,14 +244,14 @@ mod tests {
             rate: parse_rate("1/1s").unwrap(),
             phase: Phase::Spread,
             cost: 1,
-            clients: vec![(0, 0), (1, 1), (2, 2), (3, 3)],
+            clients: vec![(0, 0), (1, 1), (2, 2), (3, 3)].into(),
         };
         let t = times(&s, 1000);
         let firsts: Vec<u64> = t.iter().map(|v| v[0]).collect();
         assert_eq!(firsts, [0, 250_000_000, 500_000_000, 750_000_000]);
         // Thirds of a second round up, as every computed time does.
         let three = Steady {
-            clients: vec![(0, 0), (1, 1), (2, 2)],
+            clients: vec![(0, 0), (1, 1), (2, 2)].into(),
             ..s
         };
         let firsts: Vec<u64> = times(&three, 1000).iter().map(|v| v[0]).collect();
@@ -262,7 +264,7 @@ mod tests {
             rate: parse_rate("10/1s").unwrap(),
             phase: Phase::Random,
             cost: 1,
-            clients: (0..50).map(|i| (i, i)).collect(),
+            clients: (0..50).map(|i| (i, i)).collect::<Vec<_>>().into(),
         };
         let a = times(&s, 1000);
         assert_eq!(a, times(&s, 1000));

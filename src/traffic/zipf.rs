@@ -13,7 +13,9 @@ use rand::Rng;
 use serde_json::json;
 
 use super::poisson::{opt_poisson_rate, PoissonClock};
-use super::{client_rng, cost_field, synthetic_clients, Arrival, ParseCtx, Stream, StreamCtx};
+use super::{
+    client_rng, cost_field, synthetic_clients, Arrival, Clients, ParseCtx, Stream, StreamCtx,
+};
 use crate::clock::Rate;
 use crate::error::InputError;
 use crate::input::fields::Fields;
@@ -23,7 +25,7 @@ pub struct Zipf {
     pub rate: Rate,
     pub exponent: f64,
     pub cost: u64,
-    pub clients: Vec<(u32, u32)>,
+    pub clients: Clients,
 }
 
 impl Zipf {
@@ -95,7 +97,7 @@ impl ZipfTable {
 struct ZipfStream {
     clock: PoissonClock,
     table: ZipfTable,
-    clients: Vec<(u32, u32)>,
+    clients: Clients,
     cost: u64,
 }
 
@@ -104,7 +106,7 @@ impl Stream for ZipfStream {
         let Some(time) = self.clock.tick() else {
             return Ok(None);
         };
-        let (client, ip) = self.clients[self.table.sample(&mut self.clock.rng)];
+        let (client, ip) = self.clients.get(self.table.sample(&mut self.clock.rng));
         Ok(Some(Arrival {
             time,
             client,
@@ -146,7 +148,7 @@ mod tests {
             rate: crate::clock::parse_rate("1000/1s").unwrap(),
             exponent: 1.0,
             cost: 1,
-            clients: (0..100).map(|i| (i, i)).collect(),
+            clients: (0..100).map(|i| (i, i)).collect::<Vec<_>>().into(),
         };
         let ctx = StreamCtx {
             seed: 1,
