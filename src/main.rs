@@ -5,6 +5,8 @@ use clap::Parser;
 use ratesim::InputError;
 
 fn main() -> ExitCode {
+    // Before rayon or anything else starts a thread.
+    ratesim::cache::one_malloc_arena();
     let cli = ratesim::cli::Cli::parse();
     match ratesim::app::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
