@@ -66,7 +66,7 @@ fn run(scenario: &Scenario, threads: usize, verbose: bool) -> u64 {
 
 fn main() {
     // As the binary does (see src/main.rs).
-    ratesim::cache::one_malloc_arena();
+    ratesim::cache::tune_malloc();
     let path = std::env::args()
         .skip(1)
         .find(|a| a.ends_with(".toml"))

@@ -6,7 +6,7 @@ use ratesim::InputError;
 
 fn main() -> ExitCode {
     // Before rayon or anything else starts a thread.
-    ratesim::cache::one_malloc_arena();
+    ratesim::cache::tune_malloc();
     let cli = ratesim::cli::Cli::parse();
     match ratesim::app::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
