@@ -114,7 +114,7 @@ enum Algo {
 impl Algo {
     fn build(&self) -> Box<dyn Limiter> {
         match *self {
-            Algo::TokenBucket(c) => Box::new(token_bucket::TokenBucket::new(c)),
+            Algo::TokenBucket(c) => token_bucket::boxed(c),
             Algo::Gcra(c) => Box::new(gcra::Gcra::new(c)),
             Algo::Interval(c) => Box::new(interval_bucket::IntervalBucket::new(c)),
             Algo::Leaky(c) => leaky_bucket::boxed(c),
@@ -1203,8 +1203,8 @@ fn a_three_per_second_bucket_admits_a_million_requests_at_exact_token_moments_an
         capacity: 2,
         rate: parse_rate("3/1s").unwrap(),
     };
-    let mut exact = token_bucket::TokenBucket::new(cfg);
-    let mut probed = token_bucket::TokenBucket::new(cfg);
+    let mut exact = token_bucket::boxed(cfg);
+    let mut probed = token_bucket::boxed(cfg);
     for l in [&mut exact, &mut probed] {
         assert_eq!(l.decide(0, Nanos(0), 2), Decision::Admitted);
         assert!(!l.decide(0, Nanos(0), 1).passes());
@@ -1239,7 +1239,7 @@ fn a_three_per_second_bucket_admits_a_million_requests_at_exact_token_moments_an
 /// 0 and ⌈1/3 s⌉, then rejects ⌈2/3 s⌉ by exactly the lost 2/3 ns, rounded up.
 #[test]
 fn a_full_bucket_loses_refill_beyond_its_capacity_even_a_fraction_of_a_nanosecond() {
-    let mut tb = token_bucket::TokenBucket::new(token_bucket::Config {
+    let mut tb = token_bucket::boxed(token_bucket::Config {
         capacity: 1,
         rate: parse_rate("3/1s").unwrap(),
     });

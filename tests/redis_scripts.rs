@@ -223,10 +223,7 @@ impl Params {
         let (limit, window) = (self.limit, window);
         match self.algo {
             Algo::TokenBucket { capacity } => {
-                Box::new(token_bucket::TokenBucket::new(token_bucket::Config {
-                    capacity,
-                    rate,
-                }))
+                token_bucket::boxed(token_bucket::Config { capacity, rate })
             }
             Algo::Gcra { burst } => Box::new(gcra::Gcra::new(gcra::Config { burst, rate })),
             Algo::Leaky { queue, delay } => {

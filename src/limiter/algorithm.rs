@@ -80,7 +80,7 @@ impl Algorithm {
     /// A fresh limiter with no state.
     pub fn build(&self) -> Box<dyn Limiter> {
         match *self {
-            Algorithm::TokenBucket(c) => Box::new(token_bucket::TokenBucket::new(c)),
+            Algorithm::TokenBucket(c) => token_bucket::boxed(c),
             Algorithm::IntervalBucket(c) => Box::new(interval_bucket::IntervalBucket::new(c)),
             Algorithm::Gcra(c) => Box::new(gcra::Gcra::new(c)),
             Algorithm::LeakyBucket(c) => leaky_bucket::boxed(c),

@@ -61,49 +61,94 @@ pub struct Config {
     pub rate: Rate,
 }
 
-/// 24 bytes: the balance's two halves are `u64`s, so the state is aligned
-/// to 8 bytes, not a `u128`'s 16 (which would pad it to 32).
+/// How a bucket holds its balance, which never exceeds the configuration's
+/// full balance (capacity × rate denominator): in one `u64` when that fits
+/// one — a 16-byte state — else in two, the halves of a `u128` (24 bytes:
+/// aligned to 8, not to a `u128`'s 16, which would pad it to 32). The
+/// arithmetic is the same `u128` either way.
+pub trait Balance: Copy + Default + Send + 'static {
+    fn get(&self) -> u128;
+    fn set(&mut self, balance: u128);
+}
+
+impl Balance for u64 {
+    fn get(&self) -> u128 {
+        u128::from(*self)
+    }
+
+    fn set(&mut self, balance: u128) {
+        // Only configurations whose full balance fits a u64 hold it here.
+        *self = u64::try_from(balance).expect("a balance is at most the full one");
+    }
+}
+
+impl Balance for [u64; 2] {
+    fn get(&self) -> u128 {
+        u128::from(self[0]) | u128::from(self[1]) << 64
+    }
+
+    fn set(&mut self, balance: u128) {
+        *self = [balance as u64, (balance >> 64) as u64];
+    }
+}
+
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Bucket {
-    /// Tokens × rate denominator, low and high 64 bits.
-    balance: [u64; 2],
+pub struct Bucket<B> {
+    /// Tokens × rate denominator.
+    balance: B,
     last: Nanos,
 }
 
-impl Bucket {
+impl<B: Balance> Bucket<B> {
     fn balance(&self) -> u128 {
-        u128::from(self.balance[0]) | u128::from(self.balance[1]) << 64
+        self.balance.get()
     }
 
     fn set_balance(&mut self, balance: u128) {
-        self.balance = [balance as u64, (balance >> 64) as u64];
+        self.balance.set(balance);
     }
 }
 
-/// The token bucket's rule.
-pub struct TokenBucketRule {
+/// The token bucket's rule, its keys' balances held as `B`.
+pub struct TokenBucketRule<B> {
     cfg: Config,
     /// Capacity × rate denominator.
     full: u128,
+    balance: std::marker::PhantomData<B>,
 }
 
-/// A token bucket per key.
-pub type TokenBucket = Stored<TokenBucketRule>;
+/// A token bucket per key, its balances held as `B`.
+pub type TokenBucket<B> = Stored<TokenBucketRule<B>>;
 
-impl TokenBucket {
-    pub fn new(cfg: Config) -> Self {
+impl<B: Balance> TokenBucket<B> {
+    fn with(cfg: Config) -> Self {
         let full = cfg.capacity as u128 * cfg.rate.per_ns();
+        let rule = TokenBucketRule {
+            cfg,
+            full,
+            balance: std::marker::PhantomData,
+        };
         Stored::of(
-            TokenBucketRule { cfg, full },
+            rule,
             Ledger::fixed::<{ state_bytes::TOKEN_BUCKET }, { redis_bytes::HASH }>(),
         )
     }
 }
 
-impl Rule for TokenBucketRule {
-    type State = Bucket;
+/// A token bucket per key: 16 bytes a key where the full balance fits a
+/// `u64` (for a rate per second, any capacity up to 1.8 · 10^10), else 24.
+pub fn boxed(cfg: Config) -> Box<dyn super::Limiter> {
+    let full = cfg.capacity as u128 * cfg.rate.per_ns();
+    match u64::try_from(full) {
+        Ok(_) => Box::new(TokenBucket::<u64>::with(cfg)),
+        Err(_) => Box::new(TokenBucket::<[u64; 2]>::with(cfg)),
+    }
+}
 
-    fn fresh(&self, now: Nanos) -> Bucket {
+impl<B: Balance> Rule for TokenBucketRule<B> {
+    type State = Bucket<B>;
+
+    fn fresh(&self, now: Nanos) -> Bucket<B> {
         let mut b = Bucket {
             last: now,
             ..Bucket::default()
@@ -112,7 +157,7 @@ impl Rule for TokenBucketRule {
         b
     }
 
-    fn decide(&self, b: &mut Bucket, now: Nanos, cost: u64) -> (Decision, Option<u64>) {
+    fn decide(&self, b: &mut Bucket<B>, now: Nanos, cost: u64) -> (Decision, Option<u64>) {
         let (n, d) = (self.cfg.rate.tokens(), self.cfg.rate.per_ns());
         let elapsed = (now.0 - b.last.0) as u128;
         let balance = self.full.min(b.balance() + elapsed * n);
@@ -136,7 +181,7 @@ impl Rule for TokenBucketRule {
     /// bucket, and a full bucket's past is forgotten (the refill is capped),
     /// so from `last + (full − balance)/rate` on, every decision is a fresh
     /// key's. One nanosecond before, a request of `capacity` is refused.
-    fn fresh_at(&self, b: &Bucket) -> Nanos {
+    fn fresh_at(&self, b: &Bucket<B>) -> Nanos {
         let missing = self.full - b.balance();
         span(b.last.0 as u128 + missing.div_ceil(self.cfg.rate.tokens()))
     }
@@ -149,20 +194,53 @@ mod tests {
     use crate::limiter::Limiter;
 
     #[test]
-    fn a_bucket_is_24_bytes_and_holds_any_balance() {
-        assert_eq!(std::mem::size_of::<Bucket>(), 24);
-        let mut b = Bucket::default();
+    fn a_bucket_is_16_bytes_where_its_balance_fits_a_u64_else_24() {
+        assert_eq!(std::mem::size_of::<Bucket<u64>>(), 16);
+        assert_eq!(std::mem::size_of::<Bucket<[u64; 2]>>(), 24);
+        let mut b = Bucket::<[u64; 2]>::default();
         for v in [0, 1, u64::MAX as u128, 1 << 64, u128::MAX - 1, u128::MAX] {
+            b.set_balance(v);
+            assert_eq!(b.balance(), v);
+        }
+        let mut b = Bucket::<u64>::default();
+        for v in [0, 1, u64::MAX as u128] {
             b.set_balance(v);
             assert_eq!(b.balance(), v);
         }
     }
 
-    fn bucket(capacity: u64, rate: &str) -> TokenBucket {
-        TokenBucket::new(Config {
+    fn bucket(capacity: u64, rate: &str) -> Box<dyn Limiter> {
+        boxed(Config {
             capacity,
             rate: parse_rate(rate).unwrap(),
         })
+    }
+
+    proptest::proptest! {
+        /// A balance held in one u64 decides exactly as one held in two,
+        /// up to a full balance of u64::MAX.
+        #[test]
+        fn both_balances_decide_alike(
+            capacity in proptest::prop_oneof![1u64..10, 1u64..1_000_000, 18_000_000_000u64..18_446_744_074],
+            tokens in 1u64..1000,
+            per_ms in proptest::prop_oneof![1u64..10, 1u64..100_000],
+            ops in proptest::collection::vec((0u32..4, 0u64..2_000_000_000, 1u64..20), 1..300),
+        ) {
+            let rate = parse_rate(&format!("{tokens}/{per_ms}ms")).unwrap();
+            let cfg = Config { capacity, rate };
+            proptest::prop_assume!(u64::try_from(capacity as u128 * rate.per_ns()).is_ok());
+            let (mut narrow, mut wide) = (TokenBucket::<u64>::with(cfg), TokenBucket::<[u64; 2]>::with(cfg));
+            let mut now = 0u64;
+            for (key, dt, cost) in ops {
+                now += dt;
+                proptest::prop_assert_eq!(
+                    narrow.decide(key, Nanos(now), cost),
+                    wide.decide(key, Nanos(now), cost)
+                );
+                proptest::prop_assert_eq!(narrow.fresh_at(key), wide.fresh_at(key));
+            }
+            proptest::prop_assert_eq!(narrow.footprint(Nanos(now)), wide.footprint(Nanos(now)));
+        }
     }
 
     const MS: u64 = 1_000_000;
