@@ -283,11 +283,8 @@ impl<T: Timed> Calendar<T> {
             let n = self.ring.len(slot);
             if n > 0 {
                 self.in_ring -= n;
-                // `near` keeps its allocation from bucket to bucket, but
-                // not one far larger than buckets come (after a burst).
-                if self.near.capacity() > 4 * n.max(BLOCK) {
-                    self.near = Vec::with_capacity(n);
-                }
+                // `near` keeps its allocation from bucket to bucket: at
+                // most the largest bucket, which the ring held as well.
                 self.ring.take(slot, &mut self.near);
                 self.near.sort_unstable_by(|a, b| b.cmp(a));
             }
@@ -330,11 +327,12 @@ impl<T: Timed> Calendar<T> {
         if shift.abs_diff(self.shift) < 2 {
             return;
         }
-        // The far heap's vector takes every entry; the ring's pool goes.
+        // The far heap's vector takes every entry.
         let mut entries: Vec<T> = std::mem::take(&mut self.far)
             .into_iter()
             .map(|r| r.0)
             .collect();
+        entries.reserve(len - entries.len());
         for slot in 0..self.ring.chains.len() {
             self.ring.take(slot, &mut entries);
         }
@@ -343,9 +341,17 @@ impl<T: Timed> Calendar<T> {
         entries.extend(std::mem::take(&mut self.late).into_iter().map(|r| r.0));
         let least = entries.iter().map(T::time).min().unwrap_or(0);
         let (check_after, last) = (self.check_after, self.last);
+        // The allocations stay, emptied: the ring's block pool (its blocks
+        // all free) and `near`'s.
+        let (ring, near) = (
+            std::mem::take(&mut self.ring),
+            std::mem::take(&mut self.near),
+        );
         *self = Calendar {
             check_after,
             last,
+            ring,
+            near,
             ..Calendar::with_shift(shift)
         };
         // Every entry goes back past the current bucket: the next refill
