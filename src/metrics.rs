@@ -638,7 +638,7 @@ impl Window {
                 _ => s.passes.push_back((tj, 1)),
             }
         }
-        (s.sum, s.aligned, s.in_aligned) = (len as u64, t / w, aligned);
+        (s.sum, s.aligned, s.in_aligned) = (len as u128, t / w, aligned);
         self.spill = u32::try_from(i + 1).expect("fewer spilled windows than u32 keys");
         self.len = 0;
         s.add(t, cost, w)
@@ -672,11 +672,12 @@ impl Window {
 
 /// A key's window of passes that did not fit its slot: `(time, cost)` in
 /// time order, their sum, and the cost passed in the aligned window of
-/// the latest.
+/// the latest. The sum is a `u128`, exact whatever the costs; it is
+/// reported saturated at `u64::MAX`.
 #[derive(Debug, Clone, Default)]
 struct Spilled {
     passes: VecDeque<(u64, u64)>,
-    sum: u64,
+    sum: u128,
     aligned: u64,
     in_aligned: u64,
 }
@@ -695,7 +696,7 @@ impl Spilled {
                 break;
             }
             self.passes.pop_front();
-            self.sum -= c;
+            self.sum -= u128::from(c);
         }
         self.passes.is_empty()
     }
@@ -708,12 +709,18 @@ impl Spilled {
         }
         let before = self.in_aligned;
         self.in_aligned = self.in_aligned.saturating_add(cost);
-        match self.passes.back_mut() {
-            Some(last) if self.sum > 0 && last.0 == t => last.1 += cost,
-            _ => self.passes.push_back((t, cost)),
+        // Passes at one time share an entry while their cost fits it.
+        let merged = match self.passes.back_mut() {
+            Some(last) if self.sum > 0 && last.0 == t => {
+                last.1.checked_add(cost).map(|c| last.1 = c)
+            }
+            _ => None,
+        };
+        if merged.is_none() {
+            self.passes.push_back((t, cost));
         }
-        self.sum = self.sum.saturating_add(cost);
-        (before, self.sum)
+        self.sum += u128::from(cost);
+        (before, u64::try_from(self.sum).unwrap_or(u64::MAX))
     }
 }
 
@@ -1058,11 +1065,13 @@ mod tests {
 
     /// The window as it was before it moved into a 64-byte slot: a deque
     /// of every pass in the window, their sum, and a counter per aligned
-    /// window. [`Window`] must return what it returns, pass by pass.
+    /// window. [`Window`] must return what it returns, pass by pass. (The
+    /// sum is a `u128` reported saturated; the old `u64` saturated and then
+    /// wrapped as passes left — see the regression test below.)
     #[derive(Default)]
     struct ModelWindow {
         passes: VecDeque<(u64, u64)>,
-        sum: u64,
+        sum: u128,
         aligned: u64,
         in_aligned: u64,
     }
@@ -1081,11 +1090,11 @@ mod tests {
                     break;
                 }
                 self.passes.pop_front();
-                self.sum -= c;
+                self.sum -= u128::from(c);
             }
             self.passes.push_back((t, cost));
-            self.sum = self.sum.saturating_add(cost);
-            (before, self.sum)
+            self.sum += u128::from(cost);
+            (before, u64::try_from(self.sum).unwrap_or(u64::MAX))
         }
     }
 
@@ -1120,6 +1129,26 @@ mod tests {
         assert_eq!((w.spill, w.time(0), w.time(1)), (0, 7 + far / 2, 8 + far));
     }
 
+    // Regression (found in review): a key's window summing past u64::MAX
+    // saturated, then lost each pass's cost as it left — 0 here, where 5
+    // is still in the window. The sum is exact now, reported saturated.
+    #[test]
+    fn a_window_past_u64_max_stays_exact_as_passes_leave() {
+        let (mut w, mut spills) = (Window::default(), Spills::default());
+        assert_eq!(w.pass(&mut spills, 0, u64::MAX, 10), (0, u64::MAX));
+        assert_eq!(w.pass(&mut spills, 1, 5, 10), (u64::MAX, u64::MAX));
+        assert_eq!(w.pass(&mut spills, 10, 0, 10), (0, 5));
+        assert_eq!(w.pass(&mut spills, 20, 1, 10), (0, 1));
+        // Two passes at one moment whose costs sum past u64::MAX keep an
+        // entry each (found by the proptest below).
+        let (mut w, mut spills) = (Window::default(), Spills::default());
+        let half = 1 << 63;
+        assert_eq!(w.pass(&mut spills, 0, half, 3), (0, half));
+        assert_eq!(w.pass(&mut spills, 0, half, 3), (half, u64::MAX));
+        assert_eq!(w.pass(&mut spills, 2, 0, 3), (u64::MAX, u64::MAX));
+        assert_eq!(w.pass(&mut spills, 3, 0, 3), (0, 0));
+    }
+
     #[test]
     fn counts_past_32_bits_carry_exactly() {
         let mut r = Recorder::new(Nanos(1000 * MS), 10, Nanos(100 * MS), Nanos(3000 * MS), 1);
@@ -1150,7 +1179,7 @@ mod tests {
             w in proptest::prop_oneof![1u64..5, 1u64..1_000_000_000, 1u64..(1 << 40)],
             passes in proptest::collection::vec(
                 (proptest::prop_oneof![0u64..3, 0u64..1_000_000_000, 0u64..(1 << 34)],
-                 proptest::prop_oneof![0u64..4, 1u64..9, 1u64..(1 << 33)]),
+                 proptest::prop_oneof![0u64..4, 1u64..9, 1u64..(1 << 33), (u64::MAX / 4)..=u64::MAX]),
                 1..200,
             ),
         ) {
@@ -1165,12 +1194,12 @@ mod tests {
                 );
                 // (A pass of cost 0 takes no room in place.)
                 let mut held = model.passes.iter().filter(|p| p.1 > 0);
-                let fits = model.sum <= INLINE_PASSES as u64
+                let fits = model.sum <= INLINE_PASSES as u128
                     && held.next().zip(held.next_back())
                         .is_none_or(|(f, b)| b.0 - f.0 <= u32::MAX as u64);
                 if window.spill == 0 {
                     proptest::prop_assert!(fits);
-                    proptest::prop_assert_eq!(window.len as u64, model.sum);
+                    proptest::prop_assert_eq!(u128::from(window.len), model.sum);
                 }
             }
             // A spilled window is in use by one key at most.
