@@ -14,10 +14,11 @@
 //! from its end — a bucket's entries, which fit in the cache. (Blocks,
 //! not a vector per bucket: buckets that turn over allocate nothing, and
 //! the ring holds its entries and at most one part-filled block a bucket,
-//! where vectors grown by doubling held 40 % more.) (An entry pushed into the current bucket goes beside it,
-//! into `late`: a vector until one of them is taken, then a heap made of
-//! it at once — a fixed window's keys, all fresh at the same boundary,
-//! are pushed there one by one and taken all together.) Every entry of
+//! where vectors grown by doubling held 40 % more.) An entry pushed into
+//! the current bucket goes beside it, into `late`: a vector until one of
+//! them is taken, then a heap made of it at once — a fixed window's keys,
+//! all fresh at the same boundary, are pushed there one by one and taken
+//! all together. Every entry of
 //! `near` and `late` is earlier than every entry elsewhere, so the lesser
 //! of their least is the queue's least: the order is the entries' own
 //! (`Ord`), ties and all.
@@ -435,9 +436,9 @@ impl<T: Copy> Ring<T> {
             }
             self.chains[slot].tail = b;
         }
-        // A bucket of 2^32 entries would take 64 GiB of 16-byte entries;
-        // its count saturates before it could wrap (and the blocks run out
-        // of 32-bit indices first).
+        // A bucket of 2^32 entries would take 64 GiB of 16-byte entries
+        // (and the pool's 32-bit block indices run out first): the count
+        // is checked, never wrapped.
         self.chains[slot].len = c.len.checked_add(1).expect("under 2^32 entries a bucket");
     }
 

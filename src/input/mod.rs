@@ -339,11 +339,13 @@ impl Ids {
         self.len() == 0
     }
 
-    /// The `i`th id, for `i < len`.
+    /// The `i`th id, for `i < len` (past it, a panic, as for a slice).
     pub fn get(&self, i: usize) -> u32 {
-        debug_assert!(i < self.len());
         match self {
-            Ids::Run { first, .. } => first + i as u32,
+            Ids::Run { first, count } => {
+                assert!(i < *count as usize, "id {i} of a run of {count}");
+                first + i as u32
+            }
             Ids::Each(ids) => ids[i],
         }
     }
