@@ -206,15 +206,18 @@ impl Recorder {
         decision: Decision,
     ) {
         self.added_latency.record(latency.0);
-        if attempt == 1 {
-            self.logical += 1;
-            self.bump(client, LOGICAL);
-        }
         let outcome = match decision.passes() {
             true => CLIENT_PASSED,
             false => CLIENT_REJECTED,
         };
-        self.bump(client, outcome);
+        // One look-up of the client's slot for both counts.
+        let both = [LOGICAL, outcome];
+        if attempt == 1 {
+            self.logical += 1;
+            self.bump(client, &both);
+        } else {
+            self.bump(client, &both[1..]);
+        }
         if attempt > 1 {
             self.bucket(now.0).retries += 1;
         }
@@ -306,7 +309,7 @@ impl Recorder {
             Decision::Delayed { .. } => DELAYED,
             Decision::Rejected { .. } => KEY_REJECTED,
         };
-        self.bump(key, outcome);
+        self.bump(key, &[outcome]);
         let b = self.bucket(now.0);
         b.attempts += 1;
         let pass_at = match decision {
@@ -340,12 +343,16 @@ impl Recorder {
         }
     }
 
-    /// Adds one to count `field` of `id`'s slot (created if need be).
-    fn bump(&mut self, id: u32, field: usize) {
-        let n = &mut PerId::of(&mut self.ids, id).counts[field];
-        *n = n.wrapping_add(1);
-        if *n == 0 {
-            self.wide.carry(id, field);
+    /// Adds one to each count of `fields` in `id`'s slot (created if need
+    /// be).
+    fn bump(&mut self, id: u32, fields: &[usize]) {
+        let counts = &mut PerId::of(&mut self.ids, id).counts;
+        for &field in fields {
+            let n = &mut counts[field];
+            *n = n.wrapping_add(1);
+            if *n == 0 {
+                self.wide.carry(id, field);
+            }
         }
     }
 
