@@ -85,8 +85,9 @@ pub fn grow_with<T>(v: &mut Vec<T>, len: usize, f: impl FnMut() -> T) {
 ///
 /// Measured, one token bucket at 10^6 Poisson clients: 175 → 158 MB peak
 /// RSS for the first, 151 → 143 MB for the second (with the calendar's
-/// block pool). The hot path seldom allocates, so neither costs
-/// measurable time (speed.toml, one thread and two).
+/// block pool). The first costs no measurable time (speed.toml, one thread
+/// and two); the second about 3 % of speed.toml's CPU time, the page
+/// faults of the fresh mappings it makes.
 pub fn tune_malloc() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
