@@ -23,12 +23,12 @@ pub struct Cli {
 pub enum Command {
     /// Run a scenario and write its results to a run directory
     #[command(
-        after_help = "Examples:\n  ratesim run boundary\n  ratesim run steady.toml --seed 42 --out /tmp/steady   (after `ratesim init steady`)\n  ratesim run poisson --decisions --quiet\n  ratesim run boundary --format json | jq '.limiters[].peak_in_window'\n\nSCENARIO is a path to a .toml file or the name of a built-in scenario (see `ratesim list`).\nThe run directory gets summary.csv, summary.json, timeseries.csv, summary.md, the PNG charts\n(timeline, peak, outcomes, state; delay when something was delayed; clients when clients retried\nor shared a key; deployment when a limiter is deployed) and, with --decisions, decisions.csv.\nA progress bar shows on stderr for runs longer than a second (a progress line every 5 s when\nstderr is not a terminal), unless --quiet. An existing DIR is replaced only if it is a run\ndirectory holding nothing ratesim did not write, or empty, unless --force.\n\nPaths: a trace's `path` is relative to the scenario file (so a scenario and its trace move\ntogether); `[output] dir` and --out are relative to the current directory, like every path\ngiven on the command line (so results land where you run ratesim).\n\nratesim refuses a run of more than 10^10 decisions (see `ratesim validate`) unless --force."
+        after_help = "Examples:\n  ratesim run boundary\n  ratesim run steady.toml --seed 42 --out /tmp/steady   (after `ratesim init steady`)\n  ratesim run poisson --decisions --quiet\n  ratesim run boundary --format json | jq '.limiters[].peak_in_window'\n\nSCENARIO is a path to a .toml file or the name of a built-in scenario (see `ratesim list`).\nThe run directory gets summary.csv, summary.json, timeseries.csv, summary.md, the PNG charts\n(timeline, peak, outcomes, state; delay when something was delayed; clients when clients retried\nor shared a key; deployment when a limiter is deployed) and, with --decisions, decisions.csv.\nA progress bar shows on stderr for runs longer than a second (a progress line every 5 s when\nstderr is not a terminal), unless --quiet. An existing DIR is replaced only if it is empty or\na run directory holding nothing ratesim did not write, and never when it holds the scenario\nor a file the scenario reads: no flag deletes or overwrites a file ratesim did not write.\n\nPaths: a trace's `path` is relative to the scenario file (so a scenario and its trace move\ntogether); `[output] dir` and --out are relative to the current directory, like every path\ngiven on the command line (so results land where you run ratesim).\n\nratesim refuses a run of more than 10^10 decisions, or of more memory than the machine has\navailable (see `ratesim validate`), unless --no-budget."
     )]
     Run(RunArgs),
     /// Check a scenario file without running it
     #[command(
-        after_help = "Examples:\n  ratesim validate my.toml\n  ratesim validate boundary\n\nPrints the work the scenario is (attempts, decisions, the most memory its limiters' state\ncan take) and whether `ratesim run` would refuse it without --force.\nExit status 0 when the scenario is valid, 2 with a message naming the field when not."
+        after_help = "Examples:\n  ratesim validate my.toml\n  ratesim validate boundary\n\nPrints the work the scenario is (attempts, decisions, the most memory its limiters' state\ncan take) and whether `ratesim run` would refuse it without --no-budget.\nExit status 0 when the scenario is valid, 2 with a message naming the field when not."
     )]
     Validate {
         /// Path to a scenario .toml, or a built-in scenario name
@@ -63,7 +63,7 @@ pub enum Command {
     },
     /// Write a built-in scenario to a file to edit, with any trace it reads
     #[command(
-        after_help = "Examples:\n  ratesim init boundary                writes boundary.toml\n  ratesim init trace replay/t.toml     writes replay/t.toml and replay/traces/sample.csv\n  ratesim init steady experiments/     writes experiments/steady.toml\n\nFILE defaults to NAME.toml in the current directory; when it is a directory (existing, or\nending in /) the scenario goes inside it as NAME.toml. Files the scenario reads are written at their path\nrelative to FILE, so it runs unchanged: `ratesim run FILE` from any directory. Nothing is\nwritten when any of the files exists, unless --force (exit status 2 naming the file)."
+        after_help = "Examples:\n  ratesim init boundary                writes boundary.toml\n  ratesim init trace replay/t.toml     writes replay/t.toml and replay/traces/sample.csv\n  ratesim init steady experiments/     writes experiments/steady.toml\n\nFILE defaults to NAME.toml in the current directory; when it is a directory (existing, or\nending in /) the scenario goes inside it as NAME.toml. Files the scenario reads are written at their path\nrelative to FILE, so it runs unchanged: `ratesim run FILE` from any directory. Nothing is\nwritten when any of the files exists (exit status 2 naming the file); --force overwrites a\nfile only where it holds exactly what `ratesim init` writes, never a file you edited or wrote."
     )]
     Init(InitArgs),
     /// Run a scenario over a grid of values, compare and recommend
@@ -122,7 +122,8 @@ pub struct InitArgs {
     pub name: String,
     /// Where to write the scenario (default: NAME.toml)
     pub file: Option<PathBuf>,
-    /// Overwrite existing files
+    /// Overwrite a file only where it holds exactly what `ratesim init`
+    /// writes (a built-in scenario or one of its files, unedited)
     #[arg(long)]
     pub force: bool,
 }
@@ -161,9 +162,14 @@ pub struct RunArgs {
     /// Do not draw the PNG charts (`ratesim plot` can draw them later)
     #[arg(long)]
     pub no_plots: bool,
-    /// Replace DIR even if it holds files ratesim did not write, and run
-    /// past the work budget
+    /// Run past the work budget (10^10 decisions) and the machine's
+    /// available memory (see `ratesim validate`)
     #[arg(long)]
+    pub no_budget: bool,
+    /// No longer does anything, kept so older scripts still parse: DIR is
+    /// replaced only when it holds nothing but ratesim's files, whatever
+    /// the flags; --no-budget lifts the work budget
+    #[arg(long, hide = true)]
     pub force: bool,
     /// What to print on stdout
     #[arg(long, value_enum, default_value_t = Format::Table)]
@@ -218,9 +224,11 @@ pub struct SweepArgs {
     /// Print nothing on success (and no progress bar)
     #[arg(long, short)]
     pub quiet: bool,
-    /// Run more than 10000 points or past the work budget, and replace DIR
-    /// even if it holds files ratesim did not write
+    /// Run more than 10000 points, or past the work budget
     #[arg(long)]
+    pub no_budget: bool,
+    /// No longer does anything (see `ratesim run --help`)
+    #[arg(long, hide = true)]
     pub force: bool,
 }
 
@@ -247,8 +255,8 @@ pub struct SweepMergeArgs {
     /// Print nothing on success
     #[arg(long, short)]
     pub quiet: bool,
-    /// Replace DIR even if it holds files ratesim did not write
-    #[arg(long)]
+    /// No longer does anything (see `ratesim run --help`)
+    #[arg(long, hide = true)]
     pub force: bool,
 }
 
@@ -271,4 +279,4 @@ passed_share, peak_over_limit. An empty cell reads as 0.
 
 A [sweep] table in the scenario may hold vary = [\"PATH=LIST\", ...], require = [...], minimize,
 maximize and metric; flags replace it. `ratesim run` ignores [sweep] and runs the file as written.
-At most 10000 points without --force.";
+At most 10000 points without --no-budget. DIR is replaced only when it is empty or holds\nnothing but ratesim's files, whatever the flags.";

@@ -4,7 +4,7 @@
 //! requests, a rate of `7/3ns`, a sliding log whose limit is a billion. The
 //! estimate is arithmetic on the validated parameters only — it simulates
 //! nothing — so `validate` can print it and `run` can refuse work beyond
-//! [`BUDGET_DECISIONS`] (unless `--force`) and warn of limiter state beyond
+//! [`BUDGET_DECISIONS`] (unless `--no-budget`) and warn of limiter state beyond
 //! [`STATE_WARNING`] before anything is allocated.
 //!
 //! - **Attempts** are the expected first attempts of every source over the
@@ -28,7 +28,7 @@ use crate::scenario::{KeyBy, Scenario};
 use crate::traffic::bursty::Form;
 use crate::traffic::Pattern;
 
-/// The most decisions `run` makes without `--force`: at about 2 M
+/// The most decisions `run` makes without `--no-budget`: at about 2 M
 /// decisions per second per core this is roughly an hour and a half of
 /// two cores.
 pub const BUDGET_DECISIONS: u128 = 10_000_000_000;
@@ -99,12 +99,12 @@ impl Estimate {
         }
     }
 
-    /// Why `run` should not start without `--force`, if it should not.
+    /// Why `run` should not start without `--no-budget`, if it should not.
     pub fn over_budget(&self) -> Option<String> {
         (self.decisions > BUDGET_DECISIONS).then(|| {
             format!(
                 "this scenario is ≈{} decisions (≈{} attempts over its limiters), more than the {} \
-                 a run makes without --force; shorten duration, lower rates, bursts or clients, or pass --force",
+                 a run makes without --no-budget; shorten duration, lower rates, bursts or clients, or pass --no-budget",
                 count(self.decisions),
                 count(self.attempts),
                 count(BUDGET_DECISIONS)
@@ -272,7 +272,7 @@ mod tests {
         assert_eq!(e.attempts, 11_000_000_000_000);
         let why = e.over_budget().unwrap();
         assert!(
-            why.contains("1.1e13 decisions") && why.contains("--force"),
+            why.contains("1.1e13 decisions") && why.contains("--no-budget"),
             "{why}"
         );
     }

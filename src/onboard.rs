@@ -6,8 +6,10 @@
 //! prints a built-in's TOML byte for byte as shipped; `init` writes it to a
 //! file, together with every file it names (the `trace` scenario's CSV),
 //! placed so that its relative `path` resolves as it did: trace paths are
-//! relative to the scenario file. `init` never replaces an existing file
-//! unless asked to (`--force`), and then only a regular file.
+//! relative to the scenario file. `init` never replaces an existing file;
+//! with `--force` it replaces a regular file only where that file holds
+//! exactly what `init` writes (a built-in scenario or one of its shipped
+//! files, unedited), so no flag overwrites a file a user wrote or edited.
 
 use std::fs;
 use std::io::{self, Write};
@@ -53,11 +55,12 @@ fn ends_in_separator(f: &Path) -> bool {
     text.ends_with('/') || text.ends_with(std::path::MAIN_SEPARATOR)
 }
 
-/// Refuses to write over anything that exists, unless `force` — and even
-/// then over anything but a regular file. Checks every target before any is
-/// written, so a refusal writes nothing.
+/// Refuses to write over anything that exists — with `force`, over
+/// anything but a regular file holding exactly what `init` writes. Checks
+/// every target before any is written, so a refusal writes nothing.
 pub fn check_targets(targets: &[(PathBuf, &[u8])], force: bool) -> Result<(), InputError> {
     let mut existing = Vec::new();
+    let mut edited = Vec::new();
     for (path, _) in targets {
         let Ok(meta) = fs::symlink_metadata(path) else {
             continue;
@@ -76,10 +79,20 @@ pub fn check_targets(targets: &[(PathBuf, &[u8])], force: bool) -> Result<(), In
                 path.display()
             )));
         }
+        if !is_ratesims(path) {
+            edited.push(path.display().to_string());
+        }
         existing.push(path.display().to_string());
     }
-    if existing.is_empty() || force {
+    if existing.is_empty() || (force && edited.is_empty()) {
         return Ok(());
+    }
+    if force {
+        return Err(InputError::new(format!(
+            "{}: exists and is not a file ratesim init wrote (it differs from every built-in scenario and shipped file); \
+             ratesim never overwrites a file it did not write — move it away, or name another FILE (ratesim init NAME FILE)",
+            edited.join(", ")
+        )));
     }
     let verb = if existing.len() == 1 {
         "exists"
@@ -87,9 +100,28 @@ pub fn check_targets(targets: &[(PathBuf, &[u8])], force: bool) -> Result<(), In
         "exist"
     };
     Err(InputError::new(format!(
-        "{}: already {verb} — pass --force to overwrite, or name another FILE (ratesim init NAME FILE)",
+        "{}: already {verb} — name another FILE (ratesim init NAME FILE); --force overwrites only a file that holds exactly what ratesim init writes",
         existing.join(", ")
     )))
+}
+
+/// Whether the file at `path` holds exactly one of the files `init`
+/// writes: a built-in scenario's text or one of its shipped files.
+fn is_ratesims(path: &Path) -> bool {
+    let shipped = || {
+        builtin::SCENARIOS
+            .iter()
+            .flat_map(|b| std::iter::once(b.toml.as_bytes()).chain(b.files.iter().map(|f| f.1)))
+    };
+    let largest = shipped().map(<[u8]>::len).max().unwrap_or(0) as u64;
+    // A file larger than every shipped one is not one of them: unread.
+    if fs::metadata(path).map_or(true, |m| m.len() > largest) {
+        return false;
+    }
+    let Ok(bytes) = fs::read(path) else {
+        return false;
+    };
+    shipped().any(|data| data == bytes.as_slice())
 }
 
 /// `ratesim show NAME`: the TOML on stdout exactly as shipped; a note on

@@ -32,14 +32,15 @@ pub struct RunOptions {
     pub decisions: bool,
     /// Draw the PNG charts (`summary.md` is written either way).
     pub plots: bool,
-    /// Replace the run directory even if it holds files ratesim did not
-    /// write (see [`crate::staging`]).
-    pub force: bool,
+    /// Run past the work budget of [`crate::estimate`].
+    pub no_budget: bool,
 }
 
 /// Simulates every limiter of `scenario` and writes the run directory `out`.
 /// Refuses (as bad input) a scenario over the work budget of
-/// [`crate::estimate`] unless `options.force`.
+/// [`crate::estimate`] unless `options.no_budget`, and a run directory that
+/// holds files ratesim did not write or the run's own inputs (see
+/// [`crate::staging`]), whatever the options.
 ///
 /// `progress(limiter, time reached, events)` is called as each limiter's
 /// simulation advances (see [`engine::simulate_all`]).
@@ -49,12 +50,12 @@ pub fn run_scenario(
     options: &RunOptions,
     progress: &(dyn Fn(usize, Nanos, u64) + Sync),
 ) -> anyhow::Result<Report> {
-    if !options.force {
+    if !options.no_budget {
         if let Some(why) = Estimate::of(scenario).over_budget() {
             return Err(InputError::new(format!("{}: {why}", scenario.name)).into());
         }
     }
-    let staging = Staging::new(out, options.force)?;
+    let staging = Staging::new(out, &scenario.inputs)?;
     let report = simulate_into(scenario, staging.path(), options, progress)?;
     staging.commit(&scenario.name)?;
     Ok(report)

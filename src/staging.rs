@@ -10,7 +10,16 @@
 //!   [`MARKER`] file (its version and the scenario's name). An existing
 //!   target is replaced only if it is empty, or if it carries the marker
 //!   and holds nothing but files ratesim writes ([`is_ratesim_file`]);
-//!   anything else is refused (exit 2, nothing touched) unless `--force`.
+//!   anything else is refused (exit 2, nothing touched), whatever the
+//!   flags: no flag deletes or overwrites a file ratesim did not write.
+//!   The check is made again just before the replacement (a file added
+//!   while the run was simulating is found then), and the earlier result
+//!   is removed file by file — only files ratesim writes, then the empty
+//!   directory — so even a file that appears between the check and the
+//!   removal is left where it was.
+//! - **Never over its own input.** A target that is, or holds, the
+//!   scenario file or a file the scenario reads (a trace, an access log)
+//!   is refused: `--out .` beside the scenario, or any ancestor of it.
 //! - **Signals.** On SIGINT, SIGTERM or SIGHUP the staging directories of
 //!   this process are removed and it exits 130, 143 or 129.
 //! - **SIGKILL.** Nothing can clean up after it, so the next run to the
@@ -73,10 +82,11 @@ pub struct Staging {
 }
 
 impl Staging {
-    /// Checks that `target` may be written (see the module docs; `force`
-    /// replaces any directory), removes stale staging directories of dead
-    /// processes beside it, and creates this run's staging directory.
-    pub fn new(target: &Path, force: bool) -> anyhow::Result<Staging> {
+    /// Checks that `target` may be written (see the module docs) and holds
+    /// none of `inputs` (the files the run reads), removes stale staging
+    /// directories of dead processes beside it, and creates this run's
+    /// staging directory.
+    pub fn new(target: &Path, inputs: &[PathBuf]) -> anyhow::Result<Staging> {
         let bad =
             |why: String| InputError::new(format!("output directory {}: {why}", target.display()));
         let name = target
@@ -90,7 +100,8 @@ impl Staging {
             _ => PathBuf::from("."),
         };
         remove_stale(&parent, &name, target);
-        check_replaceable(target, force).map_err(bad)?;
+        check_not_over_inputs(target, inputs).map_err(bad)?;
+        check_replaceable(target).map_err(bad)?;
         fs::create_dir_all(&parent).map_err(|e| bad(format!("cannot be created: {e}")))?;
         install_handlers();
         let pid = std::process::id();
@@ -124,9 +135,16 @@ impl Staging {
         )
         .with_context(|| format!("cannot write {MARKER}"))?;
         let mut active = lock();
+        // Again, now: the user may have put a file there while the run was
+        // simulating. Dropping `self` removes the staged results.
+        check_replaceable(&self.target).map_err(|why| {
+            InputError::new(format!("output directory {}: {why}", self.target.display()))
+        })?;
         let had_old = self.target.exists();
         if had_old {
-            let _ = fs::remove_dir_all(&self.old);
+            if self.old.exists() {
+                let _ = remove_own(&self.old);
+            }
             fs::rename(&self.target, &self.old)
                 .with_context(|| format!("cannot replace {}", self.target.display()))?;
         }
@@ -140,8 +158,7 @@ impl Staging {
         active.retain(|p| *p != self.tmp);
         drop(active);
         if had_old {
-            fs::remove_dir_all(&self.old)
-                .with_context(|| format!("cannot remove {}", self.old.display()))?;
+            remove_own(&self.old)?;
         }
         Ok(())
     }
@@ -164,7 +181,7 @@ fn lock() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
 }
 
 /// Why `target` may not be replaced, if it may not.
-fn check_replaceable(target: &Path, force: bool) -> Result<(), String> {
+fn check_replaceable(target: &Path) -> Result<(), String> {
     let meta = match fs::symlink_metadata(target) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(format!("cannot be read: {e}")),
@@ -172,9 +189,6 @@ fn check_replaceable(target: &Path, force: bool) -> Result<(), String> {
     };
     if !meta.is_dir() {
         return Err("exists and is not a directory; choose another --out".into());
-    }
-    if force {
-        return Ok(());
     }
     let entries = fs::read_dir(target).map_err(|e| format!("cannot be read: {e}"))?;
     let mut marked = false;
@@ -212,8 +226,50 @@ fn check_replaceable(target: &Path, force: bool) -> Result<(), String> {
         )
     };
     Err(format!(
-        "{why}; choose another --out, move those files, or pass --force to replace the whole directory"
+        "{why}; ratesim never deletes or overwrites a file it did not write, whatever the flags: \
+         choose another --out (a new or empty directory, or an earlier run's), or move those files away"
     ))
+}
+
+/// Why `target` may not be written because it is, or holds, one of
+/// `inputs`, if so. Only an existing target can hold anything.
+fn check_not_over_inputs(target: &Path, inputs: &[PathBuf]) -> Result<(), String> {
+    let Ok(target) = target.canonicalize() else {
+        return Ok(());
+    };
+    for input in inputs {
+        let Ok(full) = input.canonicalize() else {
+            continue;
+        };
+        if full.starts_with(&target) {
+            return Err(format!(
+                "holds {}, which this run reads; choose another --out",
+                crate::error::quoted(&input.display().to_string())
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Removes a replaced run directory: the files ratesim writes, then the
+/// directory if that left it empty. Anything else is kept, and the
+/// directory with it, named in the error.
+fn remove_own(dir: &Path) -> anyhow::Result<()> {
+    let entries = fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))?;
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let is_file = entry.file_type().map(|t| t.is_file()).unwrap_or(false);
+        if is_file && is_ratesim_file(&name) {
+            fs::remove_file(entry.path())
+                .with_context(|| format!("cannot remove {}", entry.path().display()))?;
+        }
+    }
+    fs::remove_dir(dir).with_context(|| {
+        format!(
+            "the earlier results were replaced, but {} also held files ratesim did not write; they are kept there",
+            dir.display()
+        )
+    })
 }
 
 fn is_empty_dir(p: &Path) -> bool {
@@ -248,7 +304,11 @@ fn remove_stale(parent: &Path, name: &str, target: &Path) {
             continue;
         }
         let path = entry.path();
-        if is_old && !target.exists() && fs::rename(&path, target).is_ok() {
+        if is_old {
+            // An earlier result, checked to be ratesim's before it moved.
+            if target.exists() || fs::rename(&path, target).is_err() {
+                let _ = remove_own(&path);
+            }
             continue;
         }
         let _ = fs::remove_dir_all(&path);
@@ -314,8 +374,8 @@ mod tests {
     #[test]
     fn a_missing_or_empty_target_may_be_written() {
         let d = tempfile::tempdir().unwrap();
-        assert!(check_replaceable(&d.path().join("new"), false).is_ok());
-        assert!(check_replaceable(d.path(), false).is_ok());
+        assert!(check_replaceable(&d.path().join("new")).is_ok());
+        assert!(check_replaceable(d.path()).is_ok());
     }
 
     #[test]
@@ -323,25 +383,65 @@ mod tests {
         // Robustness issue 1: `--out proj` deleted proj/src/main.rs because
         // proj held a summary.json.
         let d = dir_with(&["summary.json", "main.rs"]);
-        let why = check_replaceable(d.path(), false).unwrap_err();
+        let why = check_replaceable(d.path()).unwrap_err();
         assert!(why.contains("no .ratesim-run"), "{why}");
-        assert!(check_replaceable(d.path(), true).is_ok());
+        assert!(!why.contains("--force"), "no flag replaces it: {why}");
     }
 
     #[test]
     fn a_run_directory_with_a_users_file_is_refused_naming_the_file() {
         let d = dir_with(&[MARKER, "summary.csv", "timeline.png", "notes.txt"]);
-        let why = check_replaceable(d.path(), false).unwrap_err();
+        let why = check_replaceable(d.path()).unwrap_err();
         assert!(why.contains("\"notes.txt\""), "{why}");
         assert!(!why.contains("timeline.png"), "{why}");
         let clean = dir_with(&[MARKER, "summary.csv", "timeline.png", "summary.md"]);
-        assert!(check_replaceable(clean.path(), false).is_ok());
+        assert!(check_replaceable(clean.path()).is_ok());
     }
 
     #[test]
-    fn a_file_is_never_replaced_even_with_force() {
+    fn a_file_is_never_replaced() {
         let d = dir_with(&["out"]);
-        assert!(check_replaceable(&d.path().join("out"), true).is_err());
+        assert!(check_replaceable(&d.path().join("out")).is_err());
+    }
+
+    #[test]
+    fn a_target_holding_an_input_is_refused() {
+        // Issue 21: `run base.toml --out . --force` deleted base.toml.
+        let d = dir_with(&["base.toml"]);
+        fs::create_dir(d.path().join("traces")).unwrap();
+        fs::write(d.path().join("traces/t.csv"), "time,client\n").unwrap();
+        let inputs = [d.path().join("base.toml"), d.path().join("traces/t.csv")];
+        let why = check_not_over_inputs(d.path(), &inputs).unwrap_err();
+        assert!(why.contains("base.toml") && why.contains("reads"), "{why}");
+        let why = check_not_over_inputs(&d.path().join("traces"), &inputs).unwrap_err();
+        assert!(why.contains("t.csv"), "{why}");
+        assert!(check_not_over_inputs(&d.path().join("out"), &inputs).is_ok());
+    }
+
+    #[test]
+    fn a_file_added_during_the_run_stops_the_replacement_and_is_kept() {
+        let d = tempfile::tempdir().unwrap();
+        let target = d.path().join("run");
+        let s = Staging::new(&target, &[]).unwrap();
+        s.commit("demo").unwrap();
+        let s = Staging::new(&target, &[]).unwrap();
+        let staged = s.path().to_path_buf();
+        fs::write(target.join("notes.txt"), "mine").unwrap();
+        let err = format!("{:#}", s.commit("demo").unwrap_err());
+        assert!(err.contains("notes.txt"), "{err}");
+        assert_eq!(
+            fs::read_to_string(target.join("notes.txt")).unwrap(),
+            "mine"
+        );
+        assert!(!staged.exists(), "the staged results are removed");
+    }
+
+    #[test]
+    fn removing_an_earlier_result_keeps_anything_foreign() {
+        let d = dir_with(&[MARKER, "summary.csv", "notes.txt"]);
+        assert!(remove_own(d.path()).is_err());
+        assert!(d.path().join("notes.txt").exists());
+        assert!(!d.path().join("summary.csv").exists());
     }
 
     #[test]
@@ -382,7 +482,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let target = d.path().join("run");
         for round in ["first", "second"] {
-            let s = Staging::new(&target, false).unwrap();
+            let s = Staging::new(&target, &[]).unwrap();
             fs::write(s.path().join("summary.csv"), round).unwrap();
             s.commit("demo").unwrap();
         }
@@ -399,7 +499,7 @@ mod tests {
     #[test]
     fn a_dropped_staging_directory_is_removed() {
         let d = tempfile::tempdir().unwrap();
-        let s = Staging::new(&d.path().join("run"), false).unwrap();
+        let s = Staging::new(&d.path().join("run"), &[]).unwrap();
         let tmp = s.path().to_path_buf();
         assert!(tmp.is_dir());
         drop(s);

@@ -135,7 +135,7 @@ fn init_into_a_directory_writes_name_toml_inside_it() {
     assert!(tmp.path().join("new/traces/sample.csv").is_file());
 }
 
-// Item 7.2: never overwrite without --force — exit 2 naming the file, and
+// Item 7.2: never overwrite an existing file — exit 2 naming the file, and
 // nothing written (not even the files that did not exist yet).
 #[test]
 fn init_refuses_to_overwrite_without_force() {
@@ -143,7 +143,7 @@ fn init_refuses_to_overwrite_without_force() {
     fs::write(tmp.path().join("boundary.toml"), "mine").unwrap();
     assert_input_error(
         ratesim_in(tmp.path()).args(["init", "boundary"]),
-        &["boundary.toml", "already exists", "--force"],
+        &["boundary.toml", "already exists"],
     );
     assert_eq!(read_text(&tmp.path().join("boundary.toml")), "mine");
 
@@ -152,17 +152,26 @@ fn init_refuses_to_overwrite_without_force() {
     fs::write(tmp.path().join("traces/sample.csv"), "mine").unwrap();
     assert_input_error(
         ratesim_in(tmp.path()).args(["init", "trace"]),
-        &["traces/sample.csv", "already exists", "--force"],
+        &["traces/sample.csv", "already exists"],
     );
     assert!(!tmp.path().join("trace.toml").exists());
     assert_eq!(read_text(&tmp.path().join("traces/sample.csv")), "mine");
 }
 
-// Item 7.2: --force overwrites regular files, but never a directory.
+// Issue 21: --force overwrites only a file that holds exactly what init
+// writes — never a file the user wrote or edited, never a directory.
 #[test]
-fn init_force_overwrites_files_but_not_directories() {
+fn init_force_overwrites_only_what_init_wrote() {
     let tmp = tempfile::tempdir().unwrap();
     fs::write(tmp.path().join("boundary.toml"), "mine").unwrap();
+    assert_input_error(
+        ratesim_in(tmp.path()).args(["init", "boundary", "--force"]),
+        &["boundary.toml", "not a file ratesim init wrote"],
+    );
+    assert_eq!(read_text(&tmp.path().join("boundary.toml")), "mine");
+    // A built-in written by init, unedited, may be replaced by another.
+    fs::remove_file(tmp.path().join("boundary.toml")).unwrap();
+    stdout(ratesim_in(tmp.path()).args(["init", "steady", "boundary.toml"]));
     stdout(ratesim_in(tmp.path()).args(["init", "boundary", "--force"]));
     assert_same_file(
         &tmp.path().join("boundary.toml"),

@@ -28,7 +28,11 @@ fn a_project_with_a_summary_json_is_not_replaced() {
     fs::write(proj.join("src/main.rs"), "fn main(){}").unwrap();
     assert_input_error(
         ratesim().args(["run", "boundary", "--out"]).arg(&proj),
-        &["output directory", "not a ratesim run directory", "--force"],
+        &[
+            "output directory",
+            "not a ratesim run directory",
+            "whatever the flags",
+        ],
     );
     assert_eq!(read_text(&proj.join("src/main.rs")), "fn main(){}");
     assert_eq!(
@@ -39,7 +43,7 @@ fn a_project_with_a_summary_json_is_not_replaced() {
 }
 
 #[test]
-fn a_file_added_to_a_run_directory_is_kept_unless_forced() {
+fn a_file_added_to_a_run_directory_is_kept_even_with_force() {
     // Defect 1: files a user added to a real run directory were deleted
     // silently.
     let tmp = tempfile::tempdir().unwrap();
@@ -58,11 +62,167 @@ fn a_file_added_to_a_run_directory_is_kept_unless_forced() {
     run(&[]).assert().success();
     // …but not over a note the user left there.
     fs::write(out.join("notes.md"), "my analysis\n").unwrap();
-    assert_input_error(&mut run(&[]), &["\"notes.md\"", "did not write", "--force"]);
+    assert_input_error(&mut run(&[]), &["\"notes.md\"", "did not write"]);
     assert_eq!(read_text(&out.join("notes.md")), "my analysis\n");
+    // Issue 21: --force used to replace the directory, note and all.
+    assert_input_error(
+        &mut run(&["--force"]),
+        &["\"notes.md\"", "did not write", "whatever the flags"],
+    );
+    assert_eq!(read_text(&out.join("notes.md")), "my analysis\n");
+    fs::remove_file(out.join("notes.md")).unwrap();
     run(&["--force"]).assert().success();
-    assert!(!out.join("notes.md").exists());
     assert_run_dir(&out);
+}
+
+fn ratesim_in(dir: &Path) -> assert_cmd::Command {
+    let mut cmd = ratesim();
+    cmd.current_dir(dir);
+    cmd
+}
+
+/// Every file below `dir` with its bytes, for comparing a tree before and
+/// after.
+fn tree(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut files = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in fs::read_dir(&d).unwrap() {
+            let e = e.unwrap();
+            let path = e.path();
+            if e.file_type().unwrap().is_dir() {
+                files.push((
+                    format!("{}/", path.strip_prefix(dir).unwrap().display()),
+                    Vec::new(),
+                ));
+                stack.push(path);
+            } else {
+                files.push((
+                    path.strip_prefix(dir).unwrap().display().to_string(),
+                    read(&path),
+                ));
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+#[test]
+fn force_leaves_a_project_directory_byte_for_byte() {
+    // Issue 21: `ratesim run base.toml --out . --force` in a project
+    // directory deleted base.toml (the scenario being run) and src/main.rs.
+    let tmp = tempfile::tempdir().unwrap();
+    let proj = tmp.path();
+    fs::create_dir_all(proj.join("src")).unwrap();
+    fs::write(proj.join("src/main.rs"), "fn main() {}\n").unwrap();
+    fs::write(proj.join("Cargo.toml"), "[package]\nname = \"p\"\n").unwrap();
+    fs::copy(
+        manifest_dir().join("scenarios/steady.toml"),
+        proj.join("base.toml"),
+    )
+    .unwrap();
+    let before = tree(proj);
+    let whole = proj.canonicalize().unwrap();
+    for (out, needle) in [
+        (Path::new("."), "output directory ."),
+        (Path::new("src"), "whatever the flags"),
+        (whole.as_path(), "which this run reads"),
+    ] {
+        assert_input_error(
+            ratesim_in(proj)
+                .args(["run", "base.toml", "--force", "--no-budget", "--out"])
+                .arg(out),
+            &[needle],
+        );
+        assert_eq!(
+            tree(proj),
+            before,
+            "--out {} --force changed the project",
+            out.display()
+        );
+    }
+    // The directory holding the scenario is refused by name, even when it
+    // holds nothing else that is foreign.
+    let only = tmp.path().join("only");
+    fs::create_dir(&only).unwrap();
+    fs::copy(
+        manifest_dir().join("scenarios/steady.toml"),
+        only.join("summary.csv"),
+    )
+    .unwrap();
+    fs::write(only.join(".ratesim-run"), "ratesim run directory\n").unwrap();
+    let err = assert_input_error(
+        ratesim_in(&only)
+            .args(["run", "summary.csv", "--force", "--out"])
+            .arg(only.canonicalize().unwrap()),
+        &["summary.csv", "which this run reads"],
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(only.join("summary.csv").is_file());
+}
+
+#[test]
+fn force_leaves_a_home_like_directory_byte_for_byte() {
+    // Issue 21: pointed at a directory laid out like a home directory,
+    // `--force` deleted .ssh/id_rsa, Documents/ and notes.txt.
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    fs::create_dir_all(home.join(".ssh")).unwrap();
+    fs::create_dir_all(home.join("Documents/taxes")).unwrap();
+    fs::write(home.join(".ssh/id_rsa"), "-----BEGIN KEY-----\n").unwrap();
+    fs::write(home.join("Documents/taxes/2026.pdf"), [0u8, 1, 2, 255]).unwrap();
+    fs::write(home.join("notes.txt"), "remember\n").unwrap();
+    fs::write(home.join("summary.csv"), "mine,not,ratesim's\n").unwrap();
+    let before = tree(&home);
+    for cmd in [
+        vec!["run", "boundary", "--force", "--quiet", "--out"],
+        vec![
+            "sweep",
+            "steady",
+            "--vary",
+            "defaults.limit=5,10",
+            "--force",
+            "--quiet",
+            "--out",
+        ],
+    ] {
+        assert_input_error(ratesim().args(&cmd).arg(&home), &["whatever the flags"]);
+        assert_eq!(tree(&home), before, "{cmd:?} changed the home directory");
+    }
+    // plot writes charts and summary.md by name: in a directory without the
+    // marker, never over a file of those names (here a run's data copied
+    // beside the user's own summary.md and timeline.png).
+    let run = tmp.path().join("run");
+    ratesim()
+        .args(["run", "boundary", "--quiet", "--no-plots", "--out"])
+        .arg(&run)
+        .assert()
+        .success();
+    for f in [
+        "summary.csv",
+        "summary.json",
+        "timeseries.csv",
+        "top_keys.csv",
+    ] {
+        if run.join(f).exists() {
+            fs::copy(run.join(f), home.join(f)).unwrap();
+        }
+    }
+    fs::remove_dir_all(&run).unwrap();
+    fs::write(home.join("summary.md"), "my summary\n").unwrap();
+    fs::write(home.join("timeline.png"), "my picture").unwrap();
+    let before = tree(&home);
+    assert_input_error(
+        ratesim().arg("plot").arg(&home),
+        &["not a ratesim run directory", "summary.md, timeline.png"],
+    );
+    assert_eq!(tree(&home), before);
+    assert_eq!(
+        entries(tmp.path()),
+        ["home".to_string()].into(),
+        "nothing left beside it"
+    );
 }
 
 #[test]
@@ -224,7 +384,7 @@ fn the_next_run_removes_what_a_sigkill_left() {
 // ---------------------------------------------------------------------------
 
 #[test]
-fn validate_prints_the_work_and_run_refuses_a_run_of_days_unless_forced() {
+fn validate_prints_the_work_and_run_refuses_a_run_of_days_without_no_budget() {
     // Defect 6: `burst = 1000000000000` on a periodic bursty source passed
     // validate and ran for days.
     let tmp = tempfile::tempdir().unwrap();
@@ -249,7 +409,7 @@ fn validate_prints_the_work_and_run_refuses_a_run_of_days_unless_forced() {
             .arg(&scenario)
             .arg("--out")
             .arg(&run_dir),
-        &["3.0e12 decisions", "1.0e10", "--force"],
+        &["3.0e12 decisions", "1.0e10", "--no-budget"],
     );
     assert_no_output(&run_dir);
     // Within the budget, validate says nothing of refusing.

@@ -358,7 +358,7 @@ fn bad_sweeps_are_refused_naming_the_flag_and_value_writing_nothing() {
                 "--vary",
                 "traffic[0].clients=1..=51:1",
             ],
-            &["10200 points", "--force"],
+            &["10200 points", "--no-budget"],
         ),
         (
             &["--vary", "defaults.limit=5", "--shard", "4/3"],

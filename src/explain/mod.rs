@@ -64,7 +64,7 @@ pub fn run(name: &str, out: Option<&Path>) -> anyhow::Result<String> {
     let options = RunOptions {
         decisions: false,
         plots: true,
-        force: false,
+        no_budget: false,
     };
     let result = run::run_scenario(&scenario, &dir, &options, &|i, t, n| bar.report(i, t, n));
     bar.finish();

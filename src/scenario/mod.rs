@@ -59,6 +59,10 @@ pub struct Scenario {
     pub traffic: Vec<Source>,
     pub output: OutputSpec,
     pub population: Population,
+    /// The scenario file and every file it reads (traces, access logs):
+    /// what a run directory may never hold (see [`crate::staging`]). Empty
+    /// for a built-in scenario, whose files are inside the binary.
+    pub inputs: Vec<PathBuf>,
 }
 
 /// One `[[traffic]]` source: what it sends and how its clients retry.
@@ -272,6 +276,18 @@ impl Scenario {
         check_buckets(&output, duration, "output.resolution")?;
         top.finish()?;
 
+        let mut inputs = Vec::new();
+        if let Origin::File(path) = &origin {
+            inputs.push(path.clone());
+        }
+        for source in &traffic {
+            if let Pattern::Trace(t) = &source.pattern {
+                if let crate::input::TraceData::File(path) = &t.data {
+                    inputs.push(path.clone());
+                }
+            }
+        }
+
         Ok(Scenario {
             name,
             description,
@@ -282,6 +298,7 @@ impl Scenario {
             traffic,
             output,
             population,
+            inputs,
         })
     }
 

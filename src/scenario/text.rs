@@ -40,6 +40,15 @@ pub fn parse_toml(text: &str) -> Result<Table, InputError> {
 }
 
 impl ScenarioFile {
+    /// The scenario file itself, for the rule that a run directory never
+    /// holds its own input (see [`crate::staging`]); none for a built-in.
+    pub fn inputs(&self) -> Vec<std::path::PathBuf> {
+        match &self.origin {
+            Origin::File(path) => vec![path.clone()],
+            Origin::Builtin(_) => Vec::new(),
+        }
+    }
+
     /// Reads the scenario named by `arg`: a path to a TOML file, or the name
     /// of a built-in scenario (as [`Scenario::load`]).
     pub fn read(arg: &str) -> Result<ScenarioFile, InputError> {

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{quoted, InputError};
 use crate::overrides::{self, Override};
 
-/// The most points a sweep runs without `--force`.
+/// The most points a sweep runs without `--no-budget`.
 pub const MAX_POINTS: u128 = 10_000;
 
 /// One varied field and its values, as written.

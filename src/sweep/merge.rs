@@ -116,7 +116,7 @@ pub fn command(args: SweepMergeArgs) -> anyhow::Result<()> {
     let mut manifest = first.clone();
     manifest.shard = Shard::WHOLE;
     manifest.rows = rows;
-    let staging = Staging::new(&args.out, args.force)?;
+    let staging = Staging::new(&args.out, &args.dirs)?;
     super::finish(
         staging,
         &args.out,

@@ -178,14 +178,14 @@ pub fn plan(args: &SweepArgs) -> Result<Plan, InputError> {
         None => Shard::WHOLE,
     };
     let size = grid.size();
-    if size > MAX_POINTS && !args.force {
+    if size > MAX_POINTS && !args.no_budget {
         let lens: Vec<String> = grid
             .axes
             .iter()
             .map(|a| a.values.len().to_string())
             .collect();
         return Err(InputError::new(format!(
-            "{flag}: {} = {size} points, more than the {MAX_POINTS} a sweep runs without --force; use fewer values or pass --force",
+            "{flag}: {} = {size} points, more than the {MAX_POINTS} a sweep runs without --no-budget; use fewer values or pass --no-budget",
             lens.join(" × ")
         )));
     }
@@ -354,9 +354,9 @@ pub fn command(args: SweepArgs) -> anyhow::Result<()> {
     let plan = plan(&args)?;
     let points = plan.points();
     let decisions = check_points(&plan, &points)?;
-    if decisions > BUDGET_DECISIONS && !args.force {
+    if decisions > BUDGET_DECISIONS && !args.no_budget {
         return Err(InputError::new(format!(
-            "this sweep is ≈{decisions} decisions over {} points, more than the {BUDGET_DECISIONS} ratesim makes without --force; use fewer points, shard it (--shard K/N), or pass --force",
+            "this sweep is ≈{decisions} decisions over {} points, more than the {BUDGET_DECISIONS} ratesim makes without --no-budget; use fewer points, shard it (--shard K/N), or pass --no-budget",
             points.len()
         ))
         .into());
@@ -365,7 +365,7 @@ pub fn command(args: SweepArgs) -> anyhow::Result<()> {
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from("output").join(format!("{}-sweep", plan.name)));
-    let staging = Staging::new(&out, args.force)?;
+    let staging = Staging::new(&out, &plan.file.inputs())?;
 
     let bar = PointProgress::new(points.len(), args.quiet);
     let results: Vec<anyhow::Result<PointRows>> = points
