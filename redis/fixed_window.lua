@@ -12,13 +12,21 @@
 --     with count_rejected = 1.
 --
 -- Call:    EVALSHA sha 1 KEY now_us cost limit window_us count_rejected align
---          (count_rejected 0 or 1; align "epoch" or "first_hit")
+-- Arguments: now_us, cost, limit and window_us whole numbers in ASCII digits
+--          (at most 16): now_us from 0, the others from 1, each at most
+--          2^53 - 1, and jointly in the exact range below; count_rejected 0
+--          or 1; align "epoch" or "first_hit". Anything else ("1.5", "1e3",
+--          "0x10", " 5", "", a negative or larger number, another word or
+--          count of arguments) is an error reply "ERR fixed_window:
+--          <argument> ..." naming what it got and what it takes, and the
+--          key is untouched.
 -- Returns: {1, 0} admitted; {0, retry_after_us} rejected: until the window
 --          ends; {0, -1} when the request never can pass (cost > limit).
 --
 -- Exact: whole numbers only; every intermediate stays below 2^53 when
 --   now_us + window_us < 2^53 and the count (with count_rejected, the sum
---   of the costs of one window's requests) < 2^53.
+--   of the costs of one window's requests) < 2^53: a request that would
+--   count past it is an error reply and changes nothing.
 --
 -- State: hash KEY {s = the window's start, c = its count}.
 -- Expiry: PEXPIRE to the window's end: a key without a current window
@@ -32,15 +40,37 @@ local function idiv(a, b)
   return q
 end
 
-local now, cost = tonumber(ARGV[1]), tonumber(ARGV[2])
-local limit, window = tonumber(ARGV[3]), tonumber(ARGV[4])
-local count_rejected, align = ARGV[5], ARGV[6]
-if not (now and cost and limit and window)
-    or now < 0 or cost < 1 or limit < 1 or window < 1
-    or (count_rejected ~= '0' and count_rejected ~= '1')
-    or (align ~= 'epoch' and align ~= 'first_hit') then
-  return redis.error_reply('ERR fixed_window: now_us cost limit window_us count_rejected(0|1) align(epoch|first_hit)')
+-- ARGV[i] as argument `name`: one of the words of the list lo, or a whole
+-- number from lo to hi written in ASCII digits (at most 16; a '-' only to
+-- call it negative), never what tonumber alone reads (hex, exponents,
+-- spaces, fractions). Else nil, and `bad` keeps the first error.
+local MAX, bad = 9007199254740991, nil -- 2^53 - 1
+local function arg(i, name, lo, hi)
+  local s, takes = ARGV[i], nil
+  if type(lo) == 'table' then
+    for _, word in ipairs(lo) do if s == word then return s end end
+    takes = 'must be "' .. table.concat(lo, '" or "') .. '"'
+  else
+    local digits = string.match(s, '^%-?(%d+)$')
+    local n = digits and #digits <= 16 and tonumber(s)
+    if n and n >= lo and n <= hi then return n end
+    takes = string.format('%s a whole number from %d to %d',
+      (n and n < 0) and 'is negative; it must be' or 'must be', lo, hi)
+  end
+  bad = bad or string.format('%s %s %s', name, (string.format('%q', s):gsub('\n', 'n')), takes)
 end
+
+if #KEYS ~= 1 or #ARGV ~= 6 then
+  return redis.error_reply(string.format('ERR fixed_window: takes 1 key and 6 arguments (now_us cost limit window_us count_rejected align), got %d and %d', #KEYS, #ARGV))
+end
+local now, cost = arg(1, 'now_us', 0, MAX), arg(2, 'cost', 1, MAX)
+local limit, window = arg(3, 'limit', 1, MAX), arg(4, 'window_us', 1, MAX)
+local count_rejected = arg(5, 'count_rejected', {'0', '1'})
+local align = arg(6, 'align', {'epoch', 'first_hit'})
+if not bad and now + window > MAX then
+  bad = string.format('now_us + window_us must be below 2^53: now_us %d, window_us %d', now, window)
+end
+if bad then return redis.error_reply('ERR fixed_window: ' .. bad) end
 
 local stored = redis.call('HMGET', KEYS[1], 's', 'c')
 local start, count = nil, 0
@@ -55,6 +85,9 @@ elseif start == nil or now >= start + window then
 end
 
 local admit = count + cost <= limit
+if count_rejected == '1' and count + cost > MAX then
+  return redis.error_reply(string.format('ERR fixed_window: the window\'s count %d + cost %d must stay below 2^53', count, cost))
+end
 if admit or count_rejected == '1' then count = count + cost end
 if admit or count_rejected == '1' or opened then
   redis.call('HSET', KEYS[1], 's', int(start), 'c', int(count))

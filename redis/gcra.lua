@@ -9,6 +9,12 @@
 -- max_burst = b is burst = b + 1.)
 --
 -- Call:    EVALSHA sha 1 KEY now_us cost limit window_us burst
+-- Arguments: whole numbers in ASCII digits (at most 16): now_us from 0,
+--          the others from 1, each at most 2^53 - 1, and jointly in the
+--          exact range below. Anything else ("1.5", "1e3", "0x10", " 5",
+--          "", a negative or larger number, another count of arguments) is
+--          an error reply "ERR gcra: <argument> ..." naming what it got and
+--          what it takes, and the key is untouched.
 -- Returns: {1, 0} admitted; {0, retry_after_us} rejected, the least whole
 --          number of microseconds after which the same request would pass;
 --          {0, -1} when it never can (cost > burst).
@@ -30,13 +36,38 @@ local function idiv(a, b)
   return q
 end
 
-local now, cost = tonumber(ARGV[1]), tonumber(ARGV[2])
-local limit, window = tonumber(ARGV[3]), tonumber(ARGV[4])
-local burst = tonumber(ARGV[5])
-if not (now and cost and limit and window and burst)
-    or now < 0 or cost < 1 or limit < 1 or window < 1 or burst < 1 then
-  return redis.error_reply('ERR gcra: now_us cost limit window_us burst, whole numbers (now >= 0, others >= 1)')
+-- ARGV[i] as argument `name`: one of the words of the list lo, or a whole
+-- number from lo to hi written in ASCII digits (at most 16; a '-' only to
+-- call it negative), never what tonumber alone reads (hex, exponents,
+-- spaces, fractions). Else nil, and `bad` keeps the first error.
+local MAX, bad = 9007199254740991, nil -- 2^53 - 1
+local function arg(i, name, lo, hi)
+  local s, takes = ARGV[i], nil
+  if type(lo) == 'table' then
+    for _, word in ipairs(lo) do if s == word then return s end end
+    takes = 'must be "' .. table.concat(lo, '" or "') .. '"'
+  else
+    local digits = string.match(s, '^%-?(%d+)$')
+    local n = digits and #digits <= 16 and tonumber(s)
+    if n and n >= lo and n <= hi then return n end
+    takes = string.format('%s a whole number from %d to %d',
+      (n and n < 0) and 'is negative; it must be' or 'must be', lo, hi)
+  end
+  bad = bad or string.format('%s %s %s', name, (string.format('%q', s):gsub('\n', 'n')), takes)
 end
+
+if #KEYS ~= 1 or #ARGV ~= 5 then
+  return redis.error_reply(string.format('ERR gcra: takes 1 key and 5 arguments (now_us cost limit window_us burst), got %d and %d', #KEYS, #ARGV))
+end
+local now, cost = arg(1, 'now_us', 0, MAX), arg(2, 'cost', 1, MAX)
+local limit, window = arg(3, 'limit', 1, MAX), arg(4, 'window_us', 1, MAX)
+local burst = arg(5, 'burst', 1, MAX)
+if not bad and burst * window + limit > MAX then
+  bad = string.format('burst * window_us + limit must be below 2^53: burst %d, window_us %d, limit %d', burst, window, limit)
+elseif not bad and now + idiv(burst * window, limit) > MAX then
+  bad = string.format('now_us + burst * window_us / limit must be below 2^53: now_us %d, burst %d, window_us %d, limit %d', now, burst, window, limit)
+end
+if bad then return redis.error_reply('ERR gcra: ' .. bad) end
 if cost > burst then return {0, -1} end
 
 -- n emission intervals, n * window_us / limit, as whole us and fraction.

@@ -14,6 +14,12 @@
 -- itself rounds to whole milliseconds (ratesim's arithmetic = "nginx").
 --
 -- Call:    EVALSHA sha 1 KEY now_us cost limit window_us queue delay
+-- Arguments: whole numbers in ASCII digits (at most 16): now_us, queue and
+--          delay from 0, the others from 1, each at most 2^53 - 1, and
+--          jointly in the exact range below. Anything else ("1.5", "1e3",
+--          "0x10", " 5", "", a negative or larger number, another count of
+--          arguments) is an error reply "ERR leaky_bucket: <argument> ..."
+--          naming what it got and what it takes, and the key is untouched.
 -- Returns: {1, 0} admitted; {2, delay_us} delayed (the caller holds the
 --          request that long, rounded up to whole microseconds);
 --          {0, retry_after_us} rejected: the least whole number of
@@ -23,7 +29,9 @@
 -- (0 <= f < limit), so absolute times are never multiplied by the rate.
 -- Every intermediate stays an exact integer below 2^53 when
 --   now_us + (queue + 1) * cost * window_us / limit < 2^53,
---   (queue + 1) * cost * window_us + limit < 2^53.
+--   (queue + 1) * cost * window_us + limit < 2^53,
+--   delay * window_us + limit < 2^53
+-- (cost being the largest cost of the key's requests).
 --
 -- State: hash KEY {n = next_free as "u f", q = the waiting slots, oldest
 -- first, "u f u f ..."} — at most queue of them.
@@ -38,13 +46,40 @@ local function idiv(a, b)
   return q
 end
 
-local now, cost = tonumber(ARGV[1]), tonumber(ARGV[2])
-local limit, window = tonumber(ARGV[3]), tonumber(ARGV[4])
-local queue, delay = tonumber(ARGV[5]), tonumber(ARGV[6])
-if not (now and cost and limit and window and queue and delay)
-    or now < 0 or cost < 1 or limit < 1 or window < 1 or queue < 0 or delay < 0 then
-  return redis.error_reply('ERR leaky_bucket: now_us cost limit window_us queue delay, whole numbers (now, queue, delay >= 0, others >= 1)')
+-- ARGV[i] as argument `name`: one of the words of the list lo, or a whole
+-- number from lo to hi written in ASCII digits (at most 16; a '-' only to
+-- call it negative), never what tonumber alone reads (hex, exponents,
+-- spaces, fractions). Else nil, and `bad` keeps the first error.
+local MAX, bad = 9007199254740991, nil -- 2^53 - 1
+local function arg(i, name, lo, hi)
+  local s, takes = ARGV[i], nil
+  if type(lo) == 'table' then
+    for _, word in ipairs(lo) do if s == word then return s end end
+    takes = 'must be "' .. table.concat(lo, '" or "') .. '"'
+  else
+    local digits = string.match(s, '^%-?(%d+)$')
+    local n = digits and #digits <= 16 and tonumber(s)
+    if n and n >= lo and n <= hi then return n end
+    takes = string.format('%s a whole number from %d to %d',
+      (n and n < 0) and 'is negative; it must be' or 'must be', lo, hi)
+  end
+  bad = bad or string.format('%s %s %s', name, (string.format('%q', s):gsub('\n', 'n')), takes)
 end
+
+if #KEYS ~= 1 or #ARGV ~= 6 then
+  return redis.error_reply(string.format('ERR leaky_bucket: takes 1 key and 6 arguments (now_us cost limit window_us queue delay), got %d and %d', #KEYS, #ARGV))
+end
+local now, cost = arg(1, 'now_us', 0, MAX), arg(2, 'cost', 1, MAX)
+local limit, window = arg(3, 'limit', 1, MAX), arg(4, 'window_us', 1, MAX)
+local queue, delay = arg(5, 'queue', 0, MAX), arg(6, 'delay', 0, MAX)
+if not bad and (queue + 1) * cost * window + limit > MAX then
+  bad = string.format('(queue + 1) * cost * window_us + limit must be below 2^53: queue %d, cost %d, window_us %d, limit %d', queue, cost, window, limit)
+elseif not bad and now + idiv((queue + 1) * cost * window, limit) > MAX then
+  bad = string.format('now_us + (queue + 1) * cost * window_us / limit must be below 2^53: now_us %d, queue %d, cost %d, window_us %d, limit %d', now, queue, cost, window, limit)
+elseif not bad and delay * window + limit > MAX then
+  bad = string.format('delay * window_us + limit must be below 2^53: delay %d, window_us %d, limit %d', delay, window, limit)
+end
+if bad then return redis.error_reply('ERR leaky_bucket: ' .. bad) end
 
 -- Time pairs {u, f}: u + f / limit microseconds.
 local function add(u, f, tokens)

@@ -10,7 +10,14 @@
 -- and then c += cost; with count_rejected = 1 rejected cost adds to c too.
 --
 -- Call:    EVALSHA sha 1 KEY now_us cost limit window_us count_rejected weight
---          (count_rejected 0 or 1; weight "exact" or "floor")
+-- Arguments: now_us, cost, limit and window_us whole numbers in ASCII digits
+--          (at most 16): now_us from 0, the others from 1; now_us and cost
+--          at most 2^53 - 1, limit and window_us at most 2^52 - 1, and all
+--          jointly in the exact range below; count_rejected 0 or 1; weight
+--          "exact" or "floor". Anything else ("1.5", "1e3", "0x10", " 5",
+--          "", a negative or larger number, another word or count of
+--          arguments) is an error reply "ERR sliding_counter: <argument> ..."
+--          naming what it got and what it takes, and the key is untouched.
 -- Returns: {1, 0} admitted; {0, retry_after_us} rejected: the inequality
 --          solved for e, later in this window or else in the next (where
 --          this window's count is p), a rejected request counted first;
@@ -18,7 +25,10 @@
 --
 -- Exact: the product p * (W - e) is formed in two 26-bit limbs, so every
 -- intermediate stays an exact integer below 2^53 when
---   now_us + 2 * W < 2^53,  W < 2^52,  (limit + 1) * W < 2^53,  counts < 2^52.
+--   now_us + 2 * W < 2^53,  W < 2^52,  (limit + 1) * W < 2^53,
+--   limit < 2^52,  and with count_rejected a window's count < 2^52 (a
+--   request that would count past it is an error reply and changes
+--   nothing).
 --
 -- State: hash KEY {k = window index, p, c}.
 -- Expiry: PEXPIRE to the end of window k + 1, when neither count matters
@@ -32,7 +42,7 @@ local function idiv(a, b)
   if q * b > a then q = q - 1 elseif (q + 1) * b <= a then q = q + 1 end
   return q
 end
-local function cdiv(a, b) return idiv(a + b - 1, b) end
+local function cdiv(a, b) return idiv(a - 1, b) + 1 end
 
 -- a * b for 0 <= a, b < 2^52, exactly, as hi * 2^52 + lo.
 local L = 67108864 -- 2^26
@@ -52,15 +62,39 @@ local function product_at_most(a, b, x)
   return hi * L * L + lo <= x        -- below 2^53: exact
 end
 
-local now, cost = tonumber(ARGV[1]), tonumber(ARGV[2])
-local limit, W = tonumber(ARGV[3]), tonumber(ARGV[4])
-local count_rejected, weight = ARGV[5], ARGV[6]
-if not (now and cost and limit and W)
-    or now < 0 or cost < 1 or limit < 1 or W < 1
-    or (count_rejected ~= '0' and count_rejected ~= '1')
-    or (weight ~= 'exact' and weight ~= 'floor') then
-  return redis.error_reply('ERR sliding_counter: now_us cost limit window_us count_rejected(0|1) weight(exact|floor)')
+-- ARGV[i] as argument `name`: one of the words of the list lo, or a whole
+-- number from lo to hi written in ASCII digits (at most 16; a '-' only to
+-- call it negative), never what tonumber alone reads (hex, exponents,
+-- spaces, fractions). Else nil, and `bad` keeps the first error.
+local MAX, bad = 9007199254740991, nil -- 2^53 - 1
+local function arg(i, name, lo, hi)
+  local s, takes = ARGV[i], nil
+  if type(lo) == 'table' then
+    for _, word in ipairs(lo) do if s == word then return s end end
+    takes = 'must be "' .. table.concat(lo, '" or "') .. '"'
+  else
+    local digits = string.match(s, '^%-?(%d+)$')
+    local n = digits and #digits <= 16 and tonumber(s)
+    if n and n >= lo and n <= hi then return n end
+    takes = string.format('%s a whole number from %d to %d',
+      (n and n < 0) and 'is negative; it must be' or 'must be', lo, hi)
+  end
+  bad = bad or string.format('%s %s %s', name, (string.format('%q', s):gsub('\n', 'n')), takes)
 end
+
+if #KEYS ~= 1 or #ARGV ~= 6 then
+  return redis.error_reply(string.format('ERR sliding_counter: takes 1 key and 6 arguments (now_us cost limit window_us count_rejected weight), got %d and %d', #KEYS, #ARGV))
+end
+local now, cost = arg(1, 'now_us', 0, MAX), arg(2, 'cost', 1, MAX)
+local limit, W = arg(3, 'limit', 1, L * L - 1), arg(4, 'window_us', 1, L * L - 1)
+local count_rejected = arg(5, 'count_rejected', {'0', '1'})
+local weight = arg(6, 'weight', {'exact', 'floor'})
+if not bad and now + 2 * W > MAX then
+  bad = string.format('now_us + 2 * window_us must be below 2^53: now_us %d, window_us %d', now, W)
+elseif not bad and (limit + 1) * W > MAX then
+  bad = string.format('(limit + 1) * window_us must be below 2^53: limit %d, window_us %d', limit, W)
+end
+if bad then return redis.error_reply('ERR sliding_counter: ' .. bad) end
 
 local k = idiv(now, W)
 local e = now - k * W
@@ -98,6 +132,9 @@ local function earliest(prev, cur)
 end
 
 local admit = fits(p, c, e)
+if count_rejected == '1' and c + cost >= L * L then
+  return redis.error_reply(string.format('ERR sliding_counter: the window\'s count %d + cost %d must stay below 2^52', c, cost))
+end
 if admit or count_rejected == '1' then
   c = c + cost
   redis.call('HSET', KEYS[1], 'k', int(k), 'p', int(p), 'c', int(c))

@@ -10,13 +10,22 @@
 -- (the common "ZADD first" limiter).
 --
 -- Call:    EVALSHA sha 1 KEY now_us cost limit window_us count_rejected boundary
---          (count_rejected 0 or 1; boundary "exclusive" or "inclusive")
+-- Arguments: now_us, cost, limit and window_us whole numbers in ASCII digits
+--          (at most 16): now_us from 0, the others from 1, each at most
+--          2^53 - 1, and jointly in the exact range below; count_rejected 0
+--          or 1; boundary "exclusive" or "inclusive". Anything else ("1.5",
+--          "1e3", "0x10", " 5", "", a negative or larger number, another
+--          word or count of arguments) is an error reply "ERR sliding_log:
+--          <argument> ..." naming what it got and what it takes, and the
+--          key is untouched.
 -- Returns: {1, 0} admitted; {0, retry_after_us} rejected: until enough of
 --          the oldest entries expire (a rejected request counted first);
 --          {0, -1} when it never can pass (cost > limit).
 --
 -- Exact: whole numbers only; every intermediate stays below 2^53 when
---   now_us + window_us + 1 < 2^53 and the live cost < 2^53.
+--   now_us + window_us + 1 < 2^53 and the live cost < 2^53 (with
+--   count_rejected, a request that would log past it is an error reply and
+--   changes nothing).
 --
 -- State: sorted set KEY, one member per entry, score = its time in us,
 -- member "cost:time:n" (n tells apart entries of the same time). Memory
@@ -33,15 +42,37 @@ local function idiv(a, b)
   return q
 end
 
-local now, cost = tonumber(ARGV[1]), tonumber(ARGV[2])
-local limit, window = tonumber(ARGV[3]), tonumber(ARGV[4])
-local count_rejected, boundary = ARGV[5], ARGV[6]
-if not (now and cost and limit and window)
-    or now < 0 or cost < 1 or limit < 1 or window < 1
-    or (count_rejected ~= '0' and count_rejected ~= '1')
-    or (boundary ~= 'exclusive' and boundary ~= 'inclusive') then
-  return redis.error_reply('ERR sliding_log: now_us cost limit window_us count_rejected(0|1) boundary(exclusive|inclusive)')
+-- ARGV[i] as argument `name`: one of the words of the list lo, or a whole
+-- number from lo to hi written in ASCII digits (at most 16; a '-' only to
+-- call it negative), never what tonumber alone reads (hex, exponents,
+-- spaces, fractions). Else nil, and `bad` keeps the first error.
+local MAX, bad = 9007199254740991, nil -- 2^53 - 1
+local function arg(i, name, lo, hi)
+  local s, takes = ARGV[i], nil
+  if type(lo) == 'table' then
+    for _, word in ipairs(lo) do if s == word then return s end end
+    takes = 'must be "' .. table.concat(lo, '" or "') .. '"'
+  else
+    local digits = string.match(s, '^%-?(%d+)$')
+    local n = digits and #digits <= 16 and tonumber(s)
+    if n and n >= lo and n <= hi then return n end
+    takes = string.format('%s a whole number from %d to %d',
+      (n and n < 0) and 'is negative; it must be' or 'must be', lo, hi)
+  end
+  bad = bad or string.format('%s %s %s', name, (string.format('%q', s):gsub('\n', 'n')), takes)
 end
+
+if #KEYS ~= 1 or #ARGV ~= 6 then
+  return redis.error_reply(string.format('ERR sliding_log: takes 1 key and 6 arguments (now_us cost limit window_us count_rejected boundary), got %d and %d', #KEYS, #ARGV))
+end
+local now, cost = arg(1, 'now_us', 0, MAX), arg(2, 'cost', 1, MAX)
+local limit, window = arg(3, 'limit', 1, MAX), arg(4, 'window_us', 1, MAX)
+local count_rejected = arg(5, 'count_rejected', {'0', '1'})
+local boundary = arg(6, 'boundary', {'exclusive', 'inclusive'})
+if not bad and now + window + 1 > MAX then
+  bad = string.format('now_us + window_us + 1 must be below 2^53: now_us %d, window_us %d', now, window)
+end
+if bad then return redis.error_reply('ERR sliding_log: ' .. bad) end
 
 -- An entry at s lives until s + life (exclusive of that moment).
 local life = window
@@ -57,6 +88,9 @@ end
 
 local admit = live + cost <= limit
 if admit or count_rejected == '1' then
+  if live + cost > MAX then
+    return redis.error_reply(string.format('ERR sliding_log: the live cost %d + cost %d must stay below 2^53', live, cost))
+  end
   local n = redis.call('ZCOUNT', KEYS[1], int(now), int(now))
   redis.call('ZADD', KEYS[1], int(now), int(cost) .. ':' .. int(now) .. ':' .. int(n))
   redis.call('PEXPIRE', KEYS[1], int(math.max(1, idiv(life + 999, 1000))))

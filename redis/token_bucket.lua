@@ -6,6 +6,12 @@
 -- pays cost. A rejected request changes nothing.
 --
 -- Call:    EVALSHA sha 1 KEY now_us cost limit window_us capacity
+-- Arguments: whole numbers in ASCII digits (at most 16): now_us from 0,
+--          the others from 1, each at most 2^53 - 1, and jointly in the
+--          exact range below. Anything else ("1.5", "1e3", "0x10", " 5",
+--          "", a negative or larger number, another count of arguments) is
+--          an error reply "ERR token_bucket: <argument> ..." naming what it
+--          got and what it takes, and the key is untouched.
 -- Returns: {1, 0} admitted; {0, retry_after_us} rejected, the least whole
 --          number of microseconds after which the same request would pass;
 --          {0, -1} when it never can (cost > capacity).
@@ -33,13 +39,36 @@ local function idiv(a, b)
 end
 local function cdiv(a, b) return idiv(a + b - 1, b) end
 
-local now, cost = tonumber(ARGV[1]), tonumber(ARGV[2])
-local limit, window = tonumber(ARGV[3]), tonumber(ARGV[4])
-local capacity = tonumber(ARGV[5])
-if not (now and cost and limit and window and capacity)
-    or now < 0 or cost < 1 or limit < 1 or window < 1 or capacity < 1 then
-  return redis.error_reply('ERR token_bucket: now_us cost limit window_us capacity, whole numbers (now >= 0, others >= 1)')
+-- ARGV[i] as argument `name`: one of the words of the list lo, or a whole
+-- number from lo to hi written in ASCII digits (at most 16; a '-' only to
+-- call it negative), never what tonumber alone reads (hex, exponents,
+-- spaces, fractions). Else nil, and `bad` keeps the first error.
+local MAX, bad = 9007199254740991, nil -- 2^53 - 1
+local function arg(i, name, lo, hi)
+  local s, takes = ARGV[i], nil
+  if type(lo) == 'table' then
+    for _, word in ipairs(lo) do if s == word then return s end end
+    takes = 'must be "' .. table.concat(lo, '" or "') .. '"'
+  else
+    local digits = string.match(s, '^%-?(%d+)$')
+    local n = digits and #digits <= 16 and tonumber(s)
+    if n and n >= lo and n <= hi then return n end
+    takes = string.format('%s a whole number from %d to %d',
+      (n and n < 0) and 'is negative; it must be' or 'must be', lo, hi)
+  end
+  bad = bad or string.format('%s %s %s', name, (string.format('%q', s):gsub('\n', 'n')), takes)
 end
+
+if #KEYS ~= 1 or #ARGV ~= 5 then
+  return redis.error_reply(string.format('ERR token_bucket: takes 1 key and 5 arguments (now_us cost limit window_us capacity), got %d and %d', #KEYS, #ARGV))
+end
+local now, cost = arg(1, 'now_us', 0, MAX), arg(2, 'cost', 1, MAX)
+local limit, window = arg(3, 'limit', 1, MAX), arg(4, 'window_us', 1, MAX)
+local capacity = arg(5, 'capacity', 1, MAX)
+if not bad and (capacity + cost) * window + limit > MAX then
+  bad = string.format('(capacity + cost) * window_us + limit must be below 2^53: capacity %d, cost %d, window_us %d, limit %d', capacity, cost, window, limit)
+end
+if bad then return redis.error_reply('ERR token_bucket: ' .. bad) end
 
 local full, need = capacity * window, cost * window
 if cost > capacity then return {0, -1} end

@@ -75,7 +75,15 @@ mod tests {
                 .take_while(|l| l.starts_with("--"))
                 .collect::<Vec<_>>()
                 .join("\n");
-            for needle in ["Rule", "Returns", "Exact", "2^53", "Expiry"] {
+            for needle in [
+                "Rule",
+                "Arguments:",
+                "error reply",
+                "Returns",
+                "Exact",
+                "2^53",
+                "Expiry",
+            ] {
                 assert!(header.contains(needle), "{}: no {needle:?}", s.algorithm);
             }
             let call = header

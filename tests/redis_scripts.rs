@@ -729,3 +729,363 @@ fn the_edges_of_each_scripts_stated_range_still_agree() {
         replay(&mut conn, &format!("edge:{n}"), &p, &trace);
     }
 }
+
+// ---------------------------------------------------------------------------
+// Arguments: refused as Redis' own commands refuse theirs
+// ---------------------------------------------------------------------------
+
+/// `EVAL` of `script` as shipped, on `key`, with `args` after it.
+fn eval(
+    conn: &mut redis::Connection,
+    script: &str,
+    key: &str,
+    args: &[&str],
+) -> redis::RedisResult<Vec<i64>> {
+    redis::cmd("EVAL")
+        .arg(ratesim::redis::script(script).expect("a script").text)
+        .arg(1)
+        .arg(key)
+        .arg(args)
+        .query(conn)
+}
+
+/// What `key` holds: its TYPE, then its hash fields and values or its
+/// sorted set's members and scores.
+fn state(conn: &mut redis::Connection, key: &str) -> Vec<String> {
+    let kind: String = redis::cmd("TYPE").arg(key).query(conn).unwrap();
+    let content: Vec<String> = match kind.as_str() {
+        "none" => Vec::new(),
+        "hash" => redis::cmd("HGETALL").arg(key).query(conn).unwrap(),
+        "zset" => redis::cmd("ZRANGE")
+            .arg(key)
+            .arg(0)
+            .arg(-1)
+            .arg("WITHSCORES")
+            .query(conn)
+            .unwrap(),
+        other => panic!("{key} is a {other}"),
+    };
+    std::iter::once(kind).chain(content).collect()
+}
+
+const MAX: u64 = (1 << 53) - 1;
+
+/// What an argument takes.
+#[derive(Clone, Copy)]
+enum Takes {
+    /// A whole number from .0 to .1.
+    Whole(u64, u64),
+    /// One of these words.
+    Word(&'static [&'static str]),
+}
+
+/// A script's arguments after KEY: (name, what it takes, a valid value);
+/// the valid values are 5 per second at t = 1 000 000 µs, admitted on a
+/// fresh key.
+fn signature(script: &str) -> Vec<(&'static str, Takes, &'static str)> {
+    use Takes::{Whole, Word};
+    let w52 = (1 << 52) - 1;
+    let common = |limit_max, window_max| {
+        vec![
+            ("now_us", Whole(0, MAX), "1000000"),
+            ("cost", Whole(1, MAX), "1"),
+            ("limit", Whole(1, limit_max), "5"),
+            ("window_us", Whole(1, window_max), "1000000"),
+        ]
+    };
+    let (mut args, extras) = match script {
+        "token_bucket" => (common(MAX, MAX), vec![("capacity", Whole(1, MAX), "5")]),
+        "gcra" => (common(MAX, MAX), vec![("burst", Whole(1, MAX), "5")]),
+        "leaky_bucket" => (
+            common(MAX, MAX),
+            vec![("queue", Whole(0, MAX), "2"), ("delay", Whole(0, MAX), "0")],
+        ),
+        "fixed_window" => (
+            common(MAX, MAX),
+            vec![
+                ("count_rejected", Word(&["0", "1"]), "0"),
+                ("align", Word(&["epoch", "first_hit"]), "epoch"),
+            ],
+        ),
+        "sliding_log" => (
+            common(MAX, MAX),
+            vec![
+                ("count_rejected", Word(&["0", "1"]), "0"),
+                ("boundary", Word(&["exclusive", "inclusive"]), "exclusive"),
+            ],
+        ),
+        "sliding_counter" => (
+            common(w52, w52),
+            vec![
+                ("count_rejected", Word(&["0", "1"]), "0"),
+                ("weight", Word(&["exact", "floor"]), "exact"),
+            ],
+        ),
+        "smooth_bursty" => (
+            common(MAX, MAX),
+            vec![
+                ("capacity", Whole(1, MAX), "5"),
+                ("start", Word(&["empty", "full"]), "full"),
+            ],
+        ),
+        other => unreachable!("{other}"),
+    };
+    args.extend(extras);
+    args
+}
+
+/// Calls whose every argument is well formed but which leave the script's
+/// stated exact range, and the condition the error names.
+fn out_of_joint_range(script: &str) -> Vec<(Vec<&'static str>, &'static str)> {
+    match script {
+        // (1 + 1) · 2^52 + 5 and (1 + 2^52) · 2 + 5 pass 2^53.
+        "token_bucket" | "smooth_bursty" => {
+            let extra = if script == "smooth_bursty" {
+                vec!["full"]
+            } else {
+                vec![]
+            };
+            let cond = "(capacity + cost) * window_us + limit must be below 2^53";
+            [
+                vec!["0", "1", "5", "4503599627370496", "1"],
+                vec!["0", "4503599627370496", "5", "2", "1"],
+            ]
+            .into_iter()
+            .map(|mut a| {
+                a.extend(&extra);
+                (a, cond)
+            })
+            .collect()
+        }
+        "gcra" => vec![
+            // 4 · 3e15 + 1
+            (
+                vec!["0", "1", "1", "3000000000000000", "4"],
+                "burst * window_us + limit must be below 2^53",
+            ),
+            // 9e15 + 1e13 / 1
+            (
+                vec!["9000000000000000", "1", "1", "10000000000000", "1"],
+                "now_us + burst * window_us / limit must be below 2^53",
+            ),
+        ],
+        "leaky_bucket" => vec![
+            // (2 + 1) · 4 · 1e15 + 1
+            (
+                vec!["0", "4", "1", "1000000000000000", "2", "0"],
+                "(queue + 1) * cost * window_us + limit must be below 2^53",
+            ),
+            // 9e15 + 1 · 1 · 1e13 / 1
+            (
+                vec!["9000000000000000", "1", "1", "10000000000000", "0", "0"],
+                "now_us + (queue + 1) * cost * window_us / limit must be below 2^53",
+            ),
+            // 9008 · 1e12 + 1
+            (
+                vec!["0", "1", "1", "1000000000000", "0", "9008"],
+                "delay * window_us + limit must be below 2^53",
+            ),
+        ],
+        "fixed_window" => vec![(
+            vec!["9007199254740991", "1", "1", "1", "0", "epoch"],
+            "now_us + window_us must be below 2^53",
+        )],
+        "sliding_log" => vec![(
+            vec!["9007199254740990", "1", "1", "1", "0", "exclusive"],
+            "now_us + window_us + 1 must be below 2^53",
+        )],
+        "sliding_counter" => vec![
+            // 9e15 + 2 · 4e12
+            (
+                vec!["9000000000000000", "1", "1", "4000000000000", "0", "exact"],
+                "now_us + 2 * window_us must be below 2^53",
+            ),
+            // (3 + 1) · 3e15
+            (
+                vec!["0", "1", "3", "3000000000000000", "0", "exact"],
+                "(limit + 1) * window_us must be below 2^53",
+            ),
+        ],
+        other => unreachable!("{other}"),
+    }
+}
+
+/// Every bad call of `script` and the exact error text (after "ERR ") or,
+/// ending in "…", its start.
+fn bad_calls(script: &str) -> Vec<(Vec<String>, String)> {
+    let sig = signature(script);
+    let valid: Vec<String> = sig.iter().map(|a| a.2.to_string()).collect();
+    let mut calls = Vec::new();
+    for (i, &(name, takes, _)) in sig.iter().enumerate() {
+        let bad: Vec<(String, String)> = match takes {
+            Takes::Whole(lo, hi) => {
+                let range = format!("a whole number from {lo} to {hi}");
+                let mut values: Vec<String> = [
+                    "1.5", // fractional
+                    "1e3", // exponent
+                    "0x10",
+                    "0X1A", // hex
+                    "",
+                    " 5",
+                    "5 ",
+                    "+5",
+                    "5\n",
+                    "nan",
+                    "inf",
+                    "-inf",
+                    "12345678901234567", // 17 digits
+                    "00000000000000001", // 17 digits, though small
+                ]
+                .map(String::from)
+                .to_vec();
+                values.push((hi + 1).to_string()); // too large
+                if lo > 0 {
+                    values.push((lo - 1).to_string()); // too small
+                }
+                let mut bad: Vec<(String, String)> = values
+                    .into_iter()
+                    .map(|v| {
+                        let shown = format!("{v:?}");
+                        (v, format!("{name} {shown} must be {range}"))
+                    })
+                    .collect();
+                bad.push((
+                    "-1".into(),
+                    format!("{name} \"-1\" is negative; it must be {range}"),
+                ));
+                bad
+            }
+            Takes::Word(words) => {
+                let takes = format!("\"{}\"", words.join("\" or \""));
+                ["", "2", "-1", "1.0", " 0"]
+                    .iter()
+                    .map(|v| v.to_string())
+                    .chain([words[0].to_uppercase(), format!("{} ", words[0])])
+                    .filter(|v| !words.contains(&v.as_str()))
+                    .map(|v| {
+                        let shown = format!("{v:?}");
+                        (v, format!("{name} {shown} must be {takes}"))
+                    })
+                    .collect()
+            }
+        };
+        for (value, error) in bad {
+            let mut args = valid.clone();
+            args[i] = value;
+            calls.push((args, format!("{script}: {error}")));
+        }
+    }
+    for (args, condition) in out_of_joint_range(script) {
+        let args = args.into_iter().map(String::from).collect();
+        calls.push((args, format!("{script}: {condition}: …")));
+    }
+    // One argument too few, one too many.
+    let n = valid.len();
+    let arity = format!("{script}: takes 1 key and {n} arguments (…");
+    calls.push((valid[..n - 1].to_vec(), arity.clone()));
+    let mut more = valid.clone();
+    more.push("1".into());
+    calls.push((more, arity));
+    calls
+}
+
+#[test]
+fn every_script_refuses_a_malformed_or_out_of_range_argument_and_leaves_the_key_alone() {
+    let Some(server) = server() else { return };
+    let mut conn = connect(&server).expect("a connection");
+    let mut checked = 0;
+    for s in ratesim::redis::SCRIPTS {
+        let script = s.algorithm;
+        let valid: Vec<&str> = signature(script).iter().map(|a| a.2).collect();
+        // A key with state: one valid call, admitted.
+        let used = format!("args:{script}:used");
+        assert_eq!(eval(&mut conn, script, &used, &valid).unwrap(), [1, 0]);
+        let before = state(&mut conn, &used);
+        assert!(
+            before.len() > 1,
+            "{script}: no state to compare: {before:?}"
+        );
+        for (args, want) in bad_calls(script) {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let fresh = format!("args:{script}:fresh");
+            for key in [&fresh, &used] {
+                let err = eval(&mut conn, script, key, &args)
+                    .expect_err(&format!("{script} {args:?}: no error"));
+                assert_eq!(err.code(), Some("ERR"), "{script} {args:?}: {err}");
+                let got = err.detail().unwrap_or_default();
+                match want.strip_suffix('…') {
+                    Some(start) => assert!(
+                        got.starts_with(start),
+                        "{script} {args:?}: {got:?}, expected {want:?}"
+                    ),
+                    None => assert_eq!(got, want, "{script} {args:?}"),
+                }
+            }
+            let exists: i64 = redis::cmd("EXISTS").arg(&fresh).query(&mut conn).unwrap();
+            assert_eq!(exists, 0, "{script} {args:?} wrote {fresh}");
+            assert_eq!(
+                state(&mut conn, &used),
+                before,
+                "{script} {args:?} changed {used}"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 7 * 60, "only {checked} bad calls");
+}
+
+#[test]
+fn a_count_that_would_leave_the_exact_range_is_refused_and_changes_nothing() {
+    let Some(server) = server() else { return };
+    let mut conn = connect(&server).expect("a connection");
+    // count_rejected = 1: a rejected cost still counts, so the count can
+    // grow past limit; the request that would take it past the script's
+    // range is an error instead.
+    let cases: &[(&str, &str, &str, &str)] = &[
+        // (script, a cost that fits, the extra that does not, the error)
+        (
+            "fixed_window",
+            "9007199254740000",
+            "1000",
+            "fixed_window: the window's count 9007199254740000 + cost 1000 must stay below 2^53",
+        ),
+        (
+            "sliding_log",
+            "9007199254740000",
+            "1000",
+            "sliding_log: the live cost 9007199254740000 + cost 1000 must stay below 2^53",
+        ),
+        (
+            "sliding_counter",
+            "4503599627370000",
+            "1000",
+            "sliding_counter: the window's count 4503599627370000 + cost 1000 must stay below 2^52",
+        ),
+    ];
+    for &(script, first, second, want) in cases {
+        let word = signature(script)[5].2;
+        let key = format!("count:{script}");
+        // Rejected (cost > limit) and counted.
+        let reply = eval(
+            &mut conn,
+            script,
+            &key,
+            &["0", first, "1", "1000000", "1", word],
+        );
+        assert_eq!(reply.unwrap(), [0, -1], "{script}");
+        let before = state(&mut conn, &key);
+        assert!(
+            before.iter().any(|v| v.contains(first)),
+            "{script}: {before:?}"
+        );
+        let err = eval(
+            &mut conn,
+            script,
+            &key,
+            &["1", second, "1", "1000000", "1", word],
+        )
+        .expect_err(script);
+        assert_eq!(err.detail(), Some(want), "{script}");
+        assert_eq!(state(&mut conn, &key), before, "{script}");
+    }
+}
