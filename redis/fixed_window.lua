@@ -22,6 +22,11 @@
 --          key is untouched.
 -- Returns: {1, 0} admitted; {0, retry_after_us} rejected: until the window
 --          ends; {0, -1} when the request never can pass (cost > limit).
+-- Clock behind: a caller whose now_us falls before the key's window (s,
+--          opened by a gateway whose clock is ahead) is decided in that
+--          window, at s: the window never moves back, and the retry-after,
+--          s + window_us - now_us, counts the difference on the caller's own
+--          clock. (Within one window the time does not change a decision.)
 --
 -- Exact: whole numbers only; every intermediate stays below 2^53 when
 --   now_us + window_us < 2^53 and the count (with count_rejected, the sum
@@ -79,7 +84,8 @@ if stored[1] then start, count = tonumber(stored[1]), tonumber(stored[2]) end
 local opened = false
 if align == 'epoch' then
   local current = idiv(now, window) * window
-  if start ~= current then start, count = current, 0 end
+  -- A window later than now's (a clock ahead opened it) stays.
+  if start == nil or start < current then start, count = current, 0 end
 elseif start == nil or now >= start + window then
   start, count, opened = now, 0, true
 end

@@ -5,7 +5,8 @@
 -- request of cost > burst never conforms; otherwise it conforms iff
 --   now >= TAT - tau + (cost - 1) * T,
 -- and then TAT = max(TAT, now) + cost * T. Decisions equal a token bucket
--- of capacity = burst; the state is one timestamp. (redis-cell's
+-- of capacity = burst (in order; see Clock behind); the state is one
+-- timestamp. (redis-cell's
 -- max_burst = b is burst = b + 1.)
 --
 -- Call:    EVALSHA sha 1 KEY now_us cost limit window_us burst
@@ -18,6 +19,14 @@
 -- Returns: {1, 0} admitted; {0, retry_after_us} rejected, the least whole
 --          number of microseconds after which the same request would pass;
 --          {0, -1} when it never can (cost > burst).
+-- Clock behind: the state is TAT alone, which never moves back (TAT =
+--          max(TAT, now) + cost * T). A caller whose now_us is behind
+--          another gateway's is decided at its own now_us against that TAT,
+--          and its retry-after runs to the same moment as that gateway's
+--          would: the difference is counted on the caller's own clock. (No
+--          time of the last update is kept, so where a token bucket read at
+--          that time would still admit, a caller behind it by d may be
+--          rejected with a retry-after of at most d.)
 --
 -- Exact: TAT is kept as whole microseconds u plus a fraction f / limit
 -- (0 <= f < limit), so absolute times are never multiplied by the rate.

@@ -24,6 +24,15 @@
 --          request that long, rounded up to whole microseconds);
 --          {0, retry_after_us} rejected: the least whole number of
 --          microseconds after which the same request would be accepted.
+-- Clock behind: the state is next_free and the waiting slots, written by
+--          the key's last accepted request, all later than its now_us and
+--          never moved back. A caller whose now_us is behind that one's
+--          finds them as written (the same slots wait, the same release);
+--          its retry-after, or its delay to max(now_us, release - delay /
+--          rate), runs to a moment on that shared timeline, counted on the
+--          caller's own clock: the difference is added. (No time of the
+--          last update is kept, so a request that delay lets through before
+--          the writer's now_us passes at the caller's own now_us.)
 --
 -- Exact: times are whole microseconds u plus a fraction f / limit
 -- (0 <= f < limit), so absolute times are never multiplied by the rate.

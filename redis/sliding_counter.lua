@@ -22,6 +22,12 @@
 --          solved for e, later in this window or else in the next (where
 --          this window's count is p), a rejected request counted first;
 --          {0, -1} when it never can pass (cost > limit).
+-- Clock behind: a caller whose now_us falls before the key's window k
+--          (written by a gateway whose clock is ahead) is decided at that
+--          window's start, k * W (e = 0): the window never moves back, and
+--          the retry-after adds k * W - now_us, counted on the caller's own
+--          clock. (Within window k a caller is decided at its own e: the
+--          script keeps no time finer than the window.)
 --
 -- Exact: the product p * (W - e) is formed in two 26-bit limbs, so every
 -- intermediate stays an exact integer below 2^53 when
@@ -96,9 +102,12 @@ elseif not bad and (limit + 1) * W > MAX then
 end
 if bad then return redis.error_reply('ERR sliding_counter: ' .. bad) end
 
-local k = idiv(now, W)
-local e = now - k * W
 local stored = redis.call('HMGET', KEYS[1], 'k', 'p', 'c')
+-- Decided at t = max(now, the start of the key's window).
+local t = now
+if stored[1] then t = math.max(now, tonumber(stored[1]) * W) end
+local k = idiv(t, W)
+local e = t - k * W
 local p, c = 0, 0
 if stored[1] then
   local sk = tonumber(stored[1])
@@ -144,7 +153,8 @@ if admit then return {1, 0} end
 if cost > limit then return {0, -1} end
 
 local at = earliest(p, c)
-if at ~= nil and at > e then return {0, at - e} end
+-- Counted from now: a caller behind waits the difference too.
+if at ~= nil and at > e then return {0, at - e + t - now} end
 at = earliest(c, 0)
 if at == nil then at = W end
-return {0, W - e + at}
+return {0, W - e + at + t - now}

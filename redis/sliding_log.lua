@@ -21,6 +21,12 @@
 -- Returns: {1, 0} admitted; {0, retry_after_us} rejected: until enough of
 --          the oldest entries expire (a rejected request counted first);
 --          {0, -1} when it never can pass (cost > limit).
+-- Clock behind: a caller whose now_us is behind the log's newest entry (m,
+--          written by a gateway whose clock is ahead) is decided at m: the
+--          entries live at m count, its own entry is written at m (no entry
+--          goes back in time), and its retry-after runs to the moment an
+--          entry expires, counted on the caller's own clock: m - now_us is
+--          added.
 --
 -- Exact: whole numbers only; every intermediate stays below 2^53 when
 --   now_us + window_us + 1 < 2^53 and the live cost < 2^53 (with
@@ -30,7 +36,8 @@
 -- State: sorted set KEY, one member per entry, score = its time in us,
 -- member "cost:time:n" (n tells apart entries of the same time). Memory
 -- grows with the live entries: at most `limit` of them without
--- count_rejected.
+-- count_rejected. Expired entries are removed when a request is logged; a
+-- request that is not logged writes nothing.
 -- Expiry: PEXPIRE to when the newest entry expires, when the log is empty
 -- as a fresh key's. Garbage collection only; the time is the caller's.
 
@@ -77,13 +84,18 @@ if bad then return redis.error_reply('ERR sliding_log: ' .. bad) end
 -- An entry at s lives until s + life (exclusive of that moment).
 local life = window
 if boundary == 'inclusive' then life = window + 1 end
--- Forget what has expired: entries with s + life <= now.
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', int(now - life))
 
-local entries = redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
-local live = 0
-for i = 1, #entries, 2 do
-  live = live + tonumber(string.match(entries[i], '^(%d+):'))
+-- The log, oldest first. Decided at t = max(now, its newest entry's time).
+local log = redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
+local t = now
+if #log > 0 then t = math.max(now, tonumber(log[#log])) end
+local entries, live = {}, 0 -- the entries live at t, {cost, time}
+for i = 1, #log, 2 do
+  local at = tonumber(log[i + 1])
+  if at + life > t then
+    entries[#entries + 1] = {tonumber(string.match(log[i], '^(%d+):')), at}
+    live = live + entries[#entries][1]
+  end
 end
 
 local admit = live + cost <= limit
@@ -91,23 +103,23 @@ if admit or count_rejected == '1' then
   if live + cost > MAX then
     return redis.error_reply(string.format('ERR sliding_log: the live cost %d + cost %d must stay below 2^53', live, cost))
   end
-  local n = redis.call('ZCOUNT', KEYS[1], int(now), int(now))
-  redis.call('ZADD', KEYS[1], int(now), int(cost) .. ':' .. int(now) .. ':' .. int(n))
-  redis.call('PEXPIRE', KEYS[1], int(math.max(1, idiv(life + 999, 1000))))
+  -- Forget what has expired at t (s + life <= t), and log this one at t.
+  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', int(t - life))
+  local n = redis.call('ZCOUNT', KEYS[1], int(t), int(t))
+  redis.call('ZADD', KEYS[1], int(t), int(cost) .. ':' .. int(t) .. ':' .. int(n))
+  redis.call('PEXPIRE', KEYS[1], int(math.max(1, idiv(t + life - now + 999, 1000))))
   live = live + cost
-  entries[#entries + 1] = int(cost) .. ':' .. int(now)
-  entries[#entries + 1] = int(now)
+  entries[#entries + 1] = {cost, t}
 end
 if admit then return {1, 0} end
 if cost > limit then return {0, -1} end
 
 -- Passes once the oldest entries whose cost adds up to `excess` expired
--- (entries of one time expire together, so their order does not matter).
+-- (entries of one time expire together, so their order does not matter);
+-- counted from now, so a caller behind waits the difference too.
 local excess, freed = live + cost - limit, 0
-for i = 1, #entries, 2 do
-  freed = freed + tonumber(string.match(entries[i], '^(%d+):'))
-  if freed >= excess then
-    return {0, tonumber(entries[i + 1]) + life - now}
-  end
+for _, entry in ipairs(entries) do
+  freed = freed + entry[1]
+  if freed >= excess then return {0, entry[2] + life - now} end
 end
 return {0, -1}

@@ -17,11 +17,17 @@
 --          naming what it got and what it takes, and the key is untouched.
 -- Returns: {1, 0} admitted; {0, retry_after_us} rejected: the whole
 --          microseconds, rounded up, until the debt is paid (-T / rate).
+-- Clock behind: a caller whose now_us is behind the key's last update (l,
+--          written by a gateway whose clock is ahead) is decided at l (no
+--          refill, l never moves back) and its retry-after adds l - now_us:
+--          it is counted on the caller's own clock.
 --
 -- Exact: T is kept multiplied by window_us, so a refill of dt microseconds
 -- adds dt * limit exactly. Every intermediate stays an exact integer below
 -- 2^53 when
 --   now_us < 2^53,  (capacity + cost) * window_us + limit < 2^53.
+-- A wait of 2^53 us or more (285 years, only ever from a clock behind) may
+-- be off by one.
 --
 -- State: hash KEY {t = T * window_us, l = last update, us}.
 -- Expiry: with start = full, PEXPIRE to the moment the balance is full
@@ -89,12 +95,16 @@ if now > last then
   last = now
 end
 
+-- Decided at last = max(now, l); waits count from now.
+local behind = last - now
+
 if balance < 0 then
-  return {0, cdiv(-balance, limit)}
+  return {0, cdiv(-balance, limit) + behind}
 end
 balance = balance - cost * window
 redis.call('HSET', KEYS[1], 't', int(balance), 'l', int(last))
 if start == 'full' then
-  redis.call('PEXPIRE', KEYS[1], int(math.max(1, cdiv(cdiv(full - balance, limit), 1000))))
+  local fresh_in_us = cdiv(full - balance, limit) + behind
+  redis.call('PEXPIRE', KEYS[1], int(math.max(1, cdiv(fresh_in_us, 1000))))
 end
 return {1, 0}

@@ -15,12 +15,18 @@
 -- Returns: {1, 0} admitted; {0, retry_after_us} rejected, the least whole
 --          number of microseconds after which the same request would pass;
 --          {0, -1} when it never can (cost > capacity).
+-- Clock behind: a caller whose now_us is behind the key's last update (l,
+--          written by a gateway whose clock is ahead) is decided at l (no
+--          refill, l never moves back) and its retry-after adds l - now_us:
+--          it is counted on the caller's own clock.
 --
 -- Exact: integer arithmetic only. Tokens are kept multiplied by window_us,
 -- so a refill of dt microseconds adds dt * limit exactly. Every
 -- intermediate stays an exact integer below 2^53 when
 --   now_us < 2^53,  (capacity + cost) * window_us + limit < 2^53.
 -- (A microsecond Unix clock, 1.7e15 today, is within range for centuries.)
+-- A wait of 2^53 us or more (285 years, only ever from a clock behind) may
+-- be off by one.
 --
 -- State: hash KEY {b = tokens * window_us, l = last update, us}.
 -- Expiry: PEXPIRE to the moment the bucket is full again, when the key's
@@ -81,13 +87,16 @@ if now > last then
   local dt = now - last
   if dt >= cdiv(full - balance, limit) then balance = full
   else balance = balance + dt * limit end
+  last = now
 end
+-- Decided at last = max(now, l); waits count from now.
+local behind = last - now
 
 if balance < need then
-  return {0, cdiv(need - balance, limit)}
+  return {0, cdiv(need - balance, limit) + behind}
 end
 balance = balance - need
-redis.call('HSET', KEYS[1], 'b', int(balance), 'l', int(math.max(now, last)))
-local fresh_in_us = cdiv(full - balance, limit)
+redis.call('HSET', KEYS[1], 'b', int(balance), 'l', int(last))
+local fresh_in_us = cdiv(full - balance, limit) + behind
 redis.call('PEXPIRE', KEYS[1], int(math.max(1, cdiv(fresh_in_us, 1000))))
 return {1, 0}

@@ -80,6 +80,7 @@ mod tests {
                 "Arguments:",
                 "error reply",
                 "Returns",
+                "Clock behind:",
                 "Exact",
                 "2^53",
                 "Expiry",

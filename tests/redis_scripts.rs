@@ -1089,3 +1089,235 @@ fn a_count_that_would_leave_the_exact_range_is_refused_and_changes_nothing() {
         assert_eq!(state(&mut conn, &key), before, "{script}");
     }
 }
+
+// ---------------------------------------------------------------------------
+// A caller whose clock is behind the key's
+// ---------------------------------------------------------------------------
+//
+// Another gateway, its clock 50 ms ahead, wrote the key at t = 1 000 000 µs
+// on its clock; this caller's clock reads 950 000. It is answered on its
+// own clock: the state as of the stored time, the wait to the same moment.
+// Every case is 5 per second (limit 5, window 1 000 000 µs) unless said.
+
+const AHEAD: &str = "1000000";
+const BEHIND: &str = "950000";
+
+/// `script` on `key`: the call at `now` with these arguments after it.
+fn at(conn: &mut redis::Connection, script: &str, key: &str, now: &str, rest: &[&str]) -> Vec<i64> {
+    let args: Vec<&str> = std::iter::once(now).chain(rest.iter().copied()).collect();
+    eval(conn, script, key, &args).unwrap_or_else(|e| panic!("{script} {args:?}: {e}"))
+}
+
+/// The ahead gateway's call admits; the caller behind gets `want`, and,
+/// since `want` is a rejection, the key is as the ahead call left it.
+fn rejected_behind(conn: &mut redis::Connection, script: &str, rest: &[&str], want: [i64; 2]) {
+    let key = format!("behind:{script}:{}", rest.join(","));
+    assert_eq!(at(conn, script, &key, AHEAD, rest), [1, 0], "{script}");
+    let before = state(conn, &key);
+    assert_eq!(
+        at(conn, script, &key, BEHIND, rest),
+        want,
+        "{script} {rest:?}"
+    );
+    assert_eq!(
+        state(conn, &key),
+        before,
+        "{script} {rest:?}: state changed"
+    );
+}
+
+fn field(conn: &mut redis::Connection, key: &str, name: &str) -> String {
+    redis::cmd("HGET").arg(key).arg(name).query(conn).unwrap()
+}
+
+#[test]
+fn a_token_bucket_caller_behind_the_stored_time_is_decided_at_it_and_waits_on_its_own_clock() {
+    let Some(server) = server() else { return };
+    let conn = &mut connect(&server).expect("a connection");
+    // Capacity 1: the ahead call drains the bucket at l = 1 000 000. At l
+    // one token is 200 000 µs away; the caller is 50 000 behind l:
+    // 200 000 + 50 000 = 250 000.
+    rejected_behind(
+        conn,
+        "token_bucket",
+        &["1", "5", "1000000", "1"],
+        [0, 250_000],
+    );
+
+    // Capacity 2: one token is left at l, so the caller behind is admitted;
+    // l stays 1 000 000 (no refill, never back).
+    let key = "behind:token_bucket:admitted";
+    let rest = ["1", "5", "1000000", "2"];
+    assert_eq!(at(conn, "token_bucket", key, AHEAD, &rest), [1, 0]);
+    assert_eq!(at(conn, "token_bucket", key, BEHIND, &rest), [1, 0]);
+    assert_eq!(field(conn, key, "l"), "1000000");
+    assert_eq!(field(conn, key, "b"), "0");
+    // Full again 2 · 200 000 after l, which is 450 000 µs after the
+    // caller's now: the key lives 450 ms, not 400.
+    let pttl: i64 = redis::cmd("PTTL").arg(key).query(conn).unwrap();
+    assert!((401..=450).contains(&pttl), "PTTL {pttl}");
+    // In order again at 1 200 000: one token refilled since l (had l gone
+    // back to 950 000 the bucket would hold 1.25 and the next retry-after
+    // be 150 000, not 200 000).
+    assert_eq!(at(conn, "token_bucket", key, "1200000", &rest), [1, 0]);
+    assert_eq!(
+        at(conn, "token_bucket", key, "1200000", &rest),
+        [0, 200_000]
+    );
+}
+
+#[test]
+fn a_gcra_caller_behind_waits_to_the_same_tat_on_its_own_clock_and_tat_never_moves_back() {
+    let Some(server) = server() else { return };
+    let conn = &mut connect(&server).expect("a connection");
+    // Burst 1: the ahead call sets TAT = 1 200 000; the caller conforms at
+    // TAT, 250 000 after its now (200 000 at the stored clock + 50 000).
+    rejected_behind(conn, "gcra", &["1", "5", "1000000", "1"], [0, 250_000]);
+
+    // Burst 3: it conforms (TAT − 2 · 200 000 = 800 000 ≤ 950 000), and
+    // TAT = max(TAT, now) + T = 1 400 000, not 950 000 + T.
+    let key = "behind:gcra:admitted";
+    let rest = ["1", "5", "1000000", "3"];
+    assert_eq!(at(conn, "gcra", key, AHEAD, &rest), [1, 0]);
+    assert_eq!(at(conn, "gcra", key, BEHIND, &rest), [1, 0]);
+    assert_eq!(field(conn, key, "u"), "1400000");
+
+    // Burst 2, as the header says: GCRA keeps no time of the last update,
+    // so the caller is decided at its own now against TAT = 1 200 000: it
+    // conforms at TAT − T = 1 000 000, 50 000 after its now (a token
+    // bucket read at its stored time would admit it).
+    rejected_behind(conn, "gcra", &["1", "5", "1000000", "2"], [0, 50_000]);
+}
+
+#[test]
+fn a_leaky_bucket_caller_behind_is_delayed_or_told_to_retry_to_the_same_moment_on_its_own_clock() {
+    let Some(server) = server() else { return };
+    let conn = &mut connect(&server).expect("a connection");
+    // Queue 1, delay 0. The ahead call passes at once: next_free =
+    // 1 200 000. The caller behind is released at next_free: 200 000 after
+    // the stored clock + 50 000 = a delay of 250 000.
+    let key = "behind:leaky_bucket";
+    let rest = ["1", "5", "1000000", "1", "0"];
+    assert_eq!(at(conn, "leaky_bucket", key, AHEAD, &rest), [1, 0]);
+    assert_eq!(at(conn, "leaky_bucket", key, BEHIND, &rest), [2, 250_000]);
+    assert_eq!(field(conn, key, "n"), "1400000 0");
+    assert_eq!(field(conn, key, "q"), "1200000 0");
+    // The queue is full: the next caller behind may retry when the waiting
+    // slot leaves at 1 200 000, 250 000 after its now; nothing changes.
+    let before = state(conn, key);
+    assert_eq!(at(conn, "leaky_bucket", key, BEHIND, &rest), [0, 250_000]);
+    assert_eq!(state(conn, key), before);
+
+    // Queue 1, delay 1 (nginx nodelay): the caller passes at release −
+    // delay / rate = 1 000 000, 50 000 after its now.
+    let key = "behind:leaky_bucket:nodelay";
+    let rest = ["1", "5", "1000000", "1", "1"];
+    assert_eq!(at(conn, "leaky_bucket", key, AHEAD, &rest), [1, 0]);
+    assert_eq!(at(conn, "leaky_bucket", key, BEHIND, &rest), [2, 50_000]);
+}
+
+#[test]
+fn a_fixed_window_caller_behind_is_decided_in_the_window_the_ahead_clock_opened() {
+    let Some(server) = server() else { return };
+    let conn = &mut connect(&server).expect("a connection");
+    // Limit 1. The ahead call fills the window [1 000 000, 2 000 000); the
+    // caller behind (whose own window would be [0, 1 000 000)) is decided
+    // in it: retry at its end, 1 000 000 after the stored start + 50 000.
+    for align in ["epoch", "first_hit"] {
+        rejected_behind(
+            conn,
+            "fixed_window",
+            &["1", "1", "1000000", "0", align],
+            [0, 1_050_000],
+        );
+    }
+    // Limit 2: admitted into that window, which stays (epoch would have
+    // reset the key to window 0 and count 1).
+    let key = "behind:fixed_window:admitted";
+    let rest = ["1", "2", "1000000", "0", "epoch"];
+    assert_eq!(at(conn, "fixed_window", key, AHEAD, &rest), [1, 0]);
+    assert_eq!(at(conn, "fixed_window", key, BEHIND, &rest), [1, 0]);
+    assert_eq!(field(conn, key, "s"), "1000000");
+    assert_eq!(field(conn, key, "c"), "2");
+}
+
+#[test]
+fn a_sliding_log_caller_behind_is_decided_and_logged_at_the_newest_entry() {
+    let Some(server) = server() else { return };
+    let conn = &mut connect(&server).expect("a connection");
+    // Limit 1. The entry at 1 000 000 expires at 2 000 000: 1 000 000 after
+    // the stored time + 50 000.
+    rejected_behind(
+        conn,
+        "sliding_log",
+        &["1", "1", "1000000", "0", "exclusive"],
+        [0, 1_050_000],
+    );
+
+    // Limit 2: admitted, and logged at 1 000 000, not 950 000, so at
+    // 1 960 000 both entries are still live (one at 950 000 would have
+    // expired at 1 950 000 and let the request through).
+    let key = "behind:sliding_log:admitted";
+    let rest = ["1", "2", "1000000", "0", "exclusive"];
+    assert_eq!(at(conn, "sliding_log", key, AHEAD, &rest), [1, 0]);
+    assert_eq!(at(conn, "sliding_log", key, BEHIND, &rest), [1, 0]);
+    let scores: Vec<String> = state(conn, key).into_iter().skip(2).step_by(2).collect();
+    assert_eq!(scores, ["1000000", "1000000"]);
+    assert_eq!(at(conn, "sliding_log", key, "1960000", &rest), [0, 40_000]);
+
+    // count_rejected: the rejected caller behind is logged too, at
+    // 1 000 000; both entries must expire, at 2 000 000 (1 050 000).
+    let key = "behind:sliding_log:count_rejected";
+    let rest = ["1", "1", "1000000", "1", "inclusive"];
+    assert_eq!(at(conn, "sliding_log", key, AHEAD, &rest), [1, 0]);
+    // inclusive: an entry at s lives through s + W, so 1 050 001.
+    assert_eq!(at(conn, "sliding_log", key, BEHIND, &rest), [0, 1_050_001]);
+    let scores: Vec<String> = state(conn, key).into_iter().skip(2).step_by(2).collect();
+    assert_eq!(scores, ["1000000", "1000000"]);
+}
+
+#[test]
+fn a_sliding_counter_caller_behind_is_decided_at_the_start_of_the_stored_window() {
+    let Some(server) = server() else { return };
+    let conn = &mut connect(&server).expect("a connection");
+    // Limit 1, W = 1 000 000. The ahead call fills window 1; the caller
+    // behind is decided at its start, 1 000 000 (e = 0). Through window 2
+    // that count weighs 1 · (W − e) + W > W, so it passes at 3 000 000:
+    // 2 000 000 after the stored time + 50 000.
+    rejected_behind(
+        conn,
+        "sliding_counter",
+        &["1", "1", "1000000", "0", "exact"],
+        [0, 2_050_000],
+    );
+    // Limit 2: admitted into window 1, which stays (the key had gone back
+    // to window 0 with count 1).
+    let key = "behind:sliding_counter:admitted";
+    let rest = ["1", "2", "1000000", "0", "floor"];
+    assert_eq!(at(conn, "sliding_counter", key, AHEAD, &rest), [1, 0]);
+    assert_eq!(at(conn, "sliding_counter", key, BEHIND, &rest), [1, 0]);
+    assert_eq!(field(conn, key, "k"), "1");
+    assert_eq!(field(conn, key, "c"), "2");
+}
+
+#[test]
+fn a_smooth_bursty_caller_behind_the_stored_time_is_decided_at_it_and_waits_on_its_own_clock() {
+    let Some(server) = server() else { return };
+    let conn = &mut connect(&server).expect("a connection");
+    // Capacity 1, start empty: the ahead call is admitted into a debt of
+    // one permit at l = 1 000 000, paid 200 000 later; the caller is 50 000
+    // behind l: 250 000.
+    rejected_behind(
+        conn,
+        "smooth_bursty",
+        &["1", "5", "1000000", "1", "empty"],
+        [0, 250_000],
+    );
+    // start full, capacity 2: one permit left at l, admitted; l stays.
+    let key = "behind:smooth_bursty:admitted";
+    let rest = ["1", "5", "1000000", "2", "full"];
+    assert_eq!(at(conn, "smooth_bursty", key, AHEAD, &rest), [1, 0]);
+    assert_eq!(at(conn, "smooth_bursty", key, BEHIND, &rest), [1, 0]);
+    assert_eq!(field(conn, key, "l"), "1000000");
+    assert_eq!(field(conn, key, "t"), "0");
+}
