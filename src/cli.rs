@@ -101,7 +101,7 @@ pub struct ImportArgs {
 pub enum ExportCommand {
     /// The Redis Lua scripts: one algorithm's on stdout, or all into a directory
     #[command(
-        after_help = "Examples:\n  ratesim export redis gcra > gcra.lua\n  ratesim export redis --all scripts/\n\nAlgorithms: token_bucket, gcra, leaky_bucket, fixed_window, sliding_log, sliding_counter,\nsmooth_bursty. Call a script as EVALSHA sha 1 KEY now_us cost limit window_us [extra ...]\n(its header says which extras, in which order, and the ranges it is exact in); it replies\n{outcome, wait_us}: 1 admitted, 2 delayed by wait_us, 0 rejected with retry-after wait_us\n(-1: never). Each decides exactly as `ratesim run` does at microsecond timestamps."
+        after_help = "Examples:\n  ratesim export redis gcra > gcra.lua\n  ratesim export redis --all scripts/\n\nAlgorithms: token_bucket, gcra, leaky_bucket, fixed_window, sliding_log, sliding_counter,\nsmooth_bursty. Call a script as EVALSHA sha 1 KEY now_us cost limit window_us [extra ...]\n(its header says which extras, in which order, and the ranges it is exact in); it replies\n{outcome, wait_us}: 1 admitted, 2 delayed by wait_us, 0 rejected with retry-after wait_us\n(-1: never). Each decides exactly as `ratesim run` does at microsecond timestamps.\nArguments are checked first: numbers in plain ASCII digits within the header's range,\nwords from its list; anything else (1.5, 1e3, 0x10, -1, too large) is an error reply\n\"ERR ALGORITHM: ARGUMENT ...\" and the key is untouched. A caller whose now_us is behind\nthe key's stored time (another gateway's clock ahead) is answered on its own clock: its\nwait adds the difference (each header says how)."
     )]
     Redis(ExportRedisArgs),
 }

@@ -4,9 +4,16 @@
 //! Each script decides one request atomically with the caller's clock,
 //! `EVALSHA sha 1 KEY now_us cost limit window_us [extra ...]`, and replies
 //! `{outcome, wait_us}`: 1 admitted, 2 delayed by wait_us, 0 rejected with
-//! retry-after wait_us (−1: never). `tests/redis_scripts.rs` replays random
-//! traces through each script on a real redis-server and through ratesim's
-//! limiter, and compares every decision and wait.
+//! retry-after wait_us (−1: never). Every argument is checked before the
+//! key is read or written, as Redis' own commands check theirs: a number
+//! in plain ASCII digits within the range the script's header states, or
+//! one of its words; anything else is an error reply `ERR <algorithm>:
+//! <argument> …` and the key is untouched. A caller whose clock is behind
+//! the key's stored time is answered on its own clock: no stored time
+//! moves back, and its wait adds the difference (each header says how).
+//! `tests/redis_scripts.rs` replays random traces through each script on a
+//! real redis-server and through ratesim's limiter, and compares every
+//! decision and wait; it also checks the refusals and the clocks behind.
 
 /// `(algorithm, script)` for every algorithm with a script, and the extra
 /// arguments it takes after `window_us`.
