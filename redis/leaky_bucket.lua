@@ -56,7 +56,8 @@ local function idiv(a, b)
 end
 
 -- ARGV[i] as argument `name`: one of the words of the list lo, or a whole
--- number from lo to hi written in ASCII digits (at most 16; a '-' only to
+-- number from lo to hi written in ASCII digits as Redis writes them (no
+-- leading zero, no "-0"; at most 16 digits; a '-' only to
 -- call it negative), never what tonumber alone reads (hex, exponents,
 -- spaces, fractions). Else nil, and `bad` keeps the first error.
 local MAX, bad = 9007199254740991, nil -- 2^53 - 1
@@ -66,7 +67,7 @@ local function arg(i, name, lo, hi)
     for _, word in ipairs(lo) do if s == word then return s end end
     takes = 'must be "' .. table.concat(lo, '" or "') .. '"'
   else
-    local digits = string.match(s, '^%-?(%d+)$')
+    local digits = s == '0' and s or string.match(s, '^%-?([1-9]%d*)$')
     local n = digits and #digits <= 16 and tonumber(s)
     if n and n >= lo and n <= hi then return n end
     takes = string.format('%s a whole number from %d to %d',

@@ -935,6 +935,8 @@ fn bad_calls(script: &str) -> Vec<(Vec<String>, String)> {
                     "-inf",
                     "12345678901234567", // 17 digits
                     "00000000000000001", // 17 digits, though small
+                    "007",               // a leading zero, which Redis refuses too
+                    "-0",
                 ]
                 .map(String::from)
                 .to_vec();
