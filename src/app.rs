@@ -118,7 +118,7 @@ fn plot(dir: &Path, quiet: bool) -> anyhow::Result<()> {
     // the data no longer calls for: in a directory ratesim did not mark as
     // its own (see crate::staging), only where no file of those names
     // exists yet.
-    if dir.is_dir() && !dir.join(crate::staging::MARKER).is_file() {
+    if dir.is_dir() && !dir.join(crate::rundir::MARKER).is_file() {
         let mut taken: Vec<String> = fs::read_dir(dir)
             .map(|entries| {
                 entries
@@ -126,7 +126,7 @@ fn plot(dir: &Path, quiet: bool) -> anyhow::Result<()> {
                     .map(|e| e.file_name().to_string_lossy().into_owned())
                     .filter(|n| {
                         n == report::markdown::FILE
-                            || (n.ends_with(".png") && crate::staging::is_ratesim_file(n))
+                            || (n.ends_with(".png") && crate::rundir::is_own_file(n))
                     })
                     .collect()
             })
@@ -137,7 +137,7 @@ fn plot(dir: &Path, quiet: bool) -> anyhow::Result<()> {
                 "{}: not a ratesim run directory (no {} file), and it already holds {}; plot overwrites \
                  those only in a directory `ratesim run` wrote — move them away, or plot a copy of the data",
                 dir.display(),
-                crate::staging::MARKER,
+                crate::rundir::MARKER,
                 taken.join(", ")
             ))
             .into());

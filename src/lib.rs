@@ -43,6 +43,7 @@ pub mod progress;
 pub mod redis;
 pub mod report;
 pub mod run;
+pub mod rundir;
 pub mod scenario;
 pub mod staging;
 pub mod sweep;

@@ -135,7 +135,7 @@ pub fn simulate_into(
         out.flush()?;
     }
     if decisions {
-        let mut all = create("decisions.csv")?;
+        let mut all = create(crate::rundir::DECISIONS_CSV)?;
         report::csv::DecisionLog::header(&mut all)?;
         for i in 0..scenario.limiters.len() {
             let mut f = File::open(part(i))?;

@@ -9,7 +9,7 @@
 //! - **Whose directory.** ratesim marks each run directory with a
 //!   [`MARKER`] file (its version and the scenario's name). An existing
 //!   target is replaced only if it is empty, or if it carries the marker
-//!   and holds nothing but files ratesim writes ([`is_ratesim_file`]);
+//!   and holds nothing but files ratesim writes ([`crate::rundir`]);
 //!   anything else is refused (exit 2, nothing touched), whatever the
 //!   flags: no flag deletes or overwrites a file ratesim did not write.
 //!   The check is made again just before the replacement (a file added
@@ -35,37 +35,8 @@ use anyhow::Context;
 
 use crate::error::InputError;
 
-/// The file that makes a directory a ratesim run directory.
-pub const MARKER: &str = ".ratesim-run";
-
-/// Files ratesim writes into a run directory besides the charts.
-pub const RUN_FILES: &[&str] = &[
-    MARKER,
-    "summary.csv",
-    "summary.json",
-    "timeseries.csv",
-    "decisions.csv",
-    "top_keys.csv",
-    "agreement.csv",
-    "disagreements.csv",
-    "summary.md",
-];
-
-/// What `ratesim sweep` writes into its directory besides `summary.md`
-/// and its `sweep-*.png` charts.
-pub const SWEEP_CSV: &str = "sweep.csv";
-pub const SWEEP_MANIFEST: &str = "sweep.json";
-pub const SWEEP_RECOMMENDATION: &str = "recommendation.md";
-
-/// Whether `name` is a file ratesim writes into a run or sweep directory: a
-/// result file, or a chart (`*.png`).
-pub fn is_ratesim_file(name: &str) -> bool {
-    RUN_FILES.contains(&name)
-        || crate::report::charts::chart(name).is_some()
-        || name == crate::report::charts::zoom::FILE
-        || [SWEEP_CSV, SWEEP_MANIFEST, SWEEP_RECOMMENDATION].contains(&name)
-        || (name.starts_with("sweep-") && name.ends_with(".png"))
-}
+use crate::rundir::is_own_file;
+pub use crate::rundir::MARKER;
 
 /// The staging directories of this process, removed on a signal. Held
 /// while a staging directory is moved into place, so a signal never
@@ -198,7 +169,7 @@ fn check_replaceable(target: &Path) -> Result<(), String> {
         let name = entry.file_name().to_string_lossy().into_owned();
         let is_file = entry.file_type().map(|t| t.is_file()).unwrap_or(false);
         marked |= name == MARKER && is_file;
-        if !(is_file && is_ratesim_file(&name)) {
+        if !(is_file && is_own_file(&name)) {
             foreign.push(name);
         }
     }
@@ -259,7 +230,7 @@ fn remove_own(dir: &Path) -> anyhow::Result<()> {
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
         let is_file = entry.file_type().map(|t| t.is_file()).unwrap_or(false);
-        if is_file && is_ratesim_file(&name) {
+        if is_file && is_own_file(&name) {
             fs::remove_file(entry.path())
                 .with_context(|| format!("cannot remove {}", entry.path().display()))?;
         }

@@ -28,8 +28,8 @@ use crate::scenario::Scenario;
 use crate::traffic::retry::Retry;
 use crate::traffic::Pattern;
 
-pub const FILE: &str = "agreement.csv";
-pub const LINES_FILE: &str = "disagreements.csv";
+pub const FILE: &str = crate::rundir::AGREEMENT_CSV;
+pub const LINES_FILE: &str = crate::rundir::DISAGREEMENTS_CSV;
 pub const HEADER: &str = "limiter,gateway,ratesim,requests";
 pub const LINES_HEADER: &str =
     "limiter,line,client,time_ns,gateway,ratesim,gateway_delay_ns,ratesim_delay_ns";

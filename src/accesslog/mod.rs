@@ -494,7 +494,7 @@ impl AccessLog {
 /// For `summary.md`: how each access log was read (whole-second stamps
 /// placed by `subsecond`, bad lines skipped), from `summary.json`.
 pub fn summary_notes(dir: &std::path::Path) -> String {
-    let Ok(text) = std::fs::read_to_string(dir.join("summary.json")) else {
+    let Ok(text) = std::fs::read_to_string(dir.join(crate::rundir::SUMMARY_JSON)) else {
         return String::new();
     };
     let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else {

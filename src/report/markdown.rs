@@ -10,7 +10,7 @@ use std::path::Path;
 
 use super::charts::{self, style, RunData};
 
-pub const FILE: &str = "summary.md";
+pub const FILE: &str = crate::rundir::SUMMARY_MD;
 
 /// The Markdown for `data`: it links the registered charts `drawn` (or,
 /// when `None`, those present in `dir`), in their order, then any other

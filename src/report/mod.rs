@@ -21,6 +21,7 @@ pub mod top_keys;
 use crate::clock::Nanos;
 use crate::engine::LimiterRun;
 use crate::metrics::Bucket;
+use crate::rundir;
 use crate::scenario::Scenario;
 use format::Decimal;
 use summary::{LimiterJson, LimiterSummary, PassRatioSpread};
@@ -54,9 +55,9 @@ pub type Export = fn(&Report, &mut dyn std::io::Write) -> anyhow::Result<()>;
 
 /// The files a run directory gets from its report, in the order written.
 pub const FILES: &[(&str, Export)] = &[
-    ("summary.csv", csv::summary),
-    ("timeseries.csv", csv::timeseries),
-    ("summary.json", json::write),
+    (rundir::SUMMARY_CSV, csv::summary),
+    (rundir::TIMESERIES_CSV, csv::timeseries),
+    (rundir::SUMMARY_JSON, json::write),
 ];
 
 /// Everything a run produced.

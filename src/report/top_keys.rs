@@ -13,7 +13,7 @@ use crate::engine::LimiterRun;
 use crate::metrics::KeyCounts;
 use crate::scenario::{KeyBy, Scenario};
 
-pub const FILE: &str = "top_keys.csv";
+pub const FILE: &str = crate::rundir::TOP_KEYS_CSV;
 pub const HEADER: &str = "limiter,rank,key,attempts,admitted,delayed,rejected,peak_in_window";
 
 /// Keys kept per limiter in the file.

@@ -14,7 +14,7 @@ use super::grid::{Grid, Shard};
 use super::recommend::Goal;
 use crate::error::InputError;
 
-pub const FILE: &str = crate::staging::SWEEP_MANIFEST;
+pub const FILE: &str = crate::rundir::SWEEP_JSON;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -50,7 +50,7 @@ use manifest::Manifest;
 use recommend::{Criteria, Goal};
 
 /// The sweep's table of results.
-pub const CSV: &str = crate::staging::SWEEP_CSV;
+pub const CSV: &str = crate::rundir::SWEEP_CSV;
 
 /// A scenario's `[sweep]` table.
 #[derive(Debug, Default, Deserialize)]

@@ -21,8 +21,8 @@ use super::table::{Metric, SweepTable};
 use super::CSV;
 use crate::report::charts::style;
 
-pub const RECOMMENDATION: &str = crate::staging::SWEEP_RECOMMENDATION;
-pub const SUMMARY: &str = "summary.md";
+pub const RECOMMENDATION: &str = crate::rundir::RECOMMENDATION_MD;
+pub const SUMMARY: &str = crate::rundir::SUMMARY_MD;
 
 /// The metrics that decide a limit, drawn as lines when one path varies.
 pub const LINE_METRICS: &[(&str, &str)] = &[
@@ -126,7 +126,7 @@ fn line_charts(t: &SweepTable, m: &Manifest, dir: &Path) -> anyhow::Result<Vec<(
     let drawn: Vec<(String, String)> = series
         .par_iter()
         .map(|s| {
-            let file = format!("sweep-{}.png", s.metric);
+            let file = crate::rundir::sweep_line_png(&s.metric);
             line::draw_line(&m.scenario, s, &dir.join(&file))
                 .with_context(|| format!("cannot draw {file}"))?;
             Ok((file, line::caption(s)))
@@ -156,7 +156,7 @@ fn heatmaps(
         .par_iter()
         .enumerate()
         .map(|(i, s)| {
-            let file = format!("sweep-heatmap-{i}.png");
+            let file = crate::rundir::sweep_heatmap_png(i);
             heatmap::draw_heatmap(&m.scenario, s, &dir.join(&file))
                 .with_context(|| format!("cannot draw {file}"))?;
             Ok((file, heatmap::caption(s, &m.grid)))

@@ -26,7 +26,7 @@ use super::style::{self, Mark, RowName};
 use super::Chart;
 
 pub const CHART: Chart = Chart {
-    file: "clients.png",
+    file: crate::rundir::CLIENTS_PNG,
     size: (1400, 760),
     about: "only when clients retry or share a key (by ip, global): attempts per request per limiter against 1× (no retries), with the requests that gave up; and the spread of the share of its requests each client got through (box p10–p90, whiskers min–max, tick median), with Jain's fairness index",
     caption,

@@ -288,7 +288,7 @@ impl RunData {
     /// is not a run directory, or files that do not parse, are input errors
     /// naming the file.
     pub fn load(dir: &Path) -> Result<RunData, InputError> {
-        let summary_path = dir.join("summary.json");
+        let summary_path = dir.join(crate::rundir::SUMMARY_JSON);
         if !dir.is_dir() {
             return Err(InputError::new(format!(
                 "{}: no such directory; give the run directory that `ratesim run` wrote (e.g. output/boundary)",
@@ -303,7 +303,7 @@ impl RunData {
         })?;
         let mut data =
             RunData::from_summary_json(&text).map_err(|e| e.within(summary_path.display()))?;
-        let series_path = dir.join("timeseries.csv");
+        let series_path = dir.join(crate::rundir::TIMESERIES_CSV);
         let csv = fs::read(&series_path).map_err(|e| {
             InputError::new(format!(
                 "{}: {e} — the charts need the run's time series",

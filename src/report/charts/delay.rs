@@ -16,7 +16,7 @@ use super::style::{self, Mark};
 use super::Chart;
 
 pub const CHART: Chart = Chart {
-    file: "delay.png",
+    file: crate::rundir::DELAY_PNG,
     size: (1200, 700),
     about: "for shaping limiters only (skipped when nothing was delayed): median, 99th percentile and largest delay of passed requests — what smoothing instead of rejecting costs in waiting",
     caption,

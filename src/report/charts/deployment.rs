@@ -25,7 +25,7 @@ use super::style::{self, RowName};
 use super::Chart;
 
 pub const CHART: Chart = Chart {
-    file: "deployment.png",
+    file: crate::rundir::DEPLOYMENT_PNG,
     size: (1400, 760),
     about: "only when a limiter runs on several instances or a shared store: overshoot (cost passed beyond the limit per key per window, summed) and the p99 latency the store added per decision, per limiter, with store operations per second and the decisions taken while the store failed",
     caption,

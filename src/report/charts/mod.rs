@@ -131,6 +131,13 @@ mod tests {
     use super::*;
 
     #[test]
+    fn every_chart_is_named_in_the_run_directory_contract() {
+        for c in CHARTS {
+            assert!(crate::rundir::RUN_CHARTS.contains(&c.file), "{}", c.file);
+        }
+    }
+
+    #[test]
     fn the_charts_show_at_most_max_charted_limiters_and_say_so() {
         let names: Vec<String> = (0..30).map(|i| format!("l{i}")).collect();
         let limiters: Vec<(&str, u64)> = names.iter().map(|n| (n.as_str(), 1)).collect();

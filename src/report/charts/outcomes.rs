@@ -18,7 +18,7 @@ use super::style::{self, Mark};
 use super::Chart;
 
 pub const CHART: Chart = Chart {
-    file: "outcomes.png",
+    file: crate::rundir::OUTCOMES_PNG,
     size: (1200, 700),
     about: "admitted / delayed / rejected (and gave up, where clients retry) per limiter, stacked: who passes at once, who waits, who is turned away",
     caption,

@@ -18,7 +18,7 @@ use super::style::{self, Mark};
 use super::Chart;
 
 pub const CHART: Chart = Chart {
-    file: "peak.png",
+    file: crate::rundir::PEAK_PNG,
     size: (1200, 700),
     about: "the most one key got through in any window, per limiter, against the limit line: a bar above the line broke the policy (the fixed window's boundary burst reaches 2×)",
     caption,

@@ -18,7 +18,7 @@ use super::style::{self, Categories, Mark};
 use super::Chart;
 
 pub const CHART: Chart = Chart {
-    file: "state.png",
+    file: crate::rundir::STATE_PNG,
     size: (1200, 700),
     about: "state bytes per key, mean (solid) and peak (light), per limiter — what each algorithm's memory costs per client (log axis when the spread is wide)",
     caption,

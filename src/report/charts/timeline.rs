@@ -32,7 +32,7 @@ use super::style::{self, Mark};
 use super::Chart;
 
 pub const CHART: Chart = Chart {
-    file: "timeline.png",
+    file: crate::rundir::TIMELINE_PNG,
     size: (1200, 900),
     about: "one panel per limiter: over time, the most any one key had passed within the policy window (what the policy limits), against the per-key limit; dotted lines are window boundaries; for deployed limiters, the overshoot per bucket; shaded bands are store outages",
     caption,

@@ -20,7 +20,7 @@ use plotters::style::text_anchor::{HPos, VPos};
 use super::data::RunData;
 use super::style::{self, Mark};
 
-pub const FILE: &str = "boundary-zoom.png";
+pub const FILE: &str = crate::rundir::BOUNDARY_ZOOM_PNG;
 
 /// What to read from it, for `summary.md` and the README.
 pub const ABOUT: &str = "a close-up of the fixed window's worst window (drawn by `ratesim explain boundary`): what each limiter let one key through in the window before each instant, around the boundary where the fixed window's counter reset";
@@ -185,7 +185,7 @@ fn ms_label(ns: f64, span: f64) -> String {
 fn line_colors(s: &ZoomSeries, path: &Path) -> Vec<RGBColor> {
     let run = path
         .parent()
-        .and_then(|d| std::fs::read_to_string(d.join("summary.json")).ok())
+        .and_then(|d| std::fs::read_to_string(d.join(crate::rundir::SUMMARY_JSON)).ok())
         .and_then(|t| RunData::from_summary_json(&t).ok());
     s.lines
         .iter()

@@ -1,0 +1,118 @@
+//! The run directory's contract: the name of every file ratesim writes into
+//! a run or a sweep directory, in one place.
+//!
+//! Writers name their files from here, readers (`plot`, `sweep merge`, the
+//! charts, `summary.md`, the terminal) find them here, and
+//! [`crate::staging`] takes this list as the files that are ratesim's own —
+//! so a file added to a run directory is added once, here, and staging never
+//! calls it foreign. The columns and JSON of each file are described in
+//! `docs/semantics.md` §3.
+
+/// The file that makes a directory a ratesim run or sweep directory (its
+/// version and the scenario's name).
+pub const MARKER: &str = ".ratesim-run";
+
+/// One row per limiter: the columns of `docs/semantics.md` §3.
+pub const SUMMARY_CSV: &str = "summary.csv";
+/// The scenario as validated and every limiter's metrics.
+pub const SUMMARY_JSON: &str = "summary.json";
+/// Per limiter and time bucket: attempts, outcomes, peaks.
+pub const TIMESERIES_CSV: &str = "timeseries.csv";
+/// One row per attempt per limiter (`--decisions`).
+pub const DECISIONS_CSV: &str = "decisions.csv";
+/// The keys that were limited most, per limiter.
+pub const TOP_KEYS_CSV: &str = "top_keys.csv";
+/// Agreement with a replayed gateway's own verdicts, per limiter.
+pub const AGREEMENT_CSV: &str = "agreement.csv";
+/// The first lines on which ratesim and the gateway disagree.
+pub const DISAGREEMENTS_CSV: &str = "disagreements.csv";
+/// The report to read: the table, the charts, the notes.
+pub const SUMMARY_MD: &str = "summary.md";
+
+/// The charts of a run directory, drawn from its files.
+pub const TIMELINE_PNG: &str = "timeline.png";
+pub const PEAK_PNG: &str = "peak.png";
+pub const OUTCOMES_PNG: &str = "outcomes.png";
+pub const STATE_PNG: &str = "state.png";
+pub const DELAY_PNG: &str = "delay.png";
+pub const CLIENTS_PNG: &str = "clients.png";
+pub const DEPLOYMENT_PNG: &str = "deployment.png";
+/// The close-up of one window boundary (`ratesim explain boundary`).
+pub const BOUNDARY_ZOOM_PNG: &str = "boundary-zoom.png";
+
+/// A sweep directory's table: one row per point and limiter.
+pub const SWEEP_CSV: &str = "sweep.csv";
+/// A sweep's grid, flags and shard: what `sweep merge` checks.
+pub const SWEEP_JSON: &str = "sweep.json";
+/// The recommended point per limiter, with its neighbours.
+pub const RECOMMENDATION_MD: &str = "recommendation.md";
+
+/// Every file a run directory may hold besides its charts.
+pub const RUN_FILES: &[&str] = &[
+    MARKER,
+    SUMMARY_CSV,
+    SUMMARY_JSON,
+    TIMESERIES_CSV,
+    DECISIONS_CSV,
+    TOP_KEYS_CSV,
+    AGREEMENT_CSV,
+    DISAGREEMENTS_CSV,
+    SUMMARY_MD,
+];
+
+/// Every chart of a run directory.
+pub const RUN_CHARTS: &[&str] = &[
+    TIMELINE_PNG,
+    PEAK_PNG,
+    OUTCOMES_PNG,
+    STATE_PNG,
+    DELAY_PNG,
+    CLIENTS_PNG,
+    DEPLOYMENT_PNG,
+    BOUNDARY_ZOOM_PNG,
+];
+
+/// Every file a sweep directory may hold besides its marker, `summary.md`
+/// and its charts.
+pub const SWEEP_FILES: &[&str] = &[SWEEP_CSV, SWEEP_JSON, RECOMMENDATION_MD];
+
+/// A sweep's line chart of one metric.
+pub fn sweep_line_png(metric: &str) -> String {
+    format!("sweep-{metric}.png")
+}
+
+/// A sweep's heatmap of limiter `i`.
+pub fn sweep_heatmap_png(i: usize) -> String {
+    format!("sweep-heatmap-{i}.png")
+}
+
+/// Whether `name` is a file ratesim writes into a run or sweep directory.
+pub fn is_own_file(name: &str) -> bool {
+    RUN_FILES.contains(&name)
+        || RUN_CHARTS.contains(&name)
+        || SWEEP_FILES.contains(&name)
+        || (name.starts_with("sweep-") && name.ends_with(".png"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_named_file_is_ratesims_and_nothing_else_is() {
+        for f in RUN_FILES.iter().chain(RUN_CHARTS).chain(SWEEP_FILES) {
+            assert!(is_own_file(f), "{f}");
+        }
+        assert!(is_own_file(&sweep_line_png("rejected_share")));
+        assert!(is_own_file(&sweep_heatmap_png(3)));
+        for f in [
+            "notes.txt",
+            "main.rs",
+            "summary.csv.bak",
+            "chart.png",
+            ".ssh",
+        ] {
+            assert!(!is_own_file(f), "{f}");
+        }
+    }
+}
