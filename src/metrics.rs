@@ -1031,7 +1031,7 @@ mod tests {
         assert_eq!(over.iter().sum::<u64>(), r.overshoot);
     }
 
-    // Regression (tests/fuzz.rs, a leaky bucket with cost 10^12 at 2/s):
+    // Regression (tests/it/fuzz.rs, a leaky bucket with cost 10^12 at 2/s):
     // passes at the saturated end of time overflowed `s + W`.
     #[test]
     fn passes_at_the_end_of_time_stay_in_each_others_window() {

@@ -11,7 +11,7 @@
 //! <argument> …` and the key is untouched. A caller whose clock is behind
 //! the key's stored time is answered on its own clock: no stored time
 //! moves back, and its wait adds the difference (each header says how).
-//! `tests/redis_scripts.rs` replays random traces through each script on a
+//! `tests/it/redis_scripts.rs` replays random traces through each script on a
 //! real redis-server and through ratesim's limiter, and compares every
 //! decision and wait; it also checks the refusals and the clocks behind.
 

@@ -3,12 +3,9 @@
 //! and the bad input that is refused (exit 2, naming the field path, the
 //! value and what is accepted, writing nothing).
 
-#[allow(dead_code)]
-mod common;
-
 use std::fs;
 
-use common::*;
+use crate::common::*;
 
 /// `BASE` with a second limiter whose table is `lines`: errors name `limiter[1]`.
 fn with_second_limiter(lines: &str) -> String {

@@ -13,14 +13,12 @@
 //! definitions are changing; the comments make no numeric claim about them.
 
 // The helpers are shared with tests/cli.rs; this crate uses some of them.
-#[allow(dead_code)]
-mod common;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs;
 use std::path::PathBuf;
 
-use common::*;
+use crate::common::*;
 
 const SECOND: u64 = 1_000_000_000;
 const MS: u64 = 1_000_000;

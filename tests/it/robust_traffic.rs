@@ -3,14 +3,11 @@
 //! (7), traces without a size limit (11), and errors that quoted a whole
 //! line of whatever file a trace path named.
 
-#[allow(dead_code)]
-mod common;
-
 use std::fs;
 use std::path::Path;
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 
 /// `ratesim validate` on `scenario` written into `dir`, with a time limit:
 /// none of these inputs may make it wait or loop.

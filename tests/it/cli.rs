@@ -3,12 +3,10 @@
 //! `list`, `--format json`, `--quiet`, help, a closed stdout, and the
 //! conformance vectors.
 
-mod common;
-
 use std::fs;
 use std::process::Stdio;
 
-use common::*;
+use crate::common::*;
 use predicates::prelude::*;
 
 // ---------------------------------------------------------------------------

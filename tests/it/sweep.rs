@@ -2,13 +2,10 @@
 //! editing the file (1), the grid and `sweep.csv` (2), charts (3), the
 //! recommendation (4), shards and `sweep merge` (5).
 
-#[allow(dead_code)]
-mod common;
-
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use common::*;
+use crate::common::*;
 
 /// A small scenario: two limiters, a few Poisson clients over a few
 /// seconds (a sweep point takes milliseconds).

@@ -2,15 +2,12 @@
 //! top keys and the agreement with the gateway — on synthetic logs and on
 //! the real-nginx fixture (`tests/fixtures/nginx/`).
 
-#[allow(dead_code)]
-mod common;
-
 use std::collections::HashMap;
 use std::fs;
 use std::io::Write;
 use std::path::Path;
 
-use common::*;
+use crate::common::*;
 use ratesim::accesslog::{Request, Verdict};
 use ratesim::clock::Nanos;
 use ratesim::limiter::Decision;

@@ -2,14 +2,11 @@
 //! `ratesim show`, `ratesim init`, what `explain`, `list` and `--help` tell
 //! a user who has the binary but not the repository, and ramps of one step.
 
-#[allow(dead_code)]
-mod common;
-
 use std::fs;
 use std::path::Path;
 
+use crate::common::*;
 use assert_cmd::Command;
-use common::*;
 
 /// `ratesim` run from `dir`, as a user with only the binary would.
 fn ratesim_in(dir: &Path) -> Command {

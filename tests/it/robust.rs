@@ -3,15 +3,12 @@
 //! messages, runs too large to finish, and memory reported up front. Each
 //! test cites the numbered defect of the robustness issue it guards.
 
-#[allow(dead_code)] // each test crate uses a part of the shared helpers
-mod common;
-
 use std::fs;
 use std::path::Path;
 use std::process::{Command as StdCommand, Stdio};
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 
 // ---------------------------------------------------------------------------
 // 1. --out never deletes what ratesim did not write

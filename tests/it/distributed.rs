@@ -5,9 +5,8 @@ use std::path::Path;
 
 use proptest::prelude::*;
 use ratesim::clock::Nanos;
-mod engine_support;
 
-use engine_support::run;
+use crate::engine_support::run;
 use ratesim::engine::Attempt;
 use ratesim::limiter::Decision;
 use ratesim::scenario::{Origin, Scenario};

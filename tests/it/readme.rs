@@ -5,7 +5,7 @@ use std::process::Command;
 
 #[test]
 fn the_readme_shows_exactly_what_run_boundary_prints() {
-    let readme = include_str!("../README.md");
+    let readme = include_str!("../../README.md");
     let start = readme
         .find("```text\nboundary — ")
         .expect("the README quotes `ratesim run boundary`")
@@ -31,7 +31,7 @@ fn the_readme_shows_exactly_what_run_boundary_prints() {
 #[test]
 fn the_readme_holds_no_merge_conflict_markers() {
     // A merge once committed the README with its conflict markers.
-    let readme = include_str!("../README.md");
+    let readme = include_str!("../../README.md");
     for (i, line) in readme.lines().enumerate() {
         let marker =
             ["<<<<<<< ", ">>>>>>> "].iter().any(|m| line.starts_with(m)) || line == "=======";

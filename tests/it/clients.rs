@@ -1,9 +1,7 @@
 //! Clients that react: retries, NAT-shared addresses and the metrics that
 //! show what clients experienced, through the library on small scenarios.
 
-mod engine_support;
-
-use engine_support::run;
+use crate::engine_support::run;
 use ratesim::engine::{Attempt, LimiterRun};
 use ratesim::limiter::Decision;
 use ratesim::scenario::{Origin, Scenario};

@@ -1,0 +1,22 @@
+//! ratesim's integration tests: one test crate (one link step), a module
+//! per area. `common` holds the helpers for tests of the binary,
+//! `engine_support` those for tests that run the engine in process.
+
+mod accesslog;
+mod charts;
+mod cli;
+mod clients;
+mod common;
+mod conformance;
+mod distributed;
+mod engine_support;
+mod fuzz;
+mod onboard;
+mod properties;
+mod readme;
+mod redis_scripts;
+mod robust;
+mod robust_traffic;
+mod scenario_claims;
+mod sweep;
+mod variants;
