@@ -5,7 +5,7 @@ The workload of benches/speed.toml: 100 000 Poisson clients at 1 request
 per second each for 10 s, through seven limiters at 5 per 1 s, one limiter
 after another, one thread — each limiter with its own heap of the clients'
 next arrivals, as ratesim's engine had it. Integer-ns times and integer
-limiter arithmetic (the rules of DESIGN.md §2 at rate 5/1s, where every
+limiter arithmetic (the rules of docs/semantics.md §2 at rate 5/1s, where every
 interval is a whole number of ns); counts outcomes but computes no
 retry-after, time series or percentiles, so it does less per decision than
 ratesim. Standard library only:

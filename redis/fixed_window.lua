@@ -1,8 +1,8 @@
 -- ratesim fixed_window: a fixed-window counter, decided atomically in Redis.
 --
--- Rule (ratesim DESIGN §2 and §5): a request of `cost` is admitted iff
--- count + cost <= limit in its window; admitted cost adds to the count, and
--- with count_rejected = 1 rejected cost does too.
+-- Rule (ratesim docs/semantics.md §2 and §5): a request of `cost` is
+-- admitted iff count + cost <= limit in its window; admitted cost adds to
+-- the count, and with count_rejected = 1 rejected cost does too.
 --   align = epoch:     windows [k * window_us, (k + 1) * window_us) from 0.
 --   align = first_hit: a key has no window until a request arrives; that
 --     request opens [s, s + window_us) with count 0, whatever its outcome,

@@ -1,8 +1,9 @@
 -- ratesim gcra: the generic cell rate algorithm, decided atomically in Redis.
 --
--- Rule (ratesim DESIGN §2): emission interval T = window_us / limit,
--- tolerance tau = (burst - 1) * T, theoretical arrival time TAT from 0. A
--- request of cost > burst never conforms; otherwise it conforms iff
+-- Rule (ratesim docs/semantics.md §2): emission interval
+-- T = window_us / limit, tolerance tau = (burst - 1) * T, theoretical
+-- arrival time TAT from 0. A request of cost > burst never conforms;
+-- otherwise it conforms iff
 --   now >= TAT - tau + (cost - 1) * T,
 -- and then TAT = max(TAT, now) + cost * T. Decisions equal a token bucket
 -- of capacity = burst (in order; see Clock behind); the state is one

@@ -1,8 +1,8 @@
 -- ratesim leaky_bucket: nginx limit_req's shaper, decided atomically in Redis.
 --
--- Rule (ratesim DESIGN §2): requests leave at rate = limit / window_us per
--- microsecond. next_free starts at 0; a request at now gets the slot
--- release = max(now, next_free).
+-- Rule (ratesim docs/semantics.md §2): requests leave at
+-- rate = limit / window_us per microsecond. next_free starts at 0; a
+-- request at now gets the slot release = max(now, next_free).
 --   release = now                      -> admitted
 --   waiting >= queue                   -> rejected (waiting: accepted
 --                                         requests whose slot is > now)

@@ -1,8 +1,8 @@
 -- ratesim sliding_counter: the sliding-window estimate, decided atomically.
 --
--- Rule (ratesim DESIGN §2 and §5): windows [k * W, (k + 1) * W) from 0,
--- W = window_us. At now = k * W + e, p is the count of window k - 1 and c
--- the count of window k. A request of `cost` is admitted iff
+-- Rule (ratesim docs/semantics.md §2 and §5): windows [k * W, (k + 1) * W)
+-- from 0, W = window_us. At now = k * W + e, p is the count of window k - 1
+-- and c the count of window k. A request of `cost` is admitted iff
 --   weight = exact:  p * (W - e) + (c + cost) * W <= limit * W
 --                    (Cloudflare's estimator, in exact integers)
 --   weight = floor:  floor(p * (W - e) / W) + c + cost <= limit

@@ -1,7 +1,7 @@
 -- ratesim sliding_log: a log of timestamps in a sorted set, decided atomically.
 --
--- Rule (ratesim DESIGN §2 and §5): the log holds (time, cost) entries. An
--- entry at s is live at now iff
+-- Rule (ratesim docs/semantics.md §2 and §5): the log holds (time, cost)
+-- entries. An entry at s is live at now iff
 --   boundary = exclusive:  s > now - window_us   (it expires at s + window_us)
 --   boundary = inclusive:  s >= now - window_us  (Python limits' MovingWindow;
 --                                                 it expires 1 us later)

@@ -1,11 +1,12 @@
 -- ratesim smooth_bursty: Guava's RateLimiter (SmoothBursty), atomically in Redis.
 --
--- Rule (ratesim DESIGN §5): a token balance T that may be negative (debt),
--- at a key's first request 0 (start = empty, as Guava) or capacity
--- (start = full). At now: T = min(capacity, T + rate * (now - last)), with
--- rate = limit / window_us per microsecond. A request is admitted iff
--- T >= 0 — whatever its cost, even above capacity — and then T -= cost: the
--- next caller pays. Guava's maxPermits = rate * maxBurstSeconds is capacity.
+-- Rule (ratesim docs/semantics.md §5): a token balance T that may be
+-- negative (debt), at a key's first request 0 (start = empty, as Guava) or
+-- capacity (start = full). At now:
+-- T = min(capacity, T + rate * (now - last)), with rate = limit / window_us
+-- per microsecond. A request is admitted iff T >= 0 — whatever its cost,
+-- even above capacity — and then T -= cost: the next caller pays. Guava's
+-- maxPermits = rate * maxBurstSeconds is capacity.
 --
 -- Call:    EVALSHA sha 1 KEY now_us cost limit window_us capacity start
 -- Arguments: now_us, cost, limit, window_us and capacity whole numbers in

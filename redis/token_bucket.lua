@@ -1,6 +1,6 @@
 -- ratesim token_bucket: a token bucket, decided atomically in Redis.
 --
--- Rule (ratesim DESIGN §2): the bucket starts full; tokens refill
+-- Rule (ratesim docs/semantics.md §2): the bucket starts full; tokens refill
 -- continuously at rate = limit / window_us per microsecond, capped at
 -- capacity; a request of `cost` is admitted iff tokens >= cost, which then
 -- pays cost. A rejected request changes nothing.

@@ -6,9 +6,9 @@
 Reads FIXTURE_DIR/{nginx.conf,access.log,schedule.csv} and prints a
 Markdown report: per location the counts of `$limit_req_status` and of
 `$status`, the `$request_time` of DELAYED lines, how far log order departs
-from arrival order, and a replay of DESIGN.md §5's nginx rule (whole ms,
+from arrival order, and a replay of docs/semantics.md §5's nginx rule (whole ms,
 thousandths of a request) over the arrivals the log implies (`$msec` minus
-`$request_time`, ties ordered as DESIGN.md §8 says), compared with nginx's
+`$request_time`, ties ordered as docs/semantics.md §8 says), compared with nginx's
 own verdicts and delays. Exits 1 if a basic expectation fails (no 429, a
 DELAYED line with `$request_time` 0, a line that does not parse or join).
 """
@@ -50,7 +50,7 @@ def parse_conf(text):
 
 
 def replay(events, rate, burst, delay):
-    """DESIGN.md §5 `arithmetic = "nginx"`, cost 1. events: (m, client, idx)
+    """docs/semantics.md §5 `arithmetic = "nginx"`, cost 1. events: (m, client, idx)
     in processing order, m in whole ms. Returns {idx: (verdict, wait_ms,
     excess)}, excess being the e the rule computed (what nginx logs for a
     rejection or a delay)."""

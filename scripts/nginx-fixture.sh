@@ -154,7 +154,7 @@ cp "$PREFIX/logs/access.log" "$OUT/access.log"
 # nginx's error log has a line per rejection (level error: "limiting
 # requests, excess: 0.160 by zone ...") and per delay (warn: "delaying
 # request, excess: 3.540, by zone ..."); keep just seq, zone, verdict and
-# the excess in thousandths of a request (DESIGN.md §5's unit).
+# the excess in thousandths of a request (docs/semantics.md §5's unit).
 {
   echo "seq,zone,verdict,excess_milli"
   sed -nE 's/.*(limiting requests|delaying request), excess: ([0-9]+)\.([0-9]{3}),? by zone "([^"]+)".*request: "GET [^?]*\?seq=([0-9]+) .*/\5 \4 \1 \2\3/p' \

@@ -1,5 +1,5 @@
 //! `--set PATH=VALUE` and `--vary PATH=LIST`: scenario fields named the way
-//! error messages name them (DESIGN §7).
+//! error messages name them (docs/semantics.md §7).
 //!
 //! A path is `key`, `table.key` or `array[i].key`, indices from 0:
 //! `defaults.limit`, `limiter[2].capacity`, `traffic[0].clients`,

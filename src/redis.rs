@@ -1,5 +1,5 @@
 //! The Redis scripts of `redis/`, embedded: ratesim's algorithms for a
-//! production shared store (DESIGN §6).
+//! production shared store (docs/semantics.md §6).
 //!
 //! Each script decides one request atomically with the caller's clock,
 //! `EVALSHA sha 1 KEY now_us cost limit window_us [extra ...]`, and replies

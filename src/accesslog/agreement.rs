@@ -1,8 +1,9 @@
-//! Agreement with the gateway (DESIGN §8): when a limiter came from the
-//! gateway's own configuration (`implementation = "nginx"` replaying an
-//! nginx log; `"envoy"`, `"envoy-timer"` or `"envoy-ratelimit"` replaying
-//! an Envoy log) and the log carries the gateway's verdicts, every
-//! decision is set beside the verdict of the same line.
+//! Agreement with the gateway (docs/semantics.md §8): when a limiter came
+//! from the gateway's own configuration (`implementation = "nginx"`
+//! replaying an nginx log; `"envoy"`, `"envoy-timer"` or
+//! `"envoy-ratelimit"` replaying an Envoy log) and the log carries the
+//! gateway's verdicts, every decision is set beside the verdict of the same
+//! line.
 //!
 //! `agreement.csv` counts `(gateway, ratesim)` pairs per limiter (gateway
 //! `passed`, `delayed`, `rejected`; `not_rejected` when the log has only a

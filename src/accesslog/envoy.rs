@@ -4,7 +4,7 @@
 //! | command | read as |
 //! |---|---|
 //! | `%START_TIME%` | when the request started (ms): this is the arrival itself |
-//! | `%DURATION%` | the request's duration in ms: arrival = time − duration, as DESIGN §8 says for every log that carries one (Envoy documents `%START_TIME%` as the request's start, so with real Envoy logs this places arrivals `%DURATION%` early; see the README) |
+//! | `%DURATION%` | the request's duration in ms: arrival = time − duration, as docs/semantics.md §8 says for every log that carries one (Envoy documents `%START_TIME%` as the request's start, so with real Envoy logs this places arrivals `%DURATION%` early; see the README) |
 //! | `%RESPONSE_FLAGS%` | Envoy's verdict: `RL` (rate limited) = rejected |
 //! | `%RESPONSE_CODE%` | the verdict when there are no flags: 429 = rejected |
 //! | `%REQ(:PATH)%`, `%REQ(X-ENVOY-ORIGINAL-PATH?:PATH)%` | the path, for `location` |
@@ -201,8 +201,8 @@ impl Format {
                 s => Ok(Cow::Borrowed(s)),
             }
         };
-        // DESIGN §8: a line that carries the request's duration places the
-        // arrival at the logged time minus it.
+        // docs/semantics.md §8: a line that carries the request's duration
+        // places the arrival at the logged time minus it.
         let duration = match self.duration {
             Some(i) if v[i] != "-" => time::epoch(v[i], 1_000_000)
                 .map_err(|e| format!("%DURATION% {} {e}", crate::error::quoted(v[i])))?,

@@ -1,5 +1,5 @@
 //! Access logs as traces: replay what a gateway (nginx, Envoy) or an
-//! application (JSON lines) logged, by the rules of DESIGN §8.
+//! application (JSON lines) logged, by the rules of docs/semantics.md §8.
 //!
 //! A `[[traffic]]` source with `pattern = "trace"` takes `format = "csv"`
 //! (the default, [`crate::traffic::trace`]), `"nginx"`, `"envoy"` or

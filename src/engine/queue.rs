@@ -1,8 +1,9 @@
 //! The event queue: a min-queue ordered by `(time, sequence)`.
 //!
 //! The sequence number is given when an event is pushed, so events at the
-//! same nanosecond come out first-in first-out (DESIGN §1) and every run is
-//! deterministic. Payloads are small integers the run loop interprets.
+//! same nanosecond come out first-in first-out (docs/semantics.md §1) and
+//! every run is deterministic. Payloads are small integers the run loop
+//! interprets.
 //! The events sit in a [`Calendar`]: a queue of 10^6 Poisson clients'
 //! next arrivals costs O(1) per event, not a walk down a 20-level heap.
 

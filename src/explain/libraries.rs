@@ -1,12 +1,12 @@
 //! `ratesim explain libraries` — what real libraries change in the
 //! textbook rules, on the shipped `libraries` scenario.
 //!
-//! Re-simulates each textbook limiter and its library variant (DESIGN §5),
-//! recording every decision, and reads off the moments the scenario's
-//! clients were built to meet: a first-hit window's boundary burst (at
-//! another moment than the epoch window's), an entry exactly one window old,
-//! a floored weight, Guava's debt, and nginx's whole milliseconds. Every
-//! number in the text comes from those decisions.
+//! Re-simulates each textbook limiter and its library variant
+//! (docs/semantics.md §5), recording every decision, and reads off the
+//! moments the scenario's clients were built to meet: a first-hit window's
+//! boundary burst (at another moment than the epoch window's), an entry
+//! exactly one window old, a floored weight, Guava's debt, and nginx's whole
+//! milliseconds. Every number in the text comes from those decisions.
 
 use std::fmt::Write as _;
 

@@ -138,8 +138,8 @@ impl Algorithm {
     }
 
     /// The resolved parameters, for `summary.json` and the terminal. A
-    /// variant knob of DESIGN §5 appears only when it is not the default, so
-    /// a textbook limiter reads as it always did.
+    /// variant knob of docs/semantics.md §5 appears only when it is not the
+    /// default, so a textbook limiter reads as it always did.
     pub fn params(&self) -> serde_json::Value {
         let window_params = |limit: u64, window: Nanos, count_rejected: bool| {
             json!({

@@ -81,11 +81,11 @@ pub struct Config {
 /// Where a key's windows start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Align {
-    /// At every `k·W` from t = 0, the same for every key (DESIGN §2).
+    /// At every `k·W` from t = 0, the same for every key (docs/semantics.md §2.5).
     #[default]
     Epoch,
     /// At the key's first request, then at the first request at or after
-    /// the end of its window (DESIGN §5).
+    /// the end of its window (docs/semantics.md §5).
     FirstHit,
 }
 

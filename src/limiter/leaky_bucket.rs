@@ -83,10 +83,10 @@ pub struct Config {
 /// Which numbers the rule is computed in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Arithmetic {
-    /// Exact rationals at nanosecond resolution (DESIGN §2).
+    /// Exact rationals at nanosecond resolution (docs/semantics.md §2.4).
     #[default]
     Exact,
-    /// nginx's integers: whole ms, thousandths of a request (DESIGN §5).
+    /// nginx's integers: whole ms, thousandths of a request (docs/semantics.md §5).
     Nginx,
 }
 

@@ -302,11 +302,11 @@ type ItemExpiry = (u64, u32, u32);
 /// the moment it becomes equivalent to a key never seen again (every later
 /// request would be decided as for a new key). That is when a production
 /// store can drop it, and the moment the Redis scripts' `PEXPIRE` names
-/// (DESIGN §6). Each limiter tells the ledger, after every decision that
-/// writes a key, when that key becomes fresh-equivalent if nothing else
-/// arrives, and which items (log entries, window counters) it gained with
-/// their expiry; the ledger expires them in time order and integrates the
-/// bytes exactly, in byte·ns. Decisions never read it.
+/// (docs/semantics.md §6). Each limiter tells the ledger, after every
+/// decision that writes a key, when that key becomes fresh-equivalent if
+/// nothing else arrives, and which items (log entries, window counters) it
+/// gained with their expiry; the ledger expires them in time order and
+/// integrates the bytes exactly, in byte·ns. Decisions never read it.
 #[derive(Debug, Clone)]
 pub struct Ledger {
     sizes: [Size; 2],

@@ -81,10 +81,10 @@ pub struct Config {
 /// How the previous window's weighted count enters the sum.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Weight {
-    /// `p·(W − e)/W` exactly (DESIGN §2).
+    /// `p·(W − e)/W` exactly (docs/semantics.md §2.7).
     #[default]
     Exact,
-    /// `⌊p·(W − e)/W⌋` (DESIGN §5, Python `limits`).
+    /// `⌊p·(W − e)/W⌋` (docs/semantics.md §5, Python `limits`).
     Floor,
 }
 

@@ -80,10 +80,10 @@ pub struct Config {
 /// Whether an entry exactly one window old is still live.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Boundary {
-    /// Live iff `s > t − W` (DESIGN §2).
+    /// Live iff `s > t − W` (docs/semantics.md §2.6).
     #[default]
     Exclusive,
-    /// Live iff `s ≥ t − W` (DESIGN §5, Python `limits`).
+    /// Live iff `s ≥ t − W` (docs/semantics.md §5, Python `limits`).
     Inclusive,
 }
 

@@ -47,7 +47,7 @@
 //! `capacity`, and the two decide a burst differently for as long as the
 //! key lives — so the key is charged [`state_bytes::SMOOTH_BURSTY`] (16
 //! bytes) to the end of the run, and `redis/smooth_bursty.lua` sets no
-//! expiry (DESIGN §6).
+//! expiry (docs/semantics.md §6).
 //!
 //! **Exactness.** With `rate = n/d` the balance is kept as `T · d` in
 //! signed integers, so a refill over `Δ` ns adds `Δ · n`; only the
@@ -150,7 +150,8 @@ impl Rule for SmoothBurstyRule {
 
     /// Fresh-equivalent, with `start = "full"`, once refilled to capacity,
     /// as a token bucket. With `start = "empty"` never: a fresh key has
-    /// nothing, a rested one has capacity (DESIGN §6 sets no expiry).
+    /// nothing, a rested one has capacity (so its script sets no expiry:
+    /// docs/semantics.md §6).
     fn fresh_at(&self, b: &Balance) -> Nanos {
         span(match self.cfg.start {
             Start::Empty => u128::MAX,

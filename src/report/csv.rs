@@ -1,6 +1,6 @@
-//! CSV exports: `summary.csv` (one row per limiter, DESIGN §3's columns
-//! first), `timeseries.csv` (one row per limiter per bucket), and the
-//! streaming decision log.
+//! CSV exports: `summary.csv` (one row per limiter, docs/semantics.md §3's
+//! columns first), `timeseries.csv` (one row per limiter per bucket), and
+//! the streaming decision log.
 
 use std::io::Write;
 
@@ -10,7 +10,7 @@ use crate::limiter::Decision;
 use crate::scenario::{KeyBy, Population};
 
 /// `summary.csv`: one [`super::summary::LimiterSummary`] per row, its
-/// fields the columns (DESIGN §3's first, in order).
+/// fields the columns (docs/semantics.md §3's first, in order).
 pub fn summary(report: &Report, out: &mut dyn Write) -> anyhow::Result<()> {
     let mut w = csv::Writer::from_writer(out);
     for l in &report.limiters {

@@ -6,7 +6,7 @@
 //! [`super::Report::new`] fills it in): its name is the CSV column and the
 //! JSON key, its place is the column's, and its type says how it is
 //! written ([`Decimal`] for anything not a count). The first columns are
-//! DESIGN §3's, in its order. A field written by runs since a given
+//! docs/semantics.md §3's, in its order. A field written by runs since a given
 //! release has `#[serde(default)]` (or is an `Option`), so a summary
 //! written before it still loads.
 

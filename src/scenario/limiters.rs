@@ -1,8 +1,8 @@
 //! `[[limiter]]` tables → validated limiter specifications.
 //!
 //! Each algorithm's parameters default from `[defaults]` (`limit` and
-//! `window`) as DESIGN §2 lists them; a parameter the algorithm does not take
-//! is an unknown field.
+//! `window`) as docs/semantics.md §2 lists them; a parameter the algorithm
+//! does not take is an unknown field.
 
 use crate::clock::{Nanos, Rate};
 use crate::error::InputError;
@@ -48,7 +48,7 @@ const PARAMS: &[(&str, &str)] = &[
     ("smooth_bursty", "rate, capacity, start"),
 ];
 
-/// The variant knobs of DESIGN §5 and the algorithm each belongs to.
+/// The variant knobs of docs/semantics.md §5 and the algorithm each belongs to.
 const KNOBS: &[(&str, &str)] = &[
     ("align", "fixed_window"),
     ("boundary", "sliding_log"),
@@ -58,8 +58,8 @@ const KNOBS: &[(&str, &str)] = &[
 ];
 
 /// A named implementation (`implementation = "..."`): the algorithm and
-/// knob values that reproduce a real library (DESIGN §5). Fields written in
-/// the table override what it implies.
+/// knob values that reproduce a real library (docs/semantics.md §5).
+/// Fields written in the table override what it implies.
 #[derive(Debug)]
 pub struct Implementation {
     pub name: &'static str,

@@ -1,5 +1,5 @@
 //! A scenario before validation: its text, where it came from, and its
-//! TOML table — the layer `--set` and `--vary` change (DESIGN §7).
+//! TOML table — the layer `--set` and `--vary` change (docs/semantics.md §7).
 //!
 //! `ratesim run S --set PATH=VALUE` reads S as text, parses the TOML table,
 //! applies the overrides ([`crate::overrides::apply`]) and only then

@@ -1,4 +1,4 @@
-//! `ratesim sweep`: one scenario over a grid of values (DESIGN §7).
+//! `ratesim sweep`: one scenario over a grid of values (docs/semantics.md §7).
 //!
 //! `--vary PATH=LIST` (repeatable; or `vary = [...]` in the scenario's
 //! `[sweep]` table) gives an axis; the grid is their Cartesian product,

@@ -1,4 +1,4 @@
-//! End to end: access logs as traces (DESIGN §8), `ratesim import`, the
+//! End to end: access logs as traces (docs/semantics.md §8), `ratesim import`, the
 //! top keys and the agreement with the gateway — on synthetic logs and on
 //! the real-nginx fixture (`tests/fixtures/nginx/`).
 
@@ -116,8 +116,8 @@ fn the_same_requests_as_csv_nginx_envoy_and_json_lines_decide_identically() {
             d % 1000
         ));
         let start = EPOCH_MS + t;
-        // DESIGN §8 reads every log's time as written when the gateway
-        // responded, minus the logged duration: the Envoy line is stamped
+        // docs/semantics.md §8 reads every log's time as written when the
+        // gateway responded, minus the logged duration: the Envoy line is stamped
         // at the response, `end`, and carries `%DURATION%` = d.
         let secs = end / 1000;
         envoy.push_str(&format!(

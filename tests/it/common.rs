@@ -24,10 +24,10 @@ pub const SHIPPED: [&str; 14] = [
     "access-log",
 ];
 
-/// DESIGN §3: the columns `summary.csv` starts with, named exactly.
+/// docs/semantics.md §3: the columns `summary.csv` starts with, named exactly.
 pub const SUMMARY_HEADER: &str = "limiter,algorithm,attempts,admitted,delayed,rejected,peak_in_window,limit,delay_p50_ms,delay_p99_ms,state_bytes_per_key_mean,state_bytes_per_key_peak,keys";
 
-/// DESIGN §3: the header of `decisions.csv`.
+/// docs/semantics.md §3: the header of `decisions.csv`.
 pub const DECISIONS_HEADER: &str =
     "limiter,time_ns,key,client,attempt,outcome,delay_ns,retry_after_ns";
 

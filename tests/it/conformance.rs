@@ -1,8 +1,8 @@
-//! The conformance vectors of DESIGN.md (copied from `shared/conformance/`):
-//! thirteen limiter configurations on one hand-checkable trace, and the exact
-//! decision log a correct implementation writes. `conformance/variants/`
-//! holds the same for the variants of DESIGN §5 and the named
-//! implementations, each row worked out by hand in its README.md.
+//! The conformance vectors of docs/semantics.md §2: thirteen limiter
+//! configurations on one hand-checkable trace, and the exact decision log a
+//! correct implementation writes. `conformance/variants/` holds the same for
+//! the variants of docs/semantics.md §5 and the named implementations, each
+//! row worked out by hand in its README.md.
 
 use std::path::{Path, PathBuf};
 

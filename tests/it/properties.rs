@@ -1,4 +1,4 @@
-//! Property tests of the limiters' decision rules (DESIGN.md §1–2) and of
+//! Property tests of the limiters' decision rules (docs/semantics.md §1–2) and of
 //! the variants real libraries use (§5).
 //!
 //! Random traces — sorted `(time_ns, key, cost)` triples over a few seconds,
@@ -286,7 +286,7 @@ fn any_window_variant() -> impl Strategy<Value = Algo> {
 }
 
 /// Any algorithm, including the `count_rejected` variants and every knob
-/// of DESIGN §5.
+/// of docs/semantics.md §5.
 fn any_algo() -> impl Strategy<Value = Algo> {
     prop_oneof![
         token_bucket_cfg().prop_map(Algo::TokenBucket),
@@ -537,7 +537,7 @@ proptest! {
 }
 
 // ---------------------------------------------------------------------------
-// 2b. The rules themselves, restated from DESIGN.md §2 and checked per attempt
+// 2b. The rules of docs/semantics.md §2, restated and checked per attempt
 // ---------------------------------------------------------------------------
 
 /// The three window algorithms, with and without `count_rejected`.
@@ -558,7 +558,7 @@ proptest! {
     /// far for its key: the admitted cost, or with `count_rejected` the cost
     /// of every earlier attempt (a counted rejection counts like an admission).
     ///
-    /// The variants of DESIGN §5 restated too: a first-hit window is the one
+    /// The variants of docs/semantics.md §5 restated too: a first-hit window is the one
     /// the key's earlier attempts opened (`[s, s + W)`, a new one at `t` once
     /// `t ≥ s + W`); an inclusive log counts entries with `t' ≥ t − W`; a
     /// floored counter admits iff `⌊p·(W − e)/W⌋ + c + cost ≤ limit`.
@@ -664,7 +664,7 @@ proptest! {
 }
 
 // ---------------------------------------------------------------------------
-// 2c. The variants of DESIGN §5
+// 2c. The variants of docs/semantics.md §5
 // ---------------------------------------------------------------------------
 
 /// `trace` plus, for every key and every window `k` in which the key has an
@@ -857,10 +857,10 @@ proptest! {
         }
     }
 
-    /// DESIGN §5 claims nginx's integers change only the delays. Exactly:
-    /// on whole-ms arrivals at `R` r/s (R whole, so `r = 1000·R` and the
-    /// leak `⌊r·ms/1000⌋ = R·ms` loses nothing) with cost 1, the same
-    /// requests pass; each nginx wait is the exact wait truncated to whole
+    /// docs/semantics.md §5 says nginx's integers change only the delays.
+    /// Exactly: on whole-ms arrivals at `R` r/s (R whole, so `r = 1000·R`
+    /// and the leak `⌊r·ms/1000⌋ = R·ms` loses nothing) with cost 1, the
+    /// same requests pass; each nginx wait is the exact wait truncated to whole
     /// ms; a rejection retries at the exact retry moment rounded up to a
     /// whole ms. So the outcomes differ exactly where the exact wait is
     /// shorter than 1 ms — never when R divides 1000.
@@ -1025,8 +1025,8 @@ impl Algo {
 
     /// Whether a key may be declared alive for good although some instant
     /// finds it equivalent to a fresh one: a smooth bursty bucket started
-    /// empty never returns to its fresh state for good (DESIGN §6: its
-    /// script sets no expiry), though a probe may find no difference while
+    /// empty never returns to its fresh state for good (docs/semantics.md
+    /// §6: its script sets no expiry), though a probe may find no difference while
     /// it holds less than one token.
     fn held_for_good(&self) -> bool {
         matches!(self, Algo::Bursty(c) if c.start == smooth_bursty::Start::Empty)
@@ -1194,8 +1194,9 @@ proptest! {
 ///
 /// Capacity 1 would not do: a bucket that is already full when a request
 /// arrives at `⌈k/3 s⌉` drops the fraction of a nanosecond's refill beyond
-/// the cap (DESIGN.md: "capped at capacity"), so its next token comes at
-/// `⌈k/3 s⌉ + 1/3 s`, which is later than `⌈(k+1)/3 s⌉` two times in three.
+/// the cap (docs/semantics.md §2.1: tokens never flow in beyond
+/// `capacity`), so its next token comes at `⌈k/3 s⌉ + 1/3 s`, which is
+/// later than `⌈(k+1)/3 s⌉` two times in three.
 #[test]
 fn a_three_per_second_bucket_admits_a_million_requests_at_exact_token_moments_and_not_a_nanosecond_before(
 ) {

@@ -1,5 +1,5 @@
 //! The Redis scripts of `redis/` against ratesim's limiters, decision by
-//! decision, on a real redis-server (DESIGN §6).
+//! decision, on a real redis-server (docs/semantics.md §6).
 //!
 //! Random traces — microsecond timestamps, several keys, mixed costs,
 //! parameters whole in microseconds, times snapped to window and emission

@@ -1,4 +1,4 @@
-//! `run --set` and `ratesim sweep` end to end (DESIGN §7): overrides equal
+//! `run --set` and `ratesim sweep` end to end (docs/semantics.md §7): overrides equal
 //! editing the file (1), the grid and `sweep.csv` (2), charts (3), the
 //! recommendation (4), shards and `sweep merge` (5).
 

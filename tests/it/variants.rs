@@ -1,4 +1,4 @@
-//! End to end: the variants of DESIGN §5 and the named implementations —
+//! End to end: the variants of docs/semantics.md §5 and the named implementations —
 //! how a scenario names them, what `ratesim list` and the run directory show,
 //! and the bad input that is refused (exit 2, naming the field path, the
 //! value and what is accepted, writing nothing).
