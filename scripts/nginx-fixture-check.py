@@ -236,7 +236,7 @@ def main(d):
               + ", ".join(f"{k:+d} ms ×{v}" for k, v in sorted(offs.items())) + ".\n")
 
     replay_table(
-        "Replay of DESIGN.md §5 (`arithmetic = \"nginx\"`) with arrival = `$msec` − "
+        "Replay of docs/semantics.md §5 (`arithmetic = \"nginx\"`) with arrival = `$msec` − "
         "`$request_time` (the log's wall clock; equal arrivals of a key: passed, delayed by "
         "shortest delay, rejected, then log order); *excess agrees* compares the rule's "
         "excess with nginx's logged one for every REJECTED/DELAYED line:",

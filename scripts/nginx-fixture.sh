@@ -171,8 +171,8 @@ cat >"$OUT/README.md" <<EOF
 # Real-nginx \`limit_req\` fixture
 
 A recording of a real nginx rate-limiting real requests on loopback, for
-replaying access logs (DESIGN.md §8) and importing nginx configs (the
-\`nginx\` preset, \`leaky_bucket.arithmetic = "nginx"\`, DESIGN.md §5).
+replaying access logs (docs/semantics.md §8) and importing nginx configs (the
+\`nginx\` preset, \`leaky_bucket.arithmetic = "nginx"\`, docs/semantics.md §5).
 
 Produced by \`scripts/nginx-fixture.sh\` (as root, on Debian bookworm) with
 **$NGINX_VERSION** (Debian package \`nginx\` $(dpkg-query -W -f='${Version}' nginx 2>/dev/null || echo '?')),
@@ -186,7 +186,7 @@ request lands in.
 |---|---|
 | \`nginx.conf\` | the exact config nginx ran (run with \`nginx -p PREFIX/ -c conf/nginx.conf\`; paths are relative to the prefix; the port was a free one picked at run time) |
 | \`access.log\` | nginx's access log, one line per request, written when the response was sent |
-| \`limit_req_excess.csv\` | \`seq,zone,verdict,excess_milli\`: from nginx's error log, whose \`limiting requests, excess: 0.160 by zone "perclient"\` (rejection, level error) and \`delaying request, excess: 3.540, by zone "delay3"\` (delay, level warn) lines give nginx's own \`excess\` — here in thousandths of a request, DESIGN.md §5's unit — for every REJECTED and DELAYED request (PASSED ones are not logged) |
+| \`limit_req_excess.csv\` | \`seq,zone,verdict,excess_milli\`: from nginx's error log, whose \`limiting requests, excess: 0.160 by zone "perclient"\` (rejection, level error) and \`delaying request, excess: 3.540, by zone "delay3"\` (delay, level warn) lines give nginx's own \`excess\` — here in thousandths of a request, docs/semantics.md §5's unit — for every REJECTED and DELAYED request (PASSED ones are not logged) |
 | \`schedule.csv\` | what the client meant to send: \`seq,time_us,client,location\` — \`time_us\` is the intended send time in µs from the client's start |
 | \`client.csv\` | what the client saw: \`seq,time_us,sent_us,done_us,status,sent_mono_ns\` — its own send and completion offsets (µs from the same start), the HTTP status, and CLOCK_MONOTONIC (ns) just after the request was written: the clock nginx's limit_req reads (see below) |
 

@@ -196,7 +196,7 @@ fn explain(ctx: &Context) -> anyhow::Result<String> {
     para(
         "What real libraries change — ratesim explain libraries",
         format!(
-            "Scenario \"libraries\": {} per {window}, the same hand-made traffic through each textbook rule and the variant a real library runs (DESIGN §5). Every number below is from this run.",
+            "Scenario \"libraries\": {} per {window}, the same hand-made traffic through each textbook rule and the variant a real library runs (docs/semantics.md §5). Every number below is from this run.",
             limit
         ),
     );

@@ -247,7 +247,7 @@ fn render(imp: &Import, files: &[std::path::PathBuf], options: &Options) -> Stri
     match &options.trace {
         Some(log) => {
             for (location, client, gateway, name) in &sources {
-                let _ = writeln!(s, "\n# The access log, replayed (DESIGN §8).");
+                let _ = writeln!(s, "\n# The access log, replayed (docs/semantics.md §8 in the ratesim repository).");
                 let _ = writeln!(s, "[[traffic]]");
                 if sources.len() > 1 {
                     let _ = writeln!(s, "name = {}", toml_str(name));
