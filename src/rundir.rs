@@ -8,6 +8,8 @@
 //! calls it foreign. The columns and JSON of each file are described in
 //! `docs/semantics.md` §3.
 
+use serde::{Deserialize, Serialize};
+
 /// The file that makes a directory a ratesim run or sweep directory (its
 /// version and the scenario's name).
 pub const MARKER: &str = ".ratesim-run";
@@ -84,6 +86,67 @@ pub fn sweep_line_png(metric: &str) -> String {
 /// A sweep's heatmap of limiter `i`.
 pub fn sweep_heatmap_png(i: usize) -> String {
     format!("sweep-heatmap-{i}.png")
+}
+
+/// An access-log source as `summary.json` records it (an entry of
+/// `scenario.traffic` that has a `format`): written by the source's echo,
+/// read back by `summary.md`'s notes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AccessLogSource {
+    /// The source's name (added by the scenario's echo around this one).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    pub pattern: String,
+    pub path: String,
+    pub format: String,
+    pub rows: u64,
+    /// The reorder window, as a duration.
+    pub reorder: String,
+    #[serde(default)]
+    pub bad_lines_skipped: u64,
+    #[serde(default)]
+    pub lines_reordered: u64,
+    #[serde(default)]
+    pub lines_with_verdict: u64,
+    /// The time variable of an nginx format, the time field of JSON lines.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time: Option<String>,
+    /// The fields of an nginx or Envoy format, in order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_format: Option<Vec<String>>,
+    /// How whole-second stamps were placed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subsecond: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub location: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lines_outside_location: Option<u64>,
+}
+
+/// The part of `summary.json` that `summary.md`'s access-log notes read.
+#[derive(Debug, Deserialize)]
+pub struct SummarySources {
+    pub scenario: SummaryScenario,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct SummaryScenario {
+    /// Every `[[traffic]]` source as echoed; the access logs are the ones
+    /// with a `format` ([`AccessLogSource`]).
+    #[serde(default)]
+    pub traffic: Vec<serde_json::Value>,
+}
+
+impl SummarySources {
+    /// The access-log sources, in order.
+    pub fn access_logs(&self) -> Vec<AccessLogSource> {
+        self.scenario
+            .traffic
+            .iter()
+            .filter(|t| t.get("format").is_some())
+            .filter_map(|t| serde_json::from_value(t.clone()).ok())
+            .collect()
+    }
 }
 
 /// Whether `name` is a file ratesim writes into a run or sweep directory.

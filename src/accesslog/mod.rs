@@ -29,161 +29,34 @@
 
 pub mod agreement;
 pub mod envoy;
+mod format;
 pub mod jsonl;
 pub mod nginx;
+mod notes;
+mod pipeline;
 pub mod template;
 pub mod time;
 
-use std::borrow::Cow;
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, HashMap};
-use std::io::{self, BufRead, BufReader, Read};
+pub use format::{Format, Location, Options, Parsed, Subsecond, Verdict, FORMATS, MAX_LINE_BYTES};
+pub use notes::summary_notes;
+use pipeline::{Lines, Pipeline};
+
+use std::collections::HashMap;
+use std::io;
 use std::sync::Arc;
 
-use serde_json::json;
+use crate::rundir::AccessLogSource;
 
-use crate::clock::{Nanos, MAX_NANOS};
+use crate::clock::Nanos;
 use crate::error::{quoted, InputError};
 use crate::input::fields::Fields;
 use crate::input::Population;
 use crate::input::TraceData;
+use crate::traffic::trace::RecordedLog;
 use crate::traffic::{Arrival, Stream, StreamCtx};
 
+/// Nanoseconds in a second.
 const NS: u64 = 1_000_000_000;
-
-/// The longest line a log may have (bytes): as for CSV traces.
-pub const MAX_LINE_BYTES: usize = 64 * 1024;
-
-/// What the gateway did with a request, as its log says.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Verdict {
-    Passed,
-    Delayed,
-    Rejected,
-}
-
-impl Verdict {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Verdict::Passed => "passed",
-            Verdict::Delayed => "delayed",
-            Verdict::Rejected => "rejected",
-        }
-    }
-}
-
-/// One line, parsed; strings borrow from it where they can.
-#[derive(Debug, Clone)]
-pub struct Parsed<'l> {
-    /// The logged time, ns since the Unix epoch.
-    pub stamp: u64,
-    /// The request's duration to subtract from `stamp` (0 when none).
-    pub duration: u64,
-    pub client: Cow<'l, str>,
-    pub ip: Option<Cow<'l, str>>,
-    pub cost: u64,
-    pub verdict: Option<Verdict>,
-    /// The request path (no query), when the format has one.
-    pub path: Option<&'l str>,
-}
-
-/// A log format with its field choices.
-#[derive(Debug, Clone)]
-pub enum Format {
-    Nginx(nginx::Format),
-    Envoy(envoy::Format),
-    Jsonl(jsonl::Format),
-}
-
-pub const FORMATS: &str = "\"csv\", \"nginx\", \"envoy\", \"jsonl\"";
-
-impl Format {
-    pub fn name(&self) -> &'static str {
-        match self {
-            Format::Nginx(_) => "nginx",
-            Format::Envoy(_) => "envoy",
-            Format::Jsonl(_) => "jsonl",
-        }
-    }
-
-    fn parse<'l>(&self, line: &'l str) -> Result<Parsed<'l>, String> {
-        match self {
-            Format::Nginx(f) => f.parse(line),
-            Format::Envoy(f) => f.parse(line),
-            Format::Jsonl(f) => f.parse(line),
-        }
-    }
-
-    /// Stamps have whole seconds only: `subsecond` is required.
-    fn coarse(&self) -> bool {
-        matches!(self, Format::Nginx(f) if f.coarse())
-    }
-
-    /// The log can carry the gateway's verdict.
-    pub fn has_verdict(&self) -> bool {
-        match self {
-            Format::Nginx(f) => f.has_verdict(),
-            Format::Envoy(f) => f.has_verdict(),
-            Format::Jsonl(_) => false,
-        }
-    }
-
-    fn has_path(&self) -> bool {
-        match self {
-            Format::Nginx(f) => f.has_path(),
-            Format::Envoy(f) => f.has_path(),
-            Format::Jsonl(_) => false,
-        }
-    }
-}
-
-/// How whole-second stamps are placed inside their second.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Subsecond {
-    Start,
-    Spread,
-}
-
-/// Which requests of the log a source replays: nginx's `location`
-/// syntax, `"= /exact"` or a `"/prefix"`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Location {
-    Exact(String),
-    Prefix(String),
-}
-
-impl Location {
-    pub fn parse(s: &str) -> Option<Location> {
-        let s = s.trim();
-        if let Some(p) = s.strip_prefix('=') {
-            let p = p.trim();
-            return p.starts_with('/').then(|| Location::Exact(p.to_string()));
-        }
-        s.starts_with('/').then(|| Location::Prefix(s.to_string()))
-    }
-
-    fn matches(&self, path: &str) -> bool {
-        match self {
-            Location::Exact(p) => path == p,
-            Location::Prefix(p) => path.starts_with(p.as_str()),
-        }
-    }
-
-    fn shown(&self) -> String {
-        match self {
-            Location::Exact(p) => format!("= {p}"),
-            Location::Prefix(p) => p.clone(),
-        }
-    }
-}
-
-#[derive(Debug, Clone)]
-pub struct Options {
-    pub reorder: Nanos,
-    pub subsecond: Option<Subsecond>,
-    pub skip_bad: bool,
-    pub location: Option<Location>,
-}
 
 #[derive(Debug, Default)]
 struct Ids {
@@ -457,84 +330,83 @@ impl AccessLog {
 
     /// For `summary.json`: what was read and how.
     pub fn echo(&self) -> serde_json::Value {
-        let mut v = json!({
-            "pattern": "trace",
-            "path": self.shown,
-            "format": self.format.name(),
-            "rows": self.rows,
-            "reorder": self.options.reorder.to_string(),
-            "bad_lines_skipped": self.skipped,
-            "lines_reordered": self.reordered,
-            "lines_with_verdict": self.with_verdict,
-        });
-        match &*self.format {
-            Format::Nginx(n) => {
-                v["time"] = json!(n.time_var);
-                v["log_format"] = json!(n.template.names);
-            }
-            Format::Envoy(e) => v["log_format"] = json!(e.template.names),
-            Format::Jsonl(j) => v["time"] = json!(j.time),
-        }
-        if let Some(s) = self.options.subsecond {
-            v["subsecond"] = json!(match s {
-                Subsecond::Start =>
-                    "start: whole-second stamps, each second's requests at its start",
-                Subsecond::Spread =>
-                    "spread: whole-second stamps, a second's k requests evenly inside it",
-            });
-        }
-        if let Some(l) = &self.options.location {
-            v["location"] = json!(l.shown());
-            v["lines_outside_location"] = json!(self.filtered);
-        }
-        v
+        let (time, log_format) = match &*self.format {
+            Format::Nginx(n) => (Some(n.time_var.clone()), Some(n.template.names.clone())),
+            Format::Envoy(e) => (None, Some(e.template.names.clone())),
+            Format::Jsonl(j) => (Some(j.time.clone()), None),
+        };
+        let echo = AccessLogSource {
+            name: String::new(),
+            pattern: "trace".into(),
+            path: self.shown.clone(),
+            format: self.format.name().into(),
+            rows: self.rows,
+            reorder: self.options.reorder.to_string(),
+            bad_lines_skipped: self.skipped,
+            lines_reordered: self.reordered,
+            lines_with_verdict: self.with_verdict,
+            time,
+            log_format,
+            subsecond: self.options.subsecond.map(|s| {
+                match s {
+                    Subsecond::Start => {
+                        "start: whole-second stamps, each second's requests at its start"
+                    }
+                    Subsecond::Spread => {
+                        "spread: whole-second stamps, a second's k requests evenly inside it"
+                    }
+                }
+                .to_string()
+            }),
+            location: self.options.location.as_ref().map(Location::shown),
+            lines_outside_location: self.options.location.as_ref().map(|_| self.filtered),
+        };
+        // An object of plain fields: it always serializes.
+        serde_json::to_value(echo).unwrap_or_default()
     }
 }
 
-/// For `summary.md`: how each access log was read (whole-second stamps
-/// placed by `subsecond`, bad lines skipped), from `summary.json`.
-pub fn summary_notes(dir: &std::path::Path) -> String {
-    let Ok(text) = std::fs::read_to_string(dir.join(crate::rundir::SUMMARY_JSON)) else {
-        return String::new();
-    };
-    let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else {
-        return String::new();
-    };
-    let mut out = String::new();
-    let sources = v["scenario"]["traffic"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    for t in sources.iter().filter(|t| t.get("format").is_some()) {
-        let s = |k: &str| t[k].as_str().unwrap_or_default().to_string();
-        out.push_str(&format!(
-            "- `{}`: {} log `{}`, {} requests",
-            s("name"),
-            s("format"),
-            s("path"),
-            t["rows"]
-        ));
-        if let Some(l) = t["location"].as_str() {
-            out.push_str(&format!(" in location `{l}`"));
-        }
-        out.push_str(&format!(", re-ordered within {}", s("reorder")));
-        if let Some(n) = t["lines_reordered"].as_u64() {
-            let plural = if n == 1 { "" } else { "s" };
-            out.push_str(&format!(" ({n} line{plural} moved)"));
-        }
-        if let Some(sub) = t["subsecond"].as_str() {
-            out.push_str(&format!("; subsecond {sub}"));
-        }
-        match t["bad_lines_skipped"].as_u64() {
-            Some(0) | None => {}
-            Some(n) => out.push_str(&format!("; **{n} bad lines skipped**")),
-        }
-        out.push_str(".\n");
+impl AccessLog {
+    /// [`crate::traffic::trace::ReadLog`]: the reader the scenario parser
+    /// hands the traffic layer for a source whose `format` is not `"csv"`.
+    pub fn read(
+        f: &mut Fields,
+        format: &str,
+        path: &str,
+        data: TraceData,
+        population: &mut Population,
+    ) -> Result<Arc<dyn RecordedLog>, InputError> {
+        Ok(Arc::new(AccessLog::parse(
+            f, format, path, data, population,
+        )?))
     }
-    if out.is_empty() {
-        return out;
+
+    /// The access log a trace source replays, if it replays one.
+    pub fn of(trace: &crate::traffic::trace::Trace) -> Option<&AccessLog> {
+        trace.log.as_deref()?.as_any().downcast_ref()
     }
-    format!("## Access logs\n\n{out}\n")
+}
+
+impl RecordedLog for AccessLog {
+    fn last_time(&self) -> Nanos {
+        self.last
+    }
+
+    fn rows(&self) -> u64 {
+        self.rows
+    }
+
+    fn open(&self, ctx: StreamCtx) -> anyhow::Result<Box<dyn Stream>> {
+        AccessLog::open(self, ctx)
+    }
+
+    fn echo(&self) -> serde_json::Value {
+        AccessLog::echo(self)
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
 }
 
 /// The requests of a log in replay order (see [`AccessLog::requests`]).
@@ -570,355 +442,5 @@ impl Stream for LogStream {
             }),
             _ => None,
         })
-    }
-}
-
-/// Lines of a (possibly gzip-compressed) log, each at most
-/// [`MAX_LINE_BYTES`].
-struct Lines {
-    r: Box<dyn BufRead + Send>,
-    line: u64,
-    buf: Vec<u8>,
-}
-
-impl Lines {
-    fn new(r: Box<dyn Read + Send>) -> io::Result<Lines> {
-        let mut b = BufReader::with_capacity(1 << 16, r);
-        let gz = b.fill_buf()?.starts_with(&[0x1f, 0x8b]);
-        let r: Box<dyn BufRead + Send> = if gz {
-            Box::new(BufReader::with_capacity(
-                1 << 16,
-                flate2::read::MultiGzDecoder::new(b),
-            ))
-        } else {
-            Box::new(b)
-        };
-        Ok(Lines {
-            r,
-            line: 0,
-            buf: Vec::new(),
-        })
-    }
-
-    /// The next line without its ending; `Err` for a read error or a line
-    /// over the cap.
-    fn next(&mut self) -> Result<Option<&[u8]>, String> {
-        self.buf.clear();
-        self.line += 1;
-        loop {
-            let avail = self
-                .r
-                .fill_buf()
-                .map_err(|e| format!("line {}: cannot be read: {e}", self.line))?;
-            if avail.is_empty() {
-                if self.buf.is_empty() {
-                    return Ok(None);
-                }
-                break;
-            }
-            let (take, done) = match avail.iter().position(|&b| b == b'\n') {
-                Some(i) => (i + 1, true),
-                None => (avail.len(), false),
-            };
-            self.buf.extend_from_slice(&avail[..take]);
-            self.r.consume(take);
-            if self.buf.len() > MAX_LINE_BYTES + 1 {
-                return Err(format!(
-                    "line {}: longer than {MAX_LINE_BYTES} bytes, the longest line a log may have",
-                    self.line
-                ));
-            }
-            if done {
-                break;
-            }
-        }
-        if self.buf.last() == Some(&b'\n') {
-            self.buf.pop();
-        }
-        if self.buf.last() == Some(&b'\r') {
-            self.buf.pop();
-        }
-        Ok(Some(&self.buf))
-    }
-}
-
-/// A request waiting in the reorder window, ordered by arrival, then the
-/// verdict rule, then log order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-struct Pending {
-    arrival: u64,
-    rank: u8,
-    delay: u64,
-    seq: u64,
-    /// A line outside `location`: it sets the time base (the whole log's
-    /// earliest arrival, shared by every source reading the log) and is
-    /// not replayed.
-    ghost: bool,
-    client: u32,
-    ip: u32,
-    cost: u64,
-    verdict: Option<Verdict>,
-    line: u64,
-}
-
-/// A line of a whole-second stamp waiting for its second to be complete
-/// (`subsecond = "spread"`).
-#[derive(Debug, Clone, Copy)]
-struct InSecond {
-    duration: u64,
-    p: Pending,
-}
-
-/// Names a request's client and address by their ids (`None`: unknown).
-type Intern<'a> = &'a mut dyn FnMut(&str, &str) -> Option<(u32, u32)>;
-
-/// Lines → requests in replay order.
-struct Pipeline {
-    lines: Lines,
-    format: Arc<Format>,
-    options: Options,
-    heap: BinaryHeap<Reverse<Pending>>,
-    seconds: BTreeMap<u64, Vec<InSecond>>,
-    /// Seconds below this are complete (spread).
-    done_below: u64,
-    max_second: u64,
-    latest: Option<(u64, u64)>,
-    base: Option<u64>,
-    seq: u64,
-    eof: bool,
-    skipped: u64,
-    reordered: u64,
-    filtered: u64,
-}
-
-impl Pipeline {
-    fn new(lines: Lines, format: &Arc<Format>, options: &Options) -> Pipeline {
-        Pipeline {
-            lines,
-            format: Arc::clone(format),
-            options: options.clone(),
-            heap: BinaryHeap::new(),
-            seconds: BTreeMap::new(),
-            done_below: 0,
-            max_second: 0,
-            latest: None,
-            base: None,
-            seq: 0,
-            eof: false,
-            skipped: 0,
-            reordered: 0,
-            filtered: 0,
-        }
-    }
-
-    /// A bad line: the error, or (skipping) a count.
-    fn bad(&mut self, line: u64, why: &str, text: &str) -> Result<(), String> {
-        if self.options.skip_bad {
-            self.skipped += 1;
-            return Ok(());
-        }
-        let shown = if text.is_empty() {
-            String::new()
-        } else {
-            format!(": {}", quoted(text))
-        };
-        Err(format!(
-            "line {line}: {why}{shown} (on_bad_line = \"skip\" skips bad lines)"
-        ))
-    }
-
-    /// Puts a request with its final arrival into the reorder window.
-    fn push(&mut self, p: Pending, text: &str) -> Result<(), String> {
-        let reorder = self.options.reorder.0;
-        if let Some((latest, at)) = self.latest {
-            if p.arrival.saturating_add(reorder) < latest {
-                return self.bad(
-                    p.line,
-                    &format!(
-                        "arrives {} before line {at}'s, more than the reorder window ({}); raise `reorder`",
-                        Nanos(latest - p.arrival),
-                        self.options.reorder
-                    ),
-                    text,
-                );
-            }
-        }
-        match self.latest {
-            Some((l, _)) if p.arrival < l => self.reordered += 1,
-            _ => {}
-        }
-        if self.latest.is_none_or(|(l, _)| p.arrival > l) {
-            self.latest = Some((p.arrival, p.line));
-        }
-        self.heap.push(Reverse(p));
-        Ok(())
-    }
-
-    /// Seconds that no later line can belong to (spread), all at the end.
-    fn finish_seconds(&mut self, all: bool) -> Result<(), String> {
-        let window = self.options.reorder.0.div_ceil(NS);
-        while let Some((&s, _)) = self.seconds.first_key_value() {
-            if !all && s.saturating_add(window) >= self.max_second {
-                break;
-            }
-            let lines = self.seconds.remove(&s).unwrap_or_default();
-            let k = lines.len() as u64;
-            self.done_below = s + 1;
-            for (i, mut l) in lines.into_iter().enumerate() {
-                let stamp = s * NS + (i as u64 * NS) / k;
-                if l.duration > stamp {
-                    self.bad(
-                        l.p.line,
-                        "its duration is longer than its time since 1970",
-                        "",
-                    )?;
-                    continue;
-                }
-                l.p.arrival = stamp - l.duration;
-                self.push(l.p, "")?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Reads one line into the window.
-    fn read_one(&mut self, intern: Intern) -> Result<(), String> {
-        let format = Arc::clone(&self.format);
-        let bytes = match self.lines.next()? {
-            None => {
-                self.eof = true;
-                return self.finish_seconds(true);
-            }
-            Some(b) => b.to_vec(),
-        };
-        let line_no = self.lines.line;
-        let Ok(text) = std::str::from_utf8(&bytes) else {
-            return self.bad(
-                line_no,
-                "is not valid UTF-8",
-                &String::from_utf8_lossy(&bytes),
-            );
-        };
-        if text.trim().is_empty() {
-            return Ok(());
-        }
-        let parsed = match format.parse(text) {
-            Ok(p) => p,
-            Err(e) => return self.bad(line_no, &e, text),
-        };
-        let ghost = match (&self.options.location, parsed.path) {
-            (Some(loc), Some(path)) => !loc.matches(path),
-            _ => false,
-        };
-        let (client, ip) = if ghost {
-            self.filtered += 1;
-            (0, 0)
-        } else {
-            let ip = parsed.ip.as_deref().unwrap_or(&parsed.client);
-            let Some(ids) = intern(&parsed.client, ip) else {
-                return Err(format!("line {line_no}: changed since it was read"));
-            };
-            ids
-        };
-        let (rank, delay) = match parsed.verdict {
-            None | Some(Verdict::Passed) => (0, 0),
-            Some(Verdict::Delayed) => (1, parsed.duration),
-            Some(Verdict::Rejected) => (2, 0),
-        };
-        let mut p = Pending {
-            arrival: 0,
-            rank,
-            delay,
-            seq: self.seq,
-            ghost,
-            client,
-            ip,
-            cost: parsed.cost,
-            verdict: parsed.verdict,
-            line: line_no,
-        };
-        self.seq += 1;
-        match self.options.subsecond {
-            Some(mode) => {
-                let s = parsed.stamp / NS;
-                if mode == Subsecond::Start {
-                    if parsed.duration > s * NS {
-                        return self.bad(
-                            line_no,
-                            "its duration is longer than its time since 1970",
-                            text,
-                        );
-                    }
-                    p.arrival = s * NS - parsed.duration;
-                    return self.push(p, text);
-                }
-                if s < self.done_below {
-                    return self.bad(
-                        line_no,
-                        &format!(
-                            "its second comes more than the reorder window ({}) after later seconds; raise `reorder`",
-                            self.options.reorder
-                        ),
-                        text,
-                    );
-                }
-                self.seconds.entry(s).or_default().push(InSecond {
-                    duration: parsed.duration,
-                    p,
-                });
-                self.max_second = self.max_second.max(s);
-                self.finish_seconds(false)
-            }
-            None => {
-                if parsed.duration > parsed.stamp {
-                    return self.bad(
-                        line_no,
-                        "its duration is longer than its time since 1970",
-                        text,
-                    );
-                }
-                p.arrival = parsed.stamp - parsed.duration;
-                self.push(p, text)
-            }
-        }
-    }
-
-    fn next(&mut self, intern: Intern) -> Result<Option<Request>, String> {
-        loop {
-            if let Some(&Reverse(top)) = self.heap.peek() {
-                let ready = self.eof
-                    || self.latest.is_some_and(|(l, _)| {
-                        top.arrival.saturating_add(self.options.reorder.0) < l
-                    });
-                if ready {
-                    self.heap.pop();
-                    let base = *self.base.get_or_insert(top.arrival);
-                    if top.ghost {
-                        continue;
-                    }
-                    let rel = top.arrival - base;
-                    if rel > MAX_NANOS {
-                        return Err(format!(
-                            "line {}: arrives more than {} after the first request",
-                            top.line,
-                            Nanos(MAX_NANOS)
-                        ));
-                    }
-                    return Ok(Some(Request {
-                        time: Nanos(rel),
-                        client: top.client,
-                        ip: top.ip,
-                        cost: top.cost,
-                        verdict: top.verdict,
-                        delay: top.delay,
-                        line: top.line,
-                    }));
-                }
-            }
-            if self.eof {
-                return Ok(None);
-            }
-            self.read_one(intern)?;
-        }
     }
 }

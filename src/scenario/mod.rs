@@ -218,6 +218,7 @@ impl Scenario {
                 population: &mut population,
                 index,
                 default_prefix,
+                read_log: Some(crate::accesslog::AccessLog::read),
             };
             let pattern = Pattern::parse(pattern, &mut f, &mut ctx)?;
             let retry = match f.opt_table("retry")? {

@@ -187,6 +187,7 @@ mod tests {
                 population: &mut population,
                 index: 0,
                 default_prefix: "boundary-".to_string(),
+                read_log: None,
             };
             Boundary::parse(&mut f, &mut ctx)
         };

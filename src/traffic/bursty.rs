@@ -347,6 +347,7 @@ mod tests {
                 population: &mut population,
                 index: 0,
                 default_prefix: "c".to_string(),
+                read_log: None,
             };
             Bursty::parse(&mut f, &mut ctx).map_err(|e| e.message().to_string())
         };

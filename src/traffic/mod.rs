@@ -91,6 +91,12 @@ pub struct ParseCtx<'a> {
     pub index: usize,
     /// Default prefix for synthetic client names.
     pub default_prefix: String,
+    /// Reads a trace source whose `format` is not `"csv"` (an access log):
+    /// given by the layer that knows the formats (the scenario parser
+    /// passes [`crate::accesslog::AccessLog::read`]), so traffic never
+    /// imports the access-log readers that build on it. `None` refuses
+    /// every such source.
+    pub read_log: Option<trace::ReadLog>,
 }
 
 /// What a pattern needs to build its streams for one run.

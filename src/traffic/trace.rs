@@ -100,9 +100,35 @@ pub struct Trace {
     ids: Arc<Ids>,
     last: Nanos,
     rows: u64,
-    /// An access log (`format` other than `"csv"`): see [`crate::accesslog`].
-    pub log: Option<Arc<crate::accesslog::AccessLog>>,
+    /// An access log (`format` other than `"csv"`), read by
+    /// [`ParseCtx::read_log`].
+    pub log: Option<Arc<dyn RecordedLog>>,
 }
+
+/// A recorded source that another layer reads (an access log, see
+/// `crate::accesslog`): the engine sees only its arrivals.
+pub trait RecordedLog: std::fmt::Debug + Send + Sync {
+    /// The latest arrival, relative to the earliest.
+    fn last_time(&self) -> Nanos;
+    /// Requests it replays.
+    fn rows(&self) -> u64;
+    /// Its arrivals, in replay order.
+    fn open(&self, ctx: StreamCtx) -> anyhow::Result<Box<dyn Stream>>;
+    /// How it was read, for `summary.json`.
+    fn echo(&self) -> serde_json::Value;
+    /// For the layer that made it, to see it as what it is.
+    fn as_any(&self) -> &dyn std::any::Any;
+}
+
+/// Reads the source at `path` (`data`) in `format` from the fields of its
+/// `[[traffic]]` table, interning its keys into `population`.
+pub type ReadLog = fn(
+    f: &mut Fields,
+    format: &str,
+    path: &str,
+    data: TraceData,
+    population: &mut Population,
+) -> Result<Arc<dyn RecordedLog>, InputError>;
 
 #[derive(Debug, Default)]
 struct Ids {
@@ -257,13 +283,16 @@ impl Trace {
             .map_err(|e| InputError::new(format!("{}: {} — {e}", f.at("path"), quoted(path))))?;
         let log = match f.opt_str("format")? {
             None | Some("csv") => None,
-            Some(format) => Some(Arc::new(crate::accesslog::AccessLog::parse(
-                f,
-                format,
-                path,
-                data.clone(),
-                ctx.population,
-            )?)),
+            Some(format) => {
+                let read = ctx.read_log.ok_or_else(|| {
+                    InputError::new(format!(
+                        "{}: {} — no access-log reader here",
+                        f.at("format"),
+                        quoted(format)
+                    ))
+                })?;
+                Some(read(f, format, path, data.clone(), ctx.population)?)
+            }
         };
         let mut trace = Trace {
             shown: path.to_string(),

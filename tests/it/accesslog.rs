@@ -184,7 +184,10 @@ fn requests_of(toml: &Path) -> Vec<Request> {
     let Pattern::Trace(t) = &s.traffic[0].pattern else {
         panic!()
     };
-    let mut r = t.log.as_ref().unwrap().requests().unwrap();
+    let mut r = ratesim::accesslog::AccessLog::of(t)
+        .unwrap()
+        .requests()
+        .unwrap();
     let mut out = Vec::new();
     while let Some(x) = r.next_request().unwrap() {
         out.push(x);
@@ -543,7 +546,10 @@ fn on_the_real_nginx_log_the_imported_config_agrees_with_nginx_but_for_milliseco
         let Pattern::Trace(t) = &s.traffic[spec.traffic[0]].pattern else {
             panic!()
         };
-        let mut r = t.log.as_ref().unwrap().requests().unwrap();
+        let mut r = ratesim::accesslog::AccessLog::of(t)
+            .unwrap()
+            .requests()
+            .unwrap();
         let mut reqs = Vec::new();
         while let Some(x) = r.next_request().unwrap() {
             reqs.push(x);

@@ -1,0 +1,144 @@
+//! The access-log formats ratesim reads and the options of a log source:
+//! what one line holds ([`Parsed`]), the gateway's verdict, where a line
+//! belongs (`location`), and how whole-second stamps are placed
+//! (`subsecond`). Reading a line is each format's own file (`nginx`,
+//! `envoy`, `jsonl`); this file dispatches to them.
+
+use std::borrow::Cow;
+
+use super::{envoy, jsonl, nginx};
+use crate::clock::Nanos;
+
+/// The longest line a log may have (bytes): as for CSV traces.
+pub const MAX_LINE_BYTES: usize = 64 * 1024;
+
+/// What the gateway did with a request, as its log says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Verdict {
+    Passed,
+    Delayed,
+    Rejected,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Passed => "passed",
+            Verdict::Delayed => "delayed",
+            Verdict::Rejected => "rejected",
+        }
+    }
+}
+
+/// One line, parsed; strings borrow from it where they can.
+#[derive(Debug, Clone)]
+pub struct Parsed<'l> {
+    /// The logged time, ns since the Unix epoch.
+    pub stamp: u64,
+    /// The request's duration to subtract from `stamp` (0 when none).
+    pub duration: u64,
+    pub client: Cow<'l, str>,
+    pub ip: Option<Cow<'l, str>>,
+    pub cost: u64,
+    pub verdict: Option<Verdict>,
+    /// The request path (no query), when the format has one.
+    pub path: Option<&'l str>,
+}
+
+/// A log format with its field choices.
+#[derive(Debug, Clone)]
+pub enum Format {
+    Nginx(nginx::Format),
+    Envoy(envoy::Format),
+    Jsonl(jsonl::Format),
+}
+
+pub const FORMATS: &str = "\"csv\", \"nginx\", \"envoy\", \"jsonl\"";
+
+impl Format {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Format::Nginx(_) => "nginx",
+            Format::Envoy(_) => "envoy",
+            Format::Jsonl(_) => "jsonl",
+        }
+    }
+
+    pub(super) fn parse<'l>(&self, line: &'l str) -> Result<Parsed<'l>, String> {
+        match self {
+            Format::Nginx(f) => f.parse(line),
+            Format::Envoy(f) => f.parse(line),
+            Format::Jsonl(f) => f.parse(line),
+        }
+    }
+
+    /// Stamps have whole seconds only: `subsecond` is required.
+    pub(super) fn coarse(&self) -> bool {
+        matches!(self, Format::Nginx(f) if f.coarse())
+    }
+
+    /// The log can carry the gateway's verdict.
+    pub fn has_verdict(&self) -> bool {
+        match self {
+            Format::Nginx(f) => f.has_verdict(),
+            Format::Envoy(f) => f.has_verdict(),
+            Format::Jsonl(_) => false,
+        }
+    }
+
+    pub(super) fn has_path(&self) -> bool {
+        match self {
+            Format::Nginx(f) => f.has_path(),
+            Format::Envoy(f) => f.has_path(),
+            Format::Jsonl(_) => false,
+        }
+    }
+}
+
+/// How whole-second stamps are placed inside their second.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Subsecond {
+    Start,
+    Spread,
+}
+
+/// Which requests of the log a source replays: nginx's `location`
+/// syntax, `"= /exact"` or a `"/prefix"`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    Exact(String),
+    Prefix(String),
+}
+
+impl Location {
+    pub fn parse(s: &str) -> Option<Location> {
+        let s = s.trim();
+        if let Some(p) = s.strip_prefix('=') {
+            let p = p.trim();
+            return p.starts_with('/').then(|| Location::Exact(p.to_string()));
+        }
+        s.starts_with('/').then(|| Location::Prefix(s.to_string()))
+    }
+
+    pub(super) fn matches(&self, path: &str) -> bool {
+        match self {
+            Location::Exact(p) => path == p,
+            Location::Prefix(p) => path.starts_with(p.as_str()),
+        }
+    }
+
+    pub(super) fn shown(&self) -> String {
+        match self {
+            Location::Exact(p) => format!("= {p}"),
+            Location::Prefix(p) => p.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub reorder: Nanos,
+    pub subsecond: Option<Subsecond>,
+    pub skip_bad: bool,
+    pub location: Option<Location>,
+}

@@ -1,0 +1,40 @@
+//! What `summary.md` says of the access logs a run replayed, read back from
+//! the run directory's `summary.json`.
+
+use crate::rundir::SummarySources;
+
+/// For `summary.md`: how each access log was read (whole-second stamps
+/// placed by `subsecond`, bad lines skipped), from `summary.json`.
+pub fn summary_notes(dir: &std::path::Path) -> String {
+    let Ok(text) = std::fs::read_to_string(dir.join(crate::rundir::SUMMARY_JSON)) else {
+        return String::new();
+    };
+    let Ok(summary) = serde_json::from_str::<SummarySources>(&text) else {
+        return String::new();
+    };
+    let mut out = String::new();
+    for t in summary.access_logs() {
+        out.push_str(&format!(
+            "- `{}`: {} log `{}`, {} requests",
+            t.name, t.format, t.path, t.rows
+        ));
+        if let Some(l) = &t.location {
+            out.push_str(&format!(" in location `{l}`"));
+        }
+        out.push_str(&format!(", re-ordered within {}", t.reorder));
+        let n = t.lines_reordered;
+        let plural = if n == 1 { "" } else { "s" };
+        out.push_str(&format!(" ({n} line{plural} moved)"));
+        if let Some(sub) = &t.subsecond {
+            out.push_str(&format!("; subsecond {sub}"));
+        }
+        if t.bad_lines_skipped > 0 {
+            out.push_str(&format!("; **{} bad lines skipped**", t.bad_lines_skipped));
+        }
+        out.push_str(".\n");
+    }
+    if out.is_empty() {
+        return out;
+    }
+    format!("## Access logs\n\n{out}\n")
+}
