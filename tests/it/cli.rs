@@ -429,6 +429,35 @@ fn validate_rejects_a_bad_scenario_and_writes_nothing() {
     assert_eq!(entries(tmp.path()), before);
 }
 
+#[test]
+fn the_work_estimate_is_within_twice_each_shipped_scenarios_logical_requests() {
+    // Issue 21: the estimate ignored duty cycles and skew — bursty was
+    // estimated at 5 times its logical requests, nat at 50 times. Each
+    // scenario runs through the library (no files). A scenario of more
+    // than 10^6 decisions is cut short to about that many, estimate and
+    // run alike: many-keys (5 × 10^6, 13 s of a debug build) runs 4 s of
+    // its 20.
+    use ratesim::engine;
+    use ratesim::estimate::Estimate;
+    use ratesim::scenario::Scenario;
+    for name in SHIPPED {
+        let path = manifest_dir().join(format!("scenarios/{name}.toml"));
+        let mut s = Scenario::load(path.to_str().unwrap()).unwrap();
+        let full = Estimate::of(&s).decisions;
+        if full > 1_000_000 {
+            s.duration = ratesim::clock::Nanos((s.duration.0 as u128 * 1_000_000 / full) as u64);
+        }
+        let estimated = Estimate::of(&s).decisions;
+        let runs = engine::simulate_all(&s, Vec::new(), &|_, _, _| {}).unwrap();
+        // First attempts, summed over the limiters that see them.
+        let measured: u128 = runs.iter().map(|r| r.recorder.logical as u128).sum();
+        assert!(
+            estimated <= 2 * measured && measured <= 2 * estimated,
+            "{name}: estimated {estimated} first attempts over its limiters, measured {measured}"
+        );
+    }
+}
+
 // ---------------------------------------------------------------------------
 // 7. list
 // ---------------------------------------------------------------------------

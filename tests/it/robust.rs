@@ -397,7 +397,7 @@ fn validate_prints_the_work_and_run_refuses_a_run_of_days_without_no_budget() {
     let out = ratesim().arg("validate").arg(&scenario).output().unwrap();
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("work: ≈3.0e12 attempts"), "{text}");
+    assert!(text.contains("work: ≈2.0e12 attempts"), "{text}");
     assert!(text.contains("will refuse it"), "{text}");
     let run_dir = tmp.path().join("out");
     assert_input_error(
@@ -406,13 +406,13 @@ fn validate_prints_the_work_and_run_refuses_a_run_of_days_without_no_budget() {
             .arg(&scenario)
             .arg("--out")
             .arg(&run_dir),
-        &["3.0e12 decisions", "1.0e10", "--no-budget"],
+        &["2.0e12 decisions", "1.0e10", "--no-budget"],
     );
     assert_no_output(&run_dir);
     // Within the budget, validate says nothing of refusing.
     let out = ratesim().args(["validate", "boundary"]).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("work: ≈2200 attempts"), "{text}");
+    assert!(text.contains("work: ≈1900 attempts"), "{text}");
     assert!(!text.contains("refuse"), "{text}");
 }
 
