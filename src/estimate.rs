@@ -501,7 +501,7 @@ fn steady_sends(rate: Rate, e: u128, phase: u64) -> u128 {
     if e == 0 || phase > e - 1 {
         return 0;
     }
-    mul_div(e - 1 - phase, rate.tokens(), rate.per_ns()) + 1
+    mul_div(e - 1 - phase, rate.tokens(), rate.per_ns()).saturating_add(1)
 }
 
 /// Sends of `n` steady clients at `rate` over `[0, e)`, client i from
@@ -510,7 +510,7 @@ fn sends_of_clients(rate: Rate, e: u128, n: u128) -> u128 {
     if e == 0 || n == 0 {
         return 0;
     }
-    mul_div((e - 1).saturating_mul(n), rate.tokens(), rate.per_ns()) + 1
+    mul_div((e - 1).saturating_mul(n), rate.tokens(), rate.per_ns()).saturating_add(1)
 }
 
 /// Sends of one periodic client starting at `start`: `burst` every
@@ -525,7 +525,9 @@ fn periodic_sends(start: u128, burst: u128, period: u128, spread: u128, e: u128)
     let left = e - (start + (rounds - 1) * period);
     let last = match spread {
         0 => burst,
-        _ => (((left - 1).saturating_mul(burst)) / spread + 1).min(burst),
+        _ => (((left - 1).saturating_mul(burst)) / spread)
+            .saturating_add(1)
+            .min(burst),
     };
     (rounds - 1).saturating_mul(burst).saturating_add(last)
 }
@@ -775,7 +777,7 @@ fn store_memory(algorithm: &Algorithm, keys: u128, seen: u128, duration: u128) -
                 keys.saturating_mul(per_key)
                     .min(within(seen, c.window.0 as u128 + 1, duration));
             let spilled = match live > keys.saturating_mul(4) {
-                true => live * LOG_ENTRY,
+                true => live.saturating_mul(LOG_ENTRY),
                 false => 0,
             };
             calendar(live, EXPIRY).saturating_add(spilled)
@@ -1183,6 +1185,30 @@ mod tests {
             ) && w.contains("each of 1.0e7 keys"),
             "{w}"
         );
+    }
+
+    #[test]
+    fn the_largest_accepted_values_saturate_instead_of_overflowing() {
+        // 10^18 ns, 10^7 clients per source at the largest rates, counts of
+        // 10^12: the products pass u128, and nothing may overflow (a debug
+        // build would panic).
+        let s = scenario(
+            "duration = \"1000000000s\"\n[defaults]\nlimit = 1000000000000\nwindow = \"1ns\"\n\
+             [output]\nresolution = \"1000000s\"\n\
+             [[limiter]]\nalgorithm = \"sliding_log\"\ncount_rejected = true\nwindow = \"1000000000s\"\n\
+             [[limiter]]\nalgorithm = \"leaky_bucket\"\nqueue = 1000000000000\nrate = \"1/1000000000s\"\n\
+             deployment = { instances = 10000 }\n\
+             [[traffic]]\npattern = \"steady\"\nclients = 10000000\nrate = \"1/1ns\"\n\
+             [[traffic]]\npattern = \"bursty\"\nform = \"periodic\"\nclients = 10000000\n\
+             burst = 1000000000000\nperiod = \"1ns\"\n\
+             [[traffic]]\npattern = \"boundary\"\nclients = 10000000\nburst = 1000000000000\n\
+             [traffic.retry]\npolicy = \"immediate\"\nmax_attempts = 1000\n",
+        );
+        let e = Estimate::of(&s);
+        assert!(e.over_budget().is_some());
+        assert!(e.state_warning().is_some());
+        assert!(e.over_memory(u64::MAX).is_some());
+        assert!(e.to_string().contains("memory: ≈"), "{e}");
     }
 
     #[test]
