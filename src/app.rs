@@ -39,7 +39,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 s.duration,
                 s.population.clients()
             )?;
-            if let Some(why) = estimate.over_budget() {
+            if let Some(why) = estimate.refusal() {
                 writeln!(out, "note: `ratesim run` will refuse it: {why}")?;
             }
             if let Some(warning) = estimate.state_warning() {
@@ -85,7 +85,10 @@ fn run_command(args: RunArgs) -> anyhow::Result<()> {
         no_budget: args.no_budget,
     };
     if !args.quiet {
-        if let Some(warning) = Estimate::of(&scenario).state_warning() {
+        let estimate = Estimate::of_run(&scenario, options.decisions);
+        // A run about to be refused says why in its error, not twice.
+        let refused = !options.no_budget && estimate.refusal().is_some();
+        if let Some(warning) = estimate.state_warning().filter(|_| !refused) {
             let _ = writeln!(io::stderr(), "warning: {warning}");
         }
     }

@@ -28,7 +28,7 @@ pub enum Command {
     Run(RunArgs),
     /// Check a scenario file without running it
     #[command(
-        after_help = "Examples:\n  ratesim validate my.toml\n  ratesim validate boundary\n\nPrints the work the scenario is (attempts, decisions, the most memory its limiters' state\ncan take) and whether `ratesim run` would refuse it without --no-budget.\nExit status 0 when the scenario is valid, 2 with a message naming the field when not."
+        after_help = "Examples:\n  ratesim validate my.toml\n  ratesim validate boundary\n\nPrints the work the scenario is (attempts, decisions, the most memory its limiters' state\ncan take, and the memory of the whole run) and whether `ratesim run` would refuse it without\n--no-budget: more than 10^10 decisions, or more memory than this machine has available.\nExit status 0 when the scenario is valid, 2 with a message naming the field when not."
     )]
     Validate {
         /// Path to a scenario .toml, or a built-in scenario name

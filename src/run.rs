@@ -38,7 +38,8 @@ pub struct RunOptions {
 
 /// Simulates every limiter of `scenario` and writes the run directory `out`.
 /// Refuses (as bad input) a scenario over the work budget of
-/// [`crate::estimate`] unless `options.no_budget`, and a run directory that
+/// [`crate::estimate`], or needing more memory than the machine has
+/// available, unless `options.no_budget`; and a run directory that
 /// holds files ratesim did not write or the run's own inputs (see
 /// [`crate::staging`]), whatever the options.
 ///
@@ -51,7 +52,7 @@ pub fn run_scenario(
     progress: &(dyn Fn(usize, Nanos, u64) + Sync),
 ) -> anyhow::Result<Report> {
     if !options.no_budget {
-        if let Some(why) = Estimate::of(scenario).over_budget() {
+        if let Some(why) = Estimate::of_run(scenario, options.decisions).refusal() {
             return Err(InputError::new(format!("{}: {why}", scenario.name)).into());
         }
     }

@@ -381,6 +381,48 @@ fn the_next_run_removes_what_a_sigkill_left() {
 // ---------------------------------------------------------------------------
 
 #[test]
+fn run_refuses_a_run_larger_than_the_machines_memory_without_no_budget() {
+    // Issue 21: validate counted only the limiters' state, and nothing
+    // stopped a run that could not fit. Eight token buckets over 8 × 10^7
+    // Poisson clients hold ≈70 GB of per-key tables, more than any machine
+    // this runs on has available, though the run makes few decisions.
+    let tmp = tempfile::tempdir().unwrap();
+    let mut text = "duration = \"1s\"\n[defaults]\nlimit = 5\nwindow = \"1s\"\n".to_string();
+    for i in 0..8 {
+        text += &format!("[[limiter]]\nname = \"tb{i}\"\nalgorithm = \"token_bucket\"\n");
+    }
+    for i in 0..8 {
+        text += &format!(
+            "[[traffic]]\nname = \"p{i}\"\npattern = \"poisson\"\nclients = 10000000\nrate = \"1/1h\"\n"
+        );
+    }
+    let scenario = tmp.path().join("wide.toml");
+    fs::write(&scenario, text).unwrap();
+    let out = ratesim().arg("validate").arg(&scenario).output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("memory: ≈70356 MiB"), "{text}");
+    assert!(
+        text.contains("will refuse it") && text.contains("MiB available"),
+        "{text}"
+    );
+    assert!(
+        text.contains("warning: the run could take ≈70356 MiB"),
+        "{text}"
+    );
+    let run_dir = tmp.path().join("out");
+    assert_input_error(
+        ratesim()
+            .arg("run")
+            .arg(&scenario)
+            .arg("--out")
+            .arg(&run_dir),
+        &["≈70356 MiB of memory", "MiB available", "--no-budget"],
+    );
+    assert_no_output(&run_dir);
+}
+
+#[test]
 fn validate_prints_the_work_and_run_refuses_a_run_of_days_without_no_budget() {
     // Defect 6: `burst = 1000000000000` on a periodic bursty source passed
     // validate and ran for days.
