@@ -15,7 +15,7 @@ const PREFETCH_AHEAD: usize = 8;
 /// `passed` counts at the moment a request passes (a delayed request in the
 /// bucket where it is released).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Bucket {
+pub struct SeriesBucket {
     pub attempts: u64,
     pub admitted: u64,
     pub delayed: u64,
@@ -53,7 +53,7 @@ pub struct Recorder {
     pub admitted: u64,
     pub delayed: u64,
     pub rejected: u64,
-    pub series: Vec<Bucket>,
+    pub series: Vec<SeriesBucket>,
     pub delays: DelayHistogram,
     /// Per id: the client's counts (for the client of that id) and the
     /// window of passes (for the key of that id), side by side so that a
@@ -142,7 +142,7 @@ impl Recorder {
             limit,
             max_buckets: 2 * buckets,
             resolution: resolution.0.max(1),
-            series: vec![Bucket::default(); buckets],
+            series: vec![SeriesBucket::default(); buckets],
             ids: {
                 let mut ids = Vec::new();
                 crate::cache::grow_with(&mut ids, clients, PerId::default);
@@ -170,10 +170,10 @@ impl Recorder {
     /// The bucket of time `t`. The series grows past `duration` to hold
     /// late passes (a shaper's releases, a store's answers), up to twice its
     /// planned length; anything later counts in the last bucket.
-    fn bucket(&mut self, t: u64) -> &mut Bucket {
+    fn bucket(&mut self, t: u64) -> &mut SeriesBucket {
         let i = ((t / self.resolution) as usize).min(self.max_buckets.max(1) - 1);
         if i >= self.series.len() {
-            self.series.resize(i + 1, Bucket::default());
+            self.series.resize(i + 1, SeriesBucket::default());
         }
         &mut self.series[i]
     }

@@ -282,9 +282,9 @@ pub(super) fn limiter_memory(
     m.keys = m.keys.saturating_add(slots * RECORDER_SLOT);
     let buckets = crate::scenario::planned_buckets(s.output.resolution, s.duration)
         .min(crate::scenario::MAX_BUCKETS + 1) as u128;
-    m.limiters = m
-        .limiters
-        .saturating_add(LIMITER_BYTES + buckets * size_of::<crate::metrics::Bucket>() as u128);
+    m.limiters = m.limiters.saturating_add(
+        LIMITER_BYTES + buckets * size_of::<crate::metrics::SeriesBucket>() as u128,
+    );
     let per_window = within(seen, s.defaults.window.0 as u128, duration);
     if per_window > keys.saturating_mul(INLINE_PASSES) {
         let limit = s.defaults.limit as u128;
@@ -407,11 +407,11 @@ pub(super) fn state_size(algorithm: &Algorithm) -> u128 {
             // The balance is one u64 when a full bucket fits it
             // (limiter/token_bucket.rs `boxed`).
             match u64::try_from(c.capacity as u128 * c.rate.per_ns()) {
-                Ok(_) => size_of::<token_bucket::Bucket<u64>>(),
-                Err(_) => size_of::<token_bucket::Bucket<[u64; 2]>>(),
+                Ok(_) => size_of::<token_bucket::Tokens<u64>>(),
+                Err(_) => size_of::<token_bucket::Tokens<[u64; 2]>>(),
             }
         }
-        Algorithm::IntervalBucket(_) => size_of::<interval_bucket::Bucket>(),
+        Algorithm::IntervalBucket(_) => size_of::<interval_bucket::Fills>(),
         Algorithm::Gcra(_) => size_of::<u128>(),
         Algorithm::FixedWindow(_) => size_of::<fixed_window::Counter>(),
         Algorithm::SlidingLog(_) => size_of::<sliding_log::Log>(),

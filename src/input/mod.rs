@@ -292,12 +292,12 @@ impl Population {
     /// Client ids for the names `prefix0 … prefix{count-1}`, as interning
     /// each would give them, but stored as one numbered run when none of
     /// them is known yet.
-    pub fn numbered_clients(&mut self, prefix: &str, count: u32) -> Ids {
+    pub fn numbered_clients(&mut self, prefix: &str, count: u32) -> IdList {
         numbered(&mut self.clients, prefix, count)
     }
 
     /// [`Population::numbered_clients`] for addresses.
-    pub fn numbered_ips(&mut self, prefix: &str, count: u32) -> Ids {
+    pub fn numbered_ips(&mut self, prefix: &str, count: u32) -> IdList {
         numbered(&mut self.ips, prefix, count)
     }
 
@@ -322,16 +322,16 @@ impl Population {
 /// consecutive ids (the rule), or each one's, interned one by one (when
 /// some of those names might have ids already).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Ids {
+pub enum IdList {
     Run { first: u32, count: u32 },
     Each(Vec<u32>),
 }
 
-impl Ids {
+impl IdList {
     pub fn len(&self) -> usize {
         match self {
-            Ids::Run { count, .. } => *count as usize,
-            Ids::Each(ids) => ids.len(),
+            IdList::Run { count, .. } => *count as usize,
+            IdList::Each(ids) => ids.len(),
         }
     }
 
@@ -342,19 +342,19 @@ impl Ids {
     /// The `i`th id, for `i < len` (past it, a panic, as for a slice).
     pub fn get(&self, i: usize) -> u32 {
         match self {
-            Ids::Run { first, count } => {
+            IdList::Run { first, count } => {
                 assert!(i < *count as usize, "id {i} of a run of {count}");
                 first + i as u32
             }
-            Ids::Each(ids) => ids[i],
+            IdList::Each(ids) => ids[i],
         }
     }
 }
 
-fn numbered(names: &mut Names, prefix: &str, count: u32) -> Ids {
+fn numbered(names: &mut Names, prefix: &str, count: u32) -> IdList {
     match names.numbered(prefix, count) {
-        Some(first) => Ids::Run { first, count },
-        None => Ids::Each(
+        Some(first) => IdList::Run { first, count },
+        None => IdList::Each(
             (0..count)
                 .map(|i| names.intern(&format!("{prefix}{i}")))
                 .collect(),

@@ -57,7 +57,7 @@ pub struct Config {
 }
 
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Bucket {
+pub struct Fills {
     tokens: u64,
     /// Index k of the last fill moment applied.
     filled_at: u64,
@@ -81,17 +81,17 @@ impl IntervalBucket {
 }
 
 impl Rule for IntervalBucketRule {
-    type State = Bucket;
+    type State = Fills;
 
     /// Full from the start of the run; a key first seen later is still full.
-    fn fresh(&self, now: Nanos) -> Bucket {
-        Bucket {
+    fn fresh(&self, now: Nanos) -> Fills {
+        Fills {
             tokens: self.cfg.max_tokens,
             filled_at: now.0 / self.cfg.fill_interval.0,
         }
     }
 
-    fn decide(&self, b: &mut Bucket, now: Nanos, cost: u64) -> (Decision, Option<u64>) {
+    fn decide(&self, b: &mut Fills, now: Nanos, cost: u64) -> (Decision, Option<u64>) {
         let cfg = self.cfg;
         let k = now.0 / cfg.fill_interval.0;
         let fills = (k - b.filled_at) as u128;
@@ -115,7 +115,7 @@ impl Rule for IntervalBucketRule {
     /// `max_tokens`: `(filled_at + ⌈(max − tokens)/per_fill⌉) · interval`. A
     /// fresh key is full with its fills counted from now; a full bucket is
     /// the same. One nanosecond before, a request of `max_tokens` is refused.
-    fn fresh_at(&self, b: &Bucket) -> Nanos {
+    fn fresh_at(&self, b: &Fills) -> Nanos {
         let cfg = self.cfg;
         let fills = (cfg.max_tokens - b.tokens).div_ceil(cfg.tokens_per_fill) as u128;
         span((b.filled_at as u128 + fills) * cfg.fill_interval.0 as u128)

@@ -93,13 +93,13 @@ impl Balance for [u64; 2] {
 }
 
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Bucket<B> {
+pub struct Tokens<B> {
     /// Tokens × rate denominator.
     balance: B,
     last: Nanos,
 }
 
-impl<B: Balance> Bucket<B> {
+impl<B: Balance> Tokens<B> {
     fn balance(&self) -> u128 {
         self.balance.get()
     }
@@ -146,18 +146,18 @@ pub fn boxed(cfg: Config) -> Box<dyn super::Limiter> {
 }
 
 impl<B: Balance> Rule for TokenBucketRule<B> {
-    type State = Bucket<B>;
+    type State = Tokens<B>;
 
-    fn fresh(&self, now: Nanos) -> Bucket<B> {
-        let mut b = Bucket {
+    fn fresh(&self, now: Nanos) -> Tokens<B> {
+        let mut b = Tokens {
             last: now,
-            ..Bucket::default()
+            ..Tokens::default()
         };
         b.set_balance(self.full);
         b
     }
 
-    fn decide(&self, b: &mut Bucket<B>, now: Nanos, cost: u64) -> (Decision, Option<u64>) {
+    fn decide(&self, b: &mut Tokens<B>, now: Nanos, cost: u64) -> (Decision, Option<u64>) {
         let (n, d) = (self.cfg.rate.tokens(), self.cfg.rate.per_ns());
         let elapsed = (now.0 - b.last.0) as u128;
         let balance = self.full.min(b.balance() + elapsed * n);
@@ -181,7 +181,7 @@ impl<B: Balance> Rule for TokenBucketRule<B> {
     /// bucket, and a full bucket's past is forgotten (the refill is capped),
     /// so from `last + (full − balance)/rate` on, every decision is a fresh
     /// key's. One nanosecond before, a request of `capacity` is refused.
-    fn fresh_at(&self, b: &Bucket<B>) -> Nanos {
+    fn fresh_at(&self, b: &Tokens<B>) -> Nanos {
         let missing = self.full - b.balance();
         span(b.last.0 as u128 + missing.div_ceil(self.cfg.rate.tokens()))
     }
@@ -195,14 +195,14 @@ mod tests {
 
     #[test]
     fn a_bucket_is_16_bytes_where_its_balance_fits_a_u64_else_24() {
-        assert_eq!(std::mem::size_of::<Bucket<u64>>(), 16);
-        assert_eq!(std::mem::size_of::<Bucket<[u64; 2]>>(), 24);
-        let mut b = Bucket::<[u64; 2]>::default();
+        assert_eq!(std::mem::size_of::<Tokens<u64>>(), 16);
+        assert_eq!(std::mem::size_of::<Tokens<[u64; 2]>>(), 24);
+        let mut b = Tokens::<[u64; 2]>::default();
         for v in [0, 1, u64::MAX as u128, 1 << 64, u128::MAX - 1, u128::MAX] {
             b.set_balance(v);
             assert_eq!(b.balance(), v);
         }
-        let mut b = Bucket::<u64>::default();
+        let mut b = Tokens::<u64>::default();
         for v in [0, 1, u64::MAX as u128] {
             b.set_balance(v);
             assert_eq!(b.balance(), v);

@@ -20,7 +20,7 @@ pub mod top_keys;
 
 use crate::clock::Nanos;
 use crate::engine::LimiterRun;
-use crate::metrics::Bucket;
+use crate::metrics::SeriesBucket;
 use crate::rundir;
 use crate::scenario::Scenario;
 use format::Decimal;
@@ -40,7 +40,7 @@ pub struct LimiterReport {
     /// Rejected attempts that would have passed had their client had a key
     /// of its own, of all rejected: `(collateral, rejected)`.
     pub collateral: Option<(u64, u64)>,
-    pub series: Vec<Bucket>,
+    pub series: Vec<SeriesBucket>,
 }
 
 impl LimiterReport {

@@ -37,7 +37,7 @@ pub struct OutputSpec {
 /// over the run (`duration / resolution + 1`). A limiter's series holds at
 /// most twice its planned buckets (the second half for passes after the
 /// end: a shaper's releases, a store's late answers), so with
-/// [`crate::metrics::Bucket`]'s 80 bytes a series never takes more than
+/// [`crate::metrics::SeriesBucket`]'s 80 bytes a series never takes more than
 /// 16 MB, whatever the duration.
 pub const MAX_BUCKETS: u64 = 100_000;
 

@@ -39,7 +39,7 @@ use rand_chacha::ChaCha8Rng;
 use crate::clock::Nanos;
 use crate::error::InputError;
 use crate::input::fields::Fields;
-use crate::input::{Defaults, Ids, Origin, Population};
+use crate::input::{Defaults, IdList, Origin, Population};
 
 /// One request reaching the limiter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -188,8 +188,8 @@ pub fn client_rng(seed: u64, source: usize, client: u64) -> ChaCha8Rng {
 /// ids, not a pair of ids per client.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Clients {
-    clients: Ids,
-    ips: Ids,
+    clients: IdList,
+    ips: IdList,
 }
 
 impl Clients {
@@ -214,7 +214,7 @@ impl Clients {
     /// where they are listed.
     pub fn prefetch(&self, i: usize) {
         for ids in [&self.clients, &self.ips] {
-            if let Ids::Each(ids) = ids {
+            if let IdList::Each(ids) = ids {
                 crate::cache::prefetch(ids, i);
             }
         }
@@ -226,8 +226,8 @@ impl From<Vec<(u32, u32)>> for Clients {
     fn from(pairs: Vec<(u32, u32)>) -> Self {
         let (clients, ips) = pairs.into_iter().unzip();
         Clients {
-            clients: Ids::Each(clients),
-            ips: Ids::Each(ips),
+            clients: IdList::Each(clients),
+            ips: IdList::Each(ips),
         }
     }
 }

@@ -97,7 +97,7 @@ pub struct Trace {
     pub shown: String,
     pub data: TraceData,
     columns: Columns,
-    ids: Arc<Ids>,
+    ids: Arc<TraceKeys>,
     last: Nanos,
     rows: u64,
     /// An access log (`format` other than `"csv"`), read by
@@ -131,7 +131,7 @@ pub type ReadLog = fn(
 ) -> Result<Arc<dyn RecordedLog>, InputError>;
 
 #[derive(Debug, Default)]
-struct Ids {
+struct TraceKeys {
     clients: HashMap<Box<str>, u32>,
     ips: HashMap<Box<str>, u32>,
 }
@@ -333,7 +333,7 @@ impl Trace {
             Err(e) => return Err(self.failure(&e, Some(1))),
         };
         self.columns = Columns::from_header(&header)?;
-        let mut ids = Ids::default();
+        let mut ids = TraceKeys::default();
         let mut rec = ByteRecord::new();
         let mut last = Nanos::ZERO;
         let mut rows = 0u64;
@@ -461,7 +461,7 @@ pub struct TraceStream {
     rdr: csv::Reader<Box<dyn Read + Send>>,
     rec: ByteRecord,
     columns: Columns,
-    ids: Arc<Ids>,
+    ids: Arc<TraceKeys>,
     end: Nanos,
     shown: String,
 }

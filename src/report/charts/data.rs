@@ -67,7 +67,7 @@ pub struct LimiterData {
     /// How the limiter was deployed and what that cost.
     pub deployment: DeploymentMetrics,
     /// One entry per `resolution_ns` bucket from t = 0.
-    pub series: Vec<Bucket>,
+    pub series: Vec<SeriesRow>,
 }
 
 /// A limiter's client metrics, from `summary.json`.
@@ -170,7 +170,7 @@ impl LimiterData {
 
 /// One row of `timeseries.csv`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Bucket {
+pub struct SeriesRow {
     pub start_ns: u64,
     pub attempts: u64,
     pub admitted: u64,
@@ -599,7 +599,7 @@ impl RunData {
                     field(0)
                 ))
             })?;
-            let b = Bucket {
+            let b = SeriesRow {
                 start_ns: number(1)?,
                 attempts: number(2)?,
                 admitted: number(3)?,

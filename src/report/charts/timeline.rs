@@ -610,7 +610,7 @@ fn draw_overshoot(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::charts::data::{tests_support, Bucket};
+    use crate::report::charts::data::{tests_support, SeriesRow};
 
     #[test]
     fn each_panel_peaks_at_its_limiters_peak_in_window() {
@@ -648,12 +648,12 @@ mod tests {
         l.keys = 80;
         l.deployment.instances = 4;
         l.series = (0..20)
-            .map(|i| Bucket {
+            .map(|i| SeriesRow {
                 start_ns: i * d.resolution_ns,
                 passed: 80,
                 worst_key_in_window: 41,
                 overshoot: 31,
-                ..Bucket::default()
+                ..SeriesRow::default()
             })
             .collect();
         let s = timeline_series(&d);
