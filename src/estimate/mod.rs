@@ -473,7 +473,7 @@ fn bytes(n: u128) -> String {
 }
 
 /// Whole MiB, rounded to the nearest.
-pub(super) fn mib(n: u128) -> u128 {
+pub fn mib(n: u128) -> u128 {
     n.saturating_add(1 << 19) >> 20
 }
 

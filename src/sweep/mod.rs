@@ -265,8 +265,8 @@ pub fn plan(args: &SweepArgs) -> Result<Plan, InputError> {
 /// Checks every point of this shard (in parallel): the first invalid point
 /// in point order is bad input naming the point; returns the decisions of
 /// all of them together.
-fn check_points(plan: &Plan, points: &[usize]) -> Result<u128, InputError> {
-    let checked: Vec<Result<u128, InputError>> = points
+fn check_points(plan: &Plan, points: &[usize]) -> Result<(u128, u128), InputError> {
+    let checked: Vec<Result<(u128, u128), InputError>> = points
         .par_iter()
         .map(|&i| {
             let s = plan.scenario(i).map_err(|e| {
@@ -276,14 +276,17 @@ fn check_points(plan: &Plan, points: &[usize]) -> Result<u128, InputError> {
                     e.message()
                 ))
             })?;
-            Ok(Estimate::of(&s).decisions)
+            let e = Estimate::of_run(&s, false);
+            Ok((e.decisions, e.memory_bytes()))
         })
         .collect();
-    let mut total = 0u128;
+    let (mut total, mut largest) = (0u128, 0u128);
     for c in checked {
-        total = total.saturating_add(c?);
+        let (decisions, memory) = c?;
+        total = total.saturating_add(decisions);
+        largest = largest.max(memory);
     }
-    Ok(total)
+    Ok((total, largest))
 }
 
 /// Simulates point `i`: its `summary.csv` bytes.
@@ -353,13 +356,29 @@ pub fn command(args: SweepArgs) -> anyhow::Result<()> {
     }
     let plan = plan(&args)?;
     let points = plan.points();
-    let decisions = check_points(&plan, &points)?;
+    let (decisions, largest_memory) = check_points(&plan, &points)?;
     if decisions > BUDGET_DECISIONS && !args.no_budget {
         return Err(InputError::new(format!(
             "this sweep is ≈{decisions} decisions over {} points, more than the {BUDGET_DECISIONS} ratesim makes without --no-budget; use fewer points, shard it (--shard K/N), or pass --no-budget",
             points.len()
         ))
         .into());
+    }
+    // Points run in parallel, one per thread: at most that many at once,
+    // each at most the largest point's memory.
+    let at_once =
+        largest_memory.saturating_mul(rayon::current_num_threads().min(points.len()) as u128);
+    if let Some(available) = crate::estimate::available_memory().filter(|_| !args.no_budget) {
+        if at_once > available as u128 {
+            return Err(InputError::new(format!(
+                "this sweep runs {} points at once, up to ≈{} MiB of memory each, more than the {} MiB available; \
+                 use fewer threads (RAYON_NUM_THREADS), smaller points, or pass --no-budget",
+                rayon::current_num_threads().min(points.len()),
+                crate::estimate::mib(largest_memory),
+                crate::estimate::mib(available as u128)
+            ))
+            .into());
+        }
     }
     let out = args
         .out

@@ -420,6 +420,16 @@ fn run_refuses_a_run_larger_than_the_machines_memory_without_no_budget() {
         &["≈70356 MiB of memory", "MiB available", "--no-budget"],
     );
     assert_no_output(&run_dir);
+    // A sweep of it too, before any point runs.
+    assert_input_error(
+        ratesim()
+            .arg("sweep")
+            .arg(&scenario)
+            .args(["--vary", "defaults.limit=5,6", "--quiet", "--out"])
+            .arg(&run_dir),
+        &["≈70356 MiB of memory each", "MiB available", "--no-budget"],
+    );
+    assert_no_output(&run_dir);
 }
 
 #[test]
