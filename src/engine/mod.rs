@@ -242,7 +242,7 @@ impl<'a, 's> Run<'a, 's> {
             routed: 0,
             recorder: Recorder::new(
                 scenario.defaults.window,
-                scenario.defaults.limit,
+                spec.policy.limit,
                 scenario.output.resolution,
                 scenario.duration,
                 scenario.population.clients(),

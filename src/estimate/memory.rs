@@ -287,7 +287,7 @@ pub(super) fn limiter_memory(
     );
     let per_window = within(seen, s.defaults.window.0 as u128, duration);
     if per_window > keys.saturating_mul(INLINE_PASSES) {
-        let limit = s.defaults.limit as u128;
+        let limit = l.policy.limit as u128;
         let passes = per_window.min(keys.saturating_mul(2 * limit));
         m.add_entries(index, CROWDED_WINDOWS, passes * SPILLED_PASS);
     }

@@ -121,6 +121,22 @@ pub fn json_numbers(v: &mut Value) {
     }
 }
 
+/// The policy the limiters are held to, for a heading: `limit 10 per 1s`
+/// when they share one, else `limits 5–20 per 1s (each limiter's own)`
+/// (docs/semantics.md §3). `limits` are the limiters' own, in any order;
+/// `fallback` is `[defaults] limit`, used when there are none.
+pub fn policy(limits: &[u64], fallback: u64, window: &str) -> String {
+    let (lo, hi) = match (limits.iter().min(), limits.iter().max()) {
+        (Some(&lo), Some(&hi)) => (lo, hi),
+        _ => (fallback, fallback),
+    };
+    if lo == hi {
+        format!("limit {lo} per {window}")
+    } else {
+        format!("limits {lo}–{hi} per {window} (each limiter's own)")
+    }
+}
+
 /// Nanoseconds as milliseconds, exact to the nanosecond, as text.
 pub fn ms(t: Nanos) -> String {
     Decimal::ms(t).0

@@ -53,10 +53,20 @@ pub fn document(data: &RunData, images: &[(String, Option<String>)]) -> String {
         };
         md.push_str(&format!("{description}{stop}\n\n"));
     }
+    let window = style::duration(data.window_ns);
+    let policy = match data.shared_limit() {
+        Some(limit) => format!("**{limit} per {window}**"),
+        None => {
+            let limits = data.limiters.iter().map(|l| l.limit);
+            format!(
+                "**each limiter's own limit per {window}** ({}–{})",
+                limits.clone().min().unwrap_or(0),
+                limits.max().unwrap_or(0)
+            )
+        }
+    };
     md.push_str(&format!(
-        "Policy: **{} per {}** · {} limiter{} · {} simulated · seed {} · time-series resolution {}\n\n",
-        data.limit,
-        style::duration(data.window_ns),
+        "Policy: {policy} · {} limiter{} · {} simulated · seed {} · time-series resolution {}\n\n",
         data.limiters.len(),
         if data.limiters.len() == 1 { "" } else { "s" },
         style::duration(data.duration_ns),
@@ -105,8 +115,8 @@ pub fn document(data: &RunData, images: &[(String, Option<String>)]) -> String {
         if gave_up {
             row.push(l.gave_up.unwrap_or(0).to_string());
         }
-        let peak = format!("{} / {}", l.peak_in_window, data.limit);
-        row.push(if l.peak_in_window > data.limit {
+        let peak = format!("{} / {}", l.peak_in_window, l.limit);
+        row.push(if l.peak_in_window > l.limit {
             format!("**{peak}**")
         } else {
             peak
@@ -124,9 +134,14 @@ pub fn document(data: &RunData, images: &[(String, Option<String>)]) -> String {
         row.push(l.keys.to_string());
         md.push_str(&format!("| {} |\n", row.join(" | ")));
     }
-    md.push_str(
-        "\n`peak / limit`: the most one key got through within any one window, against the policy's limit (bold: above it).\n",
-    );
+    md.push_str(&format!(
+        "\n`peak / limit`: the most one key got through within any one window, against {} (bold: above it).\n",
+        if data.shared_limit().is_some() {
+            "the policy's limit"
+        } else {
+            "that limiter's own policy: its own limit, or its own rate × the window, rounded up"
+        }
+    ));
     if !images.is_empty() {
         md.push_str("\n## Charts\n");
         let mut names = vec![data.name.as_str()];

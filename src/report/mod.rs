@@ -101,7 +101,7 @@ impl Report {
                     delayed: r.delayed,
                     rejected: r.rejected,
                     peak_in_window: r.peak_in_window,
-                    limit: scenario.defaults.limit,
+                    limit: spec.policy.limit,
                     delay_p50_ms: ms(r.delays.percentile(500)),
                     delay_p99_ms: ms(r.delays.percentile(990)),
                     state_bytes_per_key_mean: Decimal::mean(fp.mean()),
@@ -152,7 +152,7 @@ impl Report {
                     state_bytes_redis_per_key_mean: Decimal::mean(fp.redis_mean()),
                     state_bytes_redis_total_peak: fp.redis_peak_total,
                     within_limit_rejected_share: r
-                        .within_limit_rejected(scenario.defaults.limit, scenario.duration)
+                        .within_limit_rejected(spec.policy.limit, scenario.duration)
                         .map(|(part, whole)| Decimal::ratio(part as u128, whole as u128, 6)),
                 };
                 let peak_at = r.peak_at.map(|(t, k)| (t, key_name(k)));

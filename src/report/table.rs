@@ -20,7 +20,13 @@ const BASE: &[Column] = &[
     ("delayed", false, |_, l| l.summary().delayed.to_string()),
     ("rejected", false, |_, l| l.summary().rejected.to_string()),
     ("peak/limit", false, |r, l| {
-        format!("{}/{}", l.summary().peak_in_window, r.limit)
+        // Its own policy (docs/semantics.md §3); 0 only in a report that
+        // predates per-limiter limits.
+        let limit = match l.summary().limit {
+            0 => r.limit,
+            own => own,
+        };
+        format!("{}/{limit}", l.summary().peak_in_window)
     }),
     ("delay p99", false, |_, l| short_ms(l.delay_p99)),
     ("state B/key", false, |_, l| {
@@ -147,13 +153,13 @@ pub fn render(report: &Report) -> String {
         s.push('\n');
         s
     };
+    let limits: Vec<u64> = report.limiters.iter().map(|l| l.summary().limit).collect();
     let mut out = format!(
-        "{} — {} limiters over {}, limit {} per {}, seed {}\n\n",
+        "{} — {} limiters over {}, {}, seed {}\n\n",
         report.name,
         report.limiters.len(),
         report.duration,
-        report.limit,
-        report.window,
+        super::format::policy(&limits, report.limit, &report.window.to_string()),
         report.seed
     );
     out.push_str(&line(&header));

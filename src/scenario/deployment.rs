@@ -15,7 +15,6 @@ use crate::clock::Nanos;
 use crate::deploy::{Deployment, Latency, OnFailure, Routing, Scope};
 use crate::error::InputError;
 use crate::input::fields::Fields;
-use crate::limiter::Algorithm;
 
 /// The most instances a deployment may have.
 pub const MAX_INSTANCES: u64 = 10_000;
@@ -31,10 +30,11 @@ pub fn merge(top: Option<&Table>, own: Option<&Table>) -> Table {
     t
 }
 
-/// Parses a (merged) deployment table for `limiter`.
+/// Parses a (merged) deployment table for `limiter`; a fallback that takes
+/// a parameter from `[defaults] limit` sets `limiter.reads_default_limit`.
 pub fn parse(
     f: &mut Fields,
-    limiter: &LimiterSpec,
+    limiter: &mut LimiterSpec,
     defaults: &Defaults,
 ) -> Result<Deployment, InputError> {
     let mut d = Deployment::default();
@@ -105,7 +105,11 @@ pub fn parse(
         }
     };
     d.fallback = match f.opt_table("fallback")? {
-        Some(t) => Some(parse_fallback(&f.at("fallback"), t, limiter, defaults)?),
+        Some(t) => {
+            let fallback = parse_fallback(&f.at("fallback"), t, limiter, defaults)?;
+            limiter.reads_default_limit |= fallback.reads_default_limit;
+            Some(fallback.algorithm)
+        }
         None => None,
     };
     if d.on_failure == OnFailure::LocalFallback && d.fallback.is_none() {
@@ -199,7 +203,7 @@ fn parse_fallback(
     t: &Table,
     limiter: &LimiterSpec,
     defaults: &Defaults,
-) -> Result<Algorithm, InputError> {
+) -> Result<LimiterSpec, InputError> {
     for key in ["name", "key_by", "traffic", "deployment"] {
         if t.contains_key(key) {
             return Err(InputError::new(format!(
@@ -220,5 +224,5 @@ fn parse_fallback(
     let mut f = Fields::new(path, &t);
     let spec = limiters::parse(&mut f, defaults)?;
     f.finish()?;
-    Ok(spec.algorithm)
+    Ok(spec)
 }

@@ -180,6 +180,47 @@ pub struct LimiterSpec {
     pub traffic: Vec<usize>,
     /// Where its state lives: one instance, many, or a shared store.
     pub deployment: crate::deploy::Deployment,
+    /// The policy `peak_in_window` is held against (docs/semantics.md §3).
+    pub policy: Policy,
+    /// Whether any of its parameters (or its fallback's) came from
+    /// `[defaults] limit`: a sweep of `defaults.limit` that no limiter
+    /// reads is refused (docs/semantics.md §9).
+    pub reads_default_limit: bool,
+}
+
+/// A limiter's policy: the most one key may pass per `[defaults] window`,
+/// which `peak_in_window` (measured over that window) is held against
+/// (docs/semantics.md §3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Policy {
+    /// Its own `limit`; or its own rate (`rate`, or an interval bucket's
+    /// `tokens_per_fill` per `fill_interval`) × `[defaults] window`,
+    /// rounded up to a whole count; else `[defaults] limit`.
+    pub limit: u64,
+    /// The field of its own that sets the policy (`limit`, `rate`,
+    /// `tokens_per_fill`), or `None` when it is `[defaults]`'s.
+    pub own: Option<&'static str>,
+}
+
+impl Policy {
+    /// A policy of `rate` (its own, set by `field`), per `[defaults] window`:
+    /// rounded up, the most a perfectly even stream at that rate passes
+    /// within one window (`(s − W, s]` holds ⌈rate·W⌉ of its passes).
+    pub fn of_rate(rate: Rate, d: &Defaults, field: &'static str) -> Policy {
+        let per_window = crate::clock::div_ceil(rate.tokens() * d.window.0 as u128, rate.per_ns());
+        Policy {
+            limit: per_window.clamp(1, u64::MAX as u128) as u64,
+            own: Some(field),
+        }
+    }
+
+    /// A policy of its own `limit` per window.
+    pub fn of_limit(limit: u64) -> Policy {
+        Policy {
+            limit,
+            own: Some("limit"),
+        }
+    }
 }
 
 pub fn parse(f: &mut Fields, d: &Defaults) -> Result<LimiterSpec, InputError> {
@@ -248,24 +289,33 @@ pub fn parse(f: &mut Fields, d: &Defaults) -> Result<LimiterSpec, InputError> {
             )))
         }
     };
-    let default_rate = || Rate::per(d.limit, d.window).expect("defaults are validated");
+    // Whether it states a policy of its own (docs/semantics.md §3).
+    let (own_rate, own_limit, own_fills) =
+        (f.has("rate"), f.has("limit"), f.has("tokens_per_fill"));
+    // Every parameter that falls back to `[defaults] limit` says so.
+    let read = std::cell::Cell::new(false);
+    let dl = || {
+        read.set(true);
+        d.limit
+    };
+    let default_rate = || Rate::per(dl(), d.window).expect("defaults are validated");
     let count_rejected = |f: &mut Fields| {
         let implied = preset.and_then(|p| p.implied("count_rejected")) == Some("true");
         Ok::<_, InputError>(f.opt_bool("count_rejected")?.unwrap_or(implied))
     };
     let algorithm = match algorithm_name {
         "token_bucket" => Algorithm::TokenBucket(token_bucket::Config {
-            capacity: f.opt_count("capacity", 1)?.unwrap_or(d.limit),
+            capacity: f.opt_count("capacity", 1)?.unwrap_or_else(dl),
             rate: f.opt_rate("rate")?.unwrap_or_else(default_rate),
         }),
         "gcra" => Algorithm::Gcra(gcra::Config {
-            burst: gcra_burst(f, preset)?.unwrap_or(d.limit),
+            burst: gcra_burst(f, preset)?.unwrap_or_else(dl),
             rate: f.opt_rate("rate")?.unwrap_or_else(default_rate),
         }),
-        "interval_bucket" => Algorithm::IntervalBucket(interval_bucket(f, d)?),
-        "leaky_bucket" => Algorithm::LeakyBucket(leaky_bucket(f, d, preset)?),
+        "interval_bucket" => Algorithm::IntervalBucket(interval_bucket(f, d, &read)?),
+        "leaky_bucket" => Algorithm::LeakyBucket(leaky_bucket(f, d, preset, &read)?),
         "fixed_window" => Algorithm::FixedWindow(fixed_window::Config {
-            limit: f.opt_count("limit", 1)?.unwrap_or(d.limit),
+            limit: f.opt_count("limit", 1)?.unwrap_or_else(dl),
             window: f.opt_duration("window", false)?.unwrap_or(d.window),
             count_rejected: count_rejected(f)?,
             align: knob(
@@ -277,7 +327,7 @@ pub fn parse(f: &mut Fields, d: &Defaults) -> Result<LimiterSpec, InputError> {
             )?,
         }),
         "sliding_log" => Algorithm::SlidingLog(sliding_log::Config {
-            limit: f.opt_count("limit", 1)?.unwrap_or(d.limit),
+            limit: f.opt_count("limit", 1)?.unwrap_or_else(dl),
             window: f.opt_duration("window", false)?.unwrap_or(d.window),
             count_rejected: count_rejected(f)?,
             boundary: knob(
@@ -289,7 +339,7 @@ pub fn parse(f: &mut Fields, d: &Defaults) -> Result<LimiterSpec, InputError> {
             )?,
         }),
         "sliding_counter" => Algorithm::SlidingCounter(sliding_counter::Config {
-            limit: f.opt_count("limit", 1)?.unwrap_or(d.limit),
+            limit: f.opt_count("limit", 1)?.unwrap_or_else(dl),
             window: f.opt_duration("window", false)?.unwrap_or(d.window),
             count_rejected: count_rejected(f)?,
             weight: knob(
@@ -302,7 +352,7 @@ pub fn parse(f: &mut Fields, d: &Defaults) -> Result<LimiterSpec, InputError> {
         }),
         "smooth_bursty" => Algorithm::SmoothBursty(smooth_bursty::Config {
             rate: f.opt_rate("rate")?.unwrap_or_else(default_rate),
-            capacity: f.opt_count("capacity", 1)?.unwrap_or(d.limit),
+            capacity: f.opt_count("capacity", 1)?.unwrap_or_else(dl),
             start: knob(
                 f,
                 preset,
@@ -320,6 +370,32 @@ pub fn parse(f: &mut Fields, d: &Defaults) -> Result<LimiterSpec, InputError> {
             )))
         }
     };
+    let policy = match &algorithm {
+        Algorithm::TokenBucket(token_bucket::Config { rate, .. })
+        | Algorithm::Gcra(gcra::Config { rate, .. })
+        | Algorithm::LeakyBucket(leaky_bucket::Config { rate, .. })
+        | Algorithm::SmoothBursty(smooth_bursty::Config { rate, .. })
+            if own_rate =>
+        {
+            Policy::of_rate(*rate, d, "rate")
+        }
+        Algorithm::IntervalBucket(c) if own_fills => {
+            let rate = Rate::new(c.tokens_per_fill as u128, c.fill_interval.0 as u128)
+                .expect("fills are validated positive");
+            Policy::of_rate(rate, d, "tokens_per_fill")
+        }
+        Algorithm::FixedWindow(fixed_window::Config { limit, .. })
+        | Algorithm::SlidingLog(sliding_log::Config { limit, .. })
+        | Algorithm::SlidingCounter(sliding_counter::Config { limit, .. })
+            if own_limit =>
+        {
+            Policy::of_limit(*limit)
+        }
+        _ => Policy {
+            limit: dl(),
+            own: None,
+        },
+    };
     Ok(LimiterSpec {
         name,
         implementation: preset.map(|p| p.name),
@@ -327,6 +403,8 @@ pub fn parse(f: &mut Fields, d: &Defaults) -> Result<LimiterSpec, InputError> {
         algorithm,
         traffic: Vec::new(),
         deployment: crate::deploy::Deployment::default(),
+        policy,
+        reads_default_limit: read.get(),
     })
 }
 
@@ -427,13 +505,18 @@ fn leaky_bucket(
     f: &mut Fields,
     d: &Defaults,
     preset: Option<&Implementation>,
+    read: &std::cell::Cell<bool>,
 ) -> Result<leaky_bucket::Config, InputError> {
     let rate_written = f.peek("rate");
+    let dl = || {
+        read.set(true);
+        d.limit
+    };
     let cfg = leaky_bucket::Config {
         rate: f
             .opt_rate("rate")?
-            .unwrap_or_else(|| Rate::per(d.limit, d.window).expect("defaults are validated")),
-        queue: f.opt_count("queue", 0)?.unwrap_or(d.limit),
+            .unwrap_or_else(|| Rate::per(dl(), d.window).expect("defaults are validated")),
+        queue: f.opt_count("queue", 0)?.unwrap_or_else(dl),
         delay: f.opt_count("delay", 0)?.unwrap_or(0),
         arithmetic: knob(
             f,
@@ -472,10 +555,20 @@ pub fn implementation_names() -> String {
 /// Envoy-style fills: both `tokens_per_fill` and `fill_interval`, or
 /// neither when `window / limit` is a whole number of ns (then one token
 /// every `window / limit`).
-fn interval_bucket(f: &mut Fields, d: &Defaults) -> Result<interval_bucket::Config, InputError> {
-    let max_tokens = f.opt_count("max_tokens", 1)?.unwrap_or(d.limit);
+fn interval_bucket(
+    f: &mut Fields,
+    d: &Defaults,
+    read: &std::cell::Cell<bool>,
+) -> Result<interval_bucket::Config, InputError> {
+    let max_tokens = f.opt_count("max_tokens", 1)?.unwrap_or_else(|| {
+        read.set(true);
+        d.limit
+    });
     let per_fill = f.opt_count("tokens_per_fill", 1)?;
     let interval = f.opt_duration("fill_interval", false)?;
+    if per_fill.is_none() {
+        read.set(true);
+    }
     let (tokens_per_fill, fill_interval) = match (per_fill, interval) {
         (Some(p), Some(i)) => (p, i),
         (None, None) if d.window.0 % d.limit == 0 => (1, Nanos(d.window.0 / d.limit)),

@@ -55,6 +55,10 @@ pub struct Scenario {
     pub seed: u64,
     pub duration: Nanos,
     pub defaults: Defaults,
+    /// Whether anything takes a value from `[defaults] limit`: a limiter's
+    /// parameter or policy, a fallback's, or a traffic source's
+    /// (docs/semantics.md §9: a sweep of it is refused when nothing does).
+    pub reads_default_limit: bool,
     pub limiters: Vec<LimiterSpec>,
     pub traffic: Vec<Source>,
     pub output: OutputSpec,
@@ -154,7 +158,7 @@ impl Scenario {
                     "deployment".to_string()
                 };
                 spec.deployment =
-                    deployment::parse(&mut Fields::new(where_, &merged), &spec, &defaults)?;
+                    deployment::parse(&mut Fields::new(where_, &merged), &mut spec, &defaults)?;
             }
             f.finish()?;
             if !seen.insert(spec.name.clone()) {
@@ -173,6 +177,7 @@ impl Scenario {
         }
         let mut population = Population::default();
         let mut traffic = Vec::new();
+        let mut reads_default_limit = limiters.iter().any(|l| l.reads_default_limit);
         let mut pattern_counts: HashMap<&str, usize> = HashMap::new();
         for (_, t) in &traffic_tables {
             if let Some(toml::Value::String(p)) = t.get("pattern") {
@@ -219,8 +224,10 @@ impl Scenario {
                 index,
                 default_prefix,
                 read_log: Some(crate::accesslog::AccessLog::read),
+                reads_default_limit: false,
             };
             let pattern = Pattern::parse(pattern, &mut f, &mut ctx)?;
+            reads_default_limit |= ctx.reads_default_limit;
             let retry = match f.opt_table("retry")? {
                 Some(t) => Retry::parse(&mut Fields::new(f.at("retry"), t))?,
                 None => Retry::NONE,
@@ -295,6 +302,7 @@ impl Scenario {
             seed,
             duration,
             defaults,
+            reads_default_limit,
             limiters,
             traffic,
             output,

@@ -32,7 +32,13 @@ pub struct Boundary {
 impl Boundary {
     pub fn parse(f: &mut Fields, ctx: &mut ParseCtx) -> Result<Self, InputError> {
         let count = f.opt_count("clients", 1)?.unwrap_or(1);
-        let burst = f.opt_count("burst", 1)?.unwrap_or(ctx.defaults.limit);
+        let burst = match f.opt_count("burst", 1)? {
+            Some(b) => b,
+            None => {
+                ctx.reads_default_limit = true;
+                ctx.defaults.limit
+            }
+        };
         let window = f
             .opt_duration("window", false)?
             .unwrap_or(ctx.defaults.window);
@@ -188,6 +194,7 @@ mod tests {
                 index: 0,
                 default_prefix: "boundary-".to_string(),
                 read_log: None,
+                reads_default_limit: false,
             };
             Boundary::parse(&mut f, &mut ctx)
         };

@@ -348,6 +348,7 @@ mod tests {
                 index: 0,
                 default_prefix: "c".to_string(),
                 read_log: None,
+                reads_default_limit: false,
             };
             Bursty::parse(&mut f, &mut ctx).map_err(|e| e.message().to_string())
         };

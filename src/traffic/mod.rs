@@ -97,6 +97,9 @@ pub struct ParseCtx<'a> {
     /// imports the access-log readers that build on it. `None` refuses
     /// every such source.
     pub read_log: Option<trace::ReadLog>,
+    /// Set by a pattern that takes a parameter from `[defaults] limit`
+    /// (a sweep of `defaults.limit` that nothing reads is refused).
+    pub reads_default_limit: bool,
 }
 
 /// What a pattern needs to build its streams for one run.

@@ -66,6 +66,94 @@ fn boundary_fixed_window_passes_twice_its_limit_and_sliding_log_does_not() {
     assert_eq!(column(&log, "limit"), 100, "{log:?}");
 }
 
+// Issue 23 item 5 (docs/semantics.md §3): every limiter was held to
+// `[defaults] limit`, so an imported 5r/s zone showed `peak/limit 5/20`.
+#[test]
+fn each_limiter_is_held_to_its_own_policy_in_every_output() {
+    let tmp = tempfile::tempdir().unwrap();
+    let scenario = tmp.path().join("own.toml");
+    std::fs::write(
+        &scenario,
+        r#"name = "own"
+duration = "3s"
+[defaults]
+limit = 20
+window = "1s"
+[[limiter]]
+name = "api"
+implementation = "nginx"
+rate = "20/1s"
+queue = 10
+[[limiter]]
+name = "key"
+implementation = "nginx"
+rate = "5/1s"
+queue = 5
+[[limiter]]
+name = "window"
+algorithm = "sliding_log"
+limit = 8
+[[limiter]]
+name = "slow"
+algorithm = "gcra"
+rate = "5/2s"
+[[limiter]]
+name = "timer"
+algorithm = "interval_bucket"
+tokens_per_fill = 3
+fill_interval = "250ms"
+[[limiter]]
+name = "bucket"
+algorithm = "token_bucket"
+capacity = 40
+[[traffic]]
+pattern = "steady"
+rate = "30/1s"
+"#,
+    )
+    .unwrap();
+    let out = tmp.path().join("out");
+    let run = ratesim()
+        .arg("run")
+        .arg(&scenario)
+        .arg("--out")
+        .arg(&out)
+        .assert()
+        .success();
+    let terminal = String::from_utf8(run.get_output().stdout.clone()).unwrap();
+    // Its own limit, its own rate × [defaults] window (5/2s is 2.5 per
+    // second: rounded up, 3), else [defaults] limit.
+    let want = [
+        ("api", 20),
+        ("key", 5),
+        ("window", 8),
+        ("slow", 3),
+        ("timer", 12),
+        ("bucket", 20),
+    ];
+    let json: serde_json::Value =
+        serde_json::from_str(&read_text(&out.join("summary.json"))).unwrap();
+    for (i, (name, limit)) in want.iter().enumerate() {
+        let row = summary_row(&out, name);
+        assert_eq!(column(&row, "limit"), *limit, "{name}: {row:?}");
+        assert_eq!(json["limiters"][i]["limit"], *limit, "{name}");
+        let peak = column(&row, "peak_in_window");
+        let cell = format!("{peak}/{limit}");
+        let line = terminal
+            .lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("{name} in {terminal}"));
+        assert!(line.contains(&cell), "{name}: {cell} in {line}");
+        let md = read_text(&out.join("summary.md"));
+        assert!(md.contains(&format!("{peak} / {limit}")), "{name}: {md}");
+    }
+    assert!(
+        terminal.contains("limits 3–20 per 1s (each limiter's own)"),
+        "{terminal}"
+    );
+    assert!(read_text(&out.join("summary.md")).contains("each limiter's own limit per 1s** (3–20)"));
+}
+
 // ---------------------------------------------------------------------------
 // 3. Determinism
 // ---------------------------------------------------------------------------

@@ -27,7 +27,8 @@ pub struct RunData {
     pub name: String,
     pub description: String,
     pub seed: u64,
-    /// The policy: `limit` per `window_ns`.
+    /// `[defaults]`' policy: `limit` per `window_ns` (each limiter is held
+    /// to its own [`LimiterData::limit`]).
     pub limit: u64,
     pub window_ns: u64,
     pub duration_ns: u64,
@@ -54,6 +55,10 @@ pub struct LimiterData {
     /// Requests that exhausted their retries (only when clients retry).
     pub gave_up: Option<u64>,
     pub peak_in_window: u64,
+    /// The limit per `window_ns` that `peak_in_window` is held against: the
+    /// limiter's own policy (docs/semantics.md §3); [`RunData::limit`] in a
+    /// summary written before limiters had their own.
+    pub limit: u64,
     pub peak_window_end_ns: Option<u64>,
     pub peak_key: Option<String>,
     pub delay_p50_ms: Option<f64>,
@@ -165,6 +170,25 @@ pub struct Outage {
 impl LimiterData {
     pub fn passed(&self) -> u64 {
         self.admitted + self.delayed
+    }
+}
+
+impl RunData {
+    /// Whether every limiter is held to one limit, and which: the charts
+    /// then draw one limit line, else each limiter's own.
+    pub fn shared_limit(&self) -> Option<u64> {
+        let first = self.limiters.first().map_or(self.limit, |l| l.limit);
+        self.limiters
+            .iter()
+            .all(|l| l.limit == first)
+            .then_some(first)
+    }
+
+    /// The policy for a heading: `limit 10 per 1s`, or `limits 5–20 per
+    /// 1s (each limiter's own)`.
+    pub fn policy(&self) -> String {
+        let limits: Vec<u64> = self.limiters.iter().map(|l| l.limit).collect();
+        crate::report::format::policy(&limits, self.limit, &super::style::duration(self.window_ns))
     }
 }
 
@@ -348,6 +372,7 @@ impl RunData {
                 .collect::<Result<Vec<_>, InputError>>()?;
             outages.insert(l.name.clone(), parsed);
         }
+        let default_limit = f.limit;
         let data = RunData {
             name: f.scenario.name,
             description: f.scenario.description,
@@ -398,6 +423,10 @@ impl RunData {
                         rejected: s.rejected,
                         gave_up: s.gave_up,
                         peak_in_window: s.peak_in_window,
+                        limit: match s.limit {
+                            0 => default_limit,
+                            own => own,
+                        },
                         peak_window_end_ns,
                         peak_key,
                         delay_p50_ms: f(s.delay_p50_ms),
@@ -827,6 +856,7 @@ pub mod tests_support {
             rejected: 0,
             gave_up: None,
             peak_in_window: peak,
+            limit: 10,
             peak_window_end_ns: None,
             peak_key: None,
             delay_p50_ms: None,
@@ -852,7 +882,13 @@ pub mod tests_support {
             duration_ns: 10_000_000_000,
             resolution_ns: 100_000_000,
             per_key_series: true,
-            limiters: limiters.iter().map(|&(n, p)| limiter(n, p)).collect(),
+            limiters: limiters
+                .iter()
+                .map(|&(n, p)| LimiterData {
+                    limit,
+                    ..limiter(n, p)
+                })
+                .collect(),
         }
     }
 
