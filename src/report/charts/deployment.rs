@@ -336,7 +336,10 @@ pub fn draw_deployment(data: &RunData, s: &DeploymentSeries, path: &Path) -> any
                 "Left: overshoot, the cost that passed beyond {} per {window} for one key, in aligned windows, \
                  summed over keys and windows — what local state, read-then-write races and failing open let through. \
                  Right: what each decision waited on the shared store before the client heard it (0 for local state).",
-                data.limit
+                match data.shared_limit() {
+                    Some(limit) => limit.to_string(),
+                    None => "its limiter's own limit".to_string(),
+                }
             ),
             verdict(s),
         ],

@@ -2,7 +2,9 @@
 //!
 //! One bar per limiter: `peak_in_window`, the largest total cost that
 //! passed for a single key within any interval `(s − W, s]` (W the policy
-//! window), against a dashed line at the policy's limit. Every algorithm
+//! window), against a dashed line at its limit — one line across the chart
+//! when every limiter is held to one limit, else a dashed line over each
+//! bar at that limiter's own (docs/semantics.md §3). Every algorithm
 //! enforces "limit per window", yet under traffic that straddles a window
 //! boundary the fixed window's bar reaches 2× the line: its counter resets
 //! at the boundary and forgets the burst just before it. A bar at the line
@@ -32,19 +34,28 @@ pub struct PeakBar {
     pub index: usize,
     pub name: String,
     pub peak: u64,
+    /// The limiter's own limit.
+    pub limit: u64,
     /// `peak / limit`.
     pub ratio: f64,
 }
 
+impl PeakBar {
+    pub fn over(&self) -> bool {
+        self.peak > self.limit
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct PeakSeries {
-    pub limit: u64,
+    /// The limit every limiter is held to, when they share one.
+    pub shared: Option<u64>,
     pub bars: Vec<PeakBar>,
 }
 
 pub fn peak_series(data: &RunData) -> PeakSeries {
     PeakSeries {
-        limit: data.limit,
+        shared: data.shared_limit(),
         bars: data
             .limiters
             .iter()
@@ -53,7 +64,8 @@ pub fn peak_series(data: &RunData) -> PeakSeries {
                 index,
                 name: l.name.clone(),
                 peak: l.peak_in_window,
-                ratio: l.peak_in_window as f64 / data.limit.max(1) as f64,
+                limit: l.limit,
+                ratio: l.peak_in_window as f64 / l.limit.max(1) as f64,
             })
             .collect(),
     }
@@ -67,18 +79,40 @@ fn caption(data: &RunData) -> String {
     let over: Vec<String> = s
         .bars
         .iter()
-        .filter(|b| b.peak > s.limit)
-        .map(|b| format!("{} {} ({}×)", b.name, b.peak, style::trim(b.ratio, 2)))
+        .filter(|b| b.over())
+        .map(|b| match s.shared {
+            Some(_) => format!("{} {} ({}×)", b.name, b.peak, style::trim(b.ratio, 2)),
+            None => format!(
+                "{} {} of {} ({}×)",
+                b.name,
+                b.peak,
+                b.limit,
+                style::trim(b.ratio, 2)
+            ),
+        })
         .collect();
-    let verdict = if over.is_empty() {
-        format!("every limiter held every key to at most {}", s.limit)
-    } else {
-        format!("above it: {}", over.join(", "))
-    };
-    format!(
-        "The most one key got through in any {window} window, per limiter, against the limit of {}: {verdict}",
-        s.limit
-    )
+    match s.shared {
+        Some(limit) => {
+            let verdict = if over.is_empty() {
+                format!("every limiter held every key to at most {limit}")
+            } else {
+                format!("above it: {}", over.join(", "))
+            };
+            format!(
+                "The most one key got through in any {window} window, per limiter, against the limit of {limit}: {verdict}"
+            )
+        }
+        None => {
+            let verdict = if over.is_empty() {
+                "every limiter held every key to at most its own limit".to_string()
+            } else {
+                format!("above its own: {}", over.join(", "))
+            };
+            format!(
+                "The most one key got through in any {window} window, per limiter, against each limiter's own limit: {verdict}"
+            )
+        }
+    }
 }
 
 fn render(data: &RunData, path: &Path) -> anyhow::Result<bool> {
@@ -95,14 +129,14 @@ pub fn draw_peak(data: &RunData, s: &PeakSeries, path: &Path) -> anyhow::Result<
     let root = BitMapBackend::new(path, CHART.size).into_drawing_area();
     root.fill(&WHITE)?;
 
-    let over: Vec<&PeakBar> = s.bars.iter().filter(|b| b.peak > s.limit).collect();
+    let over: Vec<&PeakBar> = s.bars.iter().filter(|b| b.over()).collect();
     let verdict = match over.iter().max_by(|a, b| a.ratio.total_cmp(&b.ratio)) {
-        None => format!(
-            "Every limiter held every key to at most {} per {window}.",
-            s.limit
-        ),
+        None => match s.shared {
+            Some(limit) => format!("Every limiter held every key to at most {limit} per {window}."),
+            None => format!("Every limiter held every key to at most its own limit per {window}."),
+        },
         Some(worst) => format!(
-            "Above the dashed line, {} let one key through more than the policy allows; the most was {}: {} ({}× the limit).",
+            "Above the dashed line, {} let one key through more than the policy allows; the most was {}: {} ({}× {}).",
             if over.len() == 1 {
                 "one limiter".to_string()
             } else {
@@ -110,14 +144,22 @@ pub fn draw_peak(data: &RunData, s: &PeakSeries, path: &Path) -> anyhow::Result<
             },
             worst.name,
             worst.peak,
-            style::trim(worst.ratio, 2)
+            style::trim(worst.ratio, 2),
+            if s.shared.is_some() {
+                "the limit"
+            } else {
+                "its own limit"
+            }
         ),
     };
     let mut legend =
         style::limiter_entries(data, s.bars.iter().map(|b| (b.index, b.name.as_str())));
     legend.push((
         Mark::Dashed(style::LIMIT),
-        format!("limit: {} per {window}", s.limit),
+        match s.shared {
+            Some(limit) => format!("limit: {limit} per {window}"),
+            None => format!("limit: each limiter's own per {window}"),
+        },
     ));
     let body = style::header(
         &root,
@@ -136,7 +178,7 @@ pub fn draw_peak(data: &RunData, s: &PeakSeries, path: &Path) -> anyhow::Result<
         .map(|b| b.peak)
         .max()
         .unwrap_or(0)
-        .max(s.limit) as f64
+        .max(s.bars.iter().map(|b| b.limit).max().unwrap_or(0)) as f64
         * 1.18;
     let mut chart = style::category_chart(&body, s.bars.len(), 0f64..top.max(1.0))?;
     chart
@@ -161,23 +203,41 @@ pub fn draw_peak(data: &RunData, s: &PeakSeries, path: &Path) -> anyhow::Result<
         )
     }))?;
 
-    let (xs, _) = chart.plotting_area().get_pixel_range();
-    let y_limit = chart.backend_coord(&(0.0, s.limit as f64)).1;
-    style::dashed_hline(&root, xs.start, xs.end, y_limit, style::LIMIT)?;
-    root.draw(&Text::new(
-        format!("limit {}", s.limit),
-        (xs.end + 6, y_limit),
-        style::anchored(style::bold(14, style::LIMIT), HPos::Left, VPos::Center),
-    ))?;
+    match s.shared {
+        Some(limit) => {
+            let (xs, _) = chart.plotting_area().get_pixel_range();
+            let y_limit = chart.backend_coord(&(0.0, limit as f64)).1;
+            style::dashed_hline(&root, xs.start, xs.end, y_limit, style::LIMIT)?;
+            root.draw(&Text::new(
+                format!("limit {limit}"),
+                (xs.end + 6, y_limit),
+                style::anchored(style::bold(14, style::LIMIT), HPos::Left, VPos::Center),
+            ))?;
+        }
+        // Each limiter's own limit, over its own bar.
+        None => {
+            for (i, b) in s.bars.iter().enumerate() {
+                let (x0, y) = chart.backend_coord(&(i as f64 + 0.1, b.limit as f64));
+                let (x1, _) = chart.backend_coord(&(i as f64 + 0.9, b.limit as f64));
+                style::dashed_hline(&root, x0, x1, y, style::LIMIT)?;
+            }
+        }
+    }
 
     for (i, b) in s.bars.iter().enumerate() {
         let (cx, y) = chart.backend_coord(&(i as f64 + 0.5, b.peak as f64));
-        let label = if b.peak == s.limit {
-            b.peak.to_string()
-        } else {
-            format!("{} ({}×)", b.peak, style::trim(b.ratio, 2))
+        let label = match s.shared {
+            Some(_) if b.peak == b.limit => b.peak.to_string(),
+            Some(_) => format!("{} ({}×)", b.peak, style::trim(b.ratio, 2)),
+            None if b.peak <= b.limit => format!("{} / {}", b.peak, b.limit),
+            None => format!("{} / {} ({}×)", b.peak, b.limit, style::trim(b.ratio, 2)),
         };
-        let strong = if b.peak > s.limit {
+        // Under its own line, the label sits above the line, not on it.
+        let y = match s.shared {
+            None if b.peak < b.limit => chart.backend_coord(&(0.0, b.limit as f64)).1,
+            _ => y,
+        };
+        let strong = if b.over() {
             style::bold(16, style::INK)
         } else {
             style::text(15, style::INK)
@@ -207,10 +267,27 @@ mod tests {
     fn peak_series_holds_each_limiter_against_the_limit() {
         let d = run_data(&[("fixed_window", 200), ("sliding_log", 100)], 100);
         let s = peak_series(&d);
-        assert_eq!(s.limit, 100);
+        assert_eq!(s.shared, Some(100));
         assert_eq!(s.bars[0].peak, 200);
         assert_eq!(s.bars[0].ratio, 2.0);
         assert_eq!(s.bars[1].ratio, 1.0);
         assert_eq!(s.bars[1].index, 1);
+    }
+
+    // Issue 23 item 5: a 5r/s zone was drawn against the first zone's 20.
+    #[test]
+    fn each_bar_is_held_to_its_own_limit_when_the_limiters_differ() {
+        let mut d = run_data(&[("api-perip", 20), ("key-perkey", 5)], 20);
+        d.limiters[1].limit = 5;
+        let s = peak_series(&d);
+        assert_eq!(s.shared, None);
+        assert_eq!((s.bars[0].limit, s.bars[1].limit), (20, 5));
+        assert_eq!((s.bars[0].ratio, s.bars[1].ratio), (1.0, 1.0));
+        let c = caption(&d);
+        assert!(c.contains("each limiter's own limit"), "{c}");
+        assert!(c.contains("at most its own limit"), "{c}");
+        d.limiters[1].peak_in_window = 10;
+        let c = caption(&d);
+        assert!(c.contains("key-perkey 10 of 5 (2×)"), "{c}");
     }
 }

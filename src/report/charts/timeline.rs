@@ -67,6 +67,8 @@ pub struct TimelineLine {
     pub outages: Vec<(u64, u64)>,
     /// The largest value, and how it compares with the limit.
     pub most: u64,
+    /// Its per-key limit line, the limiter's own (`WorstKey` only).
+    pub limit: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -78,7 +80,8 @@ pub struct TimelineSeries {
     pub buckets_per_span: usize,
     pub span_ns: u64,
     pub end_ns: u64,
-    /// The per-key limit line (`WorstKey` only).
+    /// The per-key limit every panel shares (`WorstKey` only, and only when
+    /// every limiter is held to one limit; else each line has its own).
     pub limit: Option<u64>,
     /// The limiters that count in aligned windows (fixed window, sliding
     /// counter): the window boundaries are theirs.
@@ -151,6 +154,7 @@ pub fn timeline_series(data: &RunData) -> TimelineSeries {
             TimelineLine {
                 index,
                 name: l.name.clone(),
+                limit: (measure == Measure::WorstKey).then_some(l.limit),
                 most: values.iter().copied().max().unwrap_or(0),
                 values,
                 overshoot,
@@ -164,7 +168,7 @@ pub fn timeline_series(data: &RunData) -> TimelineSeries {
         buckets_per_span: k,
         span_ns: k as u64 * res,
         end_ns,
-        limit: (measure == Measure::WorstKey).then_some(data.limit),
+        limit: data.shared_limit().filter(|_| measure == Measure::WorstKey),
         windowed,
         boundaries,
         lines,
@@ -179,7 +183,7 @@ pub fn y_top(s: &TimelineSeries) -> f64 {
         .map(|l| l.most)
         .max()
         .unwrap_or(0)
-        .max(s.limit.unwrap_or(0))
+        .max(s.lines.iter().filter_map(|l| l.limit).max().unwrap_or(0))
         .max(1);
     most as f64 * 1.15
 }
@@ -207,21 +211,26 @@ fn caption(data: &RunData) -> String {
              this run directory predates the per-key columns of timeseries.csv, so no per-key limit is drawn"
         );
     }
-    let mut text = format!(
-        "One panel per limiter: the most any one key had passed within {window} at each moment, against the limit of {} per key",
-        data.limit
-    );
+    let mut text = match s.limit {
+        Some(limit) => format!(
+            "One panel per limiter: the most any one key had passed within {window} at each moment, against the limit of {limit} per key"
+        ),
+        None => format!(
+            "One panel per limiter: the most any one key had passed within {window} at each moment, against that limiter's own limit per key ({})",
+            s.lines
+                .iter()
+                .map(|l| format!("{} {}", l.name, l.limit.unwrap_or(0)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
     let over: Vec<String> = s
         .lines
         .iter()
-        .filter(|l| l.most > data.limit)
-        .map(|l| {
-            format!(
-                "{} reaches {} ({}×)",
-                l.name,
-                l.most,
-                ratio(l.most, data.limit)
-            )
+        .filter_map(|l| {
+            let limit = l.limit?;
+            (l.most > limit)
+                .then(|| format!("{} reaches {} ({}×)", l.name, l.most, ratio(l.most, limit)))
         })
         .collect();
     if over.is_empty() {
@@ -337,8 +346,11 @@ pub fn draw_timeline(data: &RunData, s: &TimelineSeries, path: &Path) -> anyhow:
                 "Each bar: the most any one key had passed within the {window} before a pass in that {res} — the policy's own measure; empty where nothing passed. A delayed request counts when it is released."
             ));
             subtitle.push(format!(
-                "Dashed: the limit, {} per {window} per key.{}",
-                data.limit,
+                "Dashed: the limit, {}.{}",
+                match s.limit {
+                    Some(limit) => format!("{limit} per {window} per key"),
+                    None => format!("each limiter's own per {window} per key"),
+                },
                 if s.boundaries.is_empty() {
                     String::new()
                 } else {
@@ -390,7 +402,7 @@ pub fn draw_timeline(data: &RunData, s: &TimelineSeries, path: &Path) -> anyhow:
     }
     let mut legend =
         style::limiter_entries(data, s.lines.iter().map(|l| (l.index, l.name.as_str())));
-    if s.limit.is_some() {
+    if s.lines.iter().any(|l| l.limit.is_some()) {
         legend.push((Mark::Dashed(style::LIMIT), "limit per key".into()));
     }
     if deployed {
@@ -426,7 +438,7 @@ pub fn draw_timeline(data: &RunData, s: &TimelineSeries, path: &Path) -> anyhow:
             None => (panel.clone(), None),
         };
         let axis_here = bottom_row && strip.is_none();
-        let caption = match s.limit {
+        let caption = match line.limit {
             Some(limit) if line.most > limit => format!(
                 "{} — worst key {} ({}× the limit)",
                 line.name,
@@ -534,7 +546,7 @@ pub fn draw_timeline(data: &RunData, s: &TimelineSeries, path: &Path) -> anyhow:
                 ))?;
             }
         }
-        if let Some(limit) = s.limit {
+        if let Some(limit) = line.limit {
             let label = style::anchored(style::text(13, style::INK), HPos::Right, VPos::Bottom);
             let y = chart.backend_coord(&(0.0, limit as f64)).1;
             style::dashed_hline(&root, xs.start, xs.end, y, style::LIMIT)?;
@@ -658,6 +670,7 @@ mod tests {
             .collect();
         let s = timeline_series(&d);
         assert_eq!(s.limit, Some(10), "per key, not 10 × 80 keys");
+        assert_eq!(s.lines[0].limit, Some(10));
         assert_eq!(s.lines[0].most, 41);
         assert_eq!(s.lines[0].overshoot.as_ref().map(|o| o[3]), Some(31));
         assert!(y_top(&s) >= 41.0);
@@ -668,6 +681,28 @@ mod tests {
         );
     }
 
+    // Issue 23 item 5: every panel drew the first zone's limit of 20,
+    // the 5r/s zone's too.
+    #[test]
+    fn each_panel_draws_its_own_limiters_limit() {
+        let mut d = tests_support::run_data(&[("api-perip", 0), ("key-perkey", 0)], 20);
+        d.limiters[1].limit = 5;
+        for l in &mut d.limiters {
+            l.series = vec![Bucket {
+                passed: 8,
+                worst_key_in_window: 8,
+                ..Bucket::default()
+            }];
+        }
+        let s = timeline_series(&d);
+        assert_eq!(s.limit, None);
+        assert_eq!(s.lines[0].limit, Some(20));
+        assert_eq!(s.lines[1].limit, Some(5));
+        let c = caption(&d);
+        assert!(c.contains("api-perip 20, key-perkey 5"), "{c}");
+        assert!(c.contains("above it: key-perkey reaches 8 (1.6×)"), "{c}");
+    }
+
     #[test]
     fn an_older_run_directory_plots_throughput_without_a_per_key_limit() {
         let mut d = tests_support::boundary();
@@ -675,6 +710,7 @@ mod tests {
         let s = timeline_series(&d);
         assert_eq!(s.measure, Measure::Throughput);
         assert_eq!(s.limit, None);
+        assert!(s.lines.iter().all(|l| l.limit.is_none()));
         assert_eq!(s.span_ns, d.window_ns);
         for (line, l) in s.lines.iter().zip(&d.limiters) {
             let passed: Vec<u64> = l.series.iter().map(|b| b.passed).collect();
