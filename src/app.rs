@@ -15,9 +15,11 @@ use crate::error::InputError;
 use crate::estimate::Estimate;
 use crate::explain;
 use crate::limiter::ALGORITHMS;
+use crate::overrides::Override;
 use crate::progress::Progress;
 use crate::report;
 use crate::run::{run_scenario, RunOptions};
+use crate::scenario::text::ScenarioFile;
 use crate::scenario::{Scenario, IMPLEMENTATIONS};
 use crate::traffic::retry::POLICIES;
 use crate::traffic::PATTERNS;
@@ -27,7 +29,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Run(args) => run_command(args),
         Command::Sweep(args) => crate::sweep::command(args),
         Command::Validate { scenario } => {
-            let s = Scenario::load(&scenario)?;
+            let s = load(&scenario, &[])?;
             let estimate = Estimate::of(&s);
             let mut out = io::stdout().lock();
             writeln!(
@@ -69,9 +71,14 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     }
 }
 
+/// The scenario `arg` with `sets` applied (what `run` and `validate` read).
+fn load(arg: &str, sets: &[Override]) -> Result<Scenario, InputError> {
+    ScenarioFile::read(arg)?.with(sets)
+}
+
 fn run_command(args: RunArgs) -> anyhow::Result<()> {
     let sets = crate::overrides::parse_all(&args.set, "--set")?;
-    let mut scenario = Scenario::load_with(&args.scenario, &sets)?;
+    let mut scenario = load(&args.scenario, &sets)?;
     if let Some(seed) = args.seed {
         scenario.seed = seed;
     }

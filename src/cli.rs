@@ -150,7 +150,8 @@ pub struct RunArgs {
     pub seed: Option<u64>,
     /// Replace one scenario field before validation, named as error
     /// messages name it (defaults.limit=50, limiter[1].capacity=20,
-    /// traffic[0].clients=10, deployment.instances=4); repeatable
+    /// 'limiter[api-perip].rate=10/1s', traffic[0].clients=10,
+    /// deployment.instances=4); repeatable
     #[arg(long = "set", value_name = "PATH=VALUE")]
     pub set: Vec<String>,
     /// Also write decisions.csv, one row per attempt per limiter
@@ -269,7 +270,8 @@ const SWEEP_HELP: &str = "Examples:
   ratesim sweep pick-a-limit --shard 2/4 --out shard-2 && ratesim sweep merge shard-* --out all
 
 PATH names a scenario field as error messages do: defaults.limit, limiter[2].capacity,
-traffic[0].clients, deployment.instances (indices from 0). LIST is V1,V2,... or FROM..=TO:STEP.
+traffic[0].clients, deployment.instances (indices from 0); a limiter also by its name,
+'limiter[api-perip].rate' (quote it for the shell). LIST is V1,V2,... or FROM..=TO:STEP.
 DIR gets sweep.csv (one row per point and limiter: the varied values, then the columns of
 summary.csv), sweep.json (the grid and flags), and unless sharded: line charts of the deciding
 metrics (one varied path), a heatmap per limiter of --metric (two or more; the third and later

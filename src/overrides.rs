@@ -3,11 +3,15 @@
 //!
 //! A path is `key`, `table.key` or `array[i].key`, indices from 0:
 //! `defaults.limit`, `limiter[2].capacity`, `traffic[0].clients`,
-//! `deployment.instances`, `traffic[1].retry.max_attempts`. An override
-//! replaces the value in the scenario's TOML table before it is validated,
-//! so the value is checked exactly as if the file said it — an unknown field
-//! is refused by the same "unknown field — accepted here: …" check, naming
-//! the path.
+//! `deployment.instances`, `traffic[1].retry.max_attempts`. A limiter may
+//! be named instead of numbered, `limiter[api-perip].rate` (its `name`, or
+//! the default name: its `implementation`, else its `algorithm`). An
+//! override replaces the value in the scenario's TOML table before it is
+//! validated, so the value is checked exactly as if the file said it — an
+//! unknown field is refused by the same "unknown field — accepted here: …"
+//! check. Every error an override causes names it as typed (`--set
+//! nosuch=1: nosuch: unknown field …`; see
+//! [`crate::scenario::text::ScenarioFile::with`]).
 //!
 //! A value is read as the field's own type: as a string when the file
 //! already holds a string there (`--set limiter[0].window=2s`), else as a
@@ -23,24 +27,57 @@ use crate::error::{quoted, InputError};
 pub struct Override {
     pub path: String,
     pub value: String,
+    /// The argument as typed, for messages: `--set nosuch=1`, `--vary
+    /// defaults.limit=10..=50:10: value "20"`.
+    pub arg: String,
 }
 
 impl Override {
     /// Parses `PATH=VALUE` as given to `flag` (for messages).
     pub fn parse(text: &str, flag: &str) -> Result<Override, InputError> {
-        let (path, value) = text.split_once('=').ok_or_else(|| {
+        let at = split_outside_brackets(text, '=')[0].len();
+        let (path, value) = match text.get(at..) {
+            Some(rest) if !rest.is_empty() => (&text[..at], &rest[1..]),
+            _ => {
+                return Err(InputError::new(format!(
+                    "{flag} {}: expected PATH=VALUE, e.g. defaults.limit=100",
+                    quoted(text)
+                )))
+            }
+        };
+        let path = path.trim();
+        segments(path).map_err(|why| {
             InputError::new(format!(
-                "{flag} {}: expected PATH=VALUE, e.g. defaults.limit=100",
-                quoted(text)
+                "{flag} {}: {why}",
+                crate::error::quote(text.trim())
             ))
         })?;
-        let path = path.trim();
-        segments(path).map_err(|why| InputError::new(format!("{flag} {}: {why}", quoted(path))))?;
         Ok(Override {
             path: path.to_string(),
             value: value.trim().to_string(),
+            arg: format!("{flag} {}", crate::error::quote(text.trim())),
         })
     }
+}
+
+/// `text` cut at every `sep` outside `[…]`, so a limiter's name may hold
+/// a `.` or an `=`.
+fn split_outside_brackets(text: &str, sep: char) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let (mut depth, mut start) = (0usize, 0);
+    for (i, c) in text.char_indices() {
+        match c {
+            '[' => depth += 1,
+            ']' => depth = depth.saturating_sub(1),
+            c if c == sep && depth == 0 => {
+                parts.push(&text[start..i]);
+                start = i + c.len_utf8();
+            }
+            _ => {}
+        }
+    }
+    parts.push(&text[start..]);
+    parts
 }
 
 /// Parses every `PATH=VALUE` of `texts`, as given to `flag`.
@@ -116,23 +153,46 @@ pub fn values(list: &str, flag: &str) -> Result<Vec<String>, InputError> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Segment<'a> {
     key: &'a str,
-    index: Option<usize>,
+    index: Option<Index<'a>>,
 }
+
+/// Which element of an array: by position, or (a limiter) by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Index<'a> {
+    At(usize),
+    Named(&'a str),
+}
+
+/// The array whose elements may be named: `limiter[NAME]`.
+const NAMED: &str = "limiter";
 
 fn segments(path: &str) -> Result<Vec<Segment<'_>>, String> {
     if path.is_empty() {
         return Err("empty path; e.g. defaults.limit or limiter[0].capacity".into());
     }
-    path.split('.')
+    split_outside_brackets(path, '.')
+        .into_iter()
         .map(|part| {
             let (key, index) = match part.split_once('[') {
                 None => (part, None),
                 Some((key, rest)) => {
-                    let digits = rest.strip_suffix(']').ok_or("a [ without its ]")?;
-                    let i = digits
-                        .parse::<usize>()
-                        .map_err(|_| format!("index [{digits}] is not a whole number from 0"))?;
-                    (key, Some(i))
+                    let inside = rest.strip_suffix(']').ok_or("a [ without its ]")?;
+                    let index = if !inside.is_empty() && inside.bytes().all(|b| b.is_ascii_digit()) {
+                        Index::At(
+                            inside
+                                .parse::<usize>()
+                                .map_err(|_| format!("index [{inside}] is too large"))?,
+                        )
+                    } else if key == NAMED && !inside.is_empty() {
+                        Index::Named(inside)
+                    } else if key == NAMED {
+                        return Err("limiter[] names no limiter: give its index from 0 or its name, e.g. limiter[0] or limiter[api]".into());
+                    } else {
+                        return Err(format!(
+                            "index [{inside}] is not a whole number from 0 (only limiter[...] takes a name)"
+                        ));
+                    };
+                    (key, Some(index))
                 }
             };
             let valid = !key.is_empty()
@@ -147,30 +207,43 @@ fn segments(path: &str) -> Result<Vec<Segment<'_>>, String> {
         .collect()
 }
 
-/// Applies `overrides` to `table` in order.
-pub fn apply(table: &mut Table, overrides: &[Override]) -> Result<(), InputError> {
-    apply_as(table, overrides, "--set")
+/// Applies `overrides` to `table` in order. Returns each one's path as
+/// validation names it (`limiter[api].rate` → `limiter[0].rate`); an error
+/// names the override as typed.
+pub fn apply(table: &mut Table, overrides: &[Override]) -> Result<Vec<String>, InputError> {
+    overrides
+        .iter()
+        .map(|o| set(table, o).map_err(|why| InputError::new(format!("{}: {why}", o.arg))))
+        .collect()
 }
 
-/// [`apply`], naming `flag` (`--set`, `--vary`) in its errors.
-pub fn apply_as(table: &mut Table, overrides: &[Override], flag: &str) -> Result<(), InputError> {
-    for o in overrides {
-        set(table, o).map_err(|why| InputError::new(format!("{flag} {}: {why}", o.path)))?;
-    }
-    Ok(())
+/// `path` as validation names it, against `table`: a limiter's name
+/// replaced by its index (`limiter[api].rate` → `limiter[0].rate`).
+pub fn resolve(table: &Table, path: &str) -> Result<String, String> {
+    let mut copy = table.clone();
+    set(
+        &mut copy,
+        &Override {
+            path: path.to_string(),
+            value: "0".to_string(),
+            arg: String::new(),
+        },
+    )
 }
 
-fn set(table: &mut Table, o: &Override) -> Result<(), String> {
+fn set(table: &mut Table, o: &Override) -> Result<String, String> {
     let segs = segments(&o.path)?;
     let (last, parents) = segs.split_last().ok_or("empty path")?;
     let mut here = table;
     let mut walked = String::new();
     for seg in parents {
-        walked = join(&walked, seg);
-        here = step(here, seg, &walked)?;
+        let i = position(here, seg, &walked)?;
+        walked = join(&walked, seg.key, i);
+        here = step(here, seg.key, i, &walked)?;
     }
-    let name = join(&walked, last);
-    let slot = match last.index {
+    let i = position(here, last, &walked)?;
+    let name = join(&walked, last.key, i);
+    let slot = match i {
         None => here.get_mut(last.key),
         Some(i) => match here.get_mut(last.key) {
             Some(Value::Array(items)) => {
@@ -188,23 +261,74 @@ fn set(table: &mut Table, o: &Override) -> Result<(), String> {
             here.insert(last.key.to_string(), value);
         }
     }
-    Ok(())
+    Ok(name)
+}
+
+/// The position `seg` names in the array under `here`: its index, or the
+/// index of the one limiter called by its name.
+fn position(here: &Table, seg: &Segment, walked: &str) -> Result<Option<usize>, String> {
+    let name = match seg.index {
+        None => return Ok(None),
+        Some(Index::At(i)) => return Ok(Some(i)),
+        Some(Index::Named(name)) => name,
+    };
+    let shown = join(walked, seg.key, None);
+    let items = match here.get(seg.key) {
+        Some(Value::Array(items)) => items,
+        Some(_) => return Err(format!("{shown} is not a list of tables")),
+        None => return Err(format!("the scenario has no [[{}]]", seg.key)),
+    };
+    let names: Vec<String> = items.iter().map(limiter_name).collect();
+    let found: Vec<usize> = (0..names.len()).filter(|&i| names[i] == name).collect();
+    match found[..] {
+        [i] => Ok(Some(i)),
+        [] => Err(format!(
+            "{shown}[{name}]: no limiter is called {} — names: {}",
+            quoted(name),
+            names.join(", ")
+        )),
+        _ => Err(format!(
+            "{shown}[{name}]: {} limiters are called {}; give the index instead ({})",
+            found.len(),
+            quoted(name),
+            found
+                .iter()
+                .map(|i| format!("{shown}[{i}]"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    }
+}
+
+/// A `[[limiter]]` table's name as validation gives it: its `name`, else
+/// its `implementation`, else its `algorithm` (docs/semantics.md §3).
+fn limiter_name(item: &Value) -> String {
+    ["name", "implementation", "algorithm"]
+        .iter()
+        .find_map(|k| item.get(k).and_then(Value::as_str))
+        .unwrap_or("")
+        .to_string()
 }
 
 /// `array[i]` or `table` under `here`, created if it is a table that is
 /// not there yet.
-fn step<'t>(here: &'t mut Table, seg: &Segment, name: &str) -> Result<&'t mut Table, String> {
-    match seg.index {
+fn step<'t>(
+    here: &'t mut Table,
+    key: &str,
+    index: Option<usize>,
+    name: &str,
+) -> Result<&'t mut Table, String> {
+    match index {
         None => {
             let v = here
-                .entry(seg.key.to_string())
+                .entry(key.to_string())
                 .or_insert_with(|| Value::Table(Table::new()));
             match v {
                 Value::Table(t) => Ok(t),
                 _ => Err(format!("{name} is not a table")),
             }
         }
-        Some(i) => match here.get_mut(seg.key) {
+        Some(i) => match here.get_mut(key) {
             Some(Value::Array(items)) => {
                 let len = items.len();
                 match items.get_mut(i) {
@@ -213,8 +337,8 @@ fn step<'t>(here: &'t mut Table, seg: &Segment, name: &str) -> Result<&'t mut Ta
                     None => Err(out_of_range(name, len)),
                 }
             }
-            Some(_) => Err(format!("{} is not a list of tables", seg.key)),
-            None => Err(format!("the scenario has no [[{}]]", seg.key)),
+            Some(_) => Err(format!("{key} is not a list of tables")),
+            None => Err(format!("the scenario has no [[{key}]]")),
         },
     }
 }
@@ -228,10 +352,10 @@ fn out_of_range(name: &str, len: usize) -> String {
     format!("{name} does not exist: {valid}")
 }
 
-fn join(path: &str, seg: &Segment) -> String {
-    let step = match seg.index {
-        Some(i) => format!("{}[{i}]", seg.key),
-        None => seg.key.to_string(),
+fn join(path: &str, key: &str, index: Option<usize>) -> String {
+    let step = match index {
+        Some(i) => format!("{key}[{i}]"),
+        None => key.to_string(),
     };
     if path.is_empty() {
         step
@@ -373,8 +497,89 @@ rate = "5/1s"
         );
         let e = set_all(&["limitr[0].capacity=3"]).unwrap_err();
         assert!(e.message().contains("no [[limitr]]"), "{}", e.message());
-        for bad in ["=3", "limiter[x].a=1", "limiter[0.a=1", "a b=1", "nothing"] {
+        for bad in [
+            "=3",
+            "traffic[x].a=1",
+            "limiter[].a=1",
+            "limiter[0.a=1",
+            "a b=1",
+            "nothing",
+        ] {
             assert!(Override::parse(bad, "--set").is_err(), "{bad}");
         }
+    }
+
+    const NAMED: &str = r#"
+[defaults]
+limit = 10
+window = "1s"
+[[limiter]]
+name = "api.v1"
+algorithm = "token_bucket"
+[[limiter]]
+implementation = "nginx"
+[[limiter]]
+algorithm = "sliding_log"
+[[traffic]]
+pattern = "poisson"
+"#;
+
+    // Issue 23 item 6: `limiter[NAME]` wherever `limiter[INDEX]` is.
+    #[test]
+    fn a_limiter_is_found_by_its_name_or_its_default_name() {
+        let mut t: Table = NAMED.parse().unwrap();
+        let o: Vec<Override> = [
+            "limiter[api.v1].capacity=20",
+            "limiter[nginx].rate=5/1s",
+            "limiter[sliding_log].limit=3",
+        ]
+        .iter()
+        .map(|s| Override::parse(s, "--set").unwrap())
+        .collect();
+        assert_eq!(o[0].path, "limiter[api.v1].capacity");
+        let paths = apply(&mut t, &o).unwrap();
+        assert_eq!(
+            paths,
+            ["limiter[0].capacity", "limiter[1].rate", "limiter[2].limit"]
+        );
+        assert_eq!(at(&t, &["limiter", "0", "capacity"]), &Value::Integer(20));
+        assert_eq!(
+            at(&t, &["limiter", "1", "rate"]),
+            &Value::String("5/1s".into())
+        );
+        assert_eq!(at(&t, &["limiter", "2", "limit"]), &Value::Integer(3));
+        assert_eq!(
+            resolve(&t, "limiter[sliding_log].window").unwrap(),
+            "limiter[2].window"
+        );
+        // A name may hold `=`: the value starts after the first `=` outside
+        // the brackets.
+        let o = Override::parse("limiter[a=b].limit=4", "--set").unwrap();
+        assert_eq!(
+            (o.path.as_str(), o.value.as_str()),
+            ("limiter[a=b].limit", "4")
+        );
+    }
+
+    #[test]
+    fn an_unknown_or_shared_name_is_refused_listing_the_names() {
+        let mut t: Table = NAMED.parse().unwrap();
+        let o = Override::parse("limiter[api].capacity=2", "--set").unwrap();
+        let e = apply(&mut t, &[o]).unwrap_err();
+        assert_eq!(
+            e.message(),
+            "--set limiter[api].capacity=2: limiter[api]: no limiter is called \"api\" — names: api.v1, nginx, sliding_log"
+        );
+        let mut t: Table = format!("{NAMED}[[limiter]]\nalgorithm = \"sliding_log\"\n")
+            .parse()
+            .unwrap();
+        let o = Override::parse("limiter[sliding_log].limit=2", "--vary").unwrap();
+        let e = apply(&mut t, &[o]).unwrap_err();
+        assert!(
+            e.message()
+                .contains("2 limiters are called \"sliding_log\"; give the index instead (limiter[2], limiter[3])"),
+            "{}",
+            e.message()
+        );
     }
 }

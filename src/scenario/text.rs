@@ -94,20 +94,43 @@ impl ScenarioFile {
 
     /// This file's table with `overrides` applied, validated.
     pub fn with(&self, overrides: &[Override]) -> Result<Scenario, InputError> {
-        let mut table = self.table()?;
-        overrides::apply(&mut table, overrides)?;
-        self.scenario(&table)
+        self.with_table(self.table()?, overrides)
     }
-}
 
-impl Scenario {
-    /// Loads the scenario named by `arg` with `overrides` (`--set`) applied
-    /// to its TOML before validation. With no overrides it is
-    /// [`Scenario::load`].
-    pub fn load_with(arg: &str, overrides: &[Override]) -> Result<Scenario, InputError> {
-        if overrides.is_empty() {
-            return Scenario::load(arg);
+    /// `table` (this file's, perhaps already overridden) with `overrides`
+    /// applied, validated. An error the overrides caused names the one
+    /// that caused it, as typed (`--set nosuch=1: nosuch: unknown field …`,
+    /// issue 23 item 7); an error `table` has without them names the file.
+    pub fn with_table(&self, table: Table, overrides: &[Override]) -> Result<Scenario, InputError> {
+        let mut changed = table.clone();
+        let paths = overrides::apply(&mut changed, overrides)?;
+        let parse = |t: &Table| Scenario::parse_table(t, &self.stem, self.origin.clone());
+        let e = match parse(&changed) {
+            Ok(s) => return Ok(s),
+            Err(e) => e,
+        };
+        let blame =
+            |o: &Override, e: &InputError| InputError::new(format!("{}: {}", o.arg, e.message()));
+        // The last override of the field the message names…
+        let names = |path: &str| {
+            e.message()
+                .strip_prefix(path)
+                .is_some_and(|rest| rest.starts_with([':', '.', '[', ' ']))
+        };
+        if let Some((o, _)) = overrides.iter().zip(&paths).rev().find(|(_, p)| names(p)) {
+            return Err(blame(o, &e));
         }
-        ScenarioFile::read(arg)?.with(overrides)
+        // …else the first one without which the scenario is valid (an
+        // error of the file itself stays the file's).
+        let mut t = table;
+        if parse(&t).is_ok() {
+            for o in overrides {
+                overrides::apply(&mut t, std::slice::from_ref(o))?;
+                if let Err(e) = parse(&t) {
+                    return Err(blame(o, &e));
+                }
+            }
+        }
+        Err(e.within(&self.place))
     }
 }

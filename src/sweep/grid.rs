@@ -14,11 +14,25 @@ use crate::overrides::{self, Override};
 pub const MAX_POINTS: u128 = 10_000;
 
 /// One varied field and its values, as written.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Axis {
     pub path: String,
     pub values: Vec<String>,
+    /// The argument as typed (`--vary defaults.limit=10..=50:10`), for
+    /// messages; not kept in `sweep.json`.
+    #[serde(skip)]
+    pub arg: String,
 }
+
+/// Two axes are the same when they vary the same path over the same
+/// values, however they were typed.
+impl PartialEq for Axis {
+    fn eq(&self, other: &Axis) -> bool {
+        self.path == other.path && self.values == other.values
+    }
+}
+
+impl Eq for Axis {}
 
 impl Axis {
     /// Parses `PATH=LIST` as given to `flag`.
@@ -36,10 +50,12 @@ impl Axis {
         Ok(Axis {
             path: o.path,
             values,
+            arg: o.arg,
         })
     }
 
-    /// The flag as a user would write it again (for messages).
+    /// The flag as a user would write it again (for messages about a
+    /// grid read back from `sweep.json`, which does not keep `arg`).
     pub fn shown(&self) -> String {
         let list = self.values.join(",");
         let list = if list.chars().count() > 40 {
@@ -48,6 +64,16 @@ impl Axis {
             list
         };
         format!("--vary {}={list}", self.path)
+    }
+
+    /// Its value `v` as an override, named in messages as the argument
+    /// and the value (`--vary defaults.limit=0..=10:5: value "0"`).
+    pub fn at(&self, v: &str) -> Override {
+        Override {
+            path: self.path.clone(),
+            value: v.to_string(),
+            arg: format!("{}: value {}", self.arg, quoted(v)),
+        }
     }
 }
 
@@ -99,10 +125,7 @@ impl Grid {
         self.axes
             .iter()
             .zip(self.values(i))
-            .map(|(a, v)| Override {
-                path: a.path.clone(),
-                value: v.to_string(),
-            })
+            .map(|(a, v)| a.at(v))
             .collect()
     }
 
@@ -197,6 +220,7 @@ mod tests {
                 .map(|(k, &n)| Axis {
                     path: format!("a{k}"),
                     values: (0..n).map(|v| v.to_string()).collect(),
+                    arg: format!("--vary a{k}=…"),
                 })
                 .collect(),
         }

@@ -37,7 +37,7 @@ use serde::Deserialize;
 
 use crate::cli::{SweepArgs, SweepCommand};
 use crate::engine;
-use crate::error::{quoted, InputError};
+use crate::error::InputError;
 use crate::estimate::{Estimate, BUDGET_DECISIONS};
 use crate::overrides::{self, Override};
 use crate::progress::PointProgress;
@@ -101,10 +101,7 @@ impl Plan {
 
     /// Point `i`'s scenario.
     pub fn scenario(&self, i: usize) -> Result<Scenario, InputError> {
-        let mut t = self.table.clone();
-        overrides::apply_as(&mut t, &self.sets, "--set")?;
-        overrides::apply_as(&mut t, &self.grid.overrides(i), "--vary")?;
-        self.file.scenario(&t)
+        self.file.with_table(self.table.clone(), &self.overrides(i))
     }
 
     /// The points this shard runs.
@@ -149,30 +146,19 @@ pub fn plan(args: &SweepArgs) -> Result<Plan, InputError> {
     let table = file.table()?;
     let spec = sweep_table(&file, &table)?;
     let sets = overrides::parse_all(&args.set, "--set")?;
+    let base = file.with_table(table.clone(), &sets)?;
 
     let (vary, flag) = if args.vary.is_empty() {
-        (&spec.vary, "[sweep] vary")
+        (&spec.vary, format!("{}: [sweep] vary", file.place))
     } else {
-        (&args.vary, "--vary")
+        (&args.vary, "--vary".to_string())
     };
     if vary.is_empty() {
         return Err(InputError::new(format!(
             "{arg}: nothing to vary — give --vary PATH=LIST (e.g. --vary defaults.limit=10,20,50), or vary = [...] in the scenario's [sweep] table"
         )));
     }
-    let axes: Vec<Axis> = vary
-        .iter()
-        .map(|v| Axis::parse(v, flag))
-        .collect::<Result<_, _>>()?;
-    for (k, a) in axes.iter().enumerate() {
-        if axes[..k].iter().any(|b| b.path == a.path) {
-            return Err(InputError::new(format!(
-                "{flag} {}: this path is varied twice; give each path once",
-                a.path
-            )));
-        }
-    }
-    let grid = Grid { axes };
+    let grid = parse_grid(vary, &flag)?;
     let shard = match &args.shard {
         Some(s) => Shard::parse(s)?,
         None => Shard::WHOLE,
@@ -211,7 +197,6 @@ pub fn plan(args: &SweepArgs) -> Result<Plan, InputError> {
     };
     let metric = args.metric.clone().or(spec.metric.clone());
 
-    let base = file.with(&sets)?;
     let plan = Plan {
         name: base.name.clone(),
         file,
@@ -236,30 +221,59 @@ pub fn plan(args: &SweepArgs) -> Result<Plan, InputError> {
         table::Metric::parse(m, &columns, "--metric")
             .map_err(|e| from_table(e, args.metric.is_some()))?;
     }
+    check_axes(&plan.file, &plan.table, &plan.sets, &plan.grid)?;
+    Ok(plan)
+}
 
-    // Each value alone on the base scenario: a path that does not exist or
-    // a value of the wrong type is blamed on its flag.
-    for a in &plan.grid.axes {
-        for v in &a.values {
-            let o = Override {
-                path: a.path.clone(),
-                value: v.clone(),
-            };
-            let mut t = plan.table.clone();
-            overrides::apply_as(&mut t, &plan.sets, "--set")?;
-            overrides::apply_as(&mut t, std::slice::from_ref(&o), flag)?;
-            plan.file.scenario(&t).map_err(|e| {
-                InputError::new(format!(
-                    "{flag} {}={}: value {}: {}",
-                    a.path,
-                    a.values.join(","),
-                    quoted(v),
-                    e.message()
-                ))
-            })?;
+/// The axes of `vary` (as given to `flag`), each path once.
+fn parse_grid(vary: &[String], flag: &str) -> Result<Grid, InputError> {
+    let axes: Vec<Axis> = vary
+        .iter()
+        .map(|v| Axis::parse(v, flag))
+        .collect::<Result<_, _>>()?;
+    for (k, a) in axes.iter().enumerate() {
+        if axes[..k].iter().any(|b| b.path == a.path) {
+            return Err(InputError::new(format!(
+                "{}: this path is varied twice; give each path once",
+                a.arg
+            )));
         }
     }
-    Ok(plan)
+    Ok(Grid { axes })
+}
+
+/// Checks each axis on the base scenario (`table` with `sets`): every
+/// value alone must give a valid scenario — an error names the argument
+/// and the value — and two axes must not name one field
+/// (`limiter[0].rate` and `limiter[api].rate`).
+fn check_axes(
+    file: &ScenarioFile,
+    table: &toml::Table,
+    sets: &[Override],
+    grid: &Grid,
+) -> Result<(), InputError> {
+    let mut set_table = table.clone();
+    overrides::apply(&mut set_table, sets)?;
+    let mut fields: Vec<String> = Vec::new();
+    for a in &grid.axes {
+        let field = overrides::resolve(&set_table, &a.path)
+            .map_err(|why| InputError::new(format!("{}: {why}", a.arg)))?;
+        if let Some(k) = fields.iter().position(|f| *f == field) {
+            return Err(InputError::new(format!(
+                "{}: the same field as {} ({field}); give each field once",
+                a.arg, grid.axes[k].arg
+            )));
+        }
+        fields.push(field);
+    }
+    for a in &grid.axes {
+        for v in &a.values {
+            let mut o = sets.to_vec();
+            o.push(a.at(v));
+            file.with_table(table.clone(), &o)?;
+        }
+    }
+    Ok(())
 }
 
 /// Checks every point of this shard (in parallel): the first invalid point

@@ -151,6 +151,87 @@ fn run_ignores_a_sweep_table() {
     assert_same_file(&a.join("summary.csv"), &b.join("summary.csv"));
 }
 
+// Issue 23 item 7: `--set nosuch=1` was reported as the file's error
+// (`s.toml: nosuch: unknown field`).
+#[test]
+fn errors_of_set_and_vary_name_the_argument_as_typed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = scenario_in(tmp.path(), "a", SMALL);
+    let out = tmp.path().join("out");
+    let runs: &[(&str, &str)] = &[
+        ("nosuch=1", "error: --set nosuch=1: nosuch: unknown field"),
+        (
+            "limiter[0].rate=abc",
+            "error: --set limiter[0].rate=abc: limiter[0].rate: \"abc\"",
+        ),
+        (
+            "limiter[token_bucket].rate=abc",
+            "error: --set limiter[token_bucket].rate=abc: limiter[0].rate: \"abc\"",
+        ),
+        (
+            "traffic[x].rate=1",
+            "error: --set traffic[x].rate=1: index [x]",
+        ),
+    ];
+    for (set, start) in runs {
+        let stderr = assert_input_error(
+            ratesim()
+                .arg("run")
+                .arg(&s)
+                .args(["--set", set, "--out"])
+                .arg(&out),
+            &[],
+        );
+        assert!(stderr.starts_with(start), "{stderr}");
+        assert!(
+            !stderr.contains("sw.toml"),
+            "not the file's error: {stderr}"
+        );
+        assert_no_output(&out);
+    }
+    let sweeps: &[(&[&str], &str)] = &[
+        (
+            &["--set", "nosuch=1", "--vary", "defaults.limit=5,6"],
+            "error: --set nosuch=1: nosuch: unknown field",
+        ),
+        (
+            &["--vary", "defaults.limit=0..=10:5"],
+            "error: --vary defaults.limit=0..=10:5: value \"0\": defaults.limit: 0",
+        ),
+        (
+            &["--vary", "nosuch=1,2"],
+            "error: --vary nosuch=1,2: value \"1\": nosuch: unknown field",
+        ),
+    ];
+    for (args, start) in sweeps {
+        let stderr = assert_input_error(
+            ratesim()
+                .arg("sweep")
+                .arg(&s)
+                .args(*args)
+                .arg("--out")
+                .arg(&out),
+            &[],
+        );
+        assert!(stderr.starts_with(start), "{stderr}");
+        assert!(
+            !stderr.contains("sw.toml"),
+            "not the file's error: {stderr}"
+        );
+        assert_no_output(&out);
+    }
+    // An error of the file itself is still the file's.
+    let broken = scenario_in(tmp.path(), "b", &SMALL.replacen("seed = 3", "seed = -3", 1));
+    assert_input_error(
+        ratesim()
+            .arg("run")
+            .arg(&broken)
+            .args(["--set", "defaults.limit=5", "--out"])
+            .arg(&out),
+        &["sw.toml: seed"],
+    );
+}
+
 // ---------------------------------------------------------------------------
 // 2. sweep: the grid and sweep.csv
 // ---------------------------------------------------------------------------
@@ -415,6 +496,173 @@ fn an_invalid_point_is_bad_input_naming_the_point() {
         "{stderr}"
     );
     assert_no_output(&out);
+}
+
+/// Two imported-style nginx zones, each with its own rate and queue:
+/// nothing reads `[defaults] limit`.
+const ZONES: &str = r#"name = "zones"
+seed = 5
+duration = "3s"
+
+[defaults]
+limit = 20
+window = "1s"
+
+[[limiter]]
+name = "api-perip"
+implementation = "nginx"
+rate = "20/1s"
+queue = 10
+
+[[limiter]]
+name = "key-perkey"
+implementation = "nginx"
+rate = "5/1s"
+queue = 5
+
+[[traffic]]
+pattern = "poisson"
+clients = 3
+rate = "15/1s"
+"#;
+
+// Issue 23 item 6 (docs/semantics.md §9): `limiter[NAME]` wherever
+// `limiter[INDEX]` is accepted.
+#[test]
+fn a_limiter_is_named_wherever_its_index_is_accepted() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = scenario_in(tmp.path(), "a", ZONES);
+    // run --set: the same as the index.
+    let (by_name, by_index) = (tmp.path().join("name"), tmp.path().join("index"));
+    for (dir, set) in [
+        (&by_name, "limiter[key-perkey].rate=10/1s"),
+        (&by_index, "limiter[1].rate=10/1s"),
+    ] {
+        ratesim()
+            .arg("run")
+            .arg(&s)
+            .args(["--quiet", "--no-plots", "--set", set, "--out"])
+            .arg(dir)
+            .assert()
+            .success();
+    }
+    assert_same_file(&by_name.join("summary.csv"), &by_index.join("summary.csv"));
+    assert_eq!(column(&summary_row(&by_name, "key-perkey"), "limit"), 10);
+
+    // sweep --vary: the column is headed by the path as typed, and a
+    // point's rows are `run --set`'s.
+    let out = tmp.path().join("sweep");
+    sweep(
+        &s,
+        &out,
+        &[
+            "--vary",
+            "limiter[api-perip].rate=10/1s,20/1s,40/1s",
+            "--quiet",
+            "--no-plots",
+        ],
+    )
+    .success();
+    let (head, rows) = csv_rows(&out.join("sweep.csv"));
+    assert_eq!(head[0], "limiter[api-perip].rate");
+    assert_eq!(rows.len(), 3 * 2);
+    let limit = head.iter().position(|c| c == "limit").unwrap();
+    let limits: Vec<(&str, &str)> = rows
+        .iter()
+        .map(|r| (r[1].as_str(), r[limit].as_str()))
+        .collect();
+    assert_eq!(
+        limits,
+        [
+            ("api-perip", "10"),
+            ("key-perkey", "5"),
+            ("api-perip", "20"),
+            ("key-perkey", "5"),
+            ("api-perip", "40"),
+            ("key-perkey", "5"),
+        ],
+        "each zone held to its own rate"
+    );
+    let run = tmp.path().join("run40");
+    ratesim()
+        .arg("run")
+        .arg(&s)
+        .args([
+            "--quiet",
+            "--no-plots",
+            "--set",
+            "limiter[api-perip].rate=40/1s",
+            "--out",
+        ])
+        .arg(&run)
+        .assert()
+        .success();
+    let sweep_text = read_text(&out.join("sweep.csv"));
+    for row in read_text(&run.join("summary.csv")).lines().skip(1) {
+        assert!(
+            sweep_text.contains(&format!("\n40/1s,{row}\n")),
+            "{row} in {sweep_text}"
+        );
+    }
+
+    // The scenario's [sweep] table.
+    let table = scenario_in(
+        tmp.path(),
+        "b",
+        &format!("{ZONES}\n[sweep]\nvary = [\"limiter[key-perkey].queue=0,5\"]\n"),
+    );
+    let out = tmp.path().join("table");
+    sweep(&table, &out, &["--quiet", "--no-plots"]).success();
+    assert_eq!(
+        csv_rows(&out.join("sweep.csv")).0[0],
+        "limiter[key-perkey].queue"
+    );
+
+    // An unknown name is an error listing the names; one field named two
+    // ways is varied twice.
+    assert_input_error(
+        ratesim()
+            .arg("run")
+            .arg(&s)
+            .args(["--set", "limiter[api].rate=1", "--out"])
+            .arg(tmp.path().join("x")),
+        &[
+            "--set limiter[api].rate=1",
+            "no limiter is called \"api\"",
+            "names: api-perip, key-perkey",
+        ],
+    );
+    let bad = tmp.path().join("bad");
+    assert_input_error(
+        ratesim()
+            .arg("sweep")
+            .arg(&s)
+            .args(["--vary", "limiter[nope].rate=1,2", "--out"])
+            .arg(&bad),
+        &[
+            "--vary limiter[nope].rate=1,2",
+            "names: api-perip, key-perkey",
+        ],
+    );
+    assert_input_error(
+        ratesim()
+            .arg("sweep")
+            .arg(&s)
+            .args([
+                "--vary",
+                "limiter[1].queue=1,2",
+                "--vary",
+                "limiter[key-perkey].queue=3",
+                "--out",
+            ])
+            .arg(&bad),
+        &[
+            "--vary limiter[key-perkey].queue=3",
+            "the same field",
+            "limiter[1].queue",
+        ],
+    );
+    assert_no_output(&bad);
 }
 
 // ---------------------------------------------------------------------------
