@@ -71,9 +71,13 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     }
 }
 
-/// The scenario `arg` with `sets` applied (what `run` and `validate` read).
+/// The scenario `arg` with `sets` applied, and its `[sweep]` table checked
+/// as `ratesim sweep` would (what `run` and `validate` read).
 fn load(arg: &str, sets: &[Override]) -> Result<Scenario, InputError> {
-    ScenarioFile::read(arg)?.with(sets)
+    let file = ScenarioFile::read(arg)?;
+    let scenario = file.with(sets)?;
+    crate::sweep::check_table(&file, sets)?;
+    Ok(scenario)
 }
 
 fn run_command(args: RunArgs) -> anyhow::Result<()> {

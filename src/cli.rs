@@ -280,5 +280,6 @@ recommendation.md (also printed). COLUMN is a column of sweep.csv, or rejected_s
 passed_share, peak_over_limit. An empty cell reads as 0.
 
 A [sweep] table in the scenario may hold vary = [\"PATH=LIST\", ...], require = [...], minimize,
-maximize and metric; flags replace it. `ratesim run` ignores [sweep] and runs the file as written.
+maximize and metric; flags replace it. `ratesim run` and `validate` check [sweep] as sweep does
+and run the file as written.
 At most 10000 points without --no-budget. DIR is replaced only when it is empty or holds\nnothing but ratesim's files, whatever the flags.";

@@ -122,7 +122,8 @@ impl Scenario {
         origin: Origin,
     ) -> Result<Scenario, InputError> {
         let mut top = Fields::new("", table);
-        // `[sweep]` is read by `ratesim sweep` (crate::sweep); a run ignores it.
+        // `[sweep]` is read by `ratesim sweep`, and checked for `run` and
+        // `validate`, by crate::sweep; the scenario itself ignores it.
         top.opt_table("sweep")?;
         let name = top.opt_str("name")?.unwrap_or(stem).to_string();
         let description = top.opt_str("description")?.unwrap_or("").to_string();

@@ -276,6 +276,34 @@ fn check_axes(
     Ok(())
 }
 
+/// What `validate` and `run` check of a scenario's `[sweep]` table, as
+/// `ratesim sweep` does with no flags (issue 23 item 7): its keys, its
+/// `vary` (each value valid on the scenario with `sets`),
+/// `require`, `minimize`, `maximize` and `metric` against the columns it
+/// would have. What only a sweep run needs (something to vary, the point
+/// budget) is not checked.
+pub fn check_table(file: &ScenarioFile, sets: &[Override]) -> Result<(), InputError> {
+    let table = file.table()?;
+    if !table.contains_key("sweep") {
+        return Ok(());
+    }
+    let spec = sweep_table(file, &table)?;
+    let grid = parse_grid(&spec.vary, &format!("{}: [sweep] vary", file.place))?;
+    let mut columns: Vec<String> = grid.axes.iter().map(|a| a.path.clone()).collect();
+    columns.extend(report::csv::summary_columns());
+    let within = |e: InputError| e.within(format!("{}: the scenario's [sweep] table", file.place));
+    let goal = Goal {
+        require: spec.require,
+        minimize: spec.minimize,
+        maximize: spec.maximize,
+    };
+    Criteria::parse(&goal, &columns).map_err(within)?;
+    if let Some(m) = &spec.metric {
+        table::Metric::parse(m, &columns, "metric").map_err(within)?;
+    }
+    check_axes(file, &table, sets, &grid)
+}
+
 /// Checks every point of this shard (in parallel): the first invalid point
 /// in point order is bad input naming the point; returns the decisions of
 /// all of them together.

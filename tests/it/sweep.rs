@@ -128,7 +128,7 @@ fn set_refuses_unknown_paths_and_wrong_types_naming_the_path() {
 }
 
 #[test]
-fn run_ignores_a_sweep_table() {
+fn run_checks_a_sweep_table_but_runs_the_file_as_written() {
     let tmp = tempfile::tempdir().unwrap();
     let plain = scenario_in(tmp.path(), "a", SMALL);
     let with = scenario_in(
@@ -149,6 +149,58 @@ fn run_ignores_a_sweep_table() {
             .success();
     }
     assert_same_file(&a.join("summary.csv"), &b.join("summary.csv"));
+}
+
+// Issue 23 item 7: an unknown key in `[sweep]` (`delay = -inf`) was
+// accepted by `validate` and `run`, and only `sweep` refused it.
+#[test]
+fn validate_and_run_check_the_sweep_table_as_sweep_does() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cases: &[(&str, &[&str])] = &[
+        (
+            "delay = -inf",
+            &["sw.toml: sweep: unknown field `delay`", "vary"],
+        ),
+        (
+            "vary = \"defaults.limit=5\"",
+            &["sw.toml: sweep:", "sequence"],
+        ),
+        (
+            "vary = [\"defaults.limit=0,5\"]",
+            &["sw.toml: [sweep] vary defaults.limit=0,5: value \"0\": defaults.limit: 0"],
+        ),
+        (
+            "vary = [\"limiter[zzz].capacity=1\"]",
+            &[
+                "[sweep] vary limiter[zzz].capacity=1",
+                "no limiter is called \"zzz\"",
+            ],
+        ),
+        (
+            "vary = [\"defaults.limit=5\", \"defaults.limit=6\"]",
+            &["[sweep] vary defaults.limit=6", "varied twice"],
+        ),
+        ("require = [\"nope<=1\"]", &["[sweep] table", "nope"]),
+        ("metric = \"nope\"", &["[sweep] table", "nope"]),
+    ];
+    for (i, (table, needles)) in cases.iter().enumerate() {
+        let s = scenario_in(
+            tmp.path(),
+            &format!("case{i}"),
+            &format!("{SMALL}\n[sweep]\n{table}\n"),
+        );
+        assert_input_error(ratesim().arg("validate").arg(&s), needles);
+        let out = tmp.path().join(format!("out{i}"));
+        assert_input_error(ratesim().arg("run").arg(&s).arg("--out").arg(&out), needles);
+        assert_no_output(&out);
+        let mut cmd = ratesim();
+        cmd.arg("sweep").arg(&s).arg("--out").arg(&out);
+        // sweep refuses them the same way (the last two tables have
+        // nothing to vary, which sweep says first).
+        if i < 5 {
+            assert_input_error(&mut cmd, needles);
+        }
+    }
 }
 
 // Issue 23 item 7: `--set nosuch=1` was reported as the file's error
