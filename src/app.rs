@@ -76,13 +76,22 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
 fn load(arg: &str, sets: &[Override]) -> Result<Scenario, InputError> {
     let file = ScenarioFile::read(arg)?;
     let scenario = file.with(sets)?;
-    crate::sweep::check_table(&file, sets)?;
+    crate::sweep::check_table(&file, sets, &scenario)?;
     Ok(scenario)
 }
 
 fn run_command(args: RunArgs) -> anyhow::Result<()> {
     let sets = crate::overrides::parse_all(&args.set, "--set")?;
     let mut scenario = load(&args.scenario, &sets)?;
+    if !args.quiet && !scenario.reads_default_limit {
+        if let Some(o) = sets.iter().find(|o| o.path == "defaults.limit") {
+            let _ = writeln!(
+                io::stderr(),
+                "warning: {}: nothing reads [defaults] limit — every limiter sets its own policy, so it changes no result",
+                o.arg
+            );
+        }
+    }
     if let Some(seed) = args.seed {
         scenario.seed = seed;
     }

@@ -221,7 +221,7 @@ pub fn plan(args: &SweepArgs) -> Result<Plan, InputError> {
         table::Metric::parse(m, &columns, "--metric")
             .map_err(|e| from_table(e, args.metric.is_some()))?;
     }
-    check_axes(&plan.file, &plan.table, &plan.sets, &plan.grid)?;
+    check_axes(&plan.file, &plan.table, &plan.sets, &base, &plan.grid)?;
     Ok(plan)
 }
 
@@ -242,14 +242,18 @@ fn parse_grid(vary: &[String], flag: &str) -> Result<Grid, InputError> {
     Ok(Grid { axes })
 }
 
-/// Checks each axis on the base scenario (`table` with `sets`): every
-/// value alone must give a valid scenario — an error names the argument
-/// and the value — and two axes must not name one field
-/// (`limiter[0].rate` and `limiter[api].rate`).
+/// Checks each axis on the base scenario (`table` with `sets`, which is
+/// `base`): every value alone must give a valid scenario — an error names
+/// the argument and the value — two axes must not name one field
+/// (`limiter[0].rate` and `limiter[api].rate`), and an axis must be read
+/// by something: `defaults.limit` when every limiter sets its own policy
+/// and nothing else takes it is refused, naming what to vary instead
+/// (docs/semantics.md §9).
 fn check_axes(
     file: &ScenarioFile,
     table: &toml::Table,
     sets: &[Override],
+    base: &Scenario,
     grid: &Grid,
 ) -> Result<(), InputError> {
     let mut set_table = table.clone();
@@ -266,23 +270,44 @@ fn check_axes(
         }
         fields.push(field);
     }
+    let mut reads_default_limit = base.reads_default_limit;
     for a in &grid.axes {
         for v in &a.values {
             let mut o = sets.to_vec();
             o.push(a.at(v));
-            file.with_table(table.clone(), &o)?;
+            let s = file.with_table(table.clone(), &o)?;
+            reads_default_limit |= s.reads_default_limit;
         }
     }
-    Ok(())
+    if reads_default_limit {
+        return Ok(());
+    }
+    let Some(k) = fields.iter().position(|f| f == "defaults.limit") else {
+        return Ok(());
+    };
+    let instead: Vec<String> = base
+        .limiters
+        .iter()
+        .filter_map(|l| Some(format!("limiter[{}].{}", l.name, l.policy.own?)))
+        .collect();
+    Err(InputError::new(format!(
+        "{}: nothing reads [defaults] limit — every limiter sets its own policy, so every point would give the same results; vary {} instead",
+        grid.axes[k].arg,
+        instead.join(" or ")
+    )))
 }
 
 /// What `validate` and `run` check of a scenario's `[sweep]` table, as
 /// `ratesim sweep` does with no flags (issue 23 item 7): its keys, its
-/// `vary` (each value valid on the scenario with `sets`),
+/// `vary` (each value valid on the scenario with `sets`, each axis read),
 /// `require`, `minimize`, `maximize` and `metric` against the columns it
 /// would have. What only a sweep run needs (something to vary, the point
 /// budget) is not checked.
-pub fn check_table(file: &ScenarioFile, sets: &[Override]) -> Result<(), InputError> {
+pub fn check_table(
+    file: &ScenarioFile,
+    sets: &[Override],
+    base: &Scenario,
+) -> Result<(), InputError> {
     let table = file.table()?;
     if !table.contains_key("sweep") {
         return Ok(());
@@ -301,7 +326,7 @@ pub fn check_table(file: &ScenarioFile, sets: &[Override]) -> Result<(), InputEr
     if let Some(m) = &spec.metric {
         table::Metric::parse(m, &columns, "metric").map_err(within)?;
     }
-    check_axes(file, &table, sets, &grid)
+    check_axes(file, &table, sets, base, &grid)
 }
 
 /// Checks every point of this shard (in parallel): the first invalid point

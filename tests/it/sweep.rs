@@ -717,6 +717,75 @@ fn a_limiter_is_named_wherever_its_index_is_accepted() {
     assert_no_output(&bad);
 }
 
+// Issue 23 item 6: sweeping `defaults.limit` over limiters that all set
+// their own rate changed nothing (only peak_over_limit moved), silently.
+#[test]
+fn an_axis_nothing_reads_is_refused_naming_what_to_vary() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = scenario_in(tmp.path(), "a", ZONES);
+    let out = tmp.path().join("out");
+    assert_input_error(
+        ratesim()
+            .arg("sweep")
+            .arg(&s)
+            .args(["--vary", "defaults.limit=10..=50:10", "--out"])
+            .arg(&out),
+        &[
+            "--vary defaults.limit=10..=50:10: nothing reads [defaults] limit",
+            "vary limiter[api-perip].rate or limiter[key-perkey].rate instead",
+        ],
+    );
+    assert_no_output(&out);
+    // The same from the scenario's [sweep] table, for sweep, run and validate.
+    let table = scenario_in(
+        tmp.path(),
+        "b",
+        &format!("{ZONES}\n[sweep]\nvary = [\"defaults.limit=10,20\"]\n"),
+    );
+    for cmd in ["sweep", "run", "validate"] {
+        let mut c = ratesim();
+        c.arg(cmd).arg(&table);
+        if cmd != "validate" {
+            c.arg("--out").arg(&out);
+        }
+        assert_input_error(
+            &mut c,
+            &["[sweep] vary defaults.limit=10,20", "nothing reads"],
+        );
+        assert_no_output(&out);
+    }
+    // `run --set` runs, and says it changes nothing.
+    let run = ratesim()
+        .arg("run")
+        .arg(&s)
+        .args(["--no-plots", "--set", "defaults.limit=50", "--out"])
+        .arg(&out)
+        .assert()
+        .success();
+    let stderr = String::from_utf8_lossy(&run.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains("warning: --set defaults.limit=50: nothing reads [defaults] limit"),
+        "{stderr}"
+    );
+    // Once something takes [defaults] limit (a limiter's capacity, a
+    // boundary burst) the axis is accepted.
+    for (i, extra) in [
+        "[[limiter]]\nalgorithm = \"token_bucket\"\nrate = \"5/1s\"\n",
+        "[[traffic]]\npattern = \"boundary\"\n",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let s = scenario_in(tmp.path(), &format!("c{i}"), &format!("{ZONES}\n{extra}"));
+        sweep(
+            &s,
+            &tmp.path().join(format!("ok{i}")),
+            &["--vary", "defaults.limit=10,20", "--quiet", "--no-plots"],
+        )
+        .success();
+    }
+}
+
 // ---------------------------------------------------------------------------
 // 3. charts and summary.md
 // ---------------------------------------------------------------------------
