@@ -121,6 +121,20 @@ pub struct AccessLogSource {
     pub location: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lines_outside_location: Option<u64>,
+    /// The field the client key is read from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// Lines not counted because their key is empty (nginx).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub lines_empty_key: u64,
+    /// An nginx or Envoy format without a request path: every line goes to
+    /// every limiter reading the source, whatever its location.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_request_path: bool,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The part of `summary.json` that `summary.md`'s access-log notes read.

@@ -172,6 +172,11 @@ impl Format {
         self.path.is_some()
     }
 
+    /// The command the client key is read from.
+    pub fn client_name(&self) -> &str {
+        &self.template.names[self.client]
+    }
+
     pub fn parse<'l>(&self, line: &'l str) -> Result<Parsed<'l>, String> {
         let v = self.template.matches(line)?;
         let name = |i: usize| &self.template.names[i];
@@ -191,7 +196,7 @@ impl Format {
             }),
             (None, None) => None,
         };
-        let key = |i: usize| -> Result<Cow<'l, str>, String> {
+        let key = |i: usize| -> super::format::Key<'l> {
             let mut s = v[i];
             if name(i).starts_with("%DOWNSTREAM_") && !name(i).ends_with("WITHOUT_PORT%") {
                 s = strip_port(s);
@@ -211,8 +216,8 @@ impl Format {
         Ok(Parsed {
             stamp,
             duration,
-            client: key(self.client)?,
-            ip: self.ip.map(key).transpose()?,
+            client: key(self.client),
+            ip: self.ip.map(key),
             cost: 1,
             verdict,
             path: self
@@ -246,7 +251,7 @@ mod tests {
         let p = f.parse(line).unwrap();
         assert_eq!(p.stamp, 1_796_085_720_239_000_000);
         assert_eq!(p.verdict, Some(Verdict::Rejected));
-        assert_eq!(p.client, "10.0.0.7");
+        assert_eq!(p.client_key(), "10.0.0.7");
         assert_eq!(p.path, Some("/api"));
         let ok = line.replace("429 RL", "200 -");
         assert_eq!(f.parse(&ok).unwrap().verdict, Some(Verdict::Passed));
@@ -267,9 +272,6 @@ mod tests {
         let p = f
             .parse("2026-12-01T00:42:00.239Z 10.0.0.1:5678 alice")
             .unwrap();
-        assert_eq!(
-            (p.client.as_ref(), p.ip.as_deref()),
-            ("alice", Some("10.0.0.1"))
-        );
+        assert_eq!((p.client_key(), p.ip_key()), ("alice", Some("10.0.0.1")));
     }
 }

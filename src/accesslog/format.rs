@@ -30,6 +30,12 @@ impl Verdict {
     }
 }
 
+/// A key field of a line: its value, or why it has none (`"$http_x_key is
+/// empty"`). Whether a line without a key is a bad line or a request no
+/// limiter counts depends on the format and on the line's location, so
+/// the reorder pipeline decides, not the parser.
+pub type Key<'l> = Result<Cow<'l, str>, String>;
+
 /// One line, parsed; strings borrow from it where they can.
 #[derive(Debug, Clone)]
 pub struct Parsed<'l> {
@@ -37,8 +43,8 @@ pub struct Parsed<'l> {
     pub stamp: u64,
     /// The request's duration to subtract from `stamp` (0 when none).
     pub duration: u64,
-    pub client: Cow<'l, str>,
-    pub ip: Option<Cow<'l, str>>,
+    pub client: Key<'l>,
+    pub ip: Option<Key<'l>>,
     pub cost: u64,
     pub verdict: Option<Verdict>,
     /// The request path (no query), when the format has one.
@@ -93,6 +99,22 @@ impl Format {
             Format::Jsonl(_) => false,
         }
     }
+
+    /// A line whose client key is empty is a request no limiter counts,
+    /// not a bad line: nginx does not account a request whose zone key is
+    /// empty (docs/semantics.md §8). Other formats: a bad line.
+    pub(super) fn empty_key_is_unaccounted(&self) -> bool {
+        matches!(self, Format::Nginx(_))
+    }
+
+    /// The field the client key is read from (`$http_x_client`, `user`).
+    pub fn client_field(&self) -> &str {
+        match self {
+            Format::Nginx(f) => f.client_name(),
+            Format::Envoy(f) => f.client_name(),
+            Format::Jsonl(f) => &f.client,
+        }
+    }
 }
 
 /// How whole-second stamps are placed inside their second.
@@ -141,4 +163,19 @@ pub struct Options {
     pub subsecond: Option<Subsecond>,
     pub skip_bad: bool,
     pub location: Option<Location>,
+}
+
+#[cfg(test)]
+impl Parsed<'_> {
+    /// The client key of a line that has one.
+    pub(super) fn client_key(&self) -> &str {
+        self.client.as_deref().expect("a client key")
+    }
+
+    /// The address key of a line that has one.
+    pub(super) fn ip_key(&self) -> Option<&str> {
+        self.ip
+            .as_ref()
+            .map(|i| i.as_deref().expect("an address key"))
+    }
 }

@@ -119,8 +119,8 @@ impl Format {
         Ok(Parsed {
             stamp,
             duration: 0,
-            client,
-            ip,
+            client: Ok(client),
+            ip: ip.map(Ok),
             cost,
             verdict: None,
             path: None,
@@ -151,14 +151,14 @@ mod tests {
             .unwrap();
         assert_eq!(p.stamp, 1_796_085_720_123_456_789);
         assert_eq!(
-            (p.client.as_ref(), p.ip.as_deref(), p.cost),
+            (p.client_key(), p.ip_key(), p.cost),
             ("a\"b", Some("10.0.0.1"), 3)
         );
         let p = fmt(Unit::Ns)
             .parse(r#"{"ts": 1796085720123456789, "user": 42}"#)
             .unwrap();
         assert_eq!(
-            (p.stamp, p.client.as_ref(), p.cost),
+            (p.stamp, p.client_key(), p.cost),
             (1_796_085_720_123_456_789, "42", 1)
         );
     }

@@ -20,6 +20,9 @@
 //! - **Whole-second stamps** (`$time_local`, `$time_iso8601`) need
 //!   `subsecond = "start"` (every request of a second at its start) or
 //!   `"spread"` (a second's k requests at `i/k` of it, in log order).
+//! - **Locations and empty keys.** A line of another `location` is not
+//!   replayed and is no bad line; nor is an nginx line whose key is empty,
+//!   since nginx does not account it. Both still set the time base.
 //! - **Bad lines** are errors naming the line and quoting its first 80
 //!   characters, or, with `on_bad_line = "skip"`, counted and skipped.
 //! - **gzip** logs are read as they are (by their magic bytes).
@@ -81,6 +84,9 @@ pub struct AccessLog {
     pub reordered: u64,
     /// Lines outside `location`.
     pub filtered: u64,
+    /// Lines not counted because their key is empty (nginx does not
+    /// account a request whose zone key is empty).
+    pub empty_key: u64,
     /// Lines that carried the gateway's verdict.
     pub with_verdict: u64,
 }
@@ -235,6 +241,7 @@ impl AccessLog {
             skipped: 0,
             reordered: 0,
             filtered: 0,
+            empty_key: 0,
             with_verdict: 0,
         };
         log.scan(population)
@@ -278,15 +285,18 @@ impl AccessLog {
             verdicts += r.verdict.is_some() as u64;
         }
         if rows == 0 {
-            return Err(if p.filtered > 0 {
+            let inside = match &self.options.location {
+                Some(l) if p.filtered > 0 => format!(" inside location {:?}", l.shown()),
+                _ => String::new(),
+            };
+            return Err(if p.empty_key > 0 {
                 format!(
-                    "has no line inside location {:?}",
-                    self.options
-                        .location
-                        .as_ref()
-                        .map(Location::shown)
-                        .unwrap_or_default()
+                    "has no line{inside} whose {} is set ({} lines have it empty)",
+                    self.format.client_field(),
+                    p.empty_key
                 )
+            } else if p.filtered > 0 {
+                format!("has no line{inside}")
             } else {
                 "has no requests".to_string()
             });
@@ -297,6 +307,7 @@ impl AccessLog {
         self.skipped = p.skipped;
         self.reordered = p.reordered;
         self.filtered = p.filtered;
+        self.empty_key = p.empty_key;
         self.with_verdict = verdicts;
         Ok(())
     }
@@ -360,6 +371,10 @@ impl AccessLog {
             }),
             location: self.options.location.as_ref().map(Location::shown),
             lines_outside_location: self.options.location.as_ref().map(|_| self.filtered),
+            key: Some(self.format.client_field().to_string()),
+            lines_empty_key: self.empty_key,
+            no_request_path: matches!(&*self.format, Format::Nginx(_) | Format::Envoy(_))
+                && !self.format.has_path(),
         };
         // An object of plain fields: it always serializes.
         serde_json::to_value(echo).unwrap_or_default()

@@ -208,6 +208,11 @@ impl Format {
         self.path.is_some()
     }
 
+    /// The variable the client key is read from.
+    pub fn client_name(&self) -> &str {
+        &self.template.names[self.client]
+    }
+
     pub fn literals(&self) -> impl Iterator<Item = &str> {
         self.template.segs.iter().filter_map(|s| match s {
             Seg::Lit(l) => Some(l.as_str()),
@@ -257,7 +262,8 @@ impl Format {
             },
             (None, None) => None,
         };
-        let key = |i: usize| -> Result<Cow<'l, str>, String> {
+        // nginx logs an empty variable as `-`.
+        let key = |i: usize| -> super::format::Key<'l> {
             match v[i] {
                 "" | "-" => Err(format!("{} is empty", name(i))),
                 s => Ok(Cow::Borrowed(s)),
@@ -274,8 +280,8 @@ impl Format {
         Ok(Parsed {
             stamp,
             duration,
-            client: key(self.client)?,
-            ip: self.ip.map(key).transpose()?,
+            client: key(self.client),
+            ip: self.ip.map(key),
             cost: 1,
             verdict,
             path,
@@ -294,9 +300,23 @@ mod tests {
         let p = f
             .parse(r#"10.0.0.1 - - [01/Dec/2026:00:42:00 +0000] "GET /a?x=1 HTTP/1.1" 429 3 "-" "curl/8""#)
             .unwrap();
-        assert_eq!(p.client, "10.0.0.1");
+        assert_eq!(p.client_key(), "10.0.0.1");
         assert_eq!(p.stamp, 1_796_085_720_000_000_000);
         assert_eq!(p.verdict, Some(Verdict::Rejected));
+        assert_eq!(p.path, Some("/a"));
+    }
+
+    #[test]
+    fn an_empty_key_is_no_parse_error_but_says_which_variable_is_empty() {
+        let f = Format::new(
+            "$msec $http_x_k \"$request\"",
+            None,
+            Some("$http_x_k"),
+            None,
+        )
+        .unwrap();
+        let p = f.parse("1796085720.000 - \"GET /a HTTP/1.1\"").unwrap();
+        assert_eq!(p.client, Err("$http_x_k is empty".to_string()));
         assert_eq!(p.path, Some("/a"));
     }
 
@@ -317,7 +337,7 @@ mod tests {
             (1_796_085_720_339_000_000, 100_000_000)
         );
         assert_eq!(p.verdict, Some(Verdict::Delayed));
-        assert_eq!(p.client, "heavy");
+        assert_eq!(p.client_key(), "heavy");
     }
 
     #[test]

@@ -4,7 +4,8 @@
 use crate::rundir::SummarySources;
 
 /// For `summary.md`: how each access log was read (whole-second stamps
-/// placed by `subsecond`, bad lines skipped), from `summary.json`.
+/// placed by `subsecond`, lines with an empty key, a format without a
+/// request path, bad lines skipped), from `summary.json`.
 pub fn summary_notes(dir: &std::path::Path) -> String {
     let Ok(text) = std::fs::read_to_string(dir.join(crate::rundir::SUMMARY_JSON)) else {
         return String::new();
@@ -27,6 +28,18 @@ pub fn summary_notes(dir: &std::path::Path) -> String {
         out.push_str(&format!(" ({n} line{plural} moved)"));
         if let Some(sub) = &t.subsecond {
             out.push_str(&format!("; subsecond {sub}"));
+        }
+        if t.lines_empty_key > 0 {
+            let key = t.key.as_deref().unwrap_or("key");
+            out.push_str(&format!(
+                "; {} lines with an empty `{key}` not counted (nginx does not account a request whose zone key is empty)",
+                t.lines_empty_key
+            ));
+        }
+        if t.no_request_path {
+            out.push_str(
+                "; **the log format has no request path: every line goes to every limiter that reads it, whatever its location**",
+            );
         }
         if t.bad_lines_skipped > 0 {
             out.push_str(&format!("; **{} bad lines skipped**", t.bad_lines_skipped));

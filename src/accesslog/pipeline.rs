@@ -89,9 +89,9 @@ struct Pending {
     rank: u8,
     delay: u64,
     seq: u64,
-    /// A line outside `location`: it sets the time base (the whole log's
-    /// earliest arrival, shared by every source reading the log) and is
-    /// not replayed.
+    /// A line outside `location`, or one whose key is empty (nginx): it
+    /// sets the time base (the whole log's earliest arrival, shared by
+    /// every source reading the log) and is not replayed.
     ghost: bool,
     client: u32,
     ip: u32,
@@ -128,6 +128,8 @@ pub(super) struct Pipeline {
     pub(super) skipped: u64,
     pub(super) reordered: u64,
     pub(super) filtered: u64,
+    /// Lines not counted because their key is empty (nginx).
+    pub(super) empty_key: u64,
 }
 
 impl Pipeline {
@@ -147,6 +149,7 @@ impl Pipeline {
             skipped: 0,
             reordered: 0,
             filtered: 0,
+            empty_key: 0,
         }
     }
 
@@ -245,20 +248,38 @@ impl Pipeline {
             Ok(p) => p,
             Err(e) => return self.bad(line_no, &e, text),
         };
-        let ghost = match (&self.options.location, parsed.path) {
+        // docs/semantics.md §8: a line of another location is no bad line,
+        // whatever its keys; it is not replayed (a ghost: it only sets the
+        // time base). Then a line whose key is empty is, for nginx, a
+        // request the zone does not account: a ghost too.
+        let other_location = match (&self.options.location, parsed.path) {
             (Some(loc), Some(path)) => !loc.matches(path),
             _ => false,
         };
-        let (client, ip) = if ghost {
+        let keys = if other_location {
             self.filtered += 1;
-            (0, 0)
+            None
         } else {
-            let ip = parsed.ip.as_deref().unwrap_or(&parsed.client);
-            let Some(ids) = intern(&parsed.client, ip) else {
-                return Err(format!("line {line_no}: changed since it was read"));
-            };
-            ids
+            match (&parsed.client, &parsed.ip) {
+                (Err(_), _) if format.empty_key_is_unaccounted() => {
+                    self.empty_key += 1;
+                    None
+                }
+                (Err(e), _) | (Ok(_), Some(Err(e))) => return self.bad(line_no, e, text),
+                (Ok(client), ip) => {
+                    let ip = match ip {
+                        Some(Ok(ip)) => ip,
+                        _ => client,
+                    };
+                    let Some(ids) = intern(client, ip) else {
+                        return Err(format!("line {line_no}: changed since it was read"));
+                    };
+                    Some(ids)
+                }
+            }
         };
+        let ghost = keys.is_none();
+        let (client, ip) = keys.unwrap_or((0, 0));
         let (rank, delay) = match parsed.verdict {
             None | Some(Verdict::Passed) => (0, 0),
             Some(Verdict::Delayed) => (1, parsed.duration),
@@ -359,5 +380,72 @@ impl Pipeline {
             }
             self.read_one(intern)?;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{envoy, nginx, Location};
+    use super::*;
+
+    fn run(format: Format, location: &str, log: &str) -> (Result<Vec<u64>, String>, Pipeline) {
+        let lines = Lines::new(Box::new(io::Cursor::new(log.as_bytes().to_vec()))).unwrap();
+        let options = Options {
+            reorder: Nanos(60 * NS),
+            subsecond: None,
+            skip_bad: false,
+            location: Location::parse(location),
+        };
+        let mut p = Pipeline::new(lines, &Arc::new(format), &options);
+        let mut intern = |_: &str, _: &str| Some((0, 0));
+        let mut out = Vec::new();
+        let r = loop {
+            match p.next(&mut intern) {
+                Ok(Some(r)) => out.push(r.line),
+                Ok(None) => break Ok(out),
+                Err(e) => break Err(e),
+            }
+        };
+        (r, p)
+    }
+
+    // issue 23: line 1, an /api/ request without the header, failed the
+    // /key/ zone as "$http_x_api_key is empty".
+    #[test]
+    fn other_locations_and_empty_nginx_keys_are_no_bad_lines_and_not_replayed() {
+        let f = nginx::Format::new(
+            "$msec $http_x_api_key \"$request\"",
+            None,
+            Some("$http_x_api_key"),
+            None,
+        )
+        .unwrap();
+        let log = "\
+1796085720.000 - \"GET /api/a HTTP/1.1\"\n\
+1796085720.001 k1 \"GET /key/a HTTP/1.1\"\n\
+1796085720.002 - \"GET /key/b HTTP/1.1\"\n\
+1796085720.003 k2 \"GET /api/b HTTP/1.1\"\n\
+1796085720.004 k1 \"GET /key/c HTTP/1.1\"\n";
+        let (r, p) = run(Format::Nginx(f), "/key/", log);
+        assert_eq!(r.unwrap(), vec![2, 5]);
+        assert_eq!((p.filtered, p.empty_key, p.skipped), (2, 1, 0));
+    }
+
+    #[test]
+    fn an_empty_envoy_key_is_a_bad_line_in_its_location_only() {
+        let f = envoy::Format::new(
+            "%START_TIME% %REQ(X-K)% %REQ(:PATH)%",
+            None,
+            Some("%REQ(X-K)%"),
+            None,
+        )
+        .unwrap();
+        let log = "\
+2026-12-01T00:42:00.000Z - /api/a\n\
+2026-12-01T00:42:00.001Z k1 /key/a\n\
+2026-12-01T00:42:00.002Z - /key/b\n";
+        let (r, p) = run(Format::Envoy(f), "/key/", log);
+        assert!(r.unwrap_err().contains("line 3: %REQ(X-K)% is empty"));
+        assert_eq!(p.filtered, 1);
     }
 }
