@@ -131,6 +131,9 @@ pub struct AccessLogSource {
     /// every limiter reading the source, whatever its location.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub no_request_path: bool,
+    /// Without `$limit_req_status`: the `$status` read as a rejection.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rejected_status: Option<u16>,
 }
 
 fn is_zero(n: &u64) -> bool {

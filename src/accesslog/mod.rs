@@ -121,7 +121,7 @@ impl AccessLog {
         let time = f.opt_str("time")?;
         let client = f.opt_str("client")?;
         let ip = f.opt_str("ip")?;
-        let fmt = match format {
+        let mut fmt = match format {
             "nginx" | "envoy" => {
                 let log_format = f.opt_str("log_format")?;
                 let built = if format == "nginx" {
@@ -160,6 +160,28 @@ impl AccessLog {
                 ))
             }
         };
+        // docs/semantics.md §8: without $limit_req_status, the status nginx
+        // answers a rejection with (its `limit_req_status`, default 503).
+        if let Some(v) = f.peek("limit_req_status").cloned() {
+            let status = f.opt_u64("limit_req_status")?;
+            match (&mut fmt, status) {
+                (Format::Nginx(n), Some(s @ 400..=599)) => n.rejected_status = s as u16,
+                (Format::Nginx(_), _) => {
+                    return Err(f.error(
+                        "limit_req_status",
+                        &v,
+                        "expected the status of nginx's limit_req_status, 400 to 599 (default 503)",
+                    ))
+                }
+                _ => {
+                    return Err(f.error(
+                        "limit_req_status",
+                        &v,
+                        "applies to nginx logs only (the status nginx answers a rejection with)",
+                    ))
+                }
+            }
+        }
         let reorder = f.opt_duration("reorder", true)?.unwrap_or(Nanos(60 * NS));
         let subsecond = match f.opt_str("subsecond")? {
             None => None,
@@ -375,6 +397,10 @@ impl AccessLog {
             lines_empty_key: self.empty_key,
             no_request_path: matches!(&*self.format, Format::Nginx(_) | Format::Envoy(_))
                 && !self.format.has_path(),
+            rejected_status: match &*self.format {
+                Format::Nginx(n) if n.verdict_from_status() => Some(n.rejected_status),
+                _ => None,
+            },
         };
         // An object of plain fields: it always serializes.
         serde_json::to_value(echo).unwrap_or_default()

@@ -10,7 +10,7 @@
 //! | `$time_iso8601`, `$time_local` | the same, whole seconds (needs `subsecond`) |
 //! | `$request_time` | the request's duration (s with ms): arrival = time − duration |
 //! | `$limit_req_status` | nginx's verdict: PASSED, DELAYED, REJECTED (and `_DRY_RUN`) |
-//! | `$status` | the verdict when `$limit_req_status` is absent: 429 or 503 = rejected |
+//! | `$status` | the verdict when `$limit_req_status` is absent: the configured `limit_req_status` (default 503) = rejected, any other = not rejected |
 //! | `$request`, `$uri`, `$request_uri` | the path, for `location` |
 //! | any (`$remote_addr`, `$http_x_client`, `$arg_user`, …) | a key, named by `client` / `ip` |
 
@@ -21,6 +21,9 @@ use super::{time, Parsed, Verdict};
 
 /// nginx's predefined `combined` format.
 pub const COMBINED: &str = "$remote_addr - $remote_user [$time_local] \"$request\" $status $body_bytes_sent \"$http_referer\" \"$http_user_agent\"";
+
+/// nginx's default `limit_req_status`: the status of a rejected request.
+pub const DEFAULT_LIMIT_REQ_STATUS: u16 = 503;
 
 /// Time variables ratesim reads, best first.
 pub const TIME_VARS: &[&str] = &["$msec", "$time_iso8601", "$time_local"];
@@ -40,6 +43,9 @@ pub struct Format {
     duration: Option<usize>,
     status: Option<usize>,
     limit_req_status: Option<usize>,
+    /// The status nginx answers a rejection with (`limit_req_status`):
+    /// without `$limit_req_status`, `$status` equal to it is a rejection.
+    pub rejected_status: u16,
     client: usize,
     ip: Option<usize>,
     path: Option<(usize, bool)>,
@@ -188,6 +194,7 @@ impl Format {
             duration: template.field("$request_time"),
             status: template.field("$status"),
             limit_req_status: template.field("$limit_req_status"),
+            rejected_status: DEFAULT_LIMIT_REQ_STATUS,
             client,
             ip,
             path,
@@ -206,6 +213,11 @@ impl Format {
 
     pub fn has_path(&self) -> bool {
         self.path.is_some()
+    }
+
+    /// The verdict comes from `$status` alone (no `$limit_req_status`).
+    pub fn verdict_from_status(&self) -> bool {
+        self.limit_req_status.is_none() && self.status.is_some()
     }
 
     /// The variable the client key is read from.
@@ -248,18 +260,22 @@ impl Format {
                     ))
                 }
             },
-            (None, Some(i)) => match v[i] {
-                "429" | "503" => Some(Verdict::Rejected),
-                s if s.len() == 3 && s.bytes().all(|b| b.is_ascii_digit()) => {
-                    Some(Verdict::Passed)
-                }
-                other => {
+            // docs/semantics.md §8: the configured limit_req_status is a
+            // rejection; any other status is not (a pass or a delay).
+            (None, Some(i)) => {
+                let s = v[i];
+                if s.len() != 3 || !s.bytes().all(|b| b.is_ascii_digit()) {
                     return Err(format!(
                         "$status {} — expected a 3-digit HTTP status",
-                        crate::error::quoted(other)
-                    ))
+                        crate::error::quoted(s)
+                    ));
                 }
-            },
+                Some(if s.parse::<u16>() == Ok(self.rejected_status) {
+                    Verdict::Rejected
+                } else {
+                    Verdict::Passed
+                })
+            }
             (None, None) => None,
         };
         // nginx logs an empty variable as `-`.
@@ -302,8 +318,30 @@ mod tests {
             .unwrap();
         assert_eq!(p.client_key(), "10.0.0.1");
         assert_eq!(p.stamp, 1_796_085_720_000_000_000);
-        assert_eq!(p.verdict, Some(Verdict::Rejected));
+        // nginx's default limit_req_status is 503: a 429 is not a rejection.
+        assert_eq!(p.verdict, Some(Verdict::Passed));
         assert_eq!(p.path, Some("/a"));
+    }
+
+    #[test]
+    fn without_limit_req_status_only_the_configured_status_is_a_rejection() {
+        let line = |status: &str| format!("1796085720.000 {status} k \"GET /a HTTP/1.1\"");
+        let mut f = Format::new(
+            "$msec $status $http_x_k \"$request\"",
+            None,
+            Some("$http_x_k"),
+            None,
+        )
+        .unwrap();
+        assert!(f.verdict_from_status());
+        let verdict = |f: &Format, s: &str| f.parse(&line(s)).unwrap().verdict;
+        assert_eq!(verdict(&f, "503"), Some(Verdict::Rejected));
+        assert_eq!(verdict(&f, "429"), Some(Verdict::Passed));
+        f.rejected_status = 429;
+        assert_eq!(verdict(&f, "429"), Some(Verdict::Rejected));
+        assert_eq!(verdict(&f, "503"), Some(Verdict::Passed));
+        assert_eq!(verdict(&f, "200"), Some(Verdict::Passed));
+        assert!(f.parse(&line("2x0")).unwrap_err().contains("3-digit"));
     }
 
     #[test]

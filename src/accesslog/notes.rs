@@ -5,7 +5,8 @@ use crate::rundir::SummarySources;
 
 /// For `summary.md`: how each access log was read (whole-second stamps
 /// placed by `subsecond`, lines with an empty key, a format without a
-/// request path, bad lines skipped), from `summary.json`.
+/// request path, verdicts from `$status`, bad lines skipped), from
+/// `summary.json`.
 pub fn summary_notes(dir: &std::path::Path) -> String {
     let Ok(text) = std::fs::read_to_string(dir.join(crate::rundir::SUMMARY_JSON)) else {
         return String::new();
@@ -40,6 +41,11 @@ pub fn summary_notes(dir: &std::path::Path) -> String {
             out.push_str(
                 "; **the log format has no request path: every line goes to every limiter that reads it, whatever its location**",
             );
+        }
+        if let Some(s) = t.rejected_status {
+            out.push_str(&format!(
+                "; verdicts from `$status` (no `$limit_req_status`): {s} is rejected (limit_req_status), any other status not rejected"
+            ));
         }
         if t.bad_lines_skipped > 0 {
             out.push_str(&format!("; **{} bad lines skipped**", t.bad_lines_skipped));
