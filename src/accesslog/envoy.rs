@@ -3,8 +3,8 @@
 //!
 //! | command | read as |
 //! |---|---|
-//! | `%START_TIME%` | when the request started (ms): this is the arrival itself |
-//! | `%DURATION%` | the request's duration in ms: arrival = time − duration, as docs/semantics.md §8 says for every log that carries one (Envoy documents `%START_TIME%` as the request's start, so with real Envoy logs this places arrivals `%DURATION%` early; see the README) |
+//! | `%START_TIME%` | when the request started (ms): the arrival itself (docs/semantics.md §8) |
+//! | `%DURATION%` | not read: `%START_TIME%` is already the start, so nothing is subtracted |
 //! | `%RESPONSE_FLAGS%` | Envoy's verdict: `RL` (rate limited) = rejected |
 //! | `%RESPONSE_CODE%` | the verdict when there are no flags: 429 = rejected |
 //! | `%REQ(:PATH)%`, `%REQ(X-ENVOY-ORIGINAL-PATH?:PATH)%` | the path, for `location` |
@@ -35,8 +35,6 @@ pub struct Format {
     client: usize,
     ip: Option<usize>,
     path: Option<usize>,
-    /// `%DURATION%`, in whole ms.
-    duration: Option<usize>,
 }
 
 /// A command's canonical text: header names upper-cased, so
@@ -159,7 +157,6 @@ impl Format {
             client,
             ip,
             path,
-            duration: template.field("%DURATION%"),
             template,
         })
     }
@@ -206,16 +203,11 @@ impl Format {
                 s => Ok(Cow::Borrowed(s)),
             }
         };
-        // docs/semantics.md §8: a line that carries the request's duration
-        // places the arrival at the logged time minus it.
-        let duration = match self.duration {
-            Some(i) if v[i] != "-" => time::epoch(v[i], 1_000_000)
-                .map_err(|e| format!("%DURATION% {} {e}", crate::error::quoted(v[i])))?,
-            _ => 0,
-        };
+        // docs/semantics.md §8: `%START_TIME%` is the request's start, so it
+        // is the arrival; `%DURATION%` is not subtracted.
         Ok(Parsed {
             stamp,
-            duration,
+            duration: 0,
             client: key(self.client),
             ip: self.ip.map(key),
             cost: 1,
@@ -255,6 +247,17 @@ mod tests {
         assert_eq!(p.path, Some("/api"));
         let ok = line.replace("429 RL", "200 -");
         assert_eq!(f.parse(&ok).unwrap().verdict, Some(Verdict::Passed));
+    }
+
+    // DESIGN §8 (corrected, issue 23): %START_TIME% is the request's start,
+    // so a 250 ms %DURATION% leaves the arrival where it is.
+    #[test]
+    fn the_arrival_is_start_time_and_duration_is_not_subtracted() {
+        let f = Format::new(DEFAULT, None, None, None).unwrap();
+        let p = f
+            .parse(r#"[2026-12-01T00:42:00.239Z] "GET /api HTTP/1.1" 200 - 0 18 250 - "10.0.0.7" "curl/8" "id-1" "svc" "-""#)
+            .unwrap();
+        assert_eq!((p.stamp, p.duration), (1_796_085_720_239_000_000, 0));
     }
 
     #[test]

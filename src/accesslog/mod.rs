@@ -5,10 +5,11 @@
 //! (the default, [`crate::traffic::trace`]), `"nginx"`, `"envoy"` or
 //! `"jsonl"`. Each line becomes one request:
 //!
-//! - **Arrival.** A gateway writes a line when it responds. When the line
-//!   carries the request's duration (nginx `$request_time`), the arrival is
-//!   the logged time minus the duration, so a request the gateway delayed
-//!   sits where it arrived. (Envoy's `%START_TIME%` is the start already.)
+//! - **Arrival.** nginx writes a line when it responds. When the line
+//!   carries the request's duration (`$request_time`), the arrival is the
+//!   logged time minus the duration, so a request nginx delayed sits where
+//!   it arrived. Envoy's `%START_TIME%` is the start already: the arrival,
+//!   with `%DURATION%` not subtracted.
 //!   Arrivals are made relative to the earliest one, which is the first
 //!   line's unless the log begins with a delayed request.
 //! - **Order.** Lines are re-ordered by arrival within `reorder` (default

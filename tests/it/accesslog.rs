@@ -116,15 +116,15 @@ fn the_same_requests_as_csv_nginx_envoy_and_json_lines_decide_identically() {
             d % 1000
         ));
         let start = EPOCH_MS + t;
-        // docs/semantics.md §8 reads every log's time as written when the
-        // gateway responded, minus the logged duration: the Envoy line is stamped
-        // at the response, `end`, and carries `%DURATION%` = d.
-        let secs = end / 1000;
+        // docs/semantics.md §8: Envoy's `%START_TIME%` is the request's
+        // start, the arrival itself; the `%DURATION%` = d beside it is not
+        // subtracted.
+        let secs = start / 1000;
         envoy.push_str(&format!(
             "[2026-12-01T00:{:02}:{:02}.{:03}Z] {c} - {d}\n",
             42 + (secs - 1_796_085_720) / 60,
             (secs - 1_796_085_720) % 60,
-            end % 1000
+            start % 1000
         ));
         jsonl.push_str(&format!(
             "{{\"ts\": {start}, \"user\": \"{c}\", \"path\": \"/x\"}}\n"
