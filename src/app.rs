@@ -61,10 +61,14 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             let options = crate::import::Options {
                 trace: args.trace,
                 envoy_timer: args.envoy_timer,
+                log_format: args.log_format,
             };
-            let text = crate::import::import(&args.files, &options)?;
+            let imported = crate::import::import(&args.files, &options)?;
+            for n in &imported.notes {
+                let _ = writeln!(io::stderr(), "note: {n}");
+            }
             let mut out = io::stdout().lock();
-            out.write_all(text.as_bytes())?;
+            out.write_all(imported.scenario.as_bytes())?;
             out.flush()?;
             Ok(())
         }

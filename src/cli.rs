@@ -78,7 +78,7 @@ pub enum Command {
     Export(ExportCommand),
     /// Turn a gateway's rate-limit config into a commented scenario (stdout)
     #[command(
-        after_help = "Examples:\n  ratesim import nginx.conf --trace access.log > replay.toml\n  ratesim import envoy.yaml --envoy-timer\n  ratesim import ratelimit-config.yaml\n\nReads nginx limit_req_zone/limit_req (implementation \"nginx\"), Envoy's local_ratelimit filter\n(\"envoy\", or \"envoy-timer\" with --envoy-timer) and envoyproxy/ratelimit YAML (\"envoy-ratelimit\").\nEach limiter names the directive it came from; what ratesim does not model is listed in a comment.\nWith --trace LOG the scenario replays that access log (its path as given, relative to the\nscenario file). Exit status 2 naming file:line for a config ratesim cannot read."
+        after_help = "Examples:\n  ratesim import nginx.conf --trace access.log > replay.toml\n  ratesim import nginx.conf --trace access.log --log-format main > replay.toml\n  ratesim import envoy.yaml --envoy-timer\n  ratesim import ratelimit-config.yaml\n\nReads nginx limit_req_zone/limit_req (implementation \"nginx\"), Envoy's local_ratelimit filter\n(\"envoy\", or \"envoy-timer\" with --envoy-timer) and envoyproxy/ratelimit YAML (\"envoy-ratelimit\").\nEach limiter names the directive it came from; what ratesim does not model is listed in a comment.\nWith --trace LOG the scenario replays that access log (its path as given, relative to the\nscenario file), read with the config's access_log format or --log-format; a zone key the format\ndoes not record is an error naming the variable to add. Exit status 2 naming file:line for a\nconfig ratesim cannot read."
     )]
     Import(ImportArgs),
 }
@@ -91,6 +91,10 @@ pub struct ImportArgs {
     /// Replay this access log (written into the scenario as given)
     #[arg(long, value_name = "LOG")]
     pub trace: Option<String>,
+    /// The log's format, when the config does not hold it: `combined`, a
+    /// log_format name of the config, or the format string itself
+    #[arg(long, value_name = "NAME|'FORMAT'", requires = "trace")]
+    pub log_format: Option<String>,
     /// Envoy's earlier timer-refilled bucket (interval_bucket) instead of
     /// today's lazy token bucket
     #[arg(long)]

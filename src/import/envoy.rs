@@ -169,7 +169,9 @@ fn limiter(
         key_by: "global",
         location: None,
         client_field: None,
+        zone: None,
         gateway: Gateway::Envoy,
+        rejected_status: None,
         policy,
     }
 }

@@ -15,7 +15,10 @@
 pub mod envoy;
 pub mod nginx;
 pub mod ratelimit_yaml;
+mod replay;
 pub mod yaml;
+
+use replay::{replay, FormatFrom, Replay};
 
 use std::fmt::Write as _;
 
@@ -51,7 +54,12 @@ pub struct Imported {
     pub location: Option<String>,
     /// The log field its key is.
     pub client_field: Option<String>,
+    /// The nginx zone it counts in.
+    pub zone: Option<String>,
     pub gateway: Gateway,
+    /// nginx's `limit_req_status` where it applies (default 503): without
+    /// `$limit_req_status` in the log, `$status` equal to it is a rejection.
+    pub rejected_status: Option<u16>,
     /// `(limit, window)` of its policy, for `[defaults]`.
     pub policy: (u64, String),
 }
@@ -61,8 +69,11 @@ pub struct Import {
     pub limiters: Vec<Imported>,
     /// What ratesim does not model, `file:line: …`.
     pub notes: Vec<String>,
-    /// The access-log format the configuration writes with.
+    /// The access-log format the configuration writes with, and its name.
     pub log_format: Option<String>,
+    pub log_format_name: Option<String>,
+    /// The configuration's named formats (nginx `log_format NAME ...`).
+    pub log_formats: Vec<(String, String)>,
 }
 
 /// Options of `ratesim import`.
@@ -72,10 +83,22 @@ pub struct Options {
     /// Envoy's timer-refilled bucket (`envoy-timer`) instead of today's
     /// lazy one.
     pub envoy_timer: bool,
+    /// `--log-format NAME|'FORMAT'`: the log's format when the
+    /// configuration does not hold it (`combined`, a `log_format` name of
+    /// the configuration, or the format string itself).
+    pub log_format: Option<String>,
+}
+
+/// What `import` writes: the scenario (stdout) and what the user must
+/// know about it (stderr).
+#[derive(Debug, Clone, Default)]
+pub struct Output {
+    pub scenario: String,
+    pub notes: Vec<String>,
 }
 
 /// Reads every file and renders the scenario.
-pub fn import(files: &[std::path::PathBuf], options: &Options) -> Result<String, InputError> {
+pub fn import(files: &[std::path::PathBuf], options: &Options) -> Result<Output, InputError> {
     let mut out = Import::default();
     for path in files {
         let shown = path.display().to_string();
@@ -94,7 +117,15 @@ pub fn import(files: &[std::path::PathBuf], options: &Options) -> Result<String,
                 .join(", ")
         )));
     }
-    Ok(render(&out, files, options))
+    let replay = match &options.trace {
+        Some(_) => Some(replay(&out, options)?),
+        None => None,
+    };
+    let scenario = render(&out, files, options, replay.as_ref());
+    Ok(Output {
+        scenario,
+        notes: replay.map(|r| r.notes).unwrap_or_default(),
+    })
 }
 
 /// Reads one file's text into `out`, choosing the reader by content.
@@ -128,6 +159,21 @@ fn toml_str(s: &str) -> String {
     }
 }
 
+/// Words into lines of at most `width` characters (a longer word alone).
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    for word in text.split_whitespace() {
+        match lines.last_mut() {
+            Some(l) if l.chars().count() + 1 + word.chars().count() <= width => {
+                l.push(' ');
+                l.push_str(word);
+            }
+            _ => lines.push(word.to_string()),
+        }
+    }
+    lines
+}
+
 fn unique(names: &mut Vec<String>, name: &str) -> String {
     let clean: String = name
         .chars()
@@ -149,7 +195,12 @@ fn unique(names: &mut Vec<String>, name: &str) -> String {
     n
 }
 
-fn render(imp: &Import, files: &[std::path::PathBuf], options: &Options) -> String {
+fn render(
+    imp: &Import,
+    files: &[std::path::PathBuf],
+    options: &Options,
+    replay: Option<&Replay>,
+) -> String {
     let mut s = String::new();
     let shown: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
     let _ = writeln!(s, "# Imported by `ratesim import {}`.", shown.join(" "));
@@ -169,6 +220,12 @@ fn render(imp: &Import, files: &[std::path::PathBuf], options: &Options) -> Stri
         );
         for n in &imp.notes {
             let _ = writeln!(s, "#   {n}");
+        }
+    }
+    for n in replay.map(|r| r.notes.as_slice()).unwrap_or_default() {
+        let _ = writeln!(s, "#");
+        for line in wrap(&format!("Note: {n}."), 76) {
+            let _ = writeln!(s, "# {line}");
         }
     }
     let stem = files
@@ -192,41 +249,8 @@ fn render(imp: &Import, files: &[std::path::PathBuf], options: &Options) -> Stri
         first.policy.0, first.policy.1
     );
 
-    // Traffic sources: one per (location, key field).
-    let mut sources: Vec<(Option<String>, Option<String>, Gateway, String)> = Vec::new();
-    let mut source_of = Vec::new();
-    let mut taken = Vec::new();
-    for l in &imp.limiters {
-        let key = (l.location.clone(), l.client_field.clone(), l.gateway);
-        let i = match sources
-            .iter()
-            .position(|(a, b, c, _)| (a.clone(), b.clone(), *c) == key)
-        {
-            Some(i) => i,
-            None => {
-                let base = match &l.location {
-                    Some(loc) => {
-                        let p = loc
-                            .trim_start_matches(['=', ' '])
-                            .trim_matches('/')
-                            .replace('/', "-");
-                        if p.is_empty() {
-                            "root".to_string()
-                        } else {
-                            p
-                        }
-                    }
-                    None => "log".to_string(),
-                };
-                let name = unique(&mut taken, &base);
-                sources.push((key.0, key.1, key.2, name));
-                sources.len() - 1
-            }
-        };
-        source_of.push(i);
-    }
     let mut names = Vec::new();
-    for (l, &src) in imp.limiters.iter().zip(&source_of) {
+    for (i, l) in imp.limiters.iter().enumerate() {
         let _ = writeln!(s, "\n# {}", l.source);
         for n in &l.notes {
             let _ = writeln!(s, "#   {n}");
@@ -240,60 +264,86 @@ fn render(imp: &Import, files: &[std::path::PathBuf], options: &Options) -> Stri
         if l.key_by != "client" {
             let _ = writeln!(s, "key_by = \"{}\"", l.key_by);
         }
-        if options.trace.is_some() && sources.len() > 1 {
-            let _ = writeln!(s, "traffic = [{}]", toml_str(&sources[src].3));
+        if let Some(r) = replay.filter(|r| r.sources.len() > 1) {
+            let _ = writeln!(
+                s,
+                "traffic = [{}]",
+                toml_str(&r.sources[r.source_of[i]].name)
+            );
         }
     }
-    match &options.trace {
-        Some(log) => {
-            for (location, client, gateway, name) in &sources {
+    match (&options.trace, replay) {
+        (Some(log), Some(r)) => {
+            for src in &r.sources {
                 let _ = writeln!(s, "\n# The access log, replayed (docs/semantics.md §8 in the ratesim repository).");
                 let _ = writeln!(s, "[[traffic]]");
-                if sources.len() > 1 {
-                    let _ = writeln!(s, "name = {}", toml_str(name));
+                if r.sources.len() > 1 {
+                    let _ = writeln!(s, "name = {}", toml_str(&src.name));
                 }
-                let _ = writeln!(s, "pattern = \"trace\"\nformat = \"{}\"", gateway.format());
+                let _ = writeln!(
+                    s,
+                    "pattern = \"trace\"\nformat = \"{}\"",
+                    src.gateway.format()
+                );
                 let _ = writeln!(
                     s,
                     "path = {}           # relative to this file",
                     toml_str(log)
                 );
-                let default_format = match gateway {
+                let default_format = match src.gateway {
                     Gateway::Nginx => crate::accesslog::nginx::COMBINED,
                     Gateway::Envoy => crate::accesslog::envoy::DEFAULT,
                 };
-                let format = imp.log_format.as_deref().unwrap_or(default_format);
-                if imp.log_format.is_some() {
-                    let _ = writeln!(
-                        s,
-                        "log_format = {}   # from the configuration",
-                        toml_str(format)
-                    );
-                } else {
-                    let _ = writeln!(
-                        s,
-                        "# log_format = {}   # the default; write yours here",
-                        toml_str(format)
-                    );
+                let format = r.format.as_deref().unwrap_or(default_format);
+                match &r.from {
+                    FormatFrom::Config(_) => {
+                        let _ = writeln!(
+                            s,
+                            "log_format = {}   # from the configuration",
+                            toml_str(format)
+                        );
+                    }
+                    FormatFrom::Flag(_) => {
+                        let _ = writeln!(s, "log_format = {}   # --log-format", toml_str(format));
+                    }
+                    FormatFrom::Default => {
+                        let _ = writeln!(
+                            s,
+                            "# log_format = {}   # the default; write yours here",
+                            toml_str(format)
+                        );
+                    }
                 }
-                if *gateway == Gateway::Nginx {
-                    if let Some(c) = client {
+                if src.gateway == Gateway::Nginx {
+                    if let Some(c) = &src.client {
                         let _ = writeln!(s, "client = \"{c}\"   # the zone's key");
                     }
-                    let coarse = !format.contains("$msec");
+                    let coarse = crate::accesslog::nginx::Format::new(
+                        format,
+                        None,
+                        src.client.as_deref(),
+                        None,
+                    )
+                    .is_ok_and(|f| f.coarse());
                     if coarse {
                         let _ = writeln!(
                             s,
                             "subsecond = \"spread\"   # the log's times are whole seconds"
                         );
                     }
+                    if let Some(status) = src.rejected_status {
+                        let _ = writeln!(
+                            s,
+                            "limit_req_status = {status}   # the log has no $limit_req_status: $status {status} is a rejection"
+                        );
+                    }
                 }
-                if let Some(loc) = location {
+                if let Some(loc) = &src.location {
                     let _ = writeln!(s, "location = {}", toml_str(loc));
                 }
             }
         }
-        None => {
+        _ => {
             let _ = writeln!(
                 s,
                 "\n# Placeholder traffic: replay your access log instead with\n#   ratesim import {} --trace LOG\n[[traffic]]\npattern = \"poisson\"\nclients = 3\nrate = \"{}/{}\"",

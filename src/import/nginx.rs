@@ -148,7 +148,8 @@ struct Ctx {
     location: Option<String>,
     where_: String,
     dry_run: bool,
-    status: Option<String>,
+    /// `limit_req_status`: the status of a rejection (nginx: 503).
+    status: Option<u16>,
 }
 
 fn text(d: &Directive) -> String {
@@ -200,8 +201,9 @@ pub fn import(file: &str, text_in: &str, out: &mut Import) -> Result<(), InputEr
                     .collect();
                 formats.push((d.args[0].clone(), rest.join("")));
             }
-            "access_log" if access_format.is_none() && d.args.len() >= 2 => {
-                access_format = Some(d.args[1].clone());
+            // `access_log PATH [FORMAT]`: nginx's `combined` unless named.
+            "access_log" if access_format.is_none() && !d.args.is_empty() && d.args[0] != "off" => {
+                access_format = Some(d.args.get(1).cloned().unwrap_or_else(|| "combined".into()));
             }
             n if n.starts_with("limit_") && !MODELLED.contains(&n) => out.notes.push(format!(
                 "{file}:{}: {} — not modelled by ratesim",
@@ -215,13 +217,20 @@ pub fn import(file: &str, text_in: &str, out: &mut Import) -> Result<(), InputEr
         return Err(e);
     }
     if let Some(name) = access_format {
-        if name == "combined" {
-            out.log_format
-                .get_or_insert(crate::accesslog::nginx::COMBINED.to_string());
-        } else if let Some((_, f)) = formats.iter().find(|(n, _)| *n == name) {
-            out.log_format.get_or_insert(f.clone());
+        let text = if name == "combined" {
+            Some(crate::accesslog::nginx::COMBINED.to_string())
+        } else {
+            formats
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, f)| f.clone())
+        };
+        if let (Some(text), None) = (text, &out.log_format) {
+            out.log_format = Some(text);
+            out.log_format_name = Some(name);
         }
     }
+    out.log_formats.extend(formats);
     for (_, z) in &zones {
         out.notes.push(format!(
             "{file}:{}: zone size {} — nginx evicts the least recently used keys when a zone is full; ratesim keeps every key",
@@ -306,7 +315,21 @@ fn walk(
     for d in dirs {
         match d.name.as_str() {
             "limit_req_dry_run" => here.dry_run = d.args.first().map(String::as_str) == Some("on"),
-            "limit_req_status" => here.status = d.args.first().cloned(),
+            "limit_req_status" => {
+                let arg = d.args.first().map(String::as_str).unwrap_or("");
+                here.status = Some(match arg.parse::<u16>() {
+                    Ok(s @ 400..=599) => s,
+                    _ => {
+                        return Err(at(
+                            d.line,
+                            format!(
+                                "limit_req_status {} — nginx takes a status from 400 to 599",
+                                quoted(arg)
+                            ),
+                        ))
+                    }
+                });
+            }
             _ => {}
         }
     }
@@ -402,7 +425,12 @@ fn walk(
                 "$binary_remote_addr" => "$remote_addr".to_string(),
                 k => k.to_string(),
             }),
+            zone: Some(zone_name.clone()),
             gateway: Gateway::Nginx,
+            rejected_status: Some(
+                here.status
+                    .unwrap_or(crate::accesslog::nginx::DEFAULT_LIMIT_REQ_STATUS),
+            ),
             policy: (z.rate.0, z.rate.1.to_string()),
         });
     }

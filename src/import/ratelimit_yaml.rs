@@ -135,7 +135,9 @@ fn walk(
                     key_by: if value.is_some() { "global" } else { "client" },
                     location: None,
                     client_field: None,
+                    zone: None,
                     gateway: Gateway::Envoy,
+                    rejected_status: None,
                     policy: (limit, window.to_string()),
                 });
             }
