@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Bounded loopback load client for scripts/nginx-fixture.sh.
 
-    nginx-fixture-client.py PORT SCHEDULE_CSV RESULTS_CSV
+    nginx-fixture-client.py PORT SCHEDULE_CSV RESULTS_CSV [VARIANT]
 
 Builds a fixed, seeded schedule of requests (written to SCHEDULE_CSV:
 seq,time_us,client,location), then sends each one to 127.0.0.1:PORT at its
@@ -13,6 +13,12 @@ header, so every access-log line joins back to its schedule row.
 Bounded: the schedule is a fixed list (no retries, no loops on responses),
 each connection has a timeout, and the whole run is cut off after
 DEADLINE_S seconds. Only the standard library; only 127.0.0.1.
+
+VARIANT `two-locations` (tests/fixtures/nginx-two-locations) sends instead
+to `/api/` and `/key/` from several loopback addresses (127.0.0.2 ..
+127.0.0.5, bound as the source address), with an `X-Api-Key` header on
+some requests only; its schedule's `client` column is `ADDRESS KEY`
+(`-`: no header).
 
 RESULTS_CSV has one row per request:
 seq,time_us,sent_us,done_us,status,sent_mono_ns. sent_us/done_us are the
@@ -39,7 +45,7 @@ CONNECT_AHEAD_S = 0.030         # open the connection this long before sending
 S = 1_000_000  # microseconds per second
 
 
-def build_schedule():
+def build_schedule(variant="limits"):
     """Deterministic schedule: a list of (time_us, client, location)."""
     rng = random.Random(SEED)
     rows = []
@@ -71,6 +77,25 @@ def build_schedule():
                     rows.append((t, client, loc))
             t0 += every_us
 
+    if variant == "two-locations":
+        # /api/ (per address, 20r/s burst=10 nodelay): .2 at half the rate,
+        # .4 Poisson at a quarter, .3 bursts of 20 within 10 ms every 3 s
+        # (11 pass on the burst, 9 rejected). Most carry no API key.
+        steady("127.0.0.2 -", "/api/", 100_000, 13_000, jitter_us=2_000)
+        poisson("127.0.0.4 -", "/api/", 5.0)
+        bursts("127.0.0.3 -", "/api/", 3_000_000, 500_000, size=20,
+               spread_us=10_000, group=2)
+        steady("127.0.0.5 k1", "/api/", 700_000, 250_000)
+        # /key/ (per X-Api-Key, 5r/s burst=5): k1 bursts 10 within 5 ms
+        # every 4 s (1 passes, 5 wait 200..1000 ms, 4 rejected); k2 at
+        # 2/s; requests without a key, which nginx does not account.
+        bursts("127.0.0.5 k1", "/key/", 4_000_000, 1_100_000, size=10,
+               spread_us=5_000, group=2)
+        steady("127.0.0.3 k2", "/key/", 500_000, 170_000, jitter_us=2_000)
+        steady("127.0.0.4 -", "/key/", 333_333, 90_000)
+        rows.sort(key=lambda r: r[0])
+        return rows
+
     # 10 r/s: a under the rate, c exactly at it (every 100 ms, so nginx's
     # whole-ms clock decides), b a little over, heavy in bursts.
     for loc in ("/plain", "/nodelay", "/delay"):
@@ -98,11 +123,17 @@ async def one(seq, t_us, client, loc, start, results):
     writer = None
     try:
         await asyncio.sleep(max(0.0, start + t_us / S - CONNECT_AHEAD_S - loop.time()))
+        if " " in client:   # two-locations: "ADDRESS KEY"
+            addr, key = client.split(" ")
+            local = (addr, 0)
+            header = "" if key == "-" else f"X-Api-Key: {key}\r\n"
+        else:
+            local, header = None, f"X-Client: {client}\r\n"
         reader, writer = await asyncio.wait_for(
-            asyncio.open_connection(HOST, PORT), timeout=5)
+            asyncio.open_connection(HOST, PORT, local_addr=local), timeout=5)
         await asyncio.sleep(max(0.0, start + t_us / S - loop.time()))
         req = (f"GET {loc}?seq={seq} HTTP/1.1\r\nHost: fixture\r\n"
-               f"X-Client: {client}\r\nUser-Agent: ratesim-fixture/1\r\n"
+               f"{header}User-Agent: ratesim-fixture/1\r\n"
                f"Connection: close\r\n\r\n").encode()
         writer.write(req)
         sent_mono_ns = time.monotonic_ns()
@@ -137,10 +168,10 @@ async def main(schedule):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 4:
+    if len(sys.argv) not in (4, 5):
         sys.exit(__doc__.split("\n\n")[1])
     PORT = int(sys.argv[1])
-    schedule = build_schedule()
+    schedule = build_schedule(sys.argv[4] if len(sys.argv) == 5 else "limits")
     with open(sys.argv[2], "w", newline="") as f:
         w = csv.writer(f, lineterminator="\n")
         w.writerow(["seq", "time_us", "client", "location"])

@@ -3,6 +3,13 @@
 # nginx-config import: tests/fixtures/nginx/.
 #
 #   scripts/nginx-fixture.sh [OUT_DIR]     # default tests/fixtures/nginx
+#   FIXTURE=two-locations scripts/nginx-fixture.sh   # tests/fixtures/nginx-two-locations
+#
+# FIXTURE=two-locations records the second fixture instead: two locations
+# (`/api/` per client address, `/key/` per X-Api-Key header, which some
+# requests lack), a log format without $limit_req_status, and clients on
+# several loopback addresses (127.0.0.2-5); its README is written here and
+# checked by tests/it/accesslog.rs rather than nginx-fixture-check.py.
 #
 # 1. Installs nginx from Debian packages if it is missing (needs root).
 # 2. Writes a config into a temporary prefix: one worker, listening only on
@@ -24,7 +31,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-OUT=${1:-tests/fixtures/nginx}
+FIXTURE=${FIXTURE:-limits}
+case "$FIXTURE" in
+  limits) OUT=${1:-tests/fixtures/nginx} ;;
+  two-locations) OUT=${1:-tests/fixtures/nginx-two-locations} ;;
+  *) echo "FIXTURE=$FIXTURE: expected limits or two-locations" >&2; exit 2 ;;
+esac
 HERE=scripts
 
 # --- 1. nginx ---------------------------------------------------------------
@@ -128,6 +140,51 @@ http {
 }
 EOF
 
+if [ "$FIXTURE" = two-locations ]; then
+cat >"$PREFIX/conf/nginx.conf" <<EOF
+# ratesim fixture: two locations, one keyed by a header some requests lack
+# (FIXTURE=two-locations scripts/nginx-fixture.sh).
+daemon off;
+worker_processes 1;
+pid logs/nginx.pid;
+error_log logs/error.log info;   # limit_req logs rejections at error, delays at warn
+
+events {
+    worker_connections 4096;
+}
+
+http {
+    default_type text/plain;
+    access_log off;
+    client_body_temp_path temp/client_body;
+    proxy_temp_path temp/proxy;
+    fastcgi_temp_path temp/fastcgi;
+    uwsgi_temp_path temp/uwsgi;
+    scgi_temp_path temp/scgi;
+
+    # No \$limit_req_status: the verdict is the status (limit_req_status).
+    log_format main '\$msec \$request_time \$status \$remote_addr '
+                    '\$http_x_api_key "\$request" \$body_bytes_sent';
+
+    limit_req_zone \$binary_remote_addr zone=perip:1m rate=20r/s;
+    limit_req_zone \$http_x_api_key zone=perkey:1m rate=5r/s;
+    limit_req_status 429;
+
+    server {
+        listen 127.0.0.1:$PORT;
+        server_name fixture;
+        access_log logs/access.log main;
+        root html;
+
+        # try_files runs in the precontent phase, after limit_req (preaccess).
+        location /api/ { limit_req zone=perip burst=10 nodelay; try_files /ok.txt =404; }
+        location /key/ { limit_req zone=perkey burst=5;         try_files /ok.txt =404; }
+        location / { return 404; }
+    }
+}
+EOF
+fi
+
 "$NGINX" -t -q -p "$PREFIX/" -c conf/nginx.conf -e "$PREFIX/logs/error.log"
 
 # --- 3. run -------------------------------------------------------------------
@@ -141,7 +198,7 @@ done
 echo "$NGINX_VERSION, pid $NGINX_PID, listening on 127.0.0.1:$PORT" >&2
 
 timeout 90 python3 "$HERE/nginx-fixture-client.py" "$PORT" \
-  "$PREFIX/schedule.csv" "$PREFIX/client.csv"
+  "$PREFIX/schedule.csv" "$PREFIX/client.csv" "$FIXTURE"
 
 kill -QUIT "$NGINX_PID"
 wait "$NGINX_PID" || true
@@ -163,6 +220,44 @@ cp "$PREFIX/logs/access.log" "$OUT/access.log"
 } >"$OUT/limit_req_excess.csv"
 cp "$PREFIX/schedule.csv" "$OUT/schedule.csv"
 cp "$PREFIX/client.csv" "$OUT/client.csv"
+
+if [ "$FIXTURE" = two-locations ]; then
+  statuses=$(awk '{ split($7, p, "/"); print "/" p[2] "/", $3 }' "$OUT/access.log" | sort | uniq -c | awk '{ printf "`%s` %s: %s; ", $2, $3, $1 }')
+  cat >"$OUT/README.md" <<EOF
+# Real-nginx fixture: two locations, a header key, no \`\$limit_req_status\`
+
+Recorded by \`FIXTURE=two-locations scripts/nginx-fixture.sh\` (as root,
+on Debian bookworm) with **$NGINX_VERSION**, on $(date -u +%Y-%m-%d), on
+loopback only. What issue 23 replayed: two locations, \`/api/\` limited per
+client address at 20r/s burst=10 nodelay and \`/key/\` per \`X-Api-Key\`
+at 5r/s burst=5, with a log format that has \`\$status\` but not
+\`\$limit_req_status\` (so a rejection is \`limit_req_status 429\`).
+
+| file | what it is |
+|---|---|
+| \`nginx.conf\` | the exact config nginx ran (the port was a free one picked at run time) |
+| \`access.log\` | nginx's access log: \`\$msec \$request_time \$status \$remote_addr \$http_x_api_key "\$request" \$body_bytes_sent\` |
+| \`limit_req_excess.csv\` | \`seq,zone,verdict,excess_milli\` from nginx's error log, for every rejected and delayed request |
+| \`schedule.csv\` | what the client meant to send: \`seq,time_us,client,location\`; \`client\` is \`ADDRESS KEY\` (\`-\`: no X-Api-Key header) |
+| \`client.csv\` | what the client saw: \`seq,time_us,sent_us,done_us,status,sent_mono_ns\` |
+
+Traffic (\`scripts/nginx-fixture-client.py\`, variant \`two-locations\`,
+$(($(wc -l <"$OUT/schedule.csv") - 1)) requests over 15 s, each on its own
+connection from its address): on \`/api/\`, 127.0.0.2 every 100 ms,
+127.0.0.4 Poisson at 5/s, 127.0.0.3 bursts of 20 within 10 ms every 3 s,
+127.0.0.5 (with key k1) every 700 ms; on \`/key/\`, key k1 bursts of 10
+within 5 ms every 4 s, key k2 every 500 ms, and 127.0.0.4 without a key
+every 333 ms — requests nginx does not account in zone perkey.
+
+Lines per location and status: $statuses
+
+\`\$http_x_api_key\` is \`-\` where the header was absent.
+tests/it/accesslog.rs imports \`nginx.conf\` with this log and checks the
+replay's agreement with these verdicts.
+EOF
+  echo "wrote $OUT: $(ls "$OUT" | tr '\n' ' ')" >&2
+  exit 0
+fi
 
 REPORT=$(python3 "$HERE/nginx-fixture-check.py" "$OUT") || { echo "$REPORT"; echo "check failed" >&2; exit 1; }
 echo "$REPORT"

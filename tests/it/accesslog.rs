@@ -947,3 +947,44 @@ fn a_log_without_a_request_path_sends_every_line_to_every_limiter_and_says_so() 
     assert_eq!(column(&summary_row(&out, "v1-perc"), "attempts"), 6);
     assert_eq!(one_agreement_count(&stdout, &out)["v1-perc"], (6, 6));
 }
+
+/// The second real-nginx fixture (tests/fixtures/nginx-two-locations/,
+/// `FIXTURE=two-locations scripts/nginx-fixture.sh`): issue 23's two
+/// locations, a zone keyed on a header some requests lack, and a log
+/// without `$limit_req_status`. Imported and run from an empty directory
+/// as the README says.
+#[test]
+fn on_the_real_two_location_nginx_log_the_replay_agrees_and_counts_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let fixture = manifest_dir().join("tests/fixtures/nginx-two-locations");
+    for f in ["nginx.conf", "access.log"] {
+        fs::copy(fixture.join(f), dir.join(f)).unwrap();
+    }
+    let o = ratesim()
+        .current_dir(dir)
+        .args(["import", "nginx.conf", "--trace", "access.log"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    fs::write(dir.join("replay.toml"), &o.stdout).unwrap();
+    let o = ratesim()
+        .current_dir(dir)
+        .args(["run", "replay.toml", "--out", "run", "--no-plots"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = dir.join("run");
+    let a = one_agreement_count(&String::from_utf8(o.stdout).unwrap(), &out);
+    // Every line of the log is in one of the two locations: /api/ has 348,
+    // /key/ 115, of which 45 carry no X-Api-Key (not counted by perkey).
+    assert_eq!(a["api-perip"].1, 348);
+    assert_eq!(a["key-perkey"].1, 70);
+    for (limiter, (agree, of)) in &a {
+        assert!(agree * 100 >= of * 99, "{limiter}: {agree} of {of}");
+    }
+    let json = read_text(&out.join("summary.json"));
+    assert!(json.contains("\"lines_empty_key\": 45"), "{json}");
+    // It ran without on_bad_line = "skip": no line was a bad line.
+    assert!(!read_text(&dir.join("replay.toml")).contains("on_bad_line"));
+}
