@@ -245,7 +245,7 @@ fn render(
     }
     let _ = writeln!(
         s,
-        "\n[defaults]            # the policy peak_in_window is held against: the first limiter's\nlimit = {}\nwindow = \"{}\"",
+        "\n[defaults]            # the first limiter's policy; each limiter is held to its own rate\nlimit = {}\nwindow = \"{}\"",
         first.policy.0, first.policy.1
     );
 

@@ -688,10 +688,10 @@ mod tests {
         let mut d = tests_support::run_data(&[("api-perip", 0), ("key-perkey", 0)], 20);
         d.limiters[1].limit = 5;
         for l in &mut d.limiters {
-            l.series = vec![Bucket {
+            l.series = vec![SeriesRow {
                 passed: 8,
                 worst_key_in_window: 8,
-                ..Bucket::default()
+                ..SeriesRow::default()
             }];
         }
         let s = timeline_series(&d);
