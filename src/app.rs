@@ -10,7 +10,9 @@ use std::path::Path;
 
 use crate::accesslog::agreement;
 use crate::builtin;
-use crate::cli::{Cli, Command, ExplainArgs, ExportCommand, ExportRedisArgs, Format, RunArgs};
+use crate::cli::{
+    Cli, Command, ExplainArgs, ExportCommand, ExportRedisArgs, OutputFormat, RunArgs,
+};
 use crate::error::InputError;
 use crate::estimate::Estimate;
 use crate::explain;
@@ -125,8 +127,8 @@ fn run_command(args: RunArgs) -> anyhow::Result<()> {
     }
     let mut stdout = io::stdout().lock();
     match args.format {
-        Format::Json => report::json::write(&report, &mut stdout)?,
-        Format::Table => {
+        OutputFormat::Json => report::json::write(&report, &mut stdout)?,
+        OutputFormat::Table => {
             report::table::write(&report, &mut stdout)?;
             let top = report::top_keys::read(&out);
             stdout.write_all(report::top_keys::render(&top, 5, false).as_bytes())?;

@@ -177,12 +177,12 @@ pub struct RunArgs {
     #[arg(long, hide = true)]
     pub force: bool,
     /// What to print on stdout
-    #[arg(long, value_enum, default_value_t = Format::Table)]
-    pub format: Format,
+    #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
+    pub format: OutputFormat,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Format {
+pub enum OutputFormat {
     /// An aligned table, one row per limiter
     Table,
     /// summary.json

@@ -27,7 +27,7 @@ const ADDRESSES: &[&str] = &[
 ];
 
 #[derive(Debug, Clone)]
-pub struct Format {
+pub struct EnvoyFormat {
     pub template: Template,
     time: usize,
     status: Option<usize>,
@@ -75,13 +75,13 @@ pub fn compile(format: &str) -> Result<Template, String> {
     Template::new(pieces)
 }
 
-impl Format {
+impl EnvoyFormat {
     pub fn new(
         log_format: &str,
         time: Option<&str>,
         client: Option<&str>,
         ip: Option<&str>,
-    ) -> Result<Format, (&'static str, String)> {
+    ) -> Result<EnvoyFormat, (&'static str, String)> {
         let template = compile(log_format).map_err(|e| ("log_format", e))?;
         let vars = || template.names.join(", ");
         if let Some(t) = time {
@@ -150,7 +150,7 @@ impl Format {
         let path = ["%REQ(X-ENVOY-ORIGINAL-PATH?:PATH)%", "%REQ(:PATH)%"]
             .iter()
             .find_map(|p| template.field(p));
-        Ok(Format {
+        Ok(EnvoyFormat {
             time,
             status: template.field("%RESPONSE_CODE%"),
             flags: template.field("%RESPONSE_FLAGS%"),
@@ -238,7 +238,7 @@ mod tests {
 
     #[test]
     fn the_default_format_reads_start_time_flags_and_forwarded_for() {
-        let f = Format::new(DEFAULT, None, None, None).unwrap();
+        let f = EnvoyFormat::new(DEFAULT, None, None, None).unwrap();
         let line = r#"[2026-12-01T00:42:00.239Z] "GET /api?x=1 HTTP/1.1" 429 RL 0 18 0 - "10.0.0.7" "curl/8" "id-1" "svc" "-""#;
         let p = f.parse(line).unwrap();
         assert_eq!(p.stamp, 1_796_085_720_239_000_000);
@@ -253,7 +253,7 @@ mod tests {
     // so a 250 ms %DURATION% leaves the arrival where it is.
     #[test]
     fn the_arrival_is_start_time_and_duration_is_not_subtracted() {
-        let f = Format::new(DEFAULT, None, None, None).unwrap();
+        let f = EnvoyFormat::new(DEFAULT, None, None, None).unwrap();
         let p = f
             .parse(r#"[2026-12-01T00:42:00.239Z] "GET /api HTTP/1.1" 200 - 0 18 250 - "10.0.0.7" "curl/8" "id-1" "svc" "-""#)
             .unwrap();
@@ -265,7 +265,7 @@ mod tests {
         assert_eq!(strip_port("10.0.0.1:5678"), "10.0.0.1");
         assert_eq!(strip_port("[::1]:80"), "[::1]");
         assert_eq!(strip_port("::1"), "::1");
-        let f = Format::new(
+        let f = EnvoyFormat::new(
             "%START_TIME% %DOWNSTREAM_REMOTE_ADDRESS% %REQ(x-client)%",
             None,
             Some("%REQ(X-CLIENT)%"),

@@ -54,9 +54,9 @@ pub struct Parsed<'l> {
 /// A log format with its field choices.
 #[derive(Debug, Clone)]
 pub enum Format {
-    Nginx(nginx::Format),
-    Envoy(envoy::Format),
-    Jsonl(jsonl::Format),
+    Nginx(nginx::NginxFormat),
+    Envoy(envoy::EnvoyFormat),
+    Jsonl(jsonl::JsonlFormat),
 }
 
 pub const FORMATS: &str = "\"csv\", \"nginx\", \"envoy\", \"jsonl\"";

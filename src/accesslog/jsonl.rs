@@ -48,7 +48,7 @@ impl Unit {
 }
 
 #[derive(Debug, Clone)]
-pub struct Format {
+pub struct JsonlFormat {
     pub time: String,
     pub unit: Unit,
     pub client: String,
@@ -68,7 +68,7 @@ fn text<'l>(raw: &'l RawValue) -> Option<Cow<'l, str>> {
     }
 }
 
-impl Format {
+impl JsonlFormat {
     pub fn parse<'l>(&self, line: &'l str) -> Result<Parsed<'l>, String> {
         let map: HashMap<Cow<'l, str>, &'l RawValue> =
             serde_json::from_str(line).map_err(|e| format!("is not a JSON object: {e}"))?;
@@ -132,8 +132,8 @@ impl Format {
 mod tests {
     use super::*;
 
-    fn fmt(unit: Unit) -> Format {
-        Format {
+    fn fmt(unit: Unit) -> JsonlFormat {
+        JsonlFormat {
             time: "ts".into(),
             unit,
             client: "user".into(),

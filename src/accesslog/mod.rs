@@ -45,7 +45,6 @@ pub use format::{Format, Location, Options, Parsed, Subsecond, Verdict, FORMATS,
 pub use notes::summary_notes;
 use pipeline::{Lines, Pipeline};
 
-use std::collections::HashMap;
 use std::io;
 use std::sync::Arc;
 
@@ -55,18 +54,12 @@ use crate::clock::Nanos;
 use crate::error::{quoted, InputError};
 use crate::input::fields::Fields;
 use crate::input::Population;
-use crate::input::TraceData;
+use crate::input::{RecordedKeys, TraceData};
 use crate::traffic::trace::RecordedLog;
 use crate::traffic::{Arrival, Stream, StreamCtx};
 
 /// Nanoseconds in a second.
 const NS: u64 = 1_000_000_000;
-
-#[derive(Debug, Default)]
-struct Ids {
-    clients: HashMap<Box<str>, u32>,
-    ips: HashMap<Box<str>, u32>,
-}
 
 /// A validated access-log source.
 #[derive(Debug, Clone)]
@@ -75,7 +68,7 @@ pub struct AccessLog {
     data: TraceData,
     pub format: Arc<Format>,
     pub options: Options,
-    ids: Arc<Ids>,
+    ids: Arc<RecordedKeys>,
     last: Nanos,
     rows: u64,
     /// Bad lines skipped (`on_bad_line = "skip"`).
@@ -126,10 +119,10 @@ impl AccessLog {
             "nginx" | "envoy" => {
                 let log_format = f.opt_str("log_format")?;
                 let built = if format == "nginx" {
-                    nginx::Format::new(log_format.unwrap_or(nginx::COMBINED), time, client, ip)
+                    nginx::NginxFormat::new(log_format.unwrap_or(nginx::COMBINED), time, client, ip)
                         .map(Format::Nginx)
                 } else {
-                    envoy::Format::new(log_format.unwrap_or(envoy::DEFAULT), time, client, ip)
+                    envoy::EnvoyFormat::new(log_format.unwrap_or(envoy::DEFAULT), time, client, ip)
                         .map(Format::Envoy)
                 };
                 built.map_err(|(key, e)| err(f, key, e))?
@@ -145,7 +138,7 @@ impl AccessLog {
                         )
                     })?,
                 };
-                Format::Jsonl(jsonl::Format {
+                Format::Jsonl(jsonl::JsonlFormat {
                     time: time.unwrap_or("time").to_string(),
                     unit,
                     client: client.unwrap_or("client").to_string(),
@@ -280,28 +273,10 @@ impl AccessLog {
         let lines = self
             .open_lines()
             .map_err(|e| format!("cannot be read: {e}"))?;
-        let mut ids = Ids::default();
+        let mut ids = RecordedKeys::default();
         let mut p = Pipeline::new(lines, &self.format, &self.options);
         let (mut rows, mut last, mut verdicts) = (0u64, Nanos::ZERO, 0u64);
-        let mut intern = |c: &str, i: &str| {
-            let client = match ids.clients.get(c) {
-                Some(&id) => id,
-                None => {
-                    let id = population.client(c);
-                    ids.clients.insert(c.into(), id);
-                    id
-                }
-            };
-            let ip = match ids.ips.get(i) {
-                Some(&id) => id,
-                None => {
-                    let id = population.ip(i);
-                    ids.ips.insert(i.into(), id);
-                    id
-                }
-            };
-            Some((client, ip))
-        };
+        let mut intern = |c: &str, i: &str| Some(ids.intern(population, c, i));
         while let Some(r) = p.next(&mut intern)? {
             rows += 1;
             last = r.time;
@@ -454,14 +429,14 @@ impl RecordedLog for AccessLog {
 /// The requests of a log in replay order (see [`AccessLog::requests`]).
 pub struct Requests {
     pipeline: Pipeline,
-    ids: Arc<Ids>,
+    ids: Arc<RecordedKeys>,
     shown: String,
 }
 
 impl Requests {
     pub fn next_request(&mut self) -> anyhow::Result<Option<Request>> {
         let ids = &self.ids;
-        let mut lookup = |c: &str, i: &str| Some((*ids.clients.get(c)?, *ids.ips.get(i)?));
+        let mut lookup = |c: &str, i: &str| ids.get(c, i);
         self.pipeline
             .next(&mut lookup)
             .map_err(|_| anyhow::anyhow!("trace {} changed since it was loaded", self.shown))

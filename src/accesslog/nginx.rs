@@ -36,7 +36,7 @@ enum TimeKind {
 }
 
 #[derive(Debug, Clone)]
-pub struct Format {
+pub struct NginxFormat {
     pub template: Template,
     time: (usize, TimeKind),
     pub time_var: String,
@@ -89,7 +89,7 @@ pub fn compile(format: &str) -> Result<Template, String> {
     Template::new(pieces)
 }
 
-impl Format {
+impl NginxFormat {
     /// `log_format`, and the variables named for the time, the client and
     /// the address (`None`: the defaults).
     pub fn new(
@@ -97,7 +97,7 @@ impl Format {
         time: Option<&str>,
         client: Option<&str>,
         ip: Option<&str>,
-    ) -> Result<Format, (&'static str, String)> {
+    ) -> Result<NginxFormat, (&'static str, String)> {
         let template = compile(log_format).map_err(|e| ("log_format", e))?;
         let vars = || template.names.join(", ");
         let time_var = match time {
@@ -188,7 +188,7 @@ impl Format {
         let path = ["$uri", "$request_uri", "$request"]
             .iter()
             .find_map(|v| template.field(v).map(|i| (i, *v == "$request")));
-        Ok(Format {
+        Ok(NginxFormat {
             time: (time_idx, kind),
             time_var,
             duration: template.field("$request_time"),
@@ -311,7 +311,7 @@ mod tests {
 
     #[test]
     fn the_combined_format_reads_address_and_local_time() {
-        let f = Format::new(COMBINED, None, None, None).unwrap();
+        let f = NginxFormat::new(COMBINED, None, None, None).unwrap();
         assert!(f.coarse());
         let p = f
             .parse(r#"10.0.0.1 - - [01/Dec/2026:00:42:00 +0000] "GET /a?x=1 HTTP/1.1" 429 3 "-" "curl/8""#)
@@ -326,7 +326,7 @@ mod tests {
     #[test]
     fn without_limit_req_status_only_the_configured_status_is_a_rejection() {
         let line = |status: &str| format!("1796085720.000 {status} k \"GET /a HTTP/1.1\"");
-        let mut f = Format::new(
+        let mut f = NginxFormat::new(
             "$msec $status $http_x_k \"$request\"",
             None,
             Some("$http_x_k"),
@@ -334,7 +334,7 @@ mod tests {
         )
         .unwrap();
         assert!(f.verdict_from_status());
-        let verdict = |f: &Format, s: &str| f.parse(&line(s)).unwrap().verdict;
+        let verdict = |f: &NginxFormat, s: &str| f.parse(&line(s)).unwrap().verdict;
         assert_eq!(verdict(&f, "503"), Some(Verdict::Rejected));
         assert_eq!(verdict(&f, "429"), Some(Verdict::Passed));
         f.rejected_status = 429;
@@ -346,7 +346,7 @@ mod tests {
 
     #[test]
     fn an_empty_key_is_no_parse_error_but_says_which_variable_is_empty() {
-        let f = Format::new(
+        let f = NginxFormat::new(
             "$msec $http_x_k \"$request\"",
             None,
             Some("$http_x_k"),
@@ -360,7 +360,7 @@ mod tests {
 
     #[test]
     fn msec_request_time_and_limit_req_status_are_read() {
-        let f = Format::new(
+        let f = NginxFormat::new(
             "$msec $request_time $status $limit_req_status $http_x_client \"$request\"",
             None,
             Some("$http_x_client"),
@@ -380,12 +380,12 @@ mod tests {
 
     #[test]
     fn a_key_or_time_it_cannot_read_names_what_it_can() {
-        let e = Format::new(COMBINED, None, Some("$http_x_client"), None).unwrap_err();
+        let e = NginxFormat::new(COMBINED, None, Some("$http_x_client"), None).unwrap_err();
         assert_eq!(e.0, "client");
         assert!(e.1.contains("$remote_addr, $remote_user"), "{}", e.1);
-        let e = Format::new(COMBINED, Some("$time_unix"), None, None).unwrap_err();
+        let e = NginxFormat::new(COMBINED, Some("$time_unix"), None, None).unwrap_err();
         assert!(e.1.contains("$msec, $time_iso8601, $time_local"), "{}", e.1);
-        let e = Format::new("$remote_addr $status", None, None, None).unwrap_err();
+        let e = NginxFormat::new("$remote_addr $status", None, None, None).unwrap_err();
         assert!(e.1.contains("no time"), "{}", e.1);
     }
 }

@@ -413,7 +413,7 @@ mod tests {
     // /key/ zone as "$http_x_api_key is empty".
     #[test]
     fn other_locations_and_empty_nginx_keys_are_no_bad_lines_and_not_replayed() {
-        let f = nginx::Format::new(
+        let f = nginx::NginxFormat::new(
             "$msec $http_x_api_key \"$request\"",
             None,
             Some("$http_x_api_key"),
@@ -433,7 +433,7 @@ mod tests {
 
     #[test]
     fn an_empty_envoy_key_is_a_bad_line_in_its_location_only() {
-        let f = envoy::Format::new(
+        let f = envoy::EnvoyFormat::new(
             "%START_TIME% %REQ(X-K)% %REQ(:PATH)%",
             None,
             Some("%REQ(X-K)%"),

@@ -318,7 +318,7 @@ fn render(
                     if let Some(c) = &src.client {
                         let _ = writeln!(s, "client = \"{c}\"   # the zone's key");
                     }
-                    let coarse = crate::accesslog::nginx::Format::new(
+                    let coarse = crate::accesslog::nginx::NginxFormat::new(
                         format,
                         None,
                         src.client.as_deref(),

@@ -124,7 +124,7 @@ pub(super) fn replay(imp: &Import, options: &Options) -> Result<Replay, InputErr
         let (has_path, from_status) = match l.gateway {
             Gateway::Nginx => {
                 let client = l.client_field.as_deref();
-                let f = match crate::accesslog::nginx::Format::new(&text, None, client, None) {
+                let f = match crate::accesslog::nginx::NginxFormat::new(&text, None, client, None) {
                     Ok(f) => f,
                     Err(("client", e)) => {
                         let c = client.unwrap_or("$remote_addr");
@@ -153,7 +153,7 @@ pub(super) fn replay(imp: &Import, options: &Options) -> Result<Replay, InputErr
                 (f.has_path(), f.verdict_from_status())
             }
             Gateway::Envoy => {
-                let f = crate::accesslog::envoy::Format::new(&text, None, None, None)
+                let f = crate::accesslog::envoy::EnvoyFormat::new(&text, None, None, None)
                     .map_err(|(role, e)| bad_format(role, e))?;
                 (f.has_path(), false)
             }

@@ -60,6 +60,49 @@ impl Origin {
     }
 }
 
+/// The clients and addresses a recorded source (a CSV trace, an access
+/// log) names, each with its id in the [`Population`]: interned once when
+/// the scenario is validated, looked up on every replay.
+#[derive(Debug, Default)]
+pub struct RecordedKeys {
+    clients: HashMap<Box<str>, u32>,
+    ips: HashMap<Box<str>, u32>,
+}
+
+impl RecordedKeys {
+    /// The ids of `client` and `ip`, interned into `population` (client
+    /// first) the first time this source names them.
+    pub fn intern(&mut self, population: &mut Population, client: &str, ip: &str) -> (u32, u32) {
+        let client = match self.clients.get(client) {
+            Some(&id) => id,
+            None => {
+                let id = population.client(client);
+                self.clients.insert(client.into(), id);
+                id
+            }
+        };
+        let ip = match self.ips.get(ip) {
+            Some(&id) => id,
+            None => {
+                let id = population.ip(ip);
+                self.ips.insert(ip.into(), id);
+                id
+            }
+        };
+        (client, ip)
+    }
+
+    /// The ids of `client` and `ip`, if this source named both.
+    pub fn get(&self, client: &str, ip: &str) -> Option<(u32, u32)> {
+        Some((*self.clients.get(client)?, *self.ips.get(ip)?))
+    }
+
+    /// How many distinct clients and addresses the source names.
+    pub fn counts(&self) -> (usize, usize) {
+        (self.clients.len(), self.ips.len())
+    }
+}
+
 /// Every client and address named in a scenario, interned to dense ids so
 /// limiters index their per-key state without hashing.
 #[derive(Debug, Clone, Default)]

@@ -16,7 +16,6 @@
 //! quote at most 80 characters of any value (see [`quote`]), never a whole
 //! line: the path may name any file.
 
-use std::collections::HashMap;
 use std::io::{self, Read};
 use std::sync::Arc;
 
@@ -28,7 +27,7 @@ use super::{Arrival, ParseCtx, Stream, StreamCtx};
 use crate::clock::{parse_seconds, Nanos, MAX_NANOS};
 use crate::error::{quoted, InputError};
 use crate::input::fields::{Fields, MAX_COUNT};
-use crate::input::{Population, TraceData};
+use crate::input::{Population, RecordedKeys, TraceData};
 
 /// The longest line a trace may have, in bytes, not counting its `\n` (a
 /// `\r` before it counts): 64 KiB,
@@ -97,7 +96,7 @@ pub struct Trace {
     pub shown: String,
     pub data: TraceData,
     columns: Columns,
-    ids: Arc<TraceKeys>,
+    ids: Arc<RecordedKeys>,
     last: Nanos,
     rows: u64,
     /// An access log (`format` other than `"csv"`), read by
@@ -129,12 +128,6 @@ pub type ReadLog = fn(
     data: TraceData,
     population: &mut Population,
 ) -> Result<Arc<dyn RecordedLog>, InputError>;
-
-#[derive(Debug, Default)]
-struct TraceKeys {
-    clients: HashMap<Box<str>, u32>,
-    ips: HashMap<Box<str>, u32>,
-}
 
 /// Column positions found in the header.
 #[derive(Debug, Clone, Copy)]
@@ -333,7 +326,7 @@ impl Trace {
             Err(e) => return Err(self.failure(&e, Some(1))),
         };
         self.columns = Columns::from_header(&header)?;
-        let mut ids = TraceKeys::default();
+        let mut ids = RecordedKeys::default();
         let mut rec = ByteRecord::new();
         let mut last = Nanos::ZERO;
         let mut rows = 0u64;
@@ -358,13 +351,7 @@ impl Trace {
             }
             last = row.time;
             rows += 1;
-            if !ids.clients.contains_key(row.client) {
-                ids.clients
-                    .insert(row.client.into(), population.client(row.client));
-            }
-            if !ids.ips.contains_key(row.ip) {
-                ids.ips.insert(row.ip.into(), population.ip(row.ip));
-            }
+            ids.intern(population, row.client, row.ip);
         }
         if rows == 0 {
             return Err("has a header but no rows".to_string());
@@ -461,7 +448,7 @@ pub struct TraceStream {
     rdr: csv::Reader<Box<dyn Read + Send>>,
     rec: ByteRecord,
     columns: Columns,
-    ids: Arc<TraceKeys>,
+    ids: Arc<RecordedKeys>,
     end: Nanos,
     shown: String,
 }
@@ -481,10 +468,11 @@ impl Stream for TraceStream {
         if row.time > self.end {
             return Ok(None);
         }
+        let (client, ip) = self.ids.get(row.client, row.ip).ok_or_else(changed)?;
         Ok(Some(Arrival {
             time: row.time,
-            client: *self.ids.clients.get(row.client).ok_or_else(changed)?,
-            ip: *self.ids.ips.get(row.ip).ok_or_else(changed)?,
+            client,
+            ip,
             cost: row.cost,
         }))
     }
@@ -548,7 +536,7 @@ mod tests {
         let client = "c".repeat(cap - "0,".len());
         let text = format!("time_ns,client\n0,{client}\n1,{client}\n");
         let t = scan(text.into_bytes()).unwrap();
-        assert_eq!((t.rows, t.ids.clients.len()), (2, 1));
+        assert_eq!((t.rows, t.ids.counts().0), (2, 1));
     }
 
     #[test]
@@ -584,7 +572,7 @@ mod tests {
         }
         let t = scan(text.into_bytes()).unwrap();
         assert_eq!(t.rows, 200_000);
-        assert_eq!((t.ids.clients.len(), t.ids.ips.len()), (3, 2));
+        assert_eq!(t.ids.counts(), (3, 2));
         assert_eq!(t.last_time(), Nanos(199_999));
     }
 
