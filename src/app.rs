@@ -143,35 +143,6 @@ fn run_command(args: RunArgs) -> anyhow::Result<()> {
 /// `ratesim plot RUN_DIR`: redraws the charts and `summary.md` from the
 /// run directory's files, without simulating anything.
 fn plot(dir: &Path, quiet: bool) -> anyhow::Result<()> {
-    // plot overwrites charts and summary.md by name, and removes charts
-    // the data no longer calls for: in a directory ratesim did not mark as
-    // its own (see crate::staging), only where no file of those names
-    // exists yet.
-    if dir.is_dir() && !dir.join(crate::rundir::MARKER).is_file() {
-        let mut taken: Vec<String> = fs::read_dir(dir)
-            .map(|entries| {
-                entries
-                    .flatten()
-                    .map(|e| e.file_name().to_string_lossy().into_owned())
-                    .filter(|n| {
-                        n == report::markdown::FILE
-                            || (n.ends_with(".png") && crate::rundir::is_own_file(n))
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        if !taken.is_empty() {
-            taken.sort();
-            return Err(InputError::new(format!(
-                "{}: not a ratesim run directory (no {} file), and it already holds {}; plot overwrites \
-                 those only in a directory `ratesim run` wrote — move them away, or plot a copy of the data",
-                dir.display(),
-                crate::rundir::MARKER,
-                taken.join(", ")
-            ))
-            .into());
-        }
-    }
     let (data, written) = report::render::render_dir(dir, true)?;
     if !quiet {
         let mut out = io::stdout().lock();

@@ -9,6 +9,7 @@ use anyhow::Context;
 
 use super::charts::{render_all, Chart, RunData, CHARTS};
 use super::markdown;
+use crate::error::InputError;
 
 /// Loads the run directory `dir` and writes its charts (unless `plots` is
 /// false) and `summary.md`. `ratesim run` calls this after writing the CSV
@@ -21,6 +22,7 @@ use super::markdown;
 /// removed. Returns the run and the charts written.
 pub fn render_dir(dir: &Path, plots: bool) -> anyhow::Result<(RunData, Vec<&'static Chart>)> {
     let data = RunData::load(dir)?;
+    check_unmarked(dir)?;
     let stage = Stage::new(dir)?;
     let written = if plots {
         render_all(&data, stage.path())?
@@ -43,6 +45,37 @@ pub fn render_dir(dir: &Path, plots: bool) -> anyhow::Result<(RunData, Vec<&'sta
     };
     stage.commit(dir, &files, &stale)?;
     Ok((data, written))
+}
+
+/// In a directory that does not carry ratesim's marker (see
+/// [`crate::staging`]), refuses to draw over any file of the names
+/// [`render_dir`] writes or removes — `summary.md` and the charts — since
+/// it may be someone's own; a copy of a run's data alone may be drawn.
+/// (`ratesim run` draws into its staging directory, which holds none yet.)
+fn check_unmarked(dir: &Path) -> Result<(), InputError> {
+    if dir.join(crate::rundir::MARKER).is_file() {
+        return Ok(());
+    }
+    let mut taken: Vec<String> = fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n == markdown::FILE || CHARTS.iter().any(|c| c.file == n))
+                .collect()
+        })
+        .unwrap_or_default();
+    if taken.is_empty() {
+        return Ok(());
+    }
+    taken.sort();
+    Err(InputError::new(format!(
+        "{}: not a ratesim run directory (no {} file), and it already holds {}; plot overwrites \
+         those only in a directory `ratesim run` wrote — move them away, or plot a copy of the data",
+        dir.display(),
+        crate::rundir::MARKER,
+        taken.join(", ")
+    )))
 }
 
 /// A temporary directory beside a run directory, removed when dropped.

@@ -331,7 +331,7 @@ pub fn check_table(
 
 /// Checks every point of this shard (in parallel): the first invalid point
 /// in point order is bad input naming the point; returns the decisions of
-/// all of them together.
+/// all of them together and the largest point's estimated memory.
 fn check_points(plan: &Plan, points: &[usize]) -> Result<(u128, u128), InputError> {
     let checked: Vec<Result<(u128, u128), InputError>> = points
         .par_iter()
