@@ -217,14 +217,7 @@ pub fn import(file: &str, text_in: &str, out: &mut Import) -> Result<(), InputEr
         return Err(e);
     }
     if let Some(name) = access_format {
-        let text = if name == "combined" {
-            Some(crate::accesslog::nginx::COMBINED.to_string())
-        } else {
-            formats
-                .iter()
-                .find(|(n, _)| *n == name)
-                .map(|(_, f)| f.clone())
-        };
+        let text = named_format(&name, &formats);
         if let (Some(text), None) = (text, &out.log_format) {
             out.log_format = Some(text);
             out.log_format_name = Some(name);
@@ -461,6 +454,18 @@ fn walk(
         walk(block, &inner, file, zones, out)?;
     }
     Ok(())
+}
+
+/// The text of the log format `name`: nginx's predefined `combined`, or a
+/// `log_format NAME ...` of the configuration (`formats`).
+pub(super) fn named_format(name: &str, formats: &[(String, String)]) -> Option<String> {
+    if name == "combined" {
+        return Some(crate::accesslog::nginx::COMBINED.to_string());
+    }
+    formats
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, f)| f.clone())
 }
 
 #[cfg(test)]

@@ -66,11 +66,8 @@ pub(super) struct Replay {
 /// The `--log-format` argument: `combined`, a `log_format` name of the
 /// configuration, or the format string itself.
 fn flag_format(imp: &Import, arg: &str) -> Result<String, InputError> {
-    if arg == "combined" {
-        return Ok(crate::accesslog::nginx::COMBINED.to_string());
-    }
-    if let Some((_, f)) = imp.log_formats.iter().find(|(n, _)| n == arg) {
-        return Ok(f.clone());
+    if let Some(f) = super::nginx::named_format(arg, &imp.log_formats) {
+        return Ok(f);
     }
     if arg.contains('$') || arg.contains('%') {
         return Ok(arg.to_string());
