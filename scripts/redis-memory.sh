@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Measures what each shipped Redis script's per-key state costs in a real
 # Redis: the numbers behind `ratesim::limiter::redis_bytes`
-# (src/limiter/mod.rs) and the "Redis" state-byte columns.
+# (crates/core/src/limiter/mod.rs) and the "Redis" state-byte columns.
 #
 #   scripts/redis-memory.sh [PORT]       # default port 6391, loopback only
 #

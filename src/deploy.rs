@@ -42,7 +42,6 @@
 
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
-use serde_json::json;
 
 use crate::clock::{Nanos, MAX_NANOS};
 use crate::input::Name;
@@ -162,58 +161,6 @@ impl Deployment {
     pub fn random_failure(&self, rng: &mut impl FnMut() -> ChaCha8Rng) -> bool {
         let (num, den) = self.failure_rate;
         num > 0 && rng().random_range(0..den) < num
-    }
-
-    pub fn echo(&self) -> serde_json::Value {
-        let mut v = json!({
-            "instances": self.instances,
-            "routing": match self.routing {
-                Routing::RoundRobin => "round_robin",
-                Routing::Random => "random",
-                Routing::HashClient => "hash_client",
-                Routing::HashIp => "hash_ip",
-            },
-        });
-        match self.scope {
-            Scope::Local { share } => {
-                v["scope"] = json!("local");
-                v["share"] = json!(share);
-                if let Some(a) = &self.shared {
-                    v["instance_params"] = a.params();
-                }
-            }
-            Scope::Global { atomic } => {
-                v["scope"] = json!("global");
-                v["atomic"] = json!(atomic);
-                v["store_latency"] = match self.latency {
-                    Latency::Fixed(d) => json!(d.to_string()),
-                    Latency::LogNormal { median, p99 } => {
-                        json!({ "median": median.to_string(), "p99": p99.to_string() })
-                    }
-                };
-                v["timeout"] = json!(self.timeout.map(|t| t.to_string()));
-                v["failure_rate"] = json!(crate::clock::decimal(
-                    self.failure_rate.0 as u128,
-                    self.failure_rate.1 as u128
-                ));
-                v["outages"] = self
-                    .outages
-                    .iter()
-                    .map(|(s, e)| json!({ "start": s.to_string(), "end": e.to_string() }))
-                    .collect();
-                v["on_store_failure"] = json!(match self.on_failure {
-                    OnFailure::FailOpen => "fail_open",
-                    OnFailure::FailClosed => "fail_closed",
-                    OnFailure::LocalFallback => "local_fallback",
-                });
-                v["fallback"] = match &self.fallback {
-                    Some(a) => json!({ "algorithm": a.name(), "params": a.params() }),
-                    None => serde_json::Value::Null,
-                };
-                v["cache_over_limit"] = json!(self.cache_over_limit);
-            }
-        }
-        v
     }
 }
 

@@ -1,12 +1,13 @@
 //! ratesim: an exact, deterministic simulator for rate-limiting algorithms.
 //!
-//! The library holds everything; the `ratesim` binary only parses arguments
-//! and maps errors to exit codes. The layers, each importing only from
-//! those before it (`.ci/layers` checks it):
+//! The workspace's crates below this one: `ratesim-core` ([`clock`],
+//! [`calendar`], [`cache`], [`limiter`]: virtual time, exact rates and the
+//! algorithms, no I/O) and `ratesim-rundir` ([`rundir`]: the run
+//! directory's files). This library holds the rest; the `ratesim` binary
+//! only parses arguments and maps errors to exit codes. Its layers, each
+//! importing only from those before it (`.ci/layers` checks it):
 //!
-//! 1. [`clock`], [`calendar`], [`cache`], [`error`], [`builtin`]: virtual
-//!    time and exact rates, the calendar queue of timed entries, software
-//!    prefetch, input errors, the shipped scenario files.
+//! 1. [`error`], [`builtin`]: input errors, the shipped scenario files.
 //! 2. [`input`]: the input vocabulary (the field walker, `Defaults`,
 //!    `Origin`, `Population`, trace data).
 //! 3. [`limiter`] (pure decisions, and the list of algorithms) and
@@ -24,10 +25,7 @@
 pub mod accesslog;
 pub mod app;
 pub mod builtin;
-pub mod cache;
-pub mod calendar;
 pub mod cli;
-pub mod clock;
 pub mod deploy;
 pub mod engine;
 pub mod error;
@@ -35,7 +33,6 @@ pub mod estimate;
 pub mod explain;
 pub mod import;
 pub mod input;
-pub mod limiter;
 pub mod metrics;
 pub mod onboard;
 pub mod overrides;
@@ -43,10 +40,11 @@ pub mod progress;
 pub mod redis;
 pub mod report;
 pub mod run;
-pub mod rundir;
 pub mod scenario;
 pub mod staging;
 pub mod sweep;
 pub mod traffic;
 
 pub use error::InputError;
+pub use ratesim_core::{cache, calendar, clock, limiter};
+pub use ratesim_rundir as rundir;

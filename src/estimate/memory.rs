@@ -169,11 +169,11 @@ pub(super) const SHARED_ARRIVAL: u128 = 56;
 pub(super) const RECORDER_SLOT: u128 = 64;
 
 /// A key's ledger mark (16) and its pending fresh event (16), at most one
-/// per key (src/limiter/mod.rs `Ledger`).
+/// per key (crates/core/src/limiter/mod.rs `Ledger`).
 pub(super) const LEDGER_KEY: u128 = 32;
 
 /// A key's item counts, for the rules whose keys hold items (sliding log
-/// and counter: src/limiter/mod.rs `Items`).
+/// and counter: crates/core/src/limiter/mod.rs `Items`).
 pub(super) const ITEM_COUNTS: u128 = 24;
 
 /// An item's expiry in the ledger's queue (16), and as many again of those
@@ -182,7 +182,7 @@ pub(super) const ITEM_COUNTS: u128 = 24;
 pub(super) const EXPIRY: u128 = 32;
 
 /// A log entry moved out of a sliding log's state once a key holds more
-/// than four (src/limiter/sliding_log.rs).
+/// than four (crates/core/src/limiter/sliding_log.rs).
 pub(super) const LOG_ENTRY: u128 = 16;
 
 /// A waiting request in a leaky bucket's deque (16) and its release in
@@ -208,7 +208,7 @@ pub(super) const LOCAL_ID: u128 = 24;
 pub(super) const CACHED: u128 = 24;
 
 /// A calendar queue keeps one part-filled block of 32 entries in each of
-/// up to 1024 buckets (src/calendar.rs).
+/// up to 1024 buckets (crates/core/src/calendar.rs).
 pub(super) const CALENDAR_BLOCK: u128 = 32;
 
 /// A stream of arrivals (usually one client), besides the stream itself

@@ -19,6 +19,7 @@ use crate::engine::{self, Attempt, DecisionSink};
 use crate::limiter::Decision;
 use crate::report::charts::zoom::{self, Passes, ZoomSeries};
 use crate::report::charts::{style, RunData};
+use crate::scenario::echo::Params;
 use crate::scenario::Scenario;
 
 pub const TOPIC: Topic = Topic {

@@ -16,6 +16,7 @@ use super::{wrap, Context, Topic};
 use crate::engine::{self, Attempt, DecisionSink};
 use crate::limiter::Decision;
 use crate::report::charts::style;
+use crate::scenario::echo::Params;
 use crate::scenario::{Origin, Scenario};
 
 pub const TOPIC: Topic = Topic {

@@ -7,6 +7,7 @@
 //! and what is accepted.
 
 pub mod deployment;
+pub mod echo;
 pub mod limiters;
 pub mod text;
 
@@ -20,6 +21,7 @@ use crate::clock::{Nanos, Rate};
 use crate::error::InputError;
 pub use crate::input::fields::Fields;
 pub use crate::input::{Defaults, Origin, Population};
+use crate::scenario::echo::{Echo as _, Params as _};
 use crate::traffic::retry::Retry;
 use crate::traffic::{ParseCtx, Pattern, PATTERNS};
 pub use limiters::{KeyBy, LimiterSpec, IMPLEMENTATIONS};

@@ -11,6 +11,7 @@ use crate::common::*;
 use ratesim::accesslog::{Request, Verdict};
 use ratesim::clock::Nanos;
 use ratesim::limiter::Decision;
+use ratesim::scenario::echo::Params;
 use ratesim::scenario::Scenario;
 use ratesim::traffic::Pattern;
 

@@ -3,7 +3,7 @@
 //!
 //! Writers name their files from here, readers (`plot`, `sweep merge`, the
 //! charts, `summary.md`, the terminal) find them here, and
-//! [`crate::staging`] takes this list as the files that are ratesim's own —
+//! the staging of a run directory takes this list as the files that are ratesim's own —
 //! so a file added to a run directory is added once, here, and staging never
 //! calls it foreign. The columns and JSON of each file are described in
 //! `docs/semantics.md` §3.

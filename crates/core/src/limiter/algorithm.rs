@@ -1,18 +1,16 @@
 //! Which algorithm, with which parameters: the one list of the algorithms.
 //!
 //! [`Algorithm`] names an algorithm of this folder with its validated
-//! configuration, builds a fresh [`Limiter`] for it, divides it among
-//! instances and echoes its parameters; [`ALGORITHMS`] lists them all for
+//! configuration, builds a fresh [`Limiter`] for it, and divides it among
+//! instances; [`ALGORITHMS`] lists them all for
 //! `ratesim list` and error messages. The scenario schema parses a
 //! `[[limiter]]` table into one; the deployment divides it.
-
-use serde_json::json;
 
 use super::{
     fixed_window, gcra, interval_bucket, leaky_bucket, sliding_counter, sliding_log, smooth_bursty,
     token_bucket, Limiter,
 };
-use crate::clock::{Nanos, Rate};
+use crate::clock::Rate;
 
 /// A validated algorithm with its parameters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -135,55 +133,5 @@ impl Algorithm {
                 ..c
             }),
         })
-    }
-
-    /// The resolved parameters, for `summary.json` and the terminal. A
-    /// variant knob of docs/semantics.md §5 appears only when it is not the
-    /// default, so a textbook limiter reads as it always did.
-    pub fn params(&self) -> serde_json::Value {
-        let window_params = |limit: u64, window: Nanos, count_rejected: bool| {
-            json!({
-                "limit": limit, "window": window.to_string(), "count_rejected": count_rejected,
-            })
-        };
-        let mut v = match *self {
-            Algorithm::TokenBucket(c) => {
-                json!({ "capacity": c.capacity, "rate": c.rate.to_string() })
-            }
-            Algorithm::IntervalBucket(c) => json!({
-                "max_tokens": c.max_tokens,
-                "tokens_per_fill": c.tokens_per_fill,
-                "fill_interval": c.fill_interval.to_string(),
-            }),
-            Algorithm::Gcra(c) => json!({ "burst": c.burst, "rate": c.rate.to_string() }),
-            Algorithm::LeakyBucket(c) => json!({
-                "rate": c.rate.to_string(), "queue": c.queue, "delay": c.delay,
-            }),
-            Algorithm::FixedWindow(c) => window_params(c.limit, c.window, c.count_rejected),
-            Algorithm::SlidingLog(c) => window_params(c.limit, c.window, c.count_rejected),
-            Algorithm::SlidingCounter(c) => window_params(c.limit, c.window, c.count_rejected),
-            Algorithm::SmoothBursty(c) => json!({
-                "rate": c.rate.to_string(), "capacity": c.capacity, "start": c.start.as_str(),
-            }),
-        };
-        let knob = match *self {
-            Algorithm::FixedWindow(c) if c.align != Default::default() => {
-                Some(("align", c.align.as_str()))
-            }
-            Algorithm::SlidingLog(c) if c.boundary != Default::default() => {
-                Some(("boundary", c.boundary.as_str()))
-            }
-            Algorithm::SlidingCounter(c) if c.weight != Default::default() => {
-                Some(("weight", c.weight.as_str()))
-            }
-            Algorithm::LeakyBucket(c) if c.arithmetic != Default::default() => {
-                Some(("arithmetic", c.arithmetic.as_str()))
-            }
-            _ => None,
-        };
-        if let Some((field, value)) = knob {
-            v[field] = json!(value);
-        }
-        v
     }
 }

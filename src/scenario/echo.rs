@@ -1,0 +1,125 @@
+//! The validated scenario echoed back as JSON, for `summary.json`, the
+//! terminal and `explain`: kept out of the algorithms, traffic patterns
+//! and deployments, which know nothing of any output format.
+
+use serde_json::{json, Value};
+
+use crate::clock::Nanos;
+use crate::deploy::{Deployment, Latency, OnFailure, Routing, Scope};
+use crate::limiter::Algorithm;
+
+/// The parameters an algorithm was resolved to.
+pub trait Params {
+    /// The resolved parameters, for `summary.json` and the terminal. A
+    /// variant knob of docs/semantics.md §5 appears only when it is not the
+    /// default, so a textbook limiter reads as it always did.
+    fn params(&self) -> Value;
+}
+
+impl Params for Algorithm {
+    fn params(&self) -> Value {
+        let window_params = |limit: u64, window: Nanos, count_rejected: bool| {
+            json!({
+                "limit": limit, "window": window.to_string(), "count_rejected": count_rejected,
+            })
+        };
+        let mut v = match *self {
+            Algorithm::TokenBucket(c) => {
+                json!({ "capacity": c.capacity, "rate": c.rate.to_string() })
+            }
+            Algorithm::IntervalBucket(c) => json!({
+                "max_tokens": c.max_tokens,
+                "tokens_per_fill": c.tokens_per_fill,
+                "fill_interval": c.fill_interval.to_string(),
+            }),
+            Algorithm::Gcra(c) => json!({ "burst": c.burst, "rate": c.rate.to_string() }),
+            Algorithm::LeakyBucket(c) => json!({
+                "rate": c.rate.to_string(), "queue": c.queue, "delay": c.delay,
+            }),
+            Algorithm::FixedWindow(c) => window_params(c.limit, c.window, c.count_rejected),
+            Algorithm::SlidingLog(c) => window_params(c.limit, c.window, c.count_rejected),
+            Algorithm::SlidingCounter(c) => window_params(c.limit, c.window, c.count_rejected),
+            Algorithm::SmoothBursty(c) => json!({
+                "rate": c.rate.to_string(), "capacity": c.capacity, "start": c.start.as_str(),
+            }),
+        };
+        let knob = match *self {
+            Algorithm::FixedWindow(c) if c.align != Default::default() => {
+                Some(("align", c.align.as_str()))
+            }
+            Algorithm::SlidingLog(c) if c.boundary != Default::default() => {
+                Some(("boundary", c.boundary.as_str()))
+            }
+            Algorithm::SlidingCounter(c) if c.weight != Default::default() => {
+                Some(("weight", c.weight.as_str()))
+            }
+            Algorithm::LeakyBucket(c) if c.arithmetic != Default::default() => {
+                Some(("arithmetic", c.arithmetic.as_str()))
+            }
+            _ => None,
+        };
+        if let Some((field, value)) = knob {
+            v[field] = json!(value);
+        }
+        v
+    }
+}
+
+/// A validated part of a scenario, as `summary.json` echoes it.
+pub trait Echo {
+    fn echo(&self) -> Value;
+}
+
+impl Echo for Deployment {
+    fn echo(&self) -> Value {
+        let mut v = json!({
+            "instances": self.instances,
+            "routing": match self.routing {
+                Routing::RoundRobin => "round_robin",
+                Routing::Random => "random",
+                Routing::HashClient => "hash_client",
+                Routing::HashIp => "hash_ip",
+            },
+        });
+        match self.scope {
+            Scope::Local { share } => {
+                v["scope"] = json!("local");
+                v["share"] = json!(share);
+                if let Some(a) = &self.shared {
+                    v["instance_params"] = a.params();
+                }
+            }
+            Scope::Global { atomic } => {
+                v["scope"] = json!("global");
+                v["atomic"] = json!(atomic);
+                v["store_latency"] = match self.latency {
+                    Latency::Fixed(d) => json!(d.to_string()),
+                    Latency::LogNormal { median, p99 } => {
+                        json!({ "median": median.to_string(), "p99": p99.to_string() })
+                    }
+                };
+                v["timeout"] = json!(self.timeout.map(|t| t.to_string()));
+                v["failure_rate"] = json!(crate::clock::decimal(
+                    self.failure_rate.0 as u128,
+                    self.failure_rate.1 as u128
+                ));
+                v["outages"] = self
+                    .outages
+                    .iter()
+                    .map(|(s, e)| json!({ "start": s.to_string(), "end": e.to_string() }))
+                    .collect();
+                v["on_store_failure"] = json!(match self.on_failure {
+                    OnFailure::FailOpen => "fail_open",
+                    OnFailure::FailClosed => "fail_closed",
+                    OnFailure::LocalFallback => "local_fallback",
+                });
+                v["fallback"] = match &self.fallback {
+                    Some(a) => json!({ "algorithm": a.name(), "params": a.params() }),
+                    None => Value::Null,
+                };
+                v["cache_over_limit"] = json!(self.cache_over_limit);
+            }
+        }
+        v
+    }
+}
