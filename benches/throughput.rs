@@ -14,6 +14,7 @@ use std::time::Instant;
 
 use ratesim::clock::Nanos;
 use ratesim::engine;
+use ratesim::scenario::Load as _;
 use ratesim::scenario::Scenario;
 
 fn peak_rss_mib() -> Option<f64> {

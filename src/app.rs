@@ -22,9 +22,10 @@ use crate::progress::Progress;
 use crate::report;
 use crate::run::{run_scenario, RunOptions};
 use crate::scenario::text::ScenarioFile;
+use crate::scenario::traffic::retry::POLICIES;
+use crate::scenario::traffic::PATTERNS;
+use crate::scenario::Load as _;
 use crate::scenario::{Scenario, IMPLEMENTATIONS};
-use crate::traffic::retry::POLICIES;
-use crate::traffic::PATTERNS;
 
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {

@@ -19,6 +19,7 @@ use anyhow::Context;
 
 use crate::builtin::{self, Builtin};
 use crate::error::{quoted, InputError};
+use crate::scenario::Load as _;
 use crate::scenario::Scenario;
 
 /// The built-in scenario `name` (with or without `.toml`), or an error

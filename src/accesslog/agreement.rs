@@ -80,7 +80,7 @@ pub fn log_of(scenario: &Scenario, index: usize) -> Option<&AccessLog> {
     let Pattern::Trace(t) = &src.pattern else {
         return None;
     };
-    let log = AccessLog::of(t)?;
+    let log = AccessLog::of(&**t)?;
     let plain =
         src.retry == Retry::NONE && spec.deployment.instances == 1 && !spec.deployment.is_global();
     (plain && log.with_verdict > 0 && same_gateway(spec.implementation, &log.format)).then_some(log)

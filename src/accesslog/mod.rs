@@ -53,10 +53,9 @@ use crate::rundir::AccessLogSource;
 use crate::clock::Nanos;
 use crate::error::{quoted, InputError};
 use crate::input::fields::Fields;
-use crate::input::Population;
 use crate::input::{RecordedKeys, TraceData};
-use crate::traffic::trace::RecordedLog;
-use crate::traffic::{Arrival, Stream, StreamCtx};
+use crate::population::Population;
+use crate::traffic::{Arrival, Recorded, Stream, StreamCtx};
 
 /// Nanoseconds in a second.
 const NS: u64 = 1_000_000_000;
@@ -65,7 +64,7 @@ const NS: u64 = 1_000_000_000;
 #[derive(Debug, Clone)]
 pub struct AccessLog {
     pub shown: String,
-    data: TraceData,
+    pub data: TraceData,
     pub format: Arc<Format>,
     pub options: Options,
     ids: Arc<RecordedKeys>,
@@ -381,30 +380,14 @@ impl AccessLog {
         // An object of plain fields: it always serializes.
         serde_json::to_value(echo).unwrap_or_default()
     }
-}
-
-impl AccessLog {
-    /// [`crate::traffic::trace::ReadLog`]: the reader the scenario parser
-    /// hands the traffic layer for a source whose `format` is not `"csv"`.
-    pub fn read(
-        f: &mut Fields,
-        format: &str,
-        path: &str,
-        data: TraceData,
-        population: &mut Population,
-    ) -> Result<Arc<dyn RecordedLog>, InputError> {
-        Ok(Arc::new(AccessLog::parse(
-            f, format, path, data, population,
-        )?))
-    }
 
     /// The access log a trace source replays, if it replays one.
-    pub fn of(trace: &crate::traffic::trace::Trace) -> Option<&AccessLog> {
-        trace.log.as_deref()?.as_any().downcast_ref()
+    pub fn of(trace: &dyn Recorded) -> Option<&AccessLog> {
+        trace.as_any().downcast_ref()
     }
 }
 
-impl RecordedLog for AccessLog {
+impl Recorded for AccessLog {
     fn last_time(&self) -> Nanos {
         self.last
     }
@@ -415,10 +398,6 @@ impl RecordedLog for AccessLog {
 
     fn open(&self, ctx: StreamCtx) -> anyhow::Result<Box<dyn Stream>> {
         AccessLog::open(self, ctx)
-    }
-
-    fn echo(&self) -> serde_json::Value {
-        AccessLog::echo(self)
     }
 
     fn as_any(&self) -> &dyn std::any::Any {

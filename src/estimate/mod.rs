@@ -480,6 +480,7 @@ pub fn mib(n: u128) -> u128 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scenario::Load as _;
 
     fn scenario(text: &str) -> Scenario {
         Scenario::parse(text, "t", crate::input::Origin::File("t.toml".into())).unwrap()

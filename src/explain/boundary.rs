@@ -20,6 +20,7 @@ use crate::limiter::Decision;
 use crate::report::charts::zoom::{self, Passes, ZoomSeries};
 use crate::report::charts::{style, RunData};
 use crate::scenario::echo::Params;
+use crate::scenario::Load as _;
 use crate::scenario::Scenario;
 
 pub const TOPIC: Topic = Topic {

@@ -17,6 +17,7 @@ use crate::engine::{self, Attempt, DecisionSink};
 use crate::limiter::Decision;
 use crate::report::charts::style;
 use crate::scenario::echo::Params;
+use crate::scenario::Load as _;
 use crate::scenario::{Origin, Scenario};
 
 pub const TOPIC: Topic = Topic {

@@ -15,6 +15,7 @@ use anyhow::anyhow;
 use super::{at, wrap, Context, Topic};
 use crate::engine::{self, Attempt, DecisionSink};
 use crate::limiter::Decision;
+use crate::scenario::Load as _;
 use crate::scenario::Scenario;
 
 pub const TOPIC: Topic = Topic {

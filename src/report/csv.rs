@@ -7,7 +7,8 @@ use std::io::Write;
 use super::Report;
 use crate::engine::{Attempt, DecisionSink};
 use crate::limiter::Decision;
-use crate::scenario::{KeyBy, Population};
+use crate::population::Population;
+use crate::scenario::KeyBy;
 
 /// `summary.csv`: one [`super::summary::LimiterSummary`] per row, its
 /// fields the columns (docs/semantics.md §3's first, in order).

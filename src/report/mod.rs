@@ -22,7 +22,7 @@ use crate::clock::Nanos;
 use crate::engine::LimiterRun;
 use crate::metrics::SeriesBucket;
 use crate::rundir;
-use crate::scenario::echo::Params;
+use crate::scenario::echo::{Echo as _, Params};
 use crate::scenario::Scenario;
 use format::Decimal;
 use summary::{LimiterJson, LimiterSummary, PassRatioSpread};

@@ -9,8 +9,9 @@
 
 use toml::{Table, Value};
 
-use super::limiters::{self, LimiterSpec};
+use super::limiters;
 use super::Defaults;
+use super::LimiterSpec;
 use crate::clock::Nanos;
 use crate::deploy::{Deployment, Latency, OnFailure, Routing, Scope};
 use crate::error::InputError;

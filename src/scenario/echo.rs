@@ -7,6 +7,8 @@ use serde_json::{json, Value};
 use crate::clock::Nanos;
 use crate::deploy::{Deployment, Latency, OnFailure, Routing, Scope};
 use crate::limiter::Algorithm;
+use crate::scenario::traffic;
+use crate::scenario::Scenario;
 
 /// The parameters an algorithm was resolved to.
 pub trait Params {
@@ -121,5 +123,49 @@ impl Echo for Deployment {
             }
         }
         v
+    }
+}
+
+impl Echo for Scenario {
+    /// The scenario as validated, for `summary.json`.
+    fn echo(&self) -> Value {
+        json!({
+            "name": self.name,
+            "description": self.description,
+            "seed": self.seed,
+            "duration": self.duration.to_string(),
+            "duration_ns": self.duration.0,
+            "clients": self.population.clients(),
+            "ips": self.population.ips(),
+            "defaults": {
+                "limit": self.defaults.limit,
+                "window": self.defaults.window.to_string(),
+                "window_ns": self.defaults.window.0,
+            },
+            "limiters": self.limiters.iter().map(|l| {
+                let mut v = json!({
+                    "name": l.name,
+                    "algorithm": l.algorithm.name(),
+                    "key_by": l.key_by.as_str(),
+                    "params": l.algorithm.params(),
+                    "traffic": l.traffic.iter().map(|&i| self.traffic[i].name.clone()).collect::<Vec<_>>(),
+                    "deployment": l.deployment.echo(),
+                });
+                if let Some(i) = l.implementation {
+                    v["implementation"] = json!(i);
+                }
+                v
+            }).collect::<Vec<_>>(),
+            "traffic": self.traffic.iter().map(|s| {
+                let mut v = traffic::echo(&s.pattern);
+                v["name"] = json!(s.name);
+                v["retry"] = traffic::retry::echo(&s.retry);
+                v
+            }).collect::<Vec<_>>(),
+            "output": {
+                "resolution": self.output.resolution.to_string(),
+                "resolution_ns": self.output.resolution.0,
+            },
+        })
     }
 }

@@ -7,30 +7,12 @@
 use crate::clock::{Nanos, Rate};
 use crate::error::InputError;
 use crate::input::fields::{names, Fields};
-use crate::input::Defaults;
 use crate::limiter::{
     fixed_window, gcra, interval_bucket, leaky_bucket, sliding_counter, sliding_log, smooth_bursty,
     token_bucket,
 };
 use crate::limiter::{Algorithm, ALGORITHMS};
-
-/// What a limiter keys its state on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum KeyBy {
-    Client,
-    Ip,
-    Global,
-}
-
-impl KeyBy {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            KeyBy::Client => "client",
-            KeyBy::Ip => "ip",
-            KeyBy::Global => "global",
-        }
-    }
-}
+use crate::scenario::{Defaults, KeyBy, LimiterSpec, Policy};
 
 /// The fields each algorithm takes besides `name`, `key_by`, `traffic`,
 /// `deployment` and `implementation`, for error messages.
@@ -167,60 +149,6 @@ pub const IMPLEMENTATIONS: &[Implementation] = &[
 /// The implementation called `name`.
 pub fn implementation(name: &str) -> Option<&'static Implementation> {
     IMPLEMENTATIONS.iter().find(|i| i.name == name)
-}
-
-#[derive(Debug, Clone)]
-pub struct LimiterSpec {
-    pub name: String,
-    /// The named implementation it was given as (`implementation = "..."`).
-    pub implementation: Option<&'static str>,
-    pub key_by: KeyBy,
-    pub algorithm: Algorithm,
-    /// Indices of the `[[traffic]]` sources this limiter sees (all by default).
-    pub traffic: Vec<usize>,
-    /// Where its state lives: one instance, many, or a shared store.
-    pub deployment: crate::deploy::Deployment,
-    /// The policy `peak_in_window` is held against (docs/semantics.md §3).
-    pub policy: Policy,
-    /// Whether any of its parameters (or its fallback's) came from
-    /// `[defaults] limit`: a sweep of `defaults.limit` that no limiter
-    /// reads is refused (docs/semantics.md §9).
-    pub reads_default_limit: bool,
-}
-
-/// A limiter's policy: the most one key may pass per `[defaults] window`,
-/// which `peak_in_window` (measured over that window) is held against
-/// (docs/semantics.md §3).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Policy {
-    /// Its own `limit`; or its own rate (`rate`, or an interval bucket's
-    /// `tokens_per_fill` per `fill_interval`) × `[defaults] window`,
-    /// rounded up to a whole count; else `[defaults] limit`.
-    pub limit: u64,
-    /// The field of its own that sets the policy (`limit`, `rate`,
-    /// `tokens_per_fill`), or `None` when it is `[defaults]`'s.
-    pub own: Option<&'static str>,
-}
-
-impl Policy {
-    /// A policy of `rate` (its own, set by `field`), per `[defaults] window`:
-    /// rounded up, the most a perfectly even stream at that rate passes
-    /// within one window (`(s − W, s]` holds ⌈rate·W⌉ of its passes).
-    pub fn of_rate(rate: Rate, d: &Defaults, field: &'static str) -> Policy {
-        let per_window = crate::clock::div_ceil(rate.tokens() * d.window.0 as u128, rate.per_ns());
-        Policy {
-            limit: per_window.clamp(1, u64::MAX as u128) as u64,
-            own: Some(field),
-        }
-    }
-
-    /// A policy of its own `limit` per window.
-    pub fn of_limit(limit: u64) -> Policy {
-        Policy {
-            limit,
-            own: Some("limit"),
-        }
-    }
 }
 
 pub fn parse(f: &mut Fields, d: &Defaults) -> Result<LimiterSpec, InputError> {

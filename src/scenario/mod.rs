@@ -10,80 +10,38 @@ pub mod deployment;
 pub mod echo;
 pub mod limiters;
 pub mod text;
+pub mod traffic;
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-
-use serde_json::json;
 
 use crate::builtin;
 use crate::clock::{Nanos, Rate};
 use crate::error::InputError;
 pub use crate::input::fields::Fields;
-pub use crate::input::{Defaults, Origin, Population};
-use crate::scenario::echo::{Echo as _, Params as _};
+pub use crate::input::Origin;
+use crate::population::Population;
 use crate::traffic::retry::Retry;
-use crate::traffic::{ParseCtx, Pattern, PATTERNS};
-pub use limiters::{KeyBy, LimiterSpec, IMPLEMENTATIONS};
+use crate::traffic::Pattern;
+pub use limiters::IMPLEMENTATIONS;
+pub use ratesim_core::scenario::*;
+use traffic::{ParseCtx, PATTERNS};
 
-#[derive(Debug, Clone)]
-pub struct OutputSpec {
-    /// `[output] dir`, if given (the CLI's `--out` wins over it).
-    pub dir: Option<PathBuf>,
-    pub decisions: bool,
-    /// Time-series bucket width.
-    pub resolution: Nanos,
-}
-
-/// The most time-series buckets an explicit `[output] resolution` may plan
-/// over the run (`duration / resolution + 1`). A limiter's series holds at
-/// most twice its planned buckets (the second half for passes after the
-/// end: a shaper's releases, a store's late answers), so with
-/// [`crate::metrics::SeriesBucket`]'s 80 bytes a series never takes more than
-/// 16 MB, whatever the duration.
-pub const MAX_BUCKETS: u64 = 100_000;
-
-/// The most buckets the default resolution plans (`timeseries.csv` rows
-/// per limiter, before late passes): `window / 10` when that fits, else
-/// the smallest coarser 1-2-5 multiple of it that does. A series then takes
-/// at most 1.6 MB however long the run.
-pub const DEFAULT_BUCKETS: u64 = 10_000;
-
-/// A validated scenario.
-#[derive(Debug, Clone)]
-pub struct Scenario {
-    pub name: String,
-    pub description: String,
-    pub seed: u64,
-    pub duration: Nanos,
-    pub defaults: Defaults,
-    /// Whether anything takes a value from `[defaults] limit`: a limiter's
-    /// parameter or policy, a fallback's, or a traffic source's
-    /// (docs/semantics.md §9: a sweep of it is refused when nothing does).
-    pub reads_default_limit: bool,
-    pub limiters: Vec<LimiterSpec>,
-    pub traffic: Vec<Source>,
-    pub output: OutputSpec,
-    pub population: Population,
-    /// The scenario file and every file it reads (traces, access logs):
-    /// what a run directory may never hold (see [`crate::staging`]). Empty
-    /// for a built-in scenario, whose files are inside the binary.
-    pub inputs: Vec<PathBuf>,
-}
-
-/// One `[[traffic]]` source: what it sends and how its clients retry.
-#[derive(Debug, Clone)]
-pub struct Source {
-    /// `name`, by default the pattern (with its index if several share it).
-    pub name: String,
-    pub pattern: Pattern,
-    pub retry: Retry,
-}
-
-impl Scenario {
+/// Reading a [`Scenario`]: from a file or a built-in's name, from TOML text
+/// or from a table (after `--set` overrides).
+pub trait Load: Sized {
     /// Loads the scenario named by `arg`: a path to a TOML file, or the name
     /// of a built-in scenario.
-    pub fn load(arg: &str) -> Result<Scenario, InputError> {
+    fn load(arg: &str) -> Result<Self, InputError>;
+    /// Parses and validates scenario text. `stem` is the default name.
+    fn parse(text: &str, stem: &str, origin: Origin) -> Result<Self, InputError>;
+    /// Validates a scenario's TOML table (after any `--set` overrides,
+    /// see [`text`]). `stem` is the default name.
+    fn parse_table(table: &toml::Table, stem: &str, origin: Origin) -> Result<Self, InputError>;
+}
+
+impl Load for Scenario {
+    fn load(arg: &str) -> Result<Scenario, InputError> {
         let path = Path::new(arg);
         if path.is_file() {
             let text = std::fs::read_to_string(path)
@@ -111,14 +69,11 @@ impl Scenario {
         }))
     }
 
-    /// Parses and validates scenario text. `stem` is the default name.
-    pub fn parse(text: &str, stem: &str, origin: Origin) -> Result<Scenario, InputError> {
+    fn parse(text: &str, stem: &str, origin: Origin) -> Result<Scenario, InputError> {
         Scenario::parse_table(&text::parse_toml(text)?, stem, origin)
     }
 
-    /// Validates a scenario's TOML table (after any `--set` overrides,
-    /// see [`text`]). `stem` is the default name.
-    pub fn parse_table(
+    fn parse_table(
         table: &toml::Table,
         stem: &str,
         origin: Origin,
@@ -226,13 +181,12 @@ impl Scenario {
                 population: &mut population,
                 index,
                 default_prefix,
-                read_log: Some(crate::accesslog::AccessLog::read),
                 reads_default_limit: false,
             };
-            let pattern = Pattern::parse(pattern, &mut f, &mut ctx)?;
+            let pattern = traffic::parse(pattern, &mut f, &mut ctx)?;
             reads_default_limit |= ctx.reads_default_limit;
             let retry = match f.opt_table("retry")? {
-                Some(t) => Retry::parse(&mut Fields::new(f.at("retry"), t))?,
+                Some(t) => traffic::retry::parse(&mut Fields::new(f.at("retry"), t))?,
                 None => Retry::NONE,
             };
             f.finish()?;
@@ -293,8 +247,8 @@ impl Scenario {
         }
         for source in &traffic {
             if let Pattern::Trace(t) = &source.pattern {
-                if let crate::input::TraceData::File(path) = &t.data {
-                    inputs.push(path.clone());
+                if let Some(path) = traffic::trace::file(&**t) {
+                    inputs.push(path.to_path_buf());
                 }
             }
         }
@@ -311,57 +265,6 @@ impl Scenario {
             output,
             population,
             inputs,
-        })
-    }
-
-    /// The run directory when the CLI gives none: `[output] dir`, else
-    /// `output/<name>`.
-    pub fn default_out_dir(&self) -> PathBuf {
-        self.output
-            .dir
-            .clone()
-            .unwrap_or_else(|| Path::new("output").join(&self.name))
-    }
-
-    /// The scenario as validated, for `summary.json`.
-    pub fn echo(&self) -> serde_json::Value {
-        json!({
-            "name": self.name,
-            "description": self.description,
-            "seed": self.seed,
-            "duration": self.duration.to_string(),
-            "duration_ns": self.duration.0,
-            "clients": self.population.clients(),
-            "ips": self.population.ips(),
-            "defaults": {
-                "limit": self.defaults.limit,
-                "window": self.defaults.window.to_string(),
-                "window_ns": self.defaults.window.0,
-            },
-            "limiters": self.limiters.iter().map(|l| {
-                let mut v = json!({
-                    "name": l.name,
-                    "algorithm": l.algorithm.name(),
-                    "key_by": l.key_by.as_str(),
-                    "params": l.algorithm.params(),
-                    "traffic": l.traffic.iter().map(|&i| self.traffic[i].name.clone()).collect::<Vec<_>>(),
-                    "deployment": l.deployment.echo(),
-                });
-                if let Some(i) = l.implementation {
-                    v["implementation"] = json!(i);
-                }
-                v
-            }).collect::<Vec<_>>(),
-            "traffic": self.traffic.iter().map(|s| {
-                let mut v = s.pattern.echo();
-                v["name"] = json!(s.name);
-                v["retry"] = s.retry.echo();
-                v
-            }).collect::<Vec<_>>(),
-            "output": {
-                "resolution": self.output.resolution.to_string(),
-                "resolution_ns": self.output.resolution.0,
-            },
         })
     }
 }
@@ -388,32 +291,6 @@ fn default_output(d: &Defaults, duration: Nanos) -> OutputSpec {
         decisions: false,
         resolution: default_resolution(d.window, duration),
     }
-}
-
-/// The time-series bucket width when `[output] resolution` is not given:
-/// a tenth of the window, unless that would plan more than
-/// [`DEFAULT_BUCKETS`] buckets over `duration`; then the smallest multiple
-/// `m × window/10`, `m` in 1, 2, 5, 10, 20, 50, …, that plans at most that
-/// many. So the series of a long run is coarser, never longer.
-pub fn default_resolution(window: Nanos, duration: Nanos) -> Nanos {
-    let base = (window.0 / 10).max(1) as u128;
-    let fits = |r: u128| duration.0 as u128 / r < DEFAULT_BUCKETS as u128;
-    let mut decade = 1u128;
-    loop {
-        for m in [1, 2, 5] {
-            let r = base * m * decade;
-            if fits(r) {
-                return Nanos(r.min(u64::MAX as u128) as u64);
-            }
-        }
-        decade *= 10;
-    }
-}
-
-/// Buckets a series plans over `duration`: one per `resolution` from 0,
-/// and one more for the instant `duration` itself.
-pub fn planned_buckets(resolution: Nanos, duration: Nanos) -> u64 {
-    duration.0 / resolution.0.max(1) + 1
 }
 
 fn parse_output(f: &mut Fields, d: &Defaults, duration: Nanos) -> Result<OutputSpec, InputError> {

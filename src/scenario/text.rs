@@ -16,6 +16,7 @@ use super::{Origin, Scenario};
 use crate::builtin;
 use crate::error::InputError;
 use crate::overrides::{self, Override};
+use crate::scenario::Load as _;
 
 /// A scenario file (or built-in) as read, not yet validated.
 #[derive(Debug, Clone)]

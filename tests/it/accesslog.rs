@@ -12,6 +12,7 @@ use ratesim::accesslog::{Request, Verdict};
 use ratesim::clock::Nanos;
 use ratesim::limiter::Decision;
 use ratesim::scenario::echo::Params;
+use ratesim::scenario::Load as _;
 use ratesim::scenario::Scenario;
 use ratesim::traffic::Pattern;
 
@@ -185,7 +186,7 @@ fn requests_of(toml: &Path) -> Vec<Request> {
     let Pattern::Trace(t) = &s.traffic[0].pattern else {
         panic!()
     };
-    let mut r = ratesim::accesslog::AccessLog::of(t)
+    let mut r = ratesim::accesslog::AccessLog::of(&**t)
         .unwrap()
         .requests()
         .unwrap();
@@ -551,7 +552,7 @@ fn on_the_real_nginx_log_the_imported_config_agrees_with_nginx_but_for_milliseco
         let Pattern::Trace(t) = &s.traffic[spec.traffic[0]].pattern else {
             panic!()
         };
-        let mut r = ratesim::accesslog::AccessLog::of(t)
+        let mut r = ratesim::accesslog::AccessLog::of(&**t)
             .unwrap()
             .requests()
             .unwrap();

@@ -527,7 +527,7 @@ fn the_work_estimate_is_within_twice_each_shipped_scenarios_logical_requests() {
     // its 20.
     use ratesim::engine;
     use ratesim::estimate::Estimate;
-    use ratesim::scenario::Scenario;
+    use ratesim::scenario::{Load as _, Scenario};
     // Every file of scenarios/, so a scenario added later is held to it too.
     let mut paths: Vec<_> = fs::read_dir(manifest_dir().join("scenarios"))
         .unwrap()

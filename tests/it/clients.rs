@@ -4,6 +4,7 @@
 use crate::engine_support::run;
 use ratesim::engine::{Attempt, LimiterRun};
 use ratesim::limiter::Decision;
+use ratesim::scenario::Load as _;
 use ratesim::scenario::{Origin, Scenario};
 
 fn scenario(text: &str) -> Scenario {

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use ratesim::engine;
 use ratesim::report::csv::DecisionLog;
+use ratesim::scenario::Load as _;
 use ratesim::scenario::Scenario;
 
 fn conformance_dir() -> PathBuf {

@@ -5,6 +5,7 @@ use std::path::Path;
 
 use proptest::prelude::*;
 use ratesim::clock::Nanos;
+use ratesim::scenario::Load as _;
 
 use crate::engine_support::run;
 use ratesim::engine::Attempt;

@@ -24,6 +24,7 @@ use std::path::Path;
 use proptest::prelude::*;
 use ratesim::estimate::Estimate;
 use ratesim::run::{run_scenario, RunOptions};
+use ratesim::scenario::Load as _;
 use ratesim::scenario::Scenario;
 use ratesim::InputError;
 

@@ -9,6 +9,7 @@ mod clients;
 mod common;
 mod conformance;
 mod distributed;
+mod engine;
 mod engine_support;
 mod fuzz;
 mod onboard;

@@ -1,16 +1,28 @@
-//! ratesim's core: what a rate limiter decides, on a virtual clock.
+//! ratesim's core: what rate limiters decide, on a virtual clock.
 //!
-//! No I/O, no file format, no command line — only the exact arithmetic
-//! every decision rests on (docs/architecture.md):
+//! No I/O, no file format, no command line — the exact arithmetic every
+//! decision rests on and the run that applies it (docs/architecture.md):
 //!
 //! - [`clock`]: integer nanoseconds and exact rational rates;
 //! - [`calendar`]: the calendar queue of timed entries;
 //! - [`cache`]: software prefetch and the allocator's tuning for the
 //!   tables that grow with keys;
 //! - [`limiter`]: the algorithms, one file each, as pure decisions
-//!   (docs/semantics.md §5).
+//!   (docs/semantics.md §5);
+//! - [`population`]: client and address names interned to dense ids;
+//! - [`traffic`]: arrival streams, one file per pattern, and retries;
+//! - [`deploy`]: instances, routing and a shared store;
+//! - [`scenario`]: a validated scenario, as the engine runs it;
+//! - [`metrics`]: what a run measures, per limiter;
+//! - [`engine`]: the event queue and the run loop.
 
 pub mod cache;
 pub mod calendar;
 pub mod clock;
+pub mod deploy;
+pub mod engine;
 pub mod limiter;
+pub mod metrics;
+pub mod population;
+pub mod scenario;
+pub mod traffic;

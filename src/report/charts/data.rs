@@ -897,7 +897,8 @@ pub mod tests_support {
     pub fn boundary() -> RunData {
         static DATA: OnceLock<RunData> = OnceLock::new();
         DATA.get_or_init(|| {
-            let scenario = crate::scenario::Scenario::load("boundary").expect("built-in");
+            let scenario = <crate::scenario::Scenario as crate::scenario::Load>::load("boundary")
+                .expect("built-in");
             let tmp = tempfile::tempdir().expect("tempdir");
             let out = tmp.path().join("boundary");
             crate::run::run_scenario(

@@ -1,4 +1,5 @@
-//! Trace: replay a recorded CSV exactly.
+//! Trace: replay a recorded CSV exactly (or, with `format`, an access log:
+//! see [`crate::accesslog`]).
 //!
 //! Header row required. Columns: `time` (seconds as a decimal, parsed exactly
 //! to ns, e.g. `12.000000001`) or `time_ns` (integer); `client`; optional
@@ -21,13 +22,16 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use csv::ByteRecord;
-use serde_json::json;
+use serde_json::{json, Value};
 
-use super::{Arrival, ParseCtx, Stream, StreamCtx};
+use super::ParseCtx;
+use crate::accesslog::AccessLog;
 use crate::clock::{parse_seconds, Nanos, MAX_NANOS};
 use crate::error::{quoted, InputError};
 use crate::input::fields::{Fields, MAX_COUNT};
-use crate::input::{Population, RecordedKeys, TraceData};
+use crate::input::{RecordedKeys, TraceData};
+use crate::population::Population;
+use crate::traffic::{Arrival, Recorded, Stream, StreamCtx};
 
 /// The longest line a trace may have, in bytes, not counting its `\n` (a
 /// `\r` before it counts): 64 KiB,
@@ -90,6 +94,7 @@ fn too_long(e: &csv::Error) -> Option<&LineTooLong> {
     }
 }
 
+/// A validated CSV trace.
 #[derive(Debug, Clone)]
 pub struct Trace {
     /// The path as the scenario wrote it, for messages.
@@ -99,35 +104,7 @@ pub struct Trace {
     ids: Arc<RecordedKeys>,
     last: Nanos,
     rows: u64,
-    /// An access log (`format` other than `"csv"`), read by
-    /// [`ParseCtx::read_log`].
-    pub log: Option<Arc<dyn RecordedLog>>,
 }
-
-/// A recorded source that another layer reads (an access log, see
-/// `crate::accesslog`): the engine sees only its arrivals.
-pub trait RecordedLog: std::fmt::Debug + Send + Sync {
-    /// The latest arrival, relative to the earliest.
-    fn last_time(&self) -> Nanos;
-    /// Requests it replays.
-    fn rows(&self) -> u64;
-    /// Its arrivals, in replay order.
-    fn open(&self, ctx: StreamCtx) -> anyhow::Result<Box<dyn Stream>>;
-    /// How it was read, for `summary.json`.
-    fn echo(&self) -> serde_json::Value;
-    /// For the layer that made it, to see it as what it is.
-    fn as_any(&self) -> &dyn std::any::Any;
-}
-
-/// Reads the source at `path` (`data`) in `format` from the fields of its
-/// `[[traffic]]` table, interning its keys into `population`.
-pub type ReadLog = fn(
-    f: &mut Fields,
-    format: &str,
-    path: &str,
-    data: TraceData,
-    population: &mut Population,
-) -> Result<Arc<dyn RecordedLog>, InputError>;
 
 /// Column positions found in the header.
 #[derive(Debug, Clone, Copy)]
@@ -265,54 +242,70 @@ impl Columns {
     }
 }
 
-impl Trace {
-    pub fn parse(f: &mut Fields, ctx: &mut ParseCtx) -> Result<Self, InputError> {
-        let path = f
-            .opt_str("path")?
-            .ok_or_else(|| f.missing("path", "the trace CSV, relative to the scenario file"))?;
-        let data = ctx
-            .origin
-            .resolve(path)
-            .map_err(|e| InputError::new(format!("{}: {} — {e}", f.at("path"), quoted(path))))?;
-        let log = match f.opt_str("format")? {
-            None | Some("csv") => None,
-            Some(format) => {
-                let read = ctx.read_log.ok_or_else(|| {
-                    InputError::new(format!(
-                        "{}: {} — no access-log reader here",
-                        f.at("format"),
-                        quoted(format)
-                    ))
-                })?;
-                Some(read(f, format, path, data.clone(), ctx.population)?)
-            }
-        };
-        let mut trace = Trace {
-            shown: path.to_string(),
+/// A `[[traffic]]` table of pattern `trace`: a CSV trace, or an access log
+/// when `format` names one.
+pub fn parse(f: &mut Fields, ctx: &mut ParseCtx) -> Result<Arc<dyn Recorded>, InputError> {
+    let path = f
+        .opt_str("path")?
+        .ok_or_else(|| f.missing("path", "the trace CSV, relative to the scenario file"))?;
+    let data = ctx
+        .origin
+        .resolve(path)
+        .map_err(|e| InputError::new(format!("{}: {} — {e}", f.at("path"), quoted(path))))?;
+    if let Some(format) = f.opt_str("format")?.filter(|&format| format != "csv") {
+        return Ok(Arc::new(AccessLog::parse(
+            f,
+            format,
+            path,
             data,
-            columns: Columns {
-                time: 0,
-                seconds: false,
-                client: 0,
-                ip: None,
-                cost: None,
-            },
-            ids: Arc::default(),
-            last: Nanos::ZERO,
-            rows: 0,
-            log,
-        };
-        if let Some(log) = &trace.log {
-            trace.last = log.last_time();
-            trace.rows = log.rows();
-            return Ok(trace);
-        }
-        trace
-            .scan(ctx.population)
-            .map_err(|e| InputError::new(format!("{}: {} {e}", f.at("path"), quoted(path))))?;
-        Ok(trace)
+            ctx.population,
+        )?));
     }
+    let mut trace = Trace {
+        shown: path.to_string(),
+        data,
+        columns: Columns {
+            time: 0,
+            seconds: false,
+            client: 0,
+            ip: None,
+            cost: None,
+        },
+        ids: Arc::default(),
+        last: Nanos::ZERO,
+        rows: 0,
+    };
+    trace
+        .scan(ctx.population)
+        .map_err(|e| InputError::new(format!("{}: {} {e}", f.at("path"), quoted(path))))?;
+    Ok(Arc::new(trace))
+}
 
+/// The file a recorded source reads, if it is not shipped in the binary.
+pub fn file(r: &dyn Recorded) -> Option<&std::path::Path> {
+    let data = match r.as_any().downcast_ref::<Trace>() {
+        Some(t) => &t.data,
+        None => &r.as_any().downcast_ref::<AccessLog>()?.data,
+    };
+    match data {
+        TraceData::File(path) => Some(path),
+        TraceData::Embedded(_) => None,
+    }
+}
+
+/// A recorded source as `summary.json` echoes it.
+pub fn echo(r: &dyn Recorded) -> Value {
+    if let Some(log) = r.as_any().downcast_ref::<AccessLog>() {
+        return log.echo();
+    }
+    let t = r
+        .as_any()
+        .downcast_ref::<Trace>()
+        .expect("a recorded source is a CSV trace or an access log");
+    json!({ "pattern": "trace", "path": t.shown, "rows": t.rows })
+}
+
+impl Trace {
     /// Reads the whole file once: validates every row, interns every client
     /// and address, and finds the last time.
     fn scan(&mut self, population: &mut Population) -> Result<(), String> {
@@ -396,20 +389,19 @@ impl Trace {
             newlines += buf[..n].iter().filter(|&&b| b == b'\n').count() as u64;
         }
     }
+}
 
-    pub fn last_time(&self) -> Nanos {
+impl Recorded for Trace {
+    fn last_time(&self) -> Nanos {
         self.last
     }
 
     /// Data rows in the trace.
-    pub fn rows(&self) -> u64 {
+    fn rows(&self) -> u64 {
         self.rows
     }
 
-    pub fn open(&self, ctx: StreamCtx) -> anyhow::Result<Box<dyn Stream>> {
-        if let Some(log) = &self.log {
-            return log.open(ctx);
-        }
+    fn open(&self, ctx: StreamCtx) -> anyhow::Result<Box<dyn Stream>> {
         let r = self
             .data
             .open()
@@ -426,11 +418,8 @@ impl Trace {
         }))
     }
 
-    pub fn echo(&self) -> serde_json::Value {
-        if let Some(log) = &self.log {
-            return log.echo();
-        }
-        json!({ "pattern": "trace", "path": self.shown, "rows": self.rows })
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
     }
 }
 
@@ -497,7 +486,6 @@ mod tests {
             ids: Arc::default(),
             last: Nanos::ZERO,
             rows: 0,
-            log: None,
         };
         trace.scan(&mut Population::default())?;
         Ok(trace)

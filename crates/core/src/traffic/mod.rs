@@ -11,7 +11,7 @@
 //!
 //! | file | pattern |
 //! |---|---|
-//! | [`trace`] | replay a recorded CSV exactly |
+//! | [`Recorded`] | replay a recording (a CSV trace, an access log), read by the input layer |
 //! | [`steady`] | each client at a fixed rate |
 //! | [`poisson`] | each client with exponential gaps |
 //! | [`boundary`] | bursts just before and just after each window boundary |
@@ -30,16 +30,15 @@ pub mod poisson;
 pub mod ramp;
 pub mod retry;
 pub mod steady;
-pub mod trace;
 pub mod zipf;
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use crate::clock::Nanos;
-use crate::error::InputError;
-use crate::input::fields::Fields;
-use crate::input::{Defaults, IdList, Origin, Population};
+use std::sync::Arc;
+
+use crate::population::IdList;
 
 /// One request reaching the limiter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,7 +59,7 @@ pub trait Stream: Send {
 /// A validated `[[traffic]]` source.
 #[derive(Debug, Clone)]
 pub enum Pattern {
-    Trace(trace::Trace),
+    Trace(Arc<dyn Recorded>),
     Steady(steady::Steady),
     Poisson(poisson::Poisson),
     Boundary(boundary::Boundary),
@@ -70,36 +69,17 @@ pub enum Pattern {
     Ramp(ramp::Ramp),
 }
 
-/// Every pattern name with a one-line description, for `ratesim list`.
-pub const PATTERNS: &[(&str, &str)] = &[
-    ("trace", "replay a recorded CSV (time or time_ns, client, ip, cost) exactly, or an access log: format = \"nginx\", \"envoy\", \"jsonl\""),
-    ("steady", "`clients` clients, each at a fixed `rate`, with a fixed, spread or random phase"),
-    ("poisson", "`clients` clients, each with exponential gaps at `rate` (seeded)"),
-    ("boundary", "`burst` requests just before and just after each window boundary"),
-    ("bursty", "on/off periods (`on`, `off`, `rate`) or `periodic` bursts of `burst` every `period`"),
-    ("nat", "`users` Poisson users behind `ips` addresses, uniform or Zipf, a `heavy_share` at `heavy_rate`"),
-    ("zipf", "`keys` clients with Zipf popularity sharing a total `rate`"),
-    ("ramp", "each client's rate stepping from `from` to `to` over the run"),
-];
-
-/// What a pattern needs while it is parsed.
-pub struct ParseCtx<'a> {
-    pub defaults: &'a Defaults,
-    pub origin: &'a Origin,
-    pub population: &'a mut Population,
-    /// Position of this source among `[[traffic]]`.
-    pub index: usize,
-    /// Default prefix for synthetic client names.
-    pub default_prefix: String,
-    /// Reads a trace source whose `format` is not `"csv"` (an access log):
-    /// given by the layer that knows the formats (the scenario parser
-    /// passes [`crate::accesslog::AccessLog::read`]), so traffic never
-    /// imports the access-log readers that build on it. `None` refuses
-    /// every such source.
-    pub read_log: Option<trace::ReadLog>,
-    /// Set by a pattern that takes a parameter from `[defaults] limit`
-    /// (a sweep of `defaults.limit` that nothing reads is refused).
-    pub reads_default_limit: bool,
+/// A recorded source — a CSV trace, an access log — that the input layer
+/// read and validated: the engine sees only its arrivals.
+pub trait Recorded: std::fmt::Debug + Send + Sync {
+    /// The latest arrival, relative to the earliest.
+    fn last_time(&self) -> Nanos;
+    /// Requests it replays.
+    fn rows(&self) -> u64;
+    /// Its arrivals, in replay order.
+    fn open(&self, ctx: StreamCtx) -> anyhow::Result<Box<dyn Stream>>;
+    /// For the layer that made it, to see it as what it is.
+    fn as_any(&self) -> &dyn std::any::Any;
 }
 
 /// What a pattern needs to build its streams for one run.
@@ -111,20 +91,6 @@ pub struct StreamCtx {
 }
 
 impl Pattern {
-    pub fn parse(name: &str, f: &mut Fields, ctx: &mut ParseCtx) -> Result<Pattern, InputError> {
-        Ok(match name {
-            "trace" => Pattern::Trace(trace::Trace::parse(f, ctx)?),
-            "steady" => Pattern::Steady(steady::Steady::parse(f, ctx)?),
-            "poisson" => Pattern::Poisson(poisson::Poisson::parse(f, ctx)?),
-            "boundary" => Pattern::Boundary(boundary::Boundary::parse(f, ctx)?),
-            "bursty" => Pattern::Bursty(bursty::Bursty::parse(f, ctx)?),
-            "nat" => Pattern::Nat(nat::Nat::parse(f, ctx)?),
-            "zipf" => Pattern::Zipf(zipf::Zipf::parse(f, ctx)?),
-            "ramp" => Pattern::Ramp(ramp::Ramp::parse(f, ctx)?),
-            _ => unreachable!("pattern names are checked against PATTERNS"),
-        })
-    }
-
     pub fn name(&self) -> &'static str {
         match self {
             Pattern::Trace(_) => "trace",
@@ -157,20 +123,6 @@ impl Pattern {
         match self {
             Pattern::Trace(t) => Some(t.last_time()),
             _ => None,
-        }
-    }
-
-    /// Parameters for the scenario echo in `summary.json`.
-    pub fn echo(&self) -> serde_json::Value {
-        match self {
-            Pattern::Trace(t) => t.echo(),
-            Pattern::Steady(s) => s.echo(),
-            Pattern::Poisson(p) => p.echo(),
-            Pattern::Boundary(b) => b.echo(),
-            Pattern::Bursty(b) => b.echo(),
-            Pattern::Nat(n) => n.echo(),
-            Pattern::Zipf(z) => z.echo(),
-            Pattern::Ramp(r) => r.echo(),
         }
     }
 }
@@ -224,6 +176,13 @@ impl Clients {
     }
 }
 
+impl Clients {
+    /// Client `i` is `clients.get(i)`, sending from `ips.get(i)`.
+    pub fn new(clients: IdList, ips: IdList) -> Clients {
+        Clients { clients, ips }
+    }
+}
+
 /// Listed pairs `(client id, ip id)`.
 impl From<Vec<(u32, u32)>> for Clients {
     fn from(pairs: Vec<(u32, u32)>) -> Self {
@@ -233,45 +192,4 @@ impl From<Vec<(u32, u32)>> for Clients {
             ips: IdList::Each(ips),
         }
     }
-}
-
-/// Names and interns `count` synthetic clients (`{prefix}{i}`); each sends
-/// from an address named like itself.
-pub fn synthetic_clients(
-    f: &mut Fields,
-    ctx: &mut ParseCtx,
-    count: u64,
-    field: &str,
-) -> Result<Clients, InputError> {
-    let prefix = f
-        .opt_str("prefix")?
-        .map(str::to_string)
-        .unwrap_or_else(|| ctx.default_prefix.clone());
-    if count > MAX_CLIENTS {
-        return Err(InputError::new(format!(
-            "{}: {count} — at most {MAX_CLIENTS} clients per source",
-            f.at(field)
-        )));
-    }
-    // Ids are 32-bit: the clients and addresses of all sources together
-    // must fit. (`count` itself does: MAX_CLIENTS is below 2^32.)
-    let known = ctx.population.clients().max(ctx.population.ips()) as u64;
-    if known + count > u32::MAX as u64 {
-        return Err(InputError::new(format!(
-            "{}: {count} — a scenario has at most {} clients in all ({known} before this source)",
-            f.at(field),
-            u32::MAX
-        )));
-    }
-    let clients = ctx.population.numbered_clients(&prefix, count as u32);
-    let ips = ctx.population.numbered_ips(&prefix, count as u32);
-    Ok(Clients { clients, ips })
-}
-
-/// Clients one synthetic source may have.
-pub const MAX_CLIENTS: u64 = 10_000_000;
-
-/// `cost` of every request of a synthetic source (default 1).
-pub fn cost_field(f: &mut Fields) -> Result<u64, InputError> {
-    Ok(f.opt_count("cost", 1)?.unwrap_or(1))
 }

@@ -44,8 +44,8 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
 use crate::clock::{Nanos, MAX_NANOS};
-use crate::input::Name;
 use crate::limiter::Algorithm;
+use crate::population::Name;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Routing {

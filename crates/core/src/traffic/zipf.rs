@@ -10,15 +10,10 @@
 //! key), and the tail shows how many keys a limiter holds for almost nothing.
 
 use rand::Rng;
-use serde_json::json;
 
-use super::poisson::{opt_poisson_rate, PoissonClock};
-use super::{
-    client_rng, cost_field, synthetic_clients, Arrival, Clients, ParseCtx, Stream, StreamCtx,
-};
+use super::poisson::PoissonClock;
+use super::{client_rng, Arrival, Clients, Stream, StreamCtx};
 use crate::clock::Rate;
-use crate::error::InputError;
-use crate::input::fields::Fields;
 
 #[derive(Debug, Clone)]
 pub struct Zipf {
@@ -29,23 +24,6 @@ pub struct Zipf {
 }
 
 impl Zipf {
-    pub fn parse(f: &mut Fields, ctx: &mut ParseCtx) -> Result<Self, InputError> {
-        let keys = f
-            .opt_count("keys", 1)?
-            .ok_or_else(|| f.missing("keys", "how many distinct clients, e.g. 100000"))?;
-        let rate = opt_poisson_rate(f, "rate")?
-            .ok_or_else(|| f.missing("rate", "the total rate over all keys, e.g. \"10000/1s\""))?;
-        let exponent = f.opt_float("exponent", 0.0, 10.0)?.unwrap_or(1.0);
-        let cost = cost_field(f)?;
-        let clients = synthetic_clients(f, ctx, keys, "keys")?;
-        Ok(Zipf {
-            rate,
-            exponent,
-            cost,
-            clients,
-        })
-    }
-
     pub fn streams(&self, source: usize, ctx: StreamCtx) -> Vec<Box<dyn Stream>> {
         vec![Box::new(ZipfStream {
             clock: PoissonClock::new(client_rng(ctx.seed, source, 0), self.rate, ctx.end),
@@ -53,16 +31,6 @@ impl Zipf {
             clients: self.clients.clone(),
             cost: self.cost,
         })]
-    }
-
-    pub fn echo(&self) -> serde_json::Value {
-        json!({
-            "pattern": "zipf",
-            "keys": self.clients.len(),
-            "rate": self.rate.to_string(),
-            "exponent": self.exponent,
-            "cost": self.cost,
-        })
     }
 }
 
@@ -115,7 +83,6 @@ impl Stream for ZipfStream {
         }))
     }
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,184 @@
+//! A validated scenario: what the engine runs, with every value already
+//! checked and typed — [`Nanos`], [`Rate`], counts known to be positive —
+//! so the engine never sees a string or an option it would have to check
+//! again. Reading one from TOML is the input layer's job.
+
+use std::path::{Path, PathBuf};
+
+use crate::clock::{Nanos, Rate};
+use crate::deploy::Deployment;
+use crate::limiter::Algorithm;
+use crate::population::Population;
+use crate::traffic::retry::Retry;
+use crate::traffic::Pattern;
+
+/// The policy every limiter derives its defaults from, and that
+/// `peak_in_window` is held against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Defaults {
+    pub limit: u64,
+    pub window: Nanos,
+}
+
+#[derive(Debug, Clone)]
+pub struct OutputSpec {
+    /// `[output] dir`, if given (the CLI's `--out` wins over it).
+    pub dir: Option<PathBuf>,
+    pub decisions: bool,
+    /// Time-series bucket width.
+    pub resolution: Nanos,
+}
+
+/// The most time-series buckets an explicit `[output] resolution` may plan
+/// over the run (`duration / resolution + 1`). A limiter's series holds at
+/// most twice its planned buckets (the second half for passes after the
+/// end: a shaper's releases, a store's late answers), so with
+/// [`crate::metrics::SeriesBucket`]'s 80 bytes a series never takes more than
+/// 16 MB, whatever the duration.
+pub const MAX_BUCKETS: u64 = 100_000;
+
+/// The most buckets the default resolution plans (`timeseries.csv` rows
+/// per limiter, before late passes): `window / 10` when that fits, else
+/// the smallest coarser 1-2-5 multiple of it that does. A series then takes
+/// at most 1.6 MB however long the run.
+pub const DEFAULT_BUCKETS: u64 = 10_000;
+
+/// A validated scenario.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    pub name: String,
+    pub description: String,
+    pub seed: u64,
+    pub duration: Nanos,
+    pub defaults: Defaults,
+    /// Whether anything takes a value from `[defaults] limit`: a limiter's
+    /// parameter or policy, a fallback's, or a traffic source's
+    /// (docs/semantics.md §9: a sweep of it is refused when nothing does).
+    pub reads_default_limit: bool,
+    pub limiters: Vec<LimiterSpec>,
+    pub traffic: Vec<Source>,
+    pub output: OutputSpec,
+    pub population: Population,
+    /// The scenario file and every file it reads (traces, access logs):
+    /// what a run directory may never hold (see the staging of a run directory). Empty
+    /// for a built-in scenario, whose files are inside the binary.
+    pub inputs: Vec<PathBuf>,
+}
+
+/// One `[[traffic]]` source: what it sends and how its clients retry.
+#[derive(Debug, Clone)]
+pub struct Source {
+    /// `name`, by default the pattern (with its index if several share it).
+    pub name: String,
+    pub pattern: Pattern,
+    pub retry: Retry,
+}
+
+impl Scenario {
+    /// The run directory when the CLI gives none: `[output] dir`, else
+    /// `output/<name>`.
+    pub fn default_out_dir(&self) -> PathBuf {
+        self.output
+            .dir
+            .clone()
+            .unwrap_or_else(|| Path::new("output").join(&self.name))
+    }
+}
+
+/// What a limiter keys its state on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyBy {
+    Client,
+    Ip,
+    Global,
+}
+
+impl KeyBy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KeyBy::Client => "client",
+            KeyBy::Ip => "ip",
+            KeyBy::Global => "global",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct LimiterSpec {
+    pub name: String,
+    /// The named implementation it was given as (`implementation = "..."`).
+    pub implementation: Option<&'static str>,
+    pub key_by: KeyBy,
+    pub algorithm: Algorithm,
+    /// Indices of the `[[traffic]]` sources this limiter sees (all by default).
+    pub traffic: Vec<usize>,
+    /// Where its state lives: one instance, many, or a shared store.
+    pub deployment: Deployment,
+    /// The policy `peak_in_window` is held against (docs/semantics.md §3).
+    pub policy: Policy,
+    /// Whether any of its parameters (or its fallback's) came from
+    /// `[defaults] limit`: a sweep of `defaults.limit` that no limiter
+    /// reads is refused (docs/semantics.md §9).
+    pub reads_default_limit: bool,
+}
+
+/// A limiter's policy: the most one key may pass per `[defaults] window`,
+/// which `peak_in_window` (measured over that window) is held against
+/// (docs/semantics.md §3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Policy {
+    /// Its own `limit`; or its own rate (`rate`, or an interval bucket's
+    /// `tokens_per_fill` per `fill_interval`) × `[defaults] window`,
+    /// rounded up to a whole count; else `[defaults] limit`.
+    pub limit: u64,
+    /// The field of its own that sets the policy (`limit`, `rate`,
+    /// `tokens_per_fill`), or `None` when it is `[defaults]`'s.
+    pub own: Option<&'static str>,
+}
+
+impl Policy {
+    /// A policy of `rate` (its own, set by `field`), per `[defaults] window`:
+    /// rounded up, the most a perfectly even stream at that rate passes
+    /// within one window (`(s − W, s]` holds ⌈rate·W⌉ of its passes).
+    pub fn of_rate(rate: Rate, d: &Defaults, field: &'static str) -> Policy {
+        let per_window = crate::clock::div_ceil(rate.tokens() * d.window.0 as u128, rate.per_ns());
+        Policy {
+            limit: per_window.clamp(1, u64::MAX as u128) as u64,
+            own: Some(field),
+        }
+    }
+
+    /// A policy of its own `limit` per window.
+    pub fn of_limit(limit: u64) -> Policy {
+        Policy {
+            limit,
+            own: Some("limit"),
+        }
+    }
+}
+
+/// The time-series bucket width when `[output] resolution` is not given:
+/// a tenth of the window, unless that would plan more than
+/// [`DEFAULT_BUCKETS`] buckets over `duration`; then the smallest multiple
+/// `m × window/10`, `m` in 1, 2, 5, 10, 20, 50, …, that plans at most that
+/// many. So the series of a long run is coarser, never longer.
+pub fn default_resolution(window: Nanos, duration: Nanos) -> Nanos {
+    let base = (window.0 / 10).max(1) as u128;
+    let fits = |r: u128| duration.0 as u128 / r < DEFAULT_BUCKETS as u128;
+    let mut decade = 1u128;
+    loop {
+        for m in [1, 2, 5] {
+            let r = base * m * decade;
+            if fits(r) {
+                return Nanos(r.min(u64::MAX as u128) as u64);
+            }
+        }
+        decade *= 10;
+    }
+}
+
+/// Buckets a series plans over `duration`: one per `resolution` from 0,
+/// and one more for the instant `duration` itself.
+pub fn planned_buckets(resolution: Nanos, duration: Nanos) -> u64 {
+    duration.0 / resolution.0.max(1) + 1
+}
