@@ -8,7 +8,6 @@ use std::fs;
 use std::io::{self, Write};
 use std::path::Path;
 
-use crate::accesslog::agreement;
 use crate::builtin;
 use crate::cli::{
     Cli, Command, ExplainArgs, ExportCommand, ExportRedisArgs, OutputFormat, RunArgs,
@@ -20,6 +19,7 @@ use crate::limiter::ALGORITHMS;
 use crate::overrides::Override;
 use crate::progress::Progress;
 use crate::report;
+use crate::report::agreement;
 use crate::run::{run_scenario, RunOptions};
 use crate::scenario::text::ScenarioFile;
 use crate::scenario::traffic::retry::POLICIES;

@@ -21,27 +21,20 @@
 //! 6. [`explain`] (walkthroughs), [`onboard`], [`progress`], and [`app`]
 //!    with [`cli`]: the commands.
 
-pub mod accesslog;
 pub mod app;
-pub mod builtin;
 pub mod cli;
-pub mod error;
 pub mod estimate;
 pub mod explain;
-pub mod import;
-pub mod input;
 pub mod onboard;
-pub mod overrides;
 pub mod progress;
 pub mod redis;
 pub mod report;
 pub mod run;
-pub mod scenario;
 pub mod staging;
 pub mod sweep;
 
-pub use error::InputError;
 pub use ratesim_core::{
     cache, calendar, clock, deploy, engine, limiter, metrics, population, traffic,
 };
+pub use ratesim_input::{accesslog, builtin, error, import, overrides, scenario, InputError};
 pub use ratesim_rundir as rundir;

@@ -483,7 +483,7 @@ mod tests {
     use crate::scenario::Load as _;
 
     fn scenario(text: &str) -> Scenario {
-        Scenario::parse(text, "t", crate::input::Origin::File("t.toml".into())).unwrap()
+        Scenario::parse(text, "t", ratesim_input::Origin::File("t.toml".into())).unwrap()
     }
 
     const HEAD: &str = "duration = \"10s\"\n[defaults]\nlimit = 5\nwindow = \"1s\"\n";

@@ -8,11 +8,13 @@
 //! back, so `ratesim plot` can redraw them from it alone; [`render`] draws
 //! both into a run directory.
 
+pub mod agreement;
 pub mod charts;
 pub mod csv;
 pub mod format;
 pub mod json;
 pub mod markdown;
+pub mod notes;
 pub mod render;
 pub mod summary;
 pub mod table;

@@ -205,9 +205,9 @@ pub fn render(rows: &[Row], n: usize, markdown: bool) -> String {
 pub fn with_sections(md: String, dir: &Path) -> String {
     let sections = format!(
         "{}{}{}",
-        crate::accesslog::summary_notes(dir),
+        super::notes::summary_notes(dir),
         render(&read(dir), 5, true),
-        crate::accesslog::agreement::render(dir, true)
+        super::agreement::render(dir, true)
     );
     if sections.is_empty() {
         return md;

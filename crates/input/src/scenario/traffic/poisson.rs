@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 use super::{cost_field, synthetic_clients, ParseCtx};
 use crate::clock::{decimal, Nanos, Rate};
 use crate::error::InputError;
-use crate::input::fields::Fields;
+use crate::fields::Fields;
 use crate::traffic::poisson::*;
 
 /// `key` as the mean rate of one Poisson generator: refused, naming the

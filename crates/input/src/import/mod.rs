@@ -102,7 +102,7 @@ pub fn import(files: &[std::path::PathBuf], options: &Options) -> Result<Output,
     let mut out = Import::default();
     for path in files {
         let shown = path.display().to_string();
-        crate::input::regular_file(path).map_err(|e| InputError::new(format!("{shown}: {e}")))?;
+        crate::regular_file(path).map_err(|e| InputError::new(format!("{shown}: {e}")))?;
         let text = std::fs::read_to_string(path)
             .map_err(|e| InputError::new(format!("{shown}: cannot be read: {e}")))?;
         import_text(&shown, &text, options, &mut out)?;

@@ -15,7 +15,7 @@ use super::LimiterSpec;
 use crate::clock::Nanos;
 use crate::deploy::{Deployment, Latency, OnFailure, Routing, Scope};
 use crate::error::InputError;
-use crate::input::fields::Fields;
+use crate::fields::Fields;
 
 /// The most instances a deployment may have.
 pub const MAX_INSTANCES: u64 = 10_000;

@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 use super::{cost_field, synthetic_clients, ParseCtx};
 use crate::clock::Rate;
 use crate::error::InputError;
-use crate::input::fields::Fields;
+use crate::fields::Fields;
 use crate::traffic::steady::*;
 
 /// `key` as the rate of a steady sender: at most one request per ns (the

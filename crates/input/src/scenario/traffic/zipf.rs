@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 use super::poisson::opt_poisson_rate;
 use super::{cost_field, synthetic_clients, ParseCtx};
 use crate::error::InputError;
-use crate::input::fields::Fields;
+use crate::fields::Fields;
 use crate::traffic::zipf::*;
 
 pub fn parse(f: &mut Fields, ctx: &mut ParseCtx) -> Result<Zipf, InputError> {

@@ -28,10 +28,10 @@ use super::ParseCtx;
 use crate::accesslog::AccessLog;
 use crate::clock::{parse_seconds, Nanos, MAX_NANOS};
 use crate::error::{quoted, InputError};
-use crate::input::fields::{Fields, MAX_COUNT};
-use crate::input::{RecordedKeys, TraceData};
+use crate::fields::{Fields, MAX_COUNT};
 use crate::population::Population;
 use crate::traffic::{Arrival, Recorded, Stream, StreamCtx};
+use crate::{RecordedKeys, TraceData};
 
 /// The longest line a trace may have, in bytes, not counting its `\n` (a
 /// `\r` before it counts): 64 KiB,

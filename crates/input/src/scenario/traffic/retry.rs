@@ -4,7 +4,7 @@ use serde_json::{json, Value};
 
 use crate::clock::{Nanos, MAX_NANOS};
 use crate::error::InputError;
-use crate::input::fields::Fields;
+use crate::fields::Fields;
 use crate::traffic::retry::*;
 
 /// Every policy with a one-line description, for `ratesim list`.
@@ -74,7 +74,7 @@ pub fn parse(f: &mut Fields) -> Result<Retry, InputError> {
             return Err(InputError::new(format!(
                 "{}: {other_q} — unknown retry policy; accepted: {}",
                 f.at("policy"),
-                crate::input::fields::names(POLICIES),
+                crate::fields::names(POLICIES),
                 other_q = crate::error::quoted(other)
             )))
         }

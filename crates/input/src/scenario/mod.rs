@@ -18,11 +18,11 @@ use std::path::{Path, PathBuf};
 use crate::builtin;
 use crate::clock::{Nanos, Rate};
 use crate::error::InputError;
-pub use crate::input::fields::Fields;
-pub use crate::input::Origin;
+pub use crate::fields::Fields;
 use crate::population::Population;
 use crate::traffic::retry::Retry;
 use crate::traffic::Pattern;
+pub use crate::Origin;
 pub use limiters::IMPLEMENTATIONS;
 pub use ratesim_core::scenario::*;
 use traffic::{ParseCtx, PATTERNS};
@@ -147,7 +147,7 @@ impl Load for Scenario {
             let pattern = f.opt_str("pattern")?.ok_or_else(|| {
                 f.missing(
                     "pattern",
-                    &format!("one of {}", crate::input::fields::names(PATTERNS)),
+                    &format!("one of {}", crate::fields::names(PATTERNS)),
                 )
             })?;
             let source_name = match f.opt_str("name")? {
@@ -166,7 +166,7 @@ impl Load for Scenario {
                 return Err(InputError::new(format!(
                     "{}: {pattern_q} — unknown pattern; accepted: {}",
                     f.at("pattern"),
-                    crate::input::fields::names(PATTERNS),
+                    crate::fields::names(PATTERNS),
                     pattern_q = crate::error::quoted(pattern)
                 )));
             }

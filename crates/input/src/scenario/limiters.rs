@@ -6,7 +6,7 @@
 
 use crate::clock::{Nanos, Rate};
 use crate::error::InputError;
-use crate::input::fields::{names, Fields};
+use crate::fields::{names, Fields};
 use crate::limiter::{
     fixed_window, gcra, interval_bucket, leaky_bucket, sliding_counter, sliding_log, smooth_bursty,
     token_bucket,
@@ -357,9 +357,7 @@ fn knob<T: Default>(
         InputError::new(format!(
             "{}: {} — expected one of {}",
             f.at(field),
-            f.peek(field)
-                .map(crate::input::fields::show)
-                .unwrap_or_default(),
+            f.peek(field).map(crate::fields::show).unwrap_or_default(),
             accepted_list()
         ))
     })?

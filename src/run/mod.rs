@@ -9,13 +9,14 @@
 //! way `ratesim plot` draws them — so they are part of the same
 //! all-or-nothing result set.
 
+pub mod agreement;
+
 use std::fs::{self, File};
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
 use anyhow::Context;
 
-use crate::accesslog::agreement;
 use crate::clock::Nanos;
 use crate::engine::{self, LimiterRun};
 use crate::error::InputError;
@@ -75,7 +76,7 @@ pub fn simulate_into(
     let part = |i: usize| dir.join(format!("decisions.part{i}.csv"));
     let n = scenario.limiters.len();
     // Agreement with the gateway's own verdicts, when a replayed access log
-    // carries them (see `crate::accesslog::agreement`).
+    // carries them (see [`agreement`]).
     let mut agrees: Vec<Option<agreement::Agreement>> = (0..n)
         .map(|i| agreement::Agreement::new(scenario, i))
         .collect::<anyhow::Result<_>>()?;

@@ -31,31 +31,28 @@
 //! Memory: one entry per distinct key, plus the lines inside the reorder
 //! window (and, with `spread`, the seconds inside it): never the whole log.
 
-pub mod agreement;
 pub mod envoy;
 mod format;
 pub mod jsonl;
 pub mod nginx;
-mod notes;
 mod pipeline;
 pub mod template;
 pub mod time;
 
 pub use format::{Format, Location, Options, Parsed, Subsecond, Verdict, FORMATS, MAX_LINE_BYTES};
-pub use notes::summary_notes;
 use pipeline::{Lines, Pipeline};
 
 use std::io;
 use std::sync::Arc;
 
-use crate::rundir::AccessLogSource;
+use ratesim_rundir::AccessLogSource;
 
 use crate::clock::Nanos;
 use crate::error::{quoted, InputError};
-use crate::input::fields::Fields;
-use crate::input::{RecordedKeys, TraceData};
+use crate::fields::Fields;
 use crate::population::Population;
 use crate::traffic::{Arrival, Recorded, Stream, StreamCtx};
+use crate::{RecordedKeys, TraceData};
 
 /// Nanoseconds in a second.
 const NS: u64 = 1_000_000_000;

@@ -18,11 +18,11 @@ pub mod zipf;
 use serde_json::Value;
 
 use crate::error::InputError;
-use crate::input::fields::Fields;
-use crate::input::Origin;
+use crate::fields::Fields;
 use crate::population::Population;
 use crate::scenario::Defaults;
 use crate::traffic::{Clients, Pattern};
+use crate::Origin;
 
 /// Every pattern name with a one-line description, for `ratesim list`.
 pub const PATTERNS: &[(&str, &str)] = &[

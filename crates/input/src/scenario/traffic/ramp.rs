@@ -6,7 +6,7 @@ use super::steady::opt_steady_rate;
 use super::{cost_field, synthetic_clients, ParseCtx};
 use crate::clock::Rate;
 use crate::error::InputError;
-use crate::input::fields::Fields;
+use crate::fields::Fields;
 use crate::traffic::ramp::*;
 
 pub fn parse(f: &mut Fields, ctx: &mut ParseCtx) -> Result<Ramp, InputError> {
@@ -22,7 +22,7 @@ pub fn parse(f: &mut Fields, ctx: &mut ParseCtx) -> Result<Ramp, InputError> {
         // `from` as written (a string or a number per second).
         let written = f
             .peek("from")
-            .map(crate::input::fields::show)
+            .map(crate::fields::show)
             .unwrap_or_else(|| format!("\"{from}\""));
         return Err(InputError::new(format!(
             "{}: 1 — a ramp of one step is just steady traffic at `from` and never reaches `to`; use pattern = \"steady\" with rate = {written}, or steps of 2 or more (default 20)",

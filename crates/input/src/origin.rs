@@ -1,25 +1,12 @@
-//! The input vocabulary: what every part of a scenario file is parsed with.
-//!
-//! It sits below both the scenario schema and the traffic patterns, so each traffic pattern parses its own
-//! table without importing the schema that lists it: [`fields::Fields`]
-//! walks a TOML table with errors that name the field's path; [`Defaults`]
-//! is the policy every limiter and pattern defaults from; [`Origin`] is
-//! where a scenario came from (so a trace's path resolves against it) and
-//! [`TraceData`] where a trace's bytes live; [`Population`] interns client
-//! and address names to dense ids.
-//!
-//! It imports only [`crate::clock`], [`crate::error`] and
-//! [`crate::builtin`].
-
-pub mod fields;
-mod trace_data;
+//! Where a scenario came from — a file (its relative paths resolve
+//! against it) or a built-in — and the keys a recorded source names.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use crate::builtin;
 use crate::population::Population;
-pub use trace_data::{regular_file, TraceData};
+use crate::trace_data::{regular_file, TraceData};
 
 /// Where a scenario came from: relative paths in it resolve against this.
 #[derive(Debug, Clone)]

@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 use super::{cost_field, synthetic_clients, ParseCtx};
 use crate::clock::Nanos;
 use crate::error::InputError;
-use crate::input::fields::Fields;
+use crate::fields::Fields;
 use crate::traffic::boundary::*;
 
 pub fn parse(f: &mut Fields, ctx: &mut ParseCtx) -> Result<Boundary, InputError> {
@@ -92,7 +92,7 @@ mod tests {
                     limit: 5,
                     window: Nanos::from_millis(100),
                 },
-                origin: &crate::input::Origin::File("b.toml".into()),
+                origin: &crate::Origin::File("b.toml".into()),
                 population: &mut population,
                 index: 0,
                 default_prefix: "boundary-".to_string(),

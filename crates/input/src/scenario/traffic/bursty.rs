@@ -6,7 +6,7 @@ use super::poisson::opt_poisson_rate;
 use super::{cost_field, synthetic_clients, ParseCtx};
 use crate::clock::Nanos;
 use crate::error::InputError;
-use crate::input::fields::Fields;
+use crate::fields::Fields;
 use crate::traffic::bursty::*;
 use crate::traffic::poisson::MIN_MEAN_GAP_NS;
 
@@ -131,7 +131,7 @@ mod tests {
                     limit: 10,
                     window: Nanos::from_secs(1),
                 },
-                origin: &crate::input::Origin::File("s.toml".into()),
+                origin: &crate::Origin::File("s.toml".into()),
                 population: &mut population,
                 index: 0,
                 default_prefix: "c".to_string(),

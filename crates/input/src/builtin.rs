@@ -14,87 +14,87 @@ pub struct Builtin {
 pub static SCENARIOS: &[Builtin] = &[
     Builtin {
         name: "boundary",
-        toml: include_str!("../scenarios/boundary.toml"),
+        toml: include_str!("../../../scenarios/boundary.toml"),
         files: &[],
     },
     Builtin {
         name: "steady",
-        toml: include_str!("../scenarios/steady.toml"),
+        toml: include_str!("../../../scenarios/steady.toml"),
         files: &[],
     },
     Builtin {
         name: "poisson",
-        toml: include_str!("../scenarios/poisson.toml"),
+        toml: include_str!("../../../scenarios/poisson.toml"),
         files: &[],
     },
     Builtin {
         name: "bursty",
-        toml: include_str!("../scenarios/bursty.toml"),
+        toml: include_str!("../../../scenarios/bursty.toml"),
         files: &[],
     },
     Builtin {
         name: "nat",
-        toml: include_str!("../scenarios/nat.toml"),
+        toml: include_str!("../../../scenarios/nat.toml"),
         files: &[],
     },
     Builtin {
         name: "retry-storm",
-        toml: include_str!("../scenarios/retry-storm.toml"),
+        toml: include_str!("../../../scenarios/retry-storm.toml"),
         files: &[],
     },
     Builtin {
         name: "many-keys",
-        toml: include_str!("../scenarios/many-keys.toml"),
+        toml: include_str!("../../../scenarios/many-keys.toml"),
         files: &[],
     },
     Builtin {
         name: "distributed",
-        toml: include_str!("../scenarios/distributed.toml"),
+        toml: include_str!("../../../scenarios/distributed.toml"),
         files: &[],
     },
     Builtin {
         name: "outage",
-        toml: include_str!("../scenarios/outage.toml"),
+        toml: include_str!("../../../scenarios/outage.toml"),
         files: &[],
     },
     Builtin {
         name: "race",
-        toml: include_str!("../scenarios/race.toml"),
+        toml: include_str!("../../../scenarios/race.toml"),
         files: &[],
     },
     Builtin {
         name: "pick-a-limit",
-        toml: include_str!("../scenarios/pick-a-limit.toml"),
+        toml: include_str!("../../../scenarios/pick-a-limit.toml"),
         files: &[],
     },
     Builtin {
         name: "libraries",
-        toml: include_str!("../scenarios/libraries.toml"),
+        toml: include_str!("../../../scenarios/libraries.toml"),
         files: &[
             (
                 "traces/libraries.csv",
-                include_bytes!("../scenarios/traces/libraries.csv"),
+                include_bytes!("../../../scenarios/traces/libraries.csv"),
             ),
             (
                 "traces/libraries-whale.csv",
-                include_bytes!("../scenarios/traces/libraries-whale.csv"),
+                include_bytes!("../../../scenarios/traces/libraries-whale.csv"),
             ),
         ],
     },
     Builtin {
         name: "trace",
-        toml: include_str!("../scenarios/trace.toml"),
+        toml: include_str!("../../../scenarios/trace.toml"),
         files: &[(
             "traces/sample.csv",
-            include_bytes!("../scenarios/traces/sample.csv"),
+            include_bytes!("../../../scenarios/traces/sample.csv"),
         )],
     },
     Builtin {
         name: "access-log",
-        toml: include_str!("../scenarios/access-log.toml"),
+        toml: include_str!("../../../scenarios/access-log.toml"),
         files: &[(
             "traces/access.log",
-            include_bytes!("../scenarios/traces/access.log"),
+            include_bytes!("../../../scenarios/traces/access.log"),
         )],
     },
 ];

@@ -107,7 +107,7 @@ impl JsonlFormat {
         let cost = match self.cost.as_deref().map(field).transpose()?.flatten() {
             None => 1,
             Some(c) => match c.parse::<u64>() {
-                Ok(c) if (1..=crate::input::fields::MAX_COUNT).contains(&c) => c,
+                Ok(c) if (1..=crate::fields::MAX_COUNT).contains(&c) => c,
                 _ => {
                     return Err(format!(
                         "cost {} — expected a positive whole number",

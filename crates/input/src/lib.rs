@@ -1,0 +1,30 @@
+//! ratesim's input layer: files in, validated values out.
+//!
+//! - [`scenario`]: TOML → a validated [`ratesim_core::scenario::Scenario`],
+//!   each traffic pattern's table in [`scenario::traffic`], the echo for
+//!   `summary.json` in [`scenario::echo`], `--set`/`--vary` in
+//!   [`overrides`];
+//! - [`fields`]: the TOML walker whose errors name the field's path, the
+//!   value and what is accepted ([`error`]);
+//! - [`origin`], [`trace_data`], [`builtin`]: where a scenario and the
+//!   files it reads come from;
+//! - [`accesslog`]: recorded traffic — a CSV trace's sibling formats,
+//!   nginx, Envoy and JSON-lines access logs — as one
+//!   [`ratesim_core::traffic::Recorded`] source each;
+//! - [`import`]: nginx and Envoy configurations → a scenario.
+
+pub mod accesslog;
+pub mod builtin;
+pub mod error;
+pub mod fields;
+pub mod import;
+pub mod origin;
+pub mod overrides;
+pub mod scenario;
+pub mod trace_data;
+
+pub use error::InputError;
+pub use origin::{Origin, RecordedKeys};
+pub use trace_data::{regular_file, TraceData};
+
+use ratesim_core::{clock, deploy, limiter, population, traffic};
