@@ -28,7 +28,6 @@ pub mod explain;
 pub mod onboard;
 pub mod progress;
 pub mod redis;
-pub mod report;
 pub mod run;
 pub mod staging;
 pub mod sweep;
@@ -37,4 +36,5 @@ pub use ratesim_core::{
     cache, calendar, clock, deploy, engine, limiter, metrics, population, traffic,
 };
 pub use ratesim_input::{accesslog, builtin, error, import, overrides, scenario, InputError};
+pub use ratesim_report as report;
 pub use ratesim_rundir as rundir;

@@ -363,7 +363,7 @@ fn text(ctx: &Context, c: &Closeup) -> String {
 mod tests {
     use super::*;
     use crate::clock::parse_duration;
-    use crate::report::charts::data::tests_support;
+    use crate::report::charts::RunData;
 
     fn ns(text: &str) -> u64 {
         parse_duration(text).unwrap().0
@@ -371,7 +371,12 @@ mod tests {
 
     #[test]
     fn the_zoom_window_is_the_one_holding_the_fixed_windows_2x_burst() {
-        let data = tests_support::boundary();
+        // `ratesim run boundary`'s data (tests/it/charts.rs holds it current).
+        let fixture = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/crates/report/fixtures/boundary"
+        );
+        let data = RunData::load(std::path::Path::new(fixture)).unwrap();
         let scenario = Scenario::load("boundary").unwrap();
         let c = closeup(&scenario, &data).unwrap();
         let z = &c.zoom;

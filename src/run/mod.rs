@@ -22,6 +22,7 @@ use crate::engine::{self, LimiterRun};
 use crate::error::InputError;
 use crate::estimate::Estimate;
 use crate::report::{self, Report};
+use crate::scenario::echo::Echo as _;
 use crate::scenario::Scenario;
 use crate::staging::Staging;
 
@@ -125,7 +126,7 @@ pub fn simulate_into(
         File::create(dir.join(report::top_keys::FILE)).context("cannot write top_keys.csv")?,
     )?;
 
-    let report = Report::new(scenario, runs);
+    let report = Report::new(scenario, runs, scenario.echo());
     let create = |name: &str| -> anyhow::Result<BufWriter<File>> {
         Ok(BufWriter::new(
             File::create(dir.join(name)).with_context(|| format!("cannot write {name}"))?,

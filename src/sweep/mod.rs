@@ -42,6 +42,7 @@ use crate::estimate::{Estimate, BUDGET_DECISIONS};
 use crate::overrides::{self, Override};
 use crate::progress::PointProgress;
 use crate::report::{self, Report};
+use crate::scenario::echo::Echo as _;
 use crate::scenario::text::ScenarioFile;
 use crate::scenario::Scenario;
 use crate::staging::Staging;
@@ -362,7 +363,7 @@ fn run_point(plan: &Plan, i: usize) -> anyhow::Result<Vec<u8>> {
     let runs = (0..s.limiters.len())
         .map(|l| engine::simulate(&s, l, None, &|_, _| {}))
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let report = Report::new(&s, runs);
+    let report = Report::new(&s, runs, s.echo());
     let mut out = Vec::new();
     report::csv::summary(&report, &mut out)?;
     Ok(out)

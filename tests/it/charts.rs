@@ -708,3 +708,25 @@ fn a_time_series_without_the_per_key_columns_still_plots() {
     let md = fs::read_to_string(dir.join("summary.md")).unwrap();
     assert!(md.contains("throughput"), "{md}");
 }
+
+/// The report crate's unit tests (and `explain`'s) draw from
+/// `crates/report/fixtures/boundary`: it must be what `ratesim run
+/// boundary` writes today, byte for byte.
+#[test]
+fn the_report_crates_boundary_fixture_is_what_run_boundary_writes() {
+    let tmp = scratch();
+    let out = tmp.path().join("boundary");
+    succeeds_quietly(
+        ratesim()
+            .args(["run", "boundary", "--no-plots", "--quiet", "--out"])
+            .arg(&out),
+    );
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/report/fixtures/boundary");
+    for file in ["summary.json", "timeseries.csv"] {
+        assert!(
+            fs::read(out.join(file)).unwrap() == fs::read(fixture.join(file)).unwrap(),
+            "{file} differs from {}: copy the new one there",
+            fixture.join(file).display()
+        );
+    }
+}

@@ -14,13 +14,16 @@
 //! - [`deploy`]: instances, routing and a shared store;
 //! - [`scenario`]: a validated scenario, as the engine runs it;
 //! - [`metrics`]: what a run measures, per limiter;
-//! - [`engine`]: the event queue and the run loop.
+//! - [`engine`]: the event queue and the run loop;
+//! - [`error`]: [`error::InputError`], the error a user can fix (exit
+//!   status 2), and how a message quotes the user's values.
 
 pub mod cache;
 pub mod calendar;
 pub mod clock;
 pub mod deploy;
 pub mod engine;
+pub mod error;
 pub mod limiter;
 pub mod metrics;
 pub mod population;

@@ -5,7 +5,7 @@
 //!   `summary.json` in [`scenario::echo`], `--set`/`--vary` in
 //!   [`overrides`];
 //! - [`fields`]: the TOML walker whose errors name the field's path, the
-//!   value and what is accepted ([`error`]);
+//!   value and what is accepted ([`InputError`]);
 //! - [`origin`], [`trace_data`], [`builtin`]: where a scenario and the
 //!   files it reads come from;
 //! - [`accesslog`]: recorded traffic — a CSV trace's sibling formats,
@@ -15,7 +15,6 @@
 
 pub mod accesslog;
 pub mod builtin;
-pub mod error;
 pub mod fields;
 pub mod import;
 pub mod origin;
@@ -23,8 +22,8 @@ pub mod overrides;
 pub mod scenario;
 pub mod trace_data;
 
-pub use error::InputError;
 pub use origin::{Origin, RecordedKeys};
+pub use ratesim_core::error::{self, InputError};
 pub use trace_data::{regular_file, TraceData};
 
 use ratesim_core::{clock, deploy, limiter, population, traffic};

@@ -17,8 +17,8 @@ use std::path::Path;
 use serde::Deserialize;
 
 use crate::error::InputError;
-use crate::report::format::Decimal;
-use crate::report::summary::{LimiterJson, PassRatioSpread};
+use crate::format::Decimal;
+use crate::summary::{LimiterJson, PassRatioSpread};
 
 /// One run, as its run directory records it.
 #[derive(Debug, Clone, PartialEq)]
@@ -188,7 +188,11 @@ impl RunData {
     /// 1s (each limiter's own)`.
     pub fn policy(&self) -> String {
         let limits: Vec<u64> = self.limiters.iter().map(|l| l.limit).collect();
-        crate::report::format::policy(&limits, self.limit, &super::style::duration(self.window_ns))
+        crate::format::policy(
+            &limits,
+            self.limit,
+            &crate::clock::Nanos(self.window_ns).to_string(),
+        )
     }
 }
 
@@ -892,23 +896,14 @@ pub mod tests_support {
         }
     }
 
-    /// The built-in `boundary` scenario, run (without charts) into a
-    /// temporary directory and loaded back as the charts see it.
+    /// The built-in `boundary` scenario's run, as the charts see it:
+    /// `fixtures/boundary`, the `summary.json` and `timeseries.csv` of
+    /// `ratesim run boundary` (an integration test holds them equal).
     pub fn boundary() -> RunData {
         static DATA: OnceLock<RunData> = OnceLock::new();
         DATA.get_or_init(|| {
-            let scenario = <crate::scenario::Scenario as crate::scenario::Load>::load("boundary")
-                .expect("built-in");
-            let tmp = tempfile::tempdir().expect("tempdir");
-            let out = tmp.path().join("boundary");
-            crate::run::run_scenario(
-                &scenario,
-                &out,
-                &crate::run::RunOptions::default(),
-                &|_, _, _| {},
-            )
-            .expect("the boundary scenario runs");
-            RunData::load(&out).expect("its run directory loads")
+            let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/boundary");
+            RunData::load(std::path::Path::new(dir)).expect("the fixture loads")
         })
         .clone()
     }

@@ -183,7 +183,7 @@ pub fn draw_delay(data: &RunData, bars: &[DelayBar], path: &Path) -> anyhow::Res
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::charts::data::tests_support::{self, run_data};
+    use crate::charts::data::tests_support::{self, run_data};
 
     #[test]
     fn only_limiters_that_delayed_appear() {
@@ -203,7 +203,7 @@ mod tests {
         let bars = delay_series(&d);
         let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().join("delay.png");
-        crate::report::charts::style::ensure_fonts().unwrap();
+        crate::charts::style::ensure_fonts().unwrap();
         draw_delay(&d, &bars, &path).unwrap();
         let img = image_rgb(&path);
         let color = style::limiter_color(&d, bars[0].index);

@@ -434,7 +434,7 @@ pub fn draw_clients(data: &RunData, s: &ClientsSeries, path: &Path) -> anyhow::R
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::charts::data::tests_support::{self, run_data};
+    use crate::charts::data::tests_support::{self, run_data};
 
     #[test]
     fn amplification_is_attempts_per_logical_request() {

@@ -622,7 +622,7 @@ fn draw_overshoot(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::charts::data::{tests_support, SeriesRow};
+    use crate::charts::data::{tests_support, SeriesRow};
 
     #[test]
     fn each_panel_peaks_at_its_limiters_peak_in_window() {
@@ -724,7 +724,7 @@ mod tests {
 
     #[test]
     fn outages_are_carried_in_ns_and_clipped_to_the_chart() {
-        use crate::report::charts::data::Outage;
+        use crate::charts::data::Outage;
         let mut d = tests_support::boundary();
         d.limiters[1].deployment.outages = vec![
             Outage {

@@ -47,8 +47,8 @@ pub fn render_dir(dir: &Path, plots: bool) -> anyhow::Result<(RunData, Vec<&'sta
     Ok((data, written))
 }
 
-/// In a directory that does not carry ratesim's marker (see
-/// [`crate::staging`]), refuses to draw over any file of the names
+/// In a directory that does not carry ratesim's marker (the staging of
+/// a run directory writes it), refuses to draw over any file of the names
 /// [`render_dir`] writes or removes — `summary.md` and the charts — since
 /// it may be someone's own; a copy of a run's data alone may be drawn.
 /// (`ratesim run` draws into its staging directory, which holds none yet.)

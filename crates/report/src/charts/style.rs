@@ -651,7 +651,7 @@ pub fn millis(ms: f64) -> String {
 mod tests {
     use super::*;
 
-    use crate::report::charts::data::tests_support::run_data;
+    use crate::charts::data::tests_support::run_data;
 
     /// A run of limiters with the given algorithms.
     fn run_of(algorithms: &[&str]) -> RunData {

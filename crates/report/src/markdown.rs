@@ -193,7 +193,7 @@ fn capitalise(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::charts::data::tests_support::run_data;
+    use crate::charts::data::tests_support::run_data;
 
     #[test]
     fn the_table_marks_a_limiter_above_the_limit_and_links_images_relatively() {

@@ -429,7 +429,7 @@ pub fn draw_deployment(data: &RunData, s: &DeploymentSeries, path: &Path) -> any
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::charts::data::tests_support::{self, run_data};
+    use crate::charts::data::tests_support::{self, run_data};
 
     #[test]
     fn drawn_only_when_some_limiter_is_deployed() {

@@ -20,11 +20,12 @@ pub mod summary;
 pub mod table;
 pub mod top_keys;
 
+use ratesim_core::{clock, engine, error, limiter, metrics, population, scenario};
+use ratesim_rundir as rundir;
+
 use crate::clock::Nanos;
 use crate::engine::LimiterRun;
 use crate::metrics::SeriesBucket;
-use crate::rundir;
-use crate::scenario::echo::{Echo as _, Params};
 use crate::scenario::Scenario;
 use format::Decimal;
 use summary::{LimiterJson, LimiterSummary, PassRatioSpread};
@@ -80,12 +81,16 @@ pub struct Report {
 }
 
 impl Report {
-    pub fn new(scenario: &Scenario, runs: Vec<LimiterRun>) -> Report {
+    /// The report of `scenario`'s `runs` (one per limiter, in order), with
+    /// the scenario as `summary.json` echoes it: `echo`, whose
+    /// `limiters[i].params` are each limiter's resolved parameters.
+    pub fn new(scenario: &Scenario, runs: Vec<LimiterRun>, echo: serde_json::Value) -> Report {
         let limiters = scenario
             .limiters
             .iter()
             .zip(runs)
-            .map(|(spec, run)| {
+            .enumerate()
+            .map(|(i, (spec, run))| {
                 let r = run.recorder;
                 let key_name = |key: u32| match spec.key_by {
                     crate::scenario::KeyBy::Client => {
@@ -162,7 +167,7 @@ impl Report {
                 LimiterReport {
                     json: LimiterJson {
                         summary,
-                        params: spec.algorithm.params(),
+                        params: echo["limiters"][i]["params"].clone(),
                         peak_window_end_ns: peak_at.as_ref().map(|(t, _)| t.0),
                         peak_key: peak_at.map(|(_, k)| k),
                         client_pass_ratio_spread: r.pass_ratio_spread().map(|q| {
@@ -195,7 +200,7 @@ impl Report {
             limit: scenario.defaults.limit,
             window: scenario.defaults.window,
             resolution: scenario.output.resolution,
-            scenario: scenario.echo(),
+            scenario: echo,
             limiters,
         }
     }

@@ -223,7 +223,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::charts::data::tests_support::{self, run_data};
+    use crate::charts::data::tests_support::{self, run_data};
 
     #[test]
     fn the_sliding_logs_800_bytes_against_8_turn_the_axis_logarithmic() {

@@ -274,7 +274,7 @@ pub fn draw_outcomes(data: &RunData, s: &OutcomeSeries, path: &Path) -> anyhow::
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::charts::data::tests_support::{self, run_data};
+    use crate::charts::data::tests_support::{self, run_data};
 
     #[test]
     fn segments_sum_to_the_attempts() {

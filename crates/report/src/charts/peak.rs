@@ -261,7 +261,7 @@ pub fn draw_peak(data: &RunData, s: &PeakSeries, path: &Path) -> anyhow::Result<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::charts::data::tests_support::run_data;
+    use crate::charts::data::tests_support::run_data;
 
     #[test]
     fn peak_series_holds_each_limiter_against_the_limit() {
