@@ -161,11 +161,11 @@ pub(super) const PROCESS_BYTES: u128 = 6 << 20;
 pub(super) const LIMITER_BYTES: u128 = 64 << 10;
 
 /// Arrivals handed to the limiters at a time, in two buffers of this many
-/// (src/engine/mod.rs `CHUNK`), each arrival 56 bytes there.
+/// (crates/core/src/engine/mod.rs `CHUNK`), each arrival 56 bytes there.
 pub(super) const CHUNK_ARRIVALS: u128 = 1 << 14;
 pub(super) const SHARED_ARRIVAL: u128 = 56;
 
-/// One id's slot in a limiter's recorder (src/metrics.rs `PerId`).
+/// One id's slot in a limiter's recorder (crates/core/src/metrics/window.rs `PerId`).
 pub(super) const RECORDER_SLOT: u128 = 64;
 
 /// A key's ledger mark (16) and its pending fresh event (16), at most one
@@ -199,10 +199,10 @@ pub(super) const SPILLED_PASS: u128 = 16;
 pub(super) const INLINE_PASSES: u128 = 5;
 
 /// A retry waiting on a limiter's own queue: the 16-byte event and its
-/// slot (src/engine/mod.rs `events`).
+/// slot (crates/core/src/engine/mod.rs `events`).
 pub(super) const WAITING_RETRY: u128 = 112;
 
-/// An instance's own id for a key (src/engine/store.rs `local_key`, a
+/// An instance's own id for a key (crates/core/src/engine/store.rs `local_key`, a
 /// hash map entry), and its memory of a store rejection (`Cached`).
 pub(super) const LOCAL_ID: u128 = 24;
 pub(super) const CACHED: u128 = 24;
@@ -226,7 +226,7 @@ pub(super) const TRACE_READER: u128 = 80 << 10;
 /// NAT address): the population's copy and a trace's map entry.
 pub(super) const NAME_BYTES: u128 = 128;
 
-/// A decision log's buffer, per limiter (src/run.rs).
+/// A decision log's buffer, per limiter (src/run/mod.rs).
 pub(super) const DECISION_LOG_BYTES: u128 = (64 << 10) + (4 << 10);
 
 /// Rows of a table indexed by a limiter's keys: dense, up to the largest
@@ -447,7 +447,7 @@ pub(super) fn streams(p: &Pattern) -> u128 {
 }
 
 /// Bytes of generating one source's arrivals, besides their events (the
-/// sizes of the streams of src/traffic/, each on the heap).
+/// sizes of the streams of crates/core/src/traffic/, each on the heap).
 pub(super) fn arrival_bytes(p: &Pattern) -> u128 {
     let rng = size_of::<rand_chacha::ChaCha8Rng>() as u128;
     let boxed = |n: usize, stream: u128| (n as u128).saturating_mul(STREAM_CLIENT + malloc(stream));

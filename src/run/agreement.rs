@@ -32,11 +32,10 @@ use crate::scenario::Scenario;
 use crate::traffic::retry::Retry;
 use crate::traffic::Pattern;
 
-pub const FILE: &str = crate::rundir::AGREEMENT_CSV;
-pub const LINES_FILE: &str = crate::rundir::DISAGREEMENTS_CSV;
-pub const HEADER: &str = "limiter,gateway,ratesim,requests";
-pub const LINES_HEADER: &str =
-    "limiter,line,client,time_ns,gateway,ratesim,gateway_delay_ns,ratesim_delay_ns";
+use crate::rundir::{
+    AGREEMENT_COLUMNS, AGREEMENT_CSV as FILE, DISAGREEMENTS_COLUMNS,
+    DISAGREEMENTS_CSV as LINES_FILE,
+};
 
 /// Disagreeing lines kept per limiter.
 pub const FIRST: usize = 10;
@@ -181,7 +180,7 @@ pub fn write(
         return Ok(());
     }
     let mut w = csv::Writer::from_path(dir.join(FILE))?;
-    w.write_record(HEADER.split(','))?;
+    w.write_record(AGREEMENT_COLUMNS)?;
     for a in &all {
         for ((g, r), n) in &a.counts {
             w.write_record([a.limiter.as_str(), g, r, &n.to_string()])?;
@@ -189,7 +188,7 @@ pub fn write(
     }
     w.flush()?;
     let mut w = csv::Writer::from_path(dir.join(LINES_FILE))?;
-    w.write_record(LINES_HEADER.split(','))?;
+    w.write_record(DISAGREEMENTS_COLUMNS)?;
     for a in &all {
         for &(line, client, t, g, r, gd, rd) in &a.lines {
             w.write_record([

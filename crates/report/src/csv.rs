@@ -8,9 +8,11 @@ use super::Report;
 use crate::engine::{Attempt, DecisionSink};
 use crate::limiter::Decision;
 use crate::population::Population;
+use crate::rundir::summary::LimiterSummary;
+use crate::rundir::{DECISION_COLUMNS, TIMESERIES_COLUMNS};
 use crate::scenario::KeyBy;
 
-/// `summary.csv`: one [`super::summary::LimiterSummary`] per row, its
+/// `summary.csv`: one [`LimiterSummary`] per row, its
 /// fields the columns (docs/semantics.md §3's first, in order).
 pub fn summary(report: &Report, out: &mut dyn Write) -> anyhow::Result<()> {
     let mut w = csv::Writer::from_writer(out);
@@ -27,7 +29,7 @@ pub fn summary_columns() -> Vec<String> {
     // Serializing a row writes the header first; the struct is its only
     // source, so the two can never disagree.
     let header = w
-        .serialize(super::summary::LimiterSummary::default())
+        .serialize(LimiterSummary::default())
         .and_then(|()| w.into_inner().map_err(|e| e.into_error().into()));
     match header {
         Ok(bytes) => String::from_utf8_lossy(&bytes)
@@ -40,22 +42,6 @@ pub fn summary_columns() -> Vec<String> {
         Err(_) => Vec::new(),
     }
 }
-
-pub const TIMESERIES_COLUMNS: &[&str] = &[
-    "limiter",
-    "bucket_start_ns",
-    "bucket_end_ns",
-    "attempts",
-    "admitted",
-    "delayed",
-    "rejected",
-    "passed",
-    "passed_cost",
-    "retries",
-    "gave_up",
-    "worst_key_in_window",
-    "overshoot",
-];
 
 /// Every limiter's series over the same buckets (the longest series, so a
 /// shaper's late releases are not cut off).
@@ -93,17 +79,6 @@ pub fn timeseries(report: &Report, out: &mut dyn Write) -> anyhow::Result<()> {
     w.flush()?;
     Ok(())
 }
-
-pub const DECISION_COLUMNS: &[&str] = &[
-    "limiter",
-    "time_ns",
-    "key",
-    "client",
-    "attempt",
-    "outcome",
-    "delay_ns",
-    "retry_after_ns",
-];
 
 /// Streams one limiter's decisions as CSV rows (no header: the run writes
 /// one header, then each limiter's rows in order).

@@ -1,32 +1,29 @@
 //! `summary.json`: the scenario as validated, the seed, the version and every
 //! metric of every limiter — what `ratesim run --format json` prints too.
+//! Its model is [`crate::rundir::summary::Summary`].
 
 use std::io::Write;
 
-use serde_json::{json, Value};
-
-use super::format::json_numbers;
 use super::Report;
+use crate::rundir::summary::Summary;
 
-pub fn summary(report: &Report) -> Value {
-    let mut limiters =
-        serde_json::to_value(report.limiters.iter().map(|l| &l.json).collect::<Vec<_>>())
-            .expect("a summary serializes");
-    json_numbers(&mut limiters);
-    json!({
-        "ratesim_version": report.version,
-        "scenario": report.scenario,
-        "seed": report.seed,
-        "limit": report.limit,
-        "window_ns": report.window.0,
-        "duration_ns": report.duration.0,
-        "resolution_ns": report.resolution.0,
-        "limiters": limiters,
-    })
+/// The report as `summary.json` models it.
+pub fn summary(report: &Report) -> Summary {
+    Summary {
+        ratesim_version: report.version.to_string(),
+        scenario: report.scenario.clone(),
+        seed: report.seed,
+        limit: report.limit,
+        window_ns: report.window.0,
+        duration_ns: report.duration.0,
+        resolution_ns: report.resolution.0,
+        limiters: report.limiters.iter().map(|l| l.json.clone()).collect(),
+    }
 }
 
 pub fn to_string(report: &Report) -> String {
-    let mut s = serde_json::to_string_pretty(&summary(report)).expect("JSON values serialize");
+    let mut s =
+        serde_json::to_string_pretty(&summary(report).to_json()).expect("JSON values serialize");
     s.push('\n');
     s
 }

@@ -16,7 +16,6 @@ pub mod json;
 pub mod markdown;
 pub mod notes;
 pub mod render;
-pub mod summary;
 pub mod table;
 pub mod top_keys;
 
@@ -26,9 +25,9 @@ use ratesim_rundir as rundir;
 use crate::clock::Nanos;
 use crate::engine::LimiterRun;
 use crate::metrics::SeriesBucket;
+use crate::rundir::summary::{LimiterJson, LimiterSummary, PassRatioSpread, ScenarioEcho};
 use crate::scenario::Scenario;
 use format::Decimal;
-use summary::{LimiterJson, LimiterSummary, PassRatioSpread};
 
 /// One limiter's results: its summary as the files write it, and the
 /// exact values the terminal rounds its own way.
@@ -76,7 +75,7 @@ pub struct Report {
     pub window: Nanos,
     pub resolution: Nanos,
     /// The validated scenario, echoed into `summary.json`.
-    pub scenario: serde_json::Value,
+    pub scenario: ScenarioEcho,
     pub limiters: Vec<LimiterReport>,
 }
 
@@ -85,6 +84,8 @@ impl Report {
     /// the scenario as `summary.json` echoes it: `echo`, whose
     /// `limiters[i].params` are each limiter's resolved parameters.
     pub fn new(scenario: &Scenario, runs: Vec<LimiterRun>, echo: serde_json::Value) -> Report {
+        let echo: ScenarioEcho =
+            serde_json::from_value(echo).expect("a scenario's echo has its name and limiters");
         let limiters = scenario
             .limiters
             .iter()
@@ -167,7 +168,7 @@ impl Report {
                 LimiterReport {
                     json: LimiterJson {
                         summary,
-                        params: echo["limiters"][i]["params"].clone(),
+                        params: echo.limiters[i].rest["params"].clone(),
                         peak_window_end_ns: peak_at.as_ref().map(|(t, _)| t.0),
                         peak_key: peak_at.map(|(_, k)| k),
                         client_pass_ratio_spread: r.pass_ratio_spread().map(|q| {

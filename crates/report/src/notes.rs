@@ -1,7 +1,7 @@
 //! What `summary.md` says of the access logs a run replayed, read back from
 //! the run directory's `summary.json`.
 
-use crate::rundir::SummarySources;
+use crate::rundir::summary::Summary;
 
 /// For `summary.md`: how each access log was read (whole-second stamps
 /// placed by `subsecond`, lines with an empty key, a format without a
@@ -11,11 +11,11 @@ pub fn summary_notes(dir: &std::path::Path) -> String {
     let Ok(text) = std::fs::read_to_string(dir.join(crate::rundir::SUMMARY_JSON)) else {
         return String::new();
     };
-    let Ok(summary) = serde_json::from_str::<SummarySources>(&text) else {
+    let Ok(summary) = serde_json::from_str::<Summary>(&text) else {
         return String::new();
     };
     let mut out = String::new();
-    for t in summary.access_logs() {
+    for t in summary.scenario.access_logs() {
         out.push_str(&format!(
             "- `{}`: {} log `{}`, {} requests",
             t.name, t.format, t.path, t.rows

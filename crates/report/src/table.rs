@@ -104,7 +104,7 @@ pub fn render(report: &Report) -> String {
     {
         columns.extend(RETRIES);
     }
-    if report.scenario["clients"].as_u64().unwrap_or(0) > 1 {
+    if report.scenario.rest["clients"].as_u64().unwrap_or(0) > 1 {
         columns.push(&FAIRNESS);
     }
     if report

@@ -13,8 +13,8 @@ use crate::engine::LimiterRun;
 use crate::metrics::KeyCounts;
 use crate::scenario::{KeyBy, Scenario};
 
-pub const FILE: &str = crate::rundir::TOP_KEYS_CSV;
-pub const HEADER: &str = "limiter,rank,key,attempts,admitted,delayed,rejected,peak_in_window";
+use crate::rundir::TOP_KEYS_COLUMNS;
+pub use crate::rundir::TOP_KEYS_CSV as FILE;
 
 /// Keys kept per limiter in the file.
 pub const PER_LIMITER: usize = 100;
@@ -69,7 +69,7 @@ pub fn collect(scenario: &Scenario, runs: &[LimiterRun]) -> Vec<Row> {
 
 pub fn write(rows: &[Row], out: impl Write) -> anyhow::Result<()> {
     let mut w = csv::Writer::from_writer(out);
-    w.write_record(HEADER.split(','))?;
+    w.write_record(TOP_KEYS_COLUMNS)?;
     for r in rows {
         w.write_record([
             r.limiter.clone(),

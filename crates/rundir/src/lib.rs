@@ -6,9 +6,12 @@
 //! the staging of a run directory takes this list as the files that are ratesim's own —
 //! so a file added to a run directory is added once, here, and staging never
 //! calls it foreign. The columns and JSON of each file are described in
-//! `docs/semantics.md` §3.
+//! `docs/semantics.md` §3; [`summary`] is the one model of
+//! `summary.json` and `summary.csv`, and the CSV headers are below.
 
 use serde::{Deserialize, Serialize};
+
+pub mod summary;
 
 /// The file that makes a directory a ratesim run or sweep directory (its
 /// version and the scenario's name).
@@ -140,31 +143,61 @@ fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
-/// The part of `summary.json` that `summary.md`'s access-log notes read.
-#[derive(Debug, Deserialize)]
-pub struct SummarySources {
-    pub scenario: SummaryScenario,
-}
+/// `timeseries.csv`'s header.
+pub const TIMESERIES_COLUMNS: &[&str] = &[
+    "limiter",
+    "bucket_start_ns",
+    "bucket_end_ns",
+    "attempts",
+    "admitted",
+    "delayed",
+    "rejected",
+    "passed",
+    "passed_cost",
+    "retries",
+    "gave_up",
+    "worst_key_in_window",
+    "overshoot",
+];
 
-#[derive(Debug, Deserialize)]
-pub struct SummaryScenario {
-    /// Every `[[traffic]]` source as echoed; the access logs are the ones
-    /// with a `format` ([`AccessLogSource`]).
-    #[serde(default)]
-    pub traffic: Vec<serde_json::Value>,
-}
+/// `decisions.csv`'s header.
+pub const DECISION_COLUMNS: &[&str] = &[
+    "limiter",
+    "time_ns",
+    "key",
+    "client",
+    "attempt",
+    "outcome",
+    "delay_ns",
+    "retry_after_ns",
+];
 
-impl SummarySources {
-    /// The access-log sources, in order.
-    pub fn access_logs(&self) -> Vec<AccessLogSource> {
-        self.scenario
-            .traffic
-            .iter()
-            .filter(|t| t.get("format").is_some())
-            .filter_map(|t| serde_json::from_value(t.clone()).ok())
-            .collect()
-    }
-}
+/// `top_keys.csv`'s header.
+pub const TOP_KEYS_COLUMNS: &[&str] = &[
+    "limiter",
+    "rank",
+    "key",
+    "attempts",
+    "admitted",
+    "delayed",
+    "rejected",
+    "peak_in_window",
+];
+
+/// `agreement.csv`'s header.
+pub const AGREEMENT_COLUMNS: &[&str] = &["limiter", "gateway", "ratesim", "requests"];
+
+/// `disagreements.csv`'s header.
+pub const DISAGREEMENTS_COLUMNS: &[&str] = &[
+    "limiter",
+    "line",
+    "client",
+    "time_ns",
+    "gateway",
+    "ratesim",
+    "gateway_delay_ns",
+    "ratesim_delay_ns",
+];
 
 /// Whether `name` is a file ratesim writes into a run or sweep directory.
 pub fn is_own_file(name: &str) -> bool {

@@ -249,7 +249,7 @@ mod tests {
         assert_eq!(f.parse(&ok).unwrap().verdict, Some(Verdict::Passed));
     }
 
-    // DESIGN §8 (corrected, issue 23): %START_TIME% is the request's start,
+    // docs/semantics.md §8: %START_TIME% is the request's start,
     // so a 250 ms %DURATION% leaves the arrival where it is.
     #[test]
     fn the_arrival_is_start_time_and_duration_is_not_subtracted() {

@@ -14,11 +14,9 @@ use std::collections::HashMap;
 use std::fs;
 use std::path::Path;
 
-use serde::Deserialize;
-
 use crate::error::InputError;
 use crate::format::Decimal;
-use crate::summary::{LimiterJson, PassRatioSpread};
+use crate::rundir::summary::{LimiterJson, PassRatioSpread, Summary};
 
 /// One run, as its run directory records it.
 #[derive(Debug, Clone, PartialEq)]
@@ -214,49 +212,6 @@ pub struct SeriesRow {
     pub overshoot: u64,
 }
 
-#[derive(Deserialize)]
-struct SummaryFile {
-    scenario: ScenarioEcho,
-    #[serde(default)]
-    seed: u64,
-    limit: u64,
-    window_ns: u64,
-    duration_ns: u64,
-    resolution_ns: u64,
-    limiters: Vec<LimiterJson>,
-}
-
-#[derive(Deserialize)]
-struct ScenarioEcho {
-    name: String,
-    #[serde(default)]
-    description: String,
-    #[serde(default)]
-    limiters: Vec<LimiterEcho>,
-}
-
-/// A limiter as the scenario echo describes it: only its deployment's
-/// outages are read (the metrics are in `limiters`).
-#[derive(Deserialize)]
-struct LimiterEcho {
-    #[serde(default)]
-    name: String,
-    #[serde(default)]
-    deployment: Option<DeploymentEcho>,
-}
-
-#[derive(Deserialize)]
-struct DeploymentEcho {
-    #[serde(default)]
-    outages: Vec<OutageEcho>,
-}
-
-#[derive(Deserialize)]
-struct OutageEcho {
-    start: String,
-    end: String,
-}
-
 /// The `timeseries.csv` columns the charts read (others are ignored)…
 const SERIES_COLUMNS: [&str; 7] = [
     "limiter",
@@ -281,7 +236,7 @@ const MAX_NUMBER: f64 = 1e20;
 pub const MAX_OUTAGES: usize = 10_000;
 
 /// `summary.json`'s times, checked before anything is computed from them.
-fn check_times(f: &SummaryFile) -> Result<(), InputError> {
+fn check_times(f: &Summary) -> Result<(), InputError> {
     for (field, v) in [
         ("window_ns", f.window_ns),
         ("duration_ns", f.duration_ns),
@@ -345,7 +300,7 @@ impl RunData {
 
     /// Parses `summary.json` text (time series left empty).
     pub fn from_summary_json(text: &str) -> Result<RunData, InputError> {
-        let f: SummaryFile = serde_json::from_str(text)
+        let f: Summary = serde_json::from_str(text)
             .map_err(|e| InputError::new(format!("not a ratesim summary: {e}")))?;
         if f.window_ns == 0 || f.resolution_ns == 0 {
             return Err(InputError::new(
@@ -359,6 +314,7 @@ impl RunData {
             let parsed = d
                 .outages
                 .iter()
+                .flatten()
                 .enumerate()
                 .map(|(k, o)| {
                     let at = |field: &str, text: &str| {
