@@ -61,7 +61,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             crate::onboard::init_command(&args.name, args.file.as_deref(), args.force)
         }
         Command::Import(args) => {
-            let options = crate::import::Options {
+            let options = crate::import::ImportOptions {
                 trace: args.trace,
                 envoy_timer: args.envoy_timer,
                 log_format: args.log_format,

@@ -202,7 +202,7 @@ pub(super) const INLINE_PASSES: u128 = 5;
 /// slot (crates/core/src/engine/mod.rs `events`).
 pub(super) const WAITING_RETRY: u128 = 112;
 
-/// An instance's own id for a key (crates/core/src/engine/store.rs `local_key`, a
+/// An instance's own id for a key (crates/core/src/engine/shared_store.rs `local_key`, a
 /// hash map entry), and its memory of a store rejection (`Cached`).
 pub(super) const LOCAL_ID: u128 = 24;
 pub(super) const CACHED: u128 = 24;
@@ -415,12 +415,12 @@ pub(super) fn state_size(algorithm: &Algorithm) -> u128 {
         Algorithm::Gcra(_) => size_of::<u128>(),
         Algorithm::FixedWindow(_) => size_of::<fixed_window::Counter>(),
         Algorithm::SlidingLog(_) => size_of::<sliding_log::Log>(),
-        Algorithm::SlidingCounter(_) => size_of::<sliding_counter::Counts>(),
+        Algorithm::SlidingCounter(_) => size_of::<sliding_counter::WindowCounts>(),
         Algorithm::LeakyBucket(c) => match c.arithmetic {
             Arithmetic::Exact => size_of::<leaky_bucket::Outlet>(),
             Arithmetic::Nginx => size_of::<Option<leaky_bucket::nginx::Node>>(),
         },
-        Algorithm::SmoothBursty(_) => size_of::<smooth_bursty::Balance>(),
+        Algorithm::SmoothBursty(_) => size_of::<smooth_bursty::StoredPermits>(),
     }) as u128
 }
 

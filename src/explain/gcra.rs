@@ -86,7 +86,7 @@ impl DecisionSink for Decisions {
 
 /// How two limiters' decision sequences compare.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Agreement {
+pub struct Comparison {
     pub attempts: usize,
     pub same: usize,
     pub admitted: usize,
@@ -97,7 +97,7 @@ pub struct Agreement {
 
 /// Re-simulates limiters `a` and `b` of `scenario` and compares their
 /// decisions attempt by attempt.
-pub fn agreement(scenario: &Scenario, a: usize, b: usize) -> anyhow::Result<Agreement> {
+pub fn agreement(scenario: &Scenario, a: usize, b: usize) -> anyhow::Result<Comparison> {
     let runs = [a, b]
         .into_par_iter()
         .map(|i| -> anyhow::Result<Vec<(u64, u32, Decision)>> {
@@ -107,7 +107,7 @@ pub fn agreement(scenario: &Scenario, a: usize, b: usize) -> anyhow::Result<Agre
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
     let (x, y) = (&runs[0], &runs[1]);
-    let mut g = Agreement {
+    let mut g = Comparison {
         attempts: x.len().max(y.len()),
         same: 0,
         admitted: 0,

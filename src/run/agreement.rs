@@ -49,7 +49,7 @@ fn outcome(d: Decision) -> &'static str {
 }
 
 /// One limiter's comparison, filled as the run goes.
-pub struct Agreement {
+pub struct AgreementSink {
     limiter: String,
     requests: Requests,
     /// The log tells delays apart from passes (nginx `$limit_req_status`).
@@ -86,8 +86,8 @@ pub fn log_of(scenario: &Scenario, index: usize) -> Option<&AccessLog> {
     (plain && log.with_verdict > 0 && same_gateway(spec.implementation, &log.format)).then_some(log)
 }
 
-impl Agreement {
-    pub fn new(scenario: &Scenario, index: usize) -> anyhow::Result<Option<Agreement>> {
+impl AgreementSink {
+    pub fn new(scenario: &Scenario, index: usize) -> anyhow::Result<Option<AgreementSink>> {
         let Some(log) = log_of(scenario, index) else {
             return Ok(None);
         };
@@ -95,7 +95,7 @@ impl Agreement {
             Format::Nginx(n) => n.template.field("$limit_req_status").is_some(),
             _ => false,
         };
-        Ok(Some(Agreement {
+        Ok(Some(AgreementSink {
             limiter: scenario.limiters[index].name.clone(),
             requests: log.requests()?,
             delays,
@@ -105,7 +105,7 @@ impl Agreement {
     }
 }
 
-impl DecisionSink for Agreement {
+impl DecisionSink for AgreementSink {
     fn record(&mut self, a: &Attempt) -> anyhow::Result<()> {
         if a.attempt != 1 {
             return Ok(());
@@ -146,7 +146,7 @@ impl DecisionSink for Agreement {
 /// Passes decisions to two sinks (the decision log and an agreement).
 pub struct Tee<'a>(
     pub Option<&'a mut (dyn DecisionSink + Send)>,
-    pub Option<&'a mut Agreement>,
+    pub Option<&'a mut AgreementSink>,
 );
 
 impl Tee<'_> {
@@ -171,11 +171,11 @@ impl DecisionSink for Tee<'_> {
 /// Writes `agreement.csv` and `disagreements.csv` into `dir` from each
 /// limiter's comparison, in limiter order, when any limiter was compared.
 pub fn write(
-    agreements: Vec<Option<Agreement>>,
+    agreements: Vec<Option<AgreementSink>>,
     scenario: &Scenario,
     dir: &Path,
 ) -> anyhow::Result<()> {
-    let all: Vec<Agreement> = agreements.into_iter().flatten().collect();
+    let all: Vec<AgreementSink> = agreements.into_iter().flatten().collect();
     if all.is_empty() {
         return Ok(());
     }

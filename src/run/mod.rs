@@ -78,8 +78,8 @@ pub fn simulate_into(
     let n = scenario.limiters.len();
     // Agreement with the gateway's own verdicts, when a replayed access log
     // carries them (see [`agreement`]).
-    let mut agrees: Vec<Option<agreement::Agreement>> = (0..n)
-        .map(|i| agreement::Agreement::new(scenario, i))
+    let mut agrees: Vec<Option<agreement::AgreementSink>> = (0..n)
+        .map(|i| agreement::AgreementSink::new(scenario, i))
         .collect::<anyhow::Result<_>>()?;
     let mut logs = Vec::new();
     if decisions {

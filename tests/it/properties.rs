@@ -201,12 +201,12 @@ fn first_hit_cfg() -> impl Strategy<Value = fixed_window::Config> {
 }
 
 fn log_cfg(count_rejected: bool) -> impl Strategy<Value = sliding_log::Config> {
-    bounded_log_cfg(count_rejected, sliding_log::Boundary::Exclusive)
+    bounded_log_cfg(count_rejected, sliding_log::BoundaryRule::Exclusive)
 }
 
 fn bounded_log_cfg(
     count_rejected: bool,
-    boundary: sliding_log::Boundary,
+    boundary: sliding_log::BoundaryRule,
 ) -> impl Strategy<Value = sliding_log::Config> {
     (1u64..=6, window()).prop_map(move |(limit, window)| sliding_log::Config {
         limit,
@@ -239,10 +239,10 @@ fn align() -> impl Strategy<Value = fixed_window::Align> {
     ]
 }
 
-fn boundary() -> impl Strategy<Value = sliding_log::Boundary> {
+fn boundary() -> impl Strategy<Value = sliding_log::BoundaryRule> {
     prop_oneof![
-        Just(sliding_log::Boundary::Exclusive),
-        Just(sliding_log::Boundary::Inclusive)
+        Just(sliding_log::BoundaryRule::Exclusive),
+        Just(sliding_log::BoundaryRule::Inclusive)
     ]
 }
 
@@ -597,7 +597,7 @@ proptest! {
                     counted(&|t| t >= s) + e.cost <= limit
                 }
                 Algo::Fixed(_) => counted(&|t| t / w == k) + e.cost <= limit,
-                Algo::Log(c) if c.boundary == sliding_log::Boundary::Inclusive => {
+                Algo::Log(c) if c.boundary == sliding_log::BoundaryRule::Inclusive => {
                     counted(&|t| t + w >= e.t) + e.cost <= limit
                 }
                 Algo::Log(_) => counted(&|t| t + w > e.t) + e.cost <= limit,
@@ -804,7 +804,7 @@ proptest! {
         let trace = no_two_exactly_apart(&trace, cfg.window.0);
         let exclusive = decisions(&Algo::Log(cfg), &trace);
         let inclusive = decisions(
-            &Algo::Log(sliding_log::Config { boundary: sliding_log::Boundary::Inclusive, ..cfg }),
+            &Algo::Log(sliding_log::Config { boundary: sliding_log::BoundaryRule::Inclusive, ..cfg }),
             &trace,
         );
         for (i, (x, y)) in exclusive.iter().zip(&inclusive).enumerate() {
@@ -821,7 +821,7 @@ proptest! {
 
     #[test]
     fn an_inclusive_log_never_passes_more_than_its_limit_in_any_closed_window(
-        cfg in any::<bool>().prop_flat_map(|cr| bounded_log_cfg(cr, sliding_log::Boundary::Inclusive)),
+        cfg in any::<bool>().prop_flat_map(|cr| bounded_log_cfg(cr, sliding_log::BoundaryRule::Inclusive)),
         trace in trace(60, 3),
     ) {
         let ds = decisions(&Algo::Log(cfg), &trace);
@@ -1164,14 +1164,14 @@ proptest! {
                 if d.passes() || c.count_rejected {
                     logged.push((e.t, e.key));
                 }
-                let life = c.window.0 + (c.boundary == sliding_log::Boundary::Inclusive) as u64;
+                let life = c.window.0 + (c.boundary == sliding_log::BoundaryRule::Inclusive) as u64;
                 let live = logged.iter().filter(|&&(s, _)| s + life > e.t).count() as u64;
                 peak_total = peak_total.max(live * 8);
             }
         }
         if let Algo::Log(c) = algo {
             // An inclusive entry lives one nanosecond longer.
-            let life = c.window.0 + (c.boundary == sliding_log::Boundary::Inclusive) as u64;
+            let life = c.window.0 + (c.boundary == sliding_log::BoundaryRule::Inclusive) as u64;
             byte_ns = logged.iter().map(|&(s, _)| 8 * (s + life).min(end).saturating_sub(s) as u128).sum();
         }
         let fp = l.footprint(Nanos(end));

@@ -29,7 +29,7 @@ use ratesim::clock::{Nanos, Rate};
 use ratesim::limiter::fixed_window::Align;
 use ratesim::limiter::leaky_bucket::Arithmetic;
 use ratesim::limiter::sliding_counter::Weight;
-use ratesim::limiter::sliding_log::Boundary;
+use ratesim::limiter::sliding_log::BoundaryRule;
 use ratesim::limiter::smooth_bursty::Start;
 use ratesim::limiter::{
     fixed_window, gcra, leaky_bucket, sliding_counter, sliding_log, smooth_bursty, token_bucket,
@@ -134,7 +134,7 @@ enum Algo {
     },
     Log {
         count_rejected: bool,
-        boundary: Boundary,
+        boundary: BoundaryRule,
     },
     Counter {
         count_rejected: bool,
@@ -190,8 +190,8 @@ impl Params {
             } => vec![
                 flag(count_rejected),
                 match boundary {
-                    Boundary::Exclusive => "exclusive",
-                    Boundary::Inclusive => "inclusive",
+                    BoundaryRule::Exclusive => "exclusive",
+                    BoundaryRule::Inclusive => "inclusive",
                 }
                 .into(),
             ],
@@ -405,9 +405,9 @@ fn random_params(rng: &mut ChaCha8Rng, kinds: &[&str]) -> Params {
         "sliding_log" => Algo::Log {
             count_rejected: rng.random_bool(0.4),
             boundary: if rng.random_bool(0.5) {
-                Boundary::Inclusive
+                BoundaryRule::Inclusive
             } else {
-                Boundary::Exclusive
+                BoundaryRule::Exclusive
             },
         },
         "sliding_counter" => Algo::Counter {
@@ -686,7 +686,7 @@ fn the_edges_of_each_scripts_stated_range_still_agree() {
             8_000_000_000_000,
             Algo::Log {
                 count_rejected: true,
-                boundary: Boundary::Inclusive,
+                boundary: BoundaryRule::Inclusive,
             },
         ),
         // (limit + 1) · W = 8.008e15

@@ -115,7 +115,7 @@ pub struct LimiterSpec {
     /// Where its state lives: one instance, many, or a shared store.
     pub deployment: Deployment,
     /// The policy `peak_in_window` is held against (docs/semantics.md §3).
-    pub policy: Policy,
+    pub policy: LimitPolicy,
     /// Whether any of its parameters (or its fallback's) came from
     /// `[defaults] limit`: a sweep of `defaults.limit` that no limiter
     /// reads is refused (docs/semantics.md §9).
@@ -126,7 +126,7 @@ pub struct LimiterSpec {
 /// which `peak_in_window` (measured over that window) is held against
 /// (docs/semantics.md §3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Policy {
+pub struct LimitPolicy {
     /// Its own `limit`; or its own rate (`rate`, or an interval bucket's
     /// `tokens_per_fill` per `fill_interval`) × `[defaults] window`,
     /// rounded up to a whole count; else `[defaults] limit`.
@@ -136,21 +136,21 @@ pub struct Policy {
     pub own: Option<&'static str>,
 }
 
-impl Policy {
+impl LimitPolicy {
     /// A policy of `rate` (its own, set by `field`), per `[defaults] window`:
     /// rounded up, the most a perfectly even stream at that rate passes
     /// within one window (`(s − W, s]` holds ⌈rate·W⌉ of its passes).
-    pub fn of_rate(rate: Rate, d: &Defaults, field: &'static str) -> Policy {
+    pub fn of_rate(rate: Rate, d: &Defaults, field: &'static str) -> LimitPolicy {
         let per_window = crate::clock::div_ceil(rate.tokens() * d.window.0 as u128, rate.per_ns());
-        Policy {
+        LimitPolicy {
             limit: per_window.clamp(1, u64::MAX as u128) as u64,
             own: Some(field),
         }
     }
 
     /// A policy of its own `limit` per window.
-    pub fn of_limit(limit: u64) -> Policy {
-        Policy {
+    pub fn of_limit(limit: u64) -> LimitPolicy {
+        LimitPolicy {
             limit,
             own: Some("limit"),
         }

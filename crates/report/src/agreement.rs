@@ -25,7 +25,7 @@ pub fn agrees(gateway: &str, ratesim: &str) -> bool {
 
 /// One limiter's comparison, read back from `agreement.csv`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Counts {
+pub struct AgreementCounts {
     pub limiter: String,
     /// Lines whose verdict and outcome agree.
     pub agree: u64,
@@ -39,11 +39,11 @@ pub struct Counts {
 
 /// Per limiter, the counts of `agreement.csv` by [`agrees`] and the first
 /// disagreeing lines, read from a run directory.
-pub fn read(dir: &Path) -> Vec<Counts> {
+pub fn read(dir: &Path) -> Vec<AgreementCounts> {
     let Ok(mut r) = csv::Reader::from_path(dir.join(FILE)) else {
         return Vec::new();
     };
-    let mut out: Vec<Counts> = Vec::new();
+    let mut out: Vec<AgreementCounts> = Vec::new();
     for rec in r.records().filter_map(Result::ok) {
         let (Some(l), Some(g), Some(s), Some(n)) = (rec.get(0), rec.get(1), rec.get(2), rec.get(3))
         else {
@@ -51,9 +51,9 @@ pub fn read(dir: &Path) -> Vec<Counts> {
         };
         let n: u64 = n.parse().unwrap_or(0);
         if out.last().is_none_or(|c| c.limiter != l) {
-            out.push(Counts {
+            out.push(AgreementCounts {
                 limiter: l.to_string(),
-                ..Counts::default()
+                ..AgreementCounts::default()
             });
         }
         let e = out.last_mut().expect("just pushed");
@@ -99,7 +99,7 @@ pub fn render(dir: &Path, markdown: bool) -> String {
     if rows.is_empty() {
         return String::new();
     }
-    let unverdicted = |c: &Counts| {
+    let unverdicted = |c: &AgreementCounts| {
         if c.without_verdict == 0 {
             String::new()
         } else {

@@ -18,7 +18,7 @@
 
 mod arrivals;
 mod queue;
-mod store;
+mod shared_store;
 
 use std::collections::HashMap;
 
@@ -31,7 +31,7 @@ use crate::traffic::retry::{event_rng, Retry};
 use crate::traffic::Arrival;
 use arrivals::{Arrivals, Shared};
 use queue::Queue;
-use store::Cached;
+use shared_store::Cached;
 
 /// One attempt and what the limiter decided, as the decision log records it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -28,7 +28,7 @@
 //! Real libraries differ from these textbook rules in small, exact ways;
 //! each difference is a knob on the limiter's `Config`, off by default:
 //! `fixed_window::Align::FirstHit` (Redis `INCR` + `EXPIRE`, Python
-//! `limits`), `sliding_log::Boundary::Inclusive` and
+//! `limits`), `sliding_log::BoundaryRule::Inclusive` and
 //! `sliding_counter::Weight::Floor` (Python `limits`), and
 //! `leaky_bucket::Arithmetic::Nginx` (nginx's whole ms).
 //!

@@ -109,7 +109,7 @@ impl Weight {
 }
 
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Counts {
+pub struct WindowCounts {
     window: u64,
     previous: u64,
     current: u64,
@@ -141,7 +141,7 @@ impl SlidingCounterRule {
     /// When `c` is fresh-equivalent (see the module docs), and its
     /// `[previous, current]` counts as items, each by the moment it stops
     /// weighing (`None` if zero).
-    fn windows(&self, c: &Counts) -> (Nanos, [Option<u64>; 2]) {
+    fn windows(&self, c: &WindowCounts) -> (Nanos, [Option<u64>; 2]) {
         let w = self.cfg.window.0 as u128;
         let k = c.window as u128;
         let end = |j: u128| span(j * w).0;
@@ -188,17 +188,17 @@ impl SlidingCounterRule {
 }
 
 impl Rule for SlidingCounterRule {
-    type State = Counts;
+    type State = WindowCounts;
 
-    fn fresh(&self, now: Nanos) -> Counts {
-        Counts {
+    fn fresh(&self, now: Nanos) -> WindowCounts {
+        WindowCounts {
             window: now.0 / self.cfg.window.0,
             previous: 0,
             current: 0,
         }
     }
 
-    fn decide(&self, s: &mut Counts, now: Nanos, cost: u64) -> (Decision, Option<u64>) {
+    fn decide(&self, s: &mut WindowCounts, now: Nanos, cost: u64) -> (Decision, Option<u64>) {
         let before = (s.window, s.current);
         let decision = self.count(s, now, cost);
         // The current window's counter is an item from when it becomes
@@ -209,18 +209,18 @@ impl Rule for SlidingCounterRule {
     }
 
     /// When neither count weighs any more.
-    fn fresh_at(&self, c: &Counts) -> Nanos {
+    fn fresh_at(&self, c: &WindowCounts) -> Nanos {
         self.windows(c).0
     }
 
-    fn items(&self, c: &Counts) -> impl Iterator<Item = u64> {
+    fn items(&self, c: &WindowCounts) -> impl Iterator<Item = u64> {
         self.windows(c).1.into_iter().flatten()
     }
 }
 
 impl SlidingCounterRule {
     /// The rule itself: decides and counts.
-    fn count(&self, s: &mut Counts, now: Nanos, cost: u64) -> Decision {
+    fn count(&self, s: &mut WindowCounts, now: Nanos, cost: u64) -> Decision {
         let cfg = self.cfg;
         let w = cfg.window.0;
         let k = now.0 / w;
@@ -242,7 +242,7 @@ impl SlidingCounterRule {
         if cost > cfg.limit {
             return Decision::Rejected { retry_after: None };
         }
-        let Counts {
+        let WindowCounts {
             previous, current, ..
         } = *s;
         // Later in this window, or else in the next one, where this window's

@@ -74,12 +74,12 @@ pub struct Config {
     pub limit: u64,
     pub window: Nanos,
     pub count_rejected: bool,
-    pub boundary: Boundary,
+    pub boundary: BoundaryRule,
 }
 
 /// Whether an entry exactly one window old is still live.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Boundary {
+pub enum BoundaryRule {
     /// Live iff `s > t − W` (docs/semantics.md §2.6).
     #[default]
     Exclusive,
@@ -87,21 +87,21 @@ pub enum Boundary {
     Inclusive,
 }
 
-impl Boundary {
+impl BoundaryRule {
     /// The accepted spellings, default first.
     pub const NAMES: &'static [&'static str] = &["exclusive", "inclusive"];
 
     pub fn as_str(self) -> &'static str {
         match self {
-            Boundary::Exclusive => "exclusive",
-            Boundary::Inclusive => "inclusive",
+            BoundaryRule::Exclusive => "exclusive",
+            BoundaryRule::Inclusive => "inclusive",
         }
     }
 
-    pub fn parse(s: &str) -> Option<Boundary> {
+    pub fn parse(s: &str) -> Option<BoundaryRule> {
         match s {
-            "exclusive" => Some(Boundary::Exclusive),
-            "inclusive" => Some(Boundary::Inclusive),
+            "exclusive" => Some(BoundaryRule::Exclusive),
+            "inclusive" => Some(BoundaryRule::Inclusive),
             _ => None,
         }
     }
@@ -132,10 +132,10 @@ impl SlidingLog {
         // decisions, its retry-after and its memory alike. Everything below
         // reads the window only through this `cfg`.
         let cfg = match cfg.boundary {
-            Boundary::Exclusive => cfg,
-            Boundary::Inclusive => Config {
+            BoundaryRule::Exclusive => cfg,
+            BoundaryRule::Inclusive => Config {
                 window: Nanos(cfg.window.0 + 1),
-                boundary: Boundary::Exclusive,
+                boundary: BoundaryRule::Exclusive,
                 ..cfg
             },
         };
@@ -352,10 +352,10 @@ mod tests {
     const MS: u64 = 1_000_000;
 
     fn log(limit: u64, count_rejected: bool) -> SlidingLog {
-        bounded(limit, count_rejected, Boundary::Exclusive)
+        bounded(limit, count_rejected, BoundaryRule::Exclusive)
     }
 
-    fn bounded(limit: u64, count_rejected: bool, boundary: Boundary) -> SlidingLog {
+    fn bounded(limit: u64, count_rejected: bool, boundary: BoundaryRule) -> SlidingLog {
         SlidingLog::new(Config {
             limit,
             window: Nanos(1000 * MS),
@@ -456,7 +456,7 @@ mod tests {
 
     #[test]
     fn an_inclusive_entry_is_still_live_exactly_one_window_later() {
-        let mut sl = bounded(1, false, Boundary::Inclusive);
+        let mut sl = bounded(1, false, BoundaryRule::Inclusive);
         assert_eq!(sl.decide(0, Nanos(100 * MS), 1), Decision::Admitted);
         assert_eq!(
             sl.decide(0, Nanos(1100 * MS), 1),
@@ -469,7 +469,7 @@ mod tests {
 
     #[test]
     fn inclusive_retry_after_waits_one_nanosecond_past_the_window() {
-        let mut sl = bounded(2, false, Boundary::Inclusive);
+        let mut sl = bounded(2, false, BoundaryRule::Inclusive);
         assert_eq!(sl.decide(0, Nanos(0), 1), Decision::Admitted);
         assert_eq!(sl.decide(0, Nanos(300 * MS), 1), Decision::Admitted);
         assert_eq!(
@@ -492,7 +492,7 @@ mod tests {
 
     #[test]
     fn an_inclusive_entry_is_held_one_nanosecond_longer() {
-        let mut sl = bounded(1, false, Boundary::Inclusive);
+        let mut sl = bounded(1, false, BoundaryRule::Inclusive);
         sl.decide(0, Nanos(0), 1);
         let f = sl.footprint(Nanos(2000 * MS));
         assert_eq!(f.byte_ns, 8 * (1000 * MS as u128 + 1));

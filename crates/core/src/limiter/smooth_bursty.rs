@@ -96,7 +96,7 @@ impl Start {
 }
 
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Balance {
+pub struct StoredPermits {
     /// Tokens × rate denominator; negative is debt.
     tokens: i128,
     last: Nanos,
@@ -123,17 +123,17 @@ impl SmoothBursty {
 }
 
 impl Rule for SmoothBurstyRule {
-    type State = Balance;
+    type State = StoredPermits;
 
-    fn fresh(&self, now: Nanos) -> Balance {
+    fn fresh(&self, now: Nanos) -> StoredPermits {
         let tokens = match self.cfg.start {
             Start::Empty => 0,
             Start::Full => self.full,
         };
-        Balance { tokens, last: now }
+        StoredPermits { tokens, last: now }
     }
 
-    fn decide(&self, b: &mut Balance, now: Nanos, cost: u64) -> (Decision, Option<u64>) {
+    fn decide(&self, b: &mut StoredPermits, now: Nanos, cost: u64) -> (Decision, Option<u64>) {
         let (n, d) = (self.cfg.rate.tokens(), self.cfg.rate.per_ns());
         let elapsed = (now.0 - b.last.0) as i128;
         b.tokens = self.full.min(b.tokens.saturating_add(elapsed * n as i128));
@@ -152,7 +152,7 @@ impl Rule for SmoothBurstyRule {
     /// as a token bucket. With `start = "empty"` never: a fresh key has
     /// nothing, a rested one has capacity (so its script sets no expiry:
     /// docs/semantics.md §6).
-    fn fresh_at(&self, b: &Balance) -> Nanos {
+    fn fresh_at(&self, b: &StoredPermits) -> Nanos {
         span(match self.cfg.start {
             Start::Empty => u128::MAX,
             Start::Full => {
@@ -198,7 +198,7 @@ mod tests {
         let mut sb = bursty("10/1s", 10, Start::Full);
         // 100 > capacity 10, but no debt is outstanding: admitted.
         assert_eq!(sb.decide(0, Nanos(0), 100), Decision::Admitted);
-        // Balance 10 − 100 = −90: 9 s of refill before anyone passes.
+        // Stored permits 10 − 100 = −90: 9 s of refill before anyone passes.
         assert_eq!(
             sb.decide(0, Nanos(0), 1),
             Decision::Rejected {

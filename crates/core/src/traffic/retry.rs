@@ -35,7 +35,7 @@ pub enum Jitter {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Policy {
+pub enum RetryPolicy {
     None,
     Immediate,
     Fixed {
@@ -58,14 +58,14 @@ pub enum Policy {
 /// A policy and the bound on attempts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Retry {
-    pub policy: Policy,
+    pub policy: RetryPolicy,
     /// Attempts in all, the first included.
     pub max_attempts: u32,
 }
 
 impl Retry {
     pub const NONE: Retry = Retry {
-        policy: Policy::None,
+        policy: RetryPolicy::None,
         max_attempts: 1,
     };
 
@@ -90,10 +90,10 @@ impl Retry {
             }
         };
         Some(match self.policy {
-            Policy::None => return None,
-            Policy::Immediate => Nanos::ZERO,
-            Policy::Fixed { delay, jitter } => Nanos(delay.0 + uniform(draw, 0, jitter.0)),
-            Policy::Exponential {
+            RetryPolicy::None => return None,
+            RetryPolicy::Immediate => Nanos::ZERO,
+            RetryPolicy::Fixed { delay, jitter } => Nanos(delay.0 + uniform(draw, 0, jitter.0)),
+            RetryPolicy::Exponential {
                 base,
                 factor,
                 cap,
@@ -110,7 +110,7 @@ impl Retry {
                     }
                 })
             }
-            Policy::RetryAfter {
+            RetryPolicy::RetryAfter {
                 granularity,
                 jitter,
             } => {

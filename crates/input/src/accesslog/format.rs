@@ -158,7 +158,7 @@ impl Location {
 }
 
 #[derive(Debug, Clone)]
-pub struct Options {
+pub struct LogOptions {
     pub reorder: Nanos,
     pub subsecond: Option<Subsecond>,
     pub skip_bad: bool,

@@ -39,7 +39,9 @@ mod pipeline;
 pub mod template;
 pub mod time;
 
-pub use format::{Format, Location, Options, Parsed, Subsecond, Verdict, FORMATS, MAX_LINE_BYTES};
+pub use format::{
+    Format, Location, LogOptions, Parsed, Subsecond, Verdict, FORMATS, MAX_LINE_BYTES,
+};
 use pipeline::{Lines, Pipeline};
 
 use std::io;
@@ -63,7 +65,7 @@ pub struct AccessLog {
     pub shown: String,
     pub data: TraceData,
     pub format: Arc<Format>,
-    pub options: Options,
+    pub options: LogOptions,
     ids: Arc<RecordedKeys>,
     last: Nanos,
     rows: u64,
@@ -241,7 +243,7 @@ impl AccessLog {
             shown: shown.to_string(),
             data,
             format: Arc::new(fmt),
-            options: Options {
+            options: LogOptions {
                 reorder,
                 subsecond,
                 skip_bad,

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BinaryHeap};
 use std::io::{self, BufRead, BufReader, Read};
 use std::sync::Arc;
 
-use super::{Format, Options, Request, Subsecond, Verdict, MAX_LINE_BYTES, NS};
+use super::{Format, LogOptions, Request, Subsecond, Verdict, MAX_LINE_BYTES, NS};
 use crate::clock::{Nanos, MAX_NANOS};
 use crate::error::quoted;
 
@@ -115,7 +115,7 @@ type Intern<'a> = &'a mut dyn FnMut(&str, &str) -> Option<(u32, u32)>;
 pub(super) struct Pipeline {
     lines: Lines,
     format: Arc<Format>,
-    options: Options,
+    options: LogOptions,
     heap: BinaryHeap<Reverse<Pending>>,
     seconds: BTreeMap<u64, Vec<InSecond>>,
     /// Seconds below this are complete (spread).
@@ -133,7 +133,7 @@ pub(super) struct Pipeline {
 }
 
 impl Pipeline {
-    pub(super) fn new(lines: Lines, format: &Arc<Format>, options: &Options) -> Pipeline {
+    pub(super) fn new(lines: Lines, format: &Arc<Format>, options: &LogOptions) -> Pipeline {
         Pipeline {
             lines,
             format: Arc::clone(format),
@@ -390,7 +390,7 @@ mod tests {
 
     fn run(format: Format, location: &str, log: &str) -> (Result<Vec<u64>, String>, Pipeline) {
         let lines = Lines::new(Box::new(io::Cursor::new(log.as_bytes().to_vec()))).unwrap();
-        let options = Options {
+        let options = LogOptions {
             reorder: Nanos(60 * NS),
             subsecond: None,
             skip_bad: false,

@@ -14,29 +14,29 @@
 //! Every local rate limit found anywhere in the file is read (the
 //! listener's HTTP filter and any `typed_per_filter_config` of a route).
 
-use super::yaml::Node;
+use super::yaml::YamlNode;
 use super::{Gateway, Import, Imported};
 use crate::clock::Nanos;
 use crate::error::InputError;
 
 /// A protobuf Duration: `"0.05s"` or `{seconds, nanos}`.
-fn duration(n: &Node) -> Option<Nanos> {
+fn duration(n: &YamlNode) -> Option<Nanos> {
     match n {
-        Node::Scalar(s, _) => {
+        YamlNode::Scalar(s, _) => {
             let s = s.trim();
             let secs = s.strip_suffix('s')?;
             crate::clock::parse_seconds(secs).ok()
         }
-        Node::Map(..) => {
+        YamlNode::Map(..) => {
             let secs: u64 = n
                 .get("seconds")
-                .and_then(Node::str)
+                .and_then(YamlNode::str)
                 .unwrap_or("0")
                 .parse()
                 .ok()?;
             let nanos: u64 = n
                 .get("nanos")
-                .and_then(Node::str)
+                .and_then(YamlNode::str)
                 .unwrap_or("0")
                 .parse()
                 .ok()?;
@@ -47,17 +47,17 @@ fn duration(n: &Node) -> Option<Nanos> {
 }
 
 /// A runtime fractional percent's default as a fraction of 1 000 000.
-fn percent(n: &Node) -> Option<u64> {
+fn percent(n: &YamlNode) -> Option<u64> {
     let d = n.get("default_value").unwrap_or(n);
     let num: u64 = d
         .get("numerator")
-        .and_then(Node::str)
+        .and_then(YamlNode::str)
         .unwrap_or("0")
         .parse()
         .ok()?;
     let per = match d
         .get("denominator")
-        .and_then(Node::str)
+        .and_then(YamlNode::str)
         .unwrap_or("HUNDRED")
     {
         "HUNDRED" => 10_000,
@@ -68,38 +68,38 @@ fn percent(n: &Node) -> Option<u64> {
     Some(num * per)
 }
 
-fn is_local_ratelimit(n: &Node) -> bool {
+fn is_local_ratelimit(n: &YamlNode) -> bool {
     let typed = n
         .get("@type")
-        .and_then(Node::str)
+        .and_then(YamlNode::str)
         .is_some_and(|t| t.contains("local_ratelimit") && t.ends_with("LocalRateLimit"));
     typed || (n.get("token_bucket").is_some() && n.get("stat_prefix").is_some())
 }
 
-fn find<'n>(n: &'n Node, found: &mut Vec<&'n Node>, formats: &mut Vec<String>) {
+fn find<'n>(n: &'n YamlNode, found: &mut Vec<&'n YamlNode>, formats: &mut Vec<String>) {
     if is_local_ratelimit(n) {
         found.push(n);
     }
-    if let Some(f) = n.get("text_format").and_then(Node::str) {
+    if let Some(f) = n.get("text_format").and_then(YamlNode::str) {
         formats.push(f.to_string());
     }
     if let Some(f) = n
         .get("text_format_source")
         .and_then(|t| t.get("inline_string"))
-        .and_then(Node::str)
+        .and_then(YamlNode::str)
     {
         formats.push(f.to_string());
     }
     match n {
-        Node::Map(entries, _) => entries.iter().for_each(|(_, v)| find(v, found, formats)),
-        Node::Seq(items, _) => items.iter().for_each(|v| find(v, found, formats)),
-        Node::Scalar(..) => {}
+        YamlNode::Map(entries, _) => entries.iter().for_each(|(_, v)| find(v, found, formats)),
+        YamlNode::Seq(items, _) => items.iter().for_each(|v| find(v, found, formats)),
+        YamlNode::Scalar(..) => {}
     }
 }
 
 /// Token bucket fields → `(max_tokens, tokens_per_fill, fill_interval)`.
-fn bucket(file: &str, b: &Node) -> Result<(u64, u64, Nanos), InputError> {
-    let at = |n: &Node, msg: String| InputError::new(format!("{file}:{}: {msg}", n.line()));
+fn bucket(file: &str, b: &YamlNode) -> Result<(u64, u64, Nanos), InputError> {
+    let at = |n: &YamlNode, msg: String| InputError::new(format!("{file}:{}: {msg}", n.line()));
     let count = |key: &str, default: Option<u64>| -> Result<u64, InputError> {
         match b.get(key) {
             None => default.ok_or_else(|| at(b, format!("token_bucket has no {key}"))),
@@ -176,7 +176,7 @@ fn limiter(
     }
 }
 
-pub fn import(file: &str, doc: &Node, timer: bool, out: &mut Import) -> Result<(), InputError> {
+pub fn import(file: &str, doc: &YamlNode, timer: bool, out: &mut Import) -> Result<(), InputError> {
     let mut found = Vec::new();
     let mut formats = Vec::new();
     find(doc, &mut found, &mut formats);
@@ -186,7 +186,7 @@ pub fn import(file: &str, doc: &Node, timer: bool, out: &mut Import) -> Result<(
     for cfg in found {
         let prefix = cfg
             .get("stat_prefix")
-            .and_then(Node::str)
+            .and_then(YamlNode::str)
             .unwrap_or("local_rate_limit")
             .to_string();
         let mut notes = vec![format!(
@@ -216,7 +216,7 @@ pub fn import(file: &str, doc: &Node, timer: bool, out: &mut Import) -> Result<(
         }
         if cfg
             .get("local_rate_limit_per_downstream_connection")
-            .and_then(Node::str)
+            .and_then(YamlNode::str)
             == Some("true")
         {
             out.notes.push(format!(
@@ -252,20 +252,24 @@ pub fn import(file: &str, doc: &Node, timer: bool, out: &mut Import) -> Result<(
                 notes.clone(),
             ));
         }
-        for d in cfg.get("descriptors").map(Node::items).unwrap_or_default() {
+        for d in cfg
+            .get("descriptors")
+            .map(YamlNode::items)
+            .unwrap_or_default()
+        {
             let Some(b) = d.get("token_bucket") else {
                 continue;
             };
             let entries: Vec<String> = d
                 .get("entries")
-                .map(Node::items)
+                .map(YamlNode::items)
                 .unwrap_or_default()
                 .iter()
                 .map(|e| {
                     format!(
                         "{}={}",
-                        e.get("key").and_then(Node::str).unwrap_or("?"),
-                        e.get("value").and_then(Node::str).unwrap_or("*")
+                        e.get("key").and_then(YamlNode::str).unwrap_or("?"),
+                        e.get("value").and_then(YamlNode::str).unwrap_or("*")
                     )
                 })
                 .collect();

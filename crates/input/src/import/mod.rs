@@ -78,7 +78,7 @@ pub struct Import {
 
 /// Options of `ratesim import`.
 #[derive(Debug, Clone, Default)]
-pub struct Options {
+pub struct ImportOptions {
     pub trace: Option<String>,
     /// Envoy's timer-refilled bucket (`envoy-timer`) instead of today's
     /// lazy one.
@@ -98,7 +98,7 @@ pub struct Output {
 }
 
 /// Reads every file and renders the scenario.
-pub fn import(files: &[std::path::PathBuf], options: &Options) -> Result<Output, InputError> {
+pub fn import(files: &[std::path::PathBuf], options: &ImportOptions) -> Result<Output, InputError> {
     let mut out = Import::default();
     for path in files {
         let shown = path.display().to_string();
@@ -132,7 +132,7 @@ pub fn import(files: &[std::path::PathBuf], options: &Options) -> Result<Output,
 pub fn import_text(
     file: &str,
     text: &str,
-    options: &Options,
+    options: &ImportOptions,
     out: &mut Import,
 ) -> Result<(), InputError> {
     let yaml_ext = [".yaml", ".yml", ".json"].iter().any(|e| file.ends_with(e));
@@ -198,7 +198,7 @@ fn unique(names: &mut Vec<String>, name: &str) -> String {
 fn render(
     imp: &Import,
     files: &[std::path::PathBuf],
-    options: &Options,
+    options: &ImportOptions,
     replay: Option<&Replay>,
 ) -> String {
     let mut s = String::new();

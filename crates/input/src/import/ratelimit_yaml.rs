@@ -9,7 +9,7 @@
 //! (`key_by = "global"`). `shadow_mode: true` is noted (the service
 //! answers OK but counts: the same decisions).
 
-use super::yaml::Node;
+use super::yaml::YamlNode;
 use super::{Gateway, Import, Imported};
 use crate::error::{quoted, InputError};
 
@@ -21,10 +21,10 @@ const UNITS: &[(&str, &str)] = &[
     ("week", "168h"),
 ];
 
-pub fn import(file: &str, doc: &Node, out: &mut Import) -> Result<(), InputError> {
+pub fn import(file: &str, doc: &YamlNode, out: &mut Import) -> Result<(), InputError> {
     let domain = doc
         .get("domain")
-        .and_then(Node::str)
+        .and_then(YamlNode::str)
         .unwrap_or("domain")
         .to_string();
     for (k, v) in doc.entries() {
@@ -35,31 +35,34 @@ pub fn import(file: &str, doc: &Node, out: &mut Import) -> Result<(), InputError
             ));
         }
     }
-    let descriptors = doc.get("descriptors").map(Node::items).unwrap_or_default();
+    let descriptors = doc
+        .get("descriptors")
+        .map(YamlNode::items)
+        .unwrap_or_default();
     walk(file, &domain, descriptors, &[], false, out)
 }
 
 fn walk(
     file: &str,
     domain: &str,
-    descriptors: &[Node],
+    descriptors: &[YamlNode],
     path: &[String],
     shadow_above: bool,
     out: &mut Import,
 ) -> Result<(), InputError> {
     for d in descriptors {
-        let at = |n: &Node, msg: String| InputError::new(format!("{file}:{}: {msg}", n.line()));
+        let at = |n: &YamlNode, msg: String| InputError::new(format!("{file}:{}: {msg}", n.line()));
         let key = d
             .get("key")
-            .and_then(Node::str)
+            .and_then(YamlNode::str)
             .ok_or_else(|| at(d, "a descriptor without a key".into()))?;
-        let value = d.get("value").and_then(Node::str);
+        let value = d.get("value").and_then(YamlNode::str);
         let mut here = path.to_vec();
         here.push(match value {
             Some(v) => format!("{key}={v}"),
             None => key.to_string(),
         });
-        let shadow = shadow_above || d.get("shadow_mode").and_then(Node::str) == Some("true");
+        let shadow = shadow_above || d.get("shadow_mode").and_then(YamlNode::str) == Some("true");
         for (k, v) in d.entries() {
             if !["key", "value", "rate_limit", "descriptors", "shadow_mode"].contains(&k.as_str()) {
                 out.notes.push(format!(
@@ -69,7 +72,7 @@ fn walk(
             }
         }
         if let Some(rl) = d.get("rate_limit") {
-            if rl.get("unlimited").and_then(Node::str) == Some("true") {
+            if rl.get("unlimited").and_then(YamlNode::str) == Some("true") {
                 out.notes
                     .push(format!("{file}:{}: unlimited — no limiter", rl.line()));
             } else {

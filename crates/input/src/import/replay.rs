@@ -6,7 +6,7 @@
 //! requests and a zone's empty key is that zone's alone. A format without
 //! a request path sends every line to every limiter, and says so.
 
-use super::{unique, Gateway, Import, Options};
+use super::{unique, Gateway, Import, ImportOptions};
 use crate::error::InputError;
 
 /// Where the log's format came from.
@@ -89,7 +89,7 @@ fn one_variable(key: &str) -> bool {
 }
 
 /// Plans the replay of `--trace`, or says why `run` would refuse it.
-pub(super) fn replay(imp: &Import, options: &Options) -> Result<Replay, InputError> {
+pub(super) fn replay(imp: &Import, options: &ImportOptions) -> Result<Replay, InputError> {
     let (format, from) = match &options.log_format {
         Some(arg) => (Some(flag_format(imp, arg)?), FormatFrom::Flag(arg.clone())),
         None => match &imp.log_format {

@@ -9,44 +9,44 @@ use yaml_rust2::parser::{Event, MarkedEventReceiver, Parser};
 use yaml_rust2::scanner::Marker;
 
 #[derive(Debug, Clone, PartialEq)]
-pub enum Node {
-    Map(Vec<(String, Node)>, usize),
-    Seq(Vec<Node>, usize),
+pub enum YamlNode {
+    Map(Vec<(String, YamlNode)>, usize),
+    Seq(Vec<YamlNode>, usize),
     Scalar(String, usize),
 }
 
-impl Node {
+impl YamlNode {
     pub fn line(&self) -> usize {
         match self {
-            Node::Map(_, l) | Node::Seq(_, l) | Node::Scalar(_, l) => *l,
+            YamlNode::Map(_, l) | YamlNode::Seq(_, l) | YamlNode::Scalar(_, l) => *l,
         }
     }
 
     /// The value of `key` in a mapping.
-    pub fn get(&self, key: &str) -> Option<&Node> {
+    pub fn get(&self, key: &str) -> Option<&YamlNode> {
         match self {
-            Node::Map(entries, _) => entries.iter().find(|(k, _)| k == key).map(|(_, v)| v),
+            YamlNode::Map(entries, _) => entries.iter().find(|(k, _)| k == key).map(|(_, v)| v),
             _ => None,
         }
     }
 
     pub fn str(&self) -> Option<&str> {
         match self {
-            Node::Scalar(s, _) => Some(s),
+            YamlNode::Scalar(s, _) => Some(s),
             _ => None,
         }
     }
 
-    pub fn entries(&self) -> &[(String, Node)] {
+    pub fn entries(&self) -> &[(String, YamlNode)] {
         match self {
-            Node::Map(e, _) => e,
+            YamlNode::Map(e, _) => e,
             _ => &[],
         }
     }
 
-    pub fn items(&self) -> &[Node] {
+    pub fn items(&self) -> &[YamlNode] {
         match self {
-            Node::Seq(items, _) => items,
+            YamlNode::Seq(items, _) => items,
             _ => &[],
         }
     }
@@ -56,31 +56,31 @@ impl Node {
 struct Builder {
     /// Open collections: the node so far and, for a mapping, a key
     /// waiting for its value.
-    stack: Vec<(Node, Option<String>, usize)>,
-    docs: Vec<Node>,
-    anchors: HashMap<usize, Node>,
+    stack: Vec<(YamlNode, Option<String>, usize)>,
+    docs: Vec<YamlNode>,
+    anchors: HashMap<usize, YamlNode>,
 }
 
 impl Builder {
-    fn add(&mut self, node: Node, anchor: usize) {
+    fn add(&mut self, node: YamlNode, anchor: usize) {
         if anchor > 0 {
             self.anchors.insert(anchor, node.clone());
         }
         match self.stack.last_mut() {
             None => self.docs.push(node),
-            Some((Node::Seq(items, _), _, _)) => items.push(node),
-            Some((Node::Map(entries, _), key, _)) => match key.take() {
+            Some((YamlNode::Seq(items, _), _, _)) => items.push(node),
+            Some((YamlNode::Map(entries, _), key, _)) => match key.take() {
                 None => *key = Some(scalar_text(&node)),
                 Some(k) => entries.push((k, node)),
             },
-            Some((Node::Scalar(..), _, _)) => {}
+            Some((YamlNode::Scalar(..), _, _)) => {}
         }
     }
 }
 
-fn scalar_text(n: &Node) -> String {
+fn scalar_text(n: &YamlNode) -> String {
     match n {
-        Node::Scalar(s, _) => s.clone(),
+        YamlNode::Scalar(s, _) => s.clone(),
         _ => String::from("{…}"),
     }
 }
@@ -89,20 +89,22 @@ impl MarkedEventReceiver for Builder {
     fn on_event(&mut self, ev: Event, mark: Marker) {
         let line = mark.line();
         match ev {
-            Event::Scalar(s, _, anchor, _) => self.add(Node::Scalar(s, line), anchor),
+            Event::Scalar(s, _, anchor, _) => self.add(YamlNode::Scalar(s, line), anchor),
             Event::Alias(id) => {
                 let n = self
                     .anchors
                     .get(&id)
                     .cloned()
-                    .unwrap_or(Node::Scalar(String::new(), line));
+                    .unwrap_or(YamlNode::Scalar(String::new(), line));
                 self.add(n, 0);
             }
             Event::SequenceStart(anchor, _) => {
-                self.stack.push((Node::Seq(Vec::new(), line), None, anchor))
+                self.stack
+                    .push((YamlNode::Seq(Vec::new(), line), None, anchor))
             }
             Event::MappingStart(anchor, _) => {
-                self.stack.push((Node::Map(Vec::new(), line), None, anchor))
+                self.stack
+                    .push((YamlNode::Map(Vec::new(), line), None, anchor))
             }
             Event::SequenceEnd | Event::MappingEnd => {
                 if let Some((node, _, anchor)) = self.stack.pop() {
@@ -115,7 +117,7 @@ impl MarkedEventReceiver for Builder {
 }
 
 /// Parses every document of `text`.
-pub fn parse(text: &str) -> Result<Vec<Node>, String> {
+pub fn parse(text: &str) -> Result<Vec<YamlNode>, String> {
     let mut b = Builder::default();
     Parser::new_from_str(text)
         .load(&mut b, true)
@@ -133,7 +135,10 @@ mod tests {
         let root = &docs[0];
         assert_eq!(root.get("a").unwrap().get("b").unwrap().line(), 2);
         let c = root.get("a").unwrap().get("c").unwrap();
-        assert_eq!(c.items()[1].get("y").unwrap(), &Node::Scalar("2".into(), 5));
+        assert_eq!(
+            c.items()[1].get("y").unwrap(),
+            &YamlNode::Scalar("2".into(), 5)
+        );
         assert!(parse("a: [1, 2").is_err());
     }
 }

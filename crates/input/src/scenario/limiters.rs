@@ -12,7 +12,7 @@ use crate::limiter::{
     token_bucket,
 };
 use crate::limiter::{Algorithm, ALGORITHMS};
-use crate::scenario::{Defaults, KeyBy, LimiterSpec, Policy};
+use crate::scenario::{Defaults, KeyBy, LimitPolicy, LimiterSpec};
 
 /// The fields each algorithm takes besides `name`, `key_by`, `traffic`,
 /// `deployment` and `implementation`, for error messages.
@@ -262,8 +262,8 @@ pub fn parse(f: &mut Fields, d: &Defaults) -> Result<LimiterSpec, InputError> {
                 f,
                 preset,
                 "boundary",
-                sliding_log::Boundary::NAMES,
-                sliding_log::Boundary::parse,
+                sliding_log::BoundaryRule::NAMES,
+                sliding_log::BoundaryRule::parse,
             )?,
         }),
         "sliding_counter" => Algorithm::SlidingCounter(sliding_counter::Config {
@@ -305,21 +305,21 @@ pub fn parse(f: &mut Fields, d: &Defaults) -> Result<LimiterSpec, InputError> {
         | Algorithm::SmoothBursty(smooth_bursty::Config { rate, .. })
             if own_rate =>
         {
-            Policy::of_rate(*rate, d, "rate")
+            LimitPolicy::of_rate(*rate, d, "rate")
         }
         Algorithm::IntervalBucket(c) if own_fills => {
             let rate = Rate::new(c.tokens_per_fill as u128, c.fill_interval.0 as u128)
                 .expect("fills are validated positive");
-            Policy::of_rate(rate, d, "tokens_per_fill")
+            LimitPolicy::of_rate(rate, d, "tokens_per_fill")
         }
         Algorithm::FixedWindow(fixed_window::Config { limit, .. })
         | Algorithm::SlidingLog(sliding_log::Config { limit, .. })
         | Algorithm::SlidingCounter(sliding_counter::Config { limit, .. })
             if own_limit =>
         {
-            Policy::of_limit(*limit)
+            LimitPolicy::of_limit(*limit)
         }
-        _ => Policy {
+        _ => LimitPolicy {
             limit: dl(),
             own: None,
         },

@@ -26,9 +26,9 @@ pub const POLICIES: &[(&str, &str)] = &[
 pub fn parse(f: &mut Fields) -> Result<Retry, InputError> {
     let name = f.opt_str("policy")?.unwrap_or("none");
     let policy = match name {
-        "none" => Policy::None,
-        "immediate" => Policy::Immediate,
-        "fixed" => Policy::Fixed {
+        "none" => RetryPolicy::None,
+        "immediate" => RetryPolicy::Immediate,
+        "fixed" => RetryPolicy::Fixed {
             delay: f
                 .opt_duration("delay", true)?
                 .ok_or_else(|| f.missing("delay", "the wait before each retry, e.g. \"1s\""))?,
@@ -59,14 +59,14 @@ pub fn parse(f: &mut Fields) -> Result<Retry, InputError> {
                     )))
                 }
             };
-            Policy::Exponential {
+            RetryPolicy::Exponential {
                 base,
                 factor,
                 cap,
                 jitter,
             }
         }
-        "retry_after" => Policy::RetryAfter {
+        "retry_after" => RetryPolicy::RetryAfter {
             granularity: f.opt_duration("granularity", true)?.unwrap_or(Nanos::ZERO),
             jitter: f.opt_duration("jitter", true)?.unwrap_or(Nanos::ZERO),
         },
@@ -80,13 +80,13 @@ pub fn parse(f: &mut Fields) -> Result<Retry, InputError> {
         }
     };
     let max_attempts = match (policy, f.opt_count("max_attempts", 1)?) {
-        (Policy::None, Some(n)) if n > 1 => {
+        (RetryPolicy::None, Some(n)) if n > 1 => {
             return Err(InputError::new(format!(
                 "{}: {n} — policy \"none\" makes one attempt; choose another policy to retry",
                 f.at("max_attempts")
             )))
         }
-        (Policy::None, _) => 1,
+        (RetryPolicy::None, _) => 1,
         (_, Some(n)) if n > MAX_ATTEMPTS => {
             return Err(InputError::new(format!(
                 "{}: {n} — at most {MAX_ATTEMPTS}",
@@ -105,12 +105,12 @@ pub fn parse(f: &mut Fields) -> Result<Retry, InputError> {
 
 pub fn echo(p: &Retry) -> Value {
     let mut v = match p.policy {
-        Policy::None => json!({ "policy": "none" }),
-        Policy::Immediate => json!({ "policy": "immediate" }),
-        Policy::Fixed { delay, jitter } => json!({
+        RetryPolicy::None => json!({ "policy": "none" }),
+        RetryPolicy::Immediate => json!({ "policy": "immediate" }),
+        RetryPolicy::Fixed { delay, jitter } => json!({
             "policy": "fixed", "delay": delay.to_string(), "jitter": jitter.to_string(),
         }),
-        Policy::Exponential {
+        RetryPolicy::Exponential {
             base,
             factor,
             cap,
@@ -122,7 +122,7 @@ pub fn echo(p: &Retry) -> Value {
             "cap": cap.to_string(),
             "jitter": format!("{jitter:?}").to_lowercase(),
         }),
-        Policy::RetryAfter {
+        RetryPolicy::RetryAfter {
             granularity,
             jitter,
         } => json!({
