@@ -1,44 +1,29 @@
 //! Streaming metrics for one limiter: counters, a time series, delay
 //! percentiles and `peak_in_window` — all in memory that grows with keys and
 //! time buckets, never with the number of requests.
+//!
+//! The [`Recorder`] (here) counts each attempt and pass as it happens;
+//! `window.rs` holds each id's slot with its window of passes, `series.rs`
+//! the time-series buckets, `histogram.rs` the delay percentiles, and
+//! `stats.rs` what is derived from the counts when the run ends (per key,
+//! per client, fairness, collateral rejections).
 
 use crate::calendar::Calendar;
 use crate::clock::Nanos;
 use crate::limiter::Decision;
 
 mod histogram;
+mod series;
+mod stats;
 mod window;
 
 pub use histogram::DelayHistogram;
+pub use series::SeriesBucket;
+pub use stats::{ClientCounts, KeyCounts};
 use window::*;
 
 /// How many releases ahead the recorder asks for their keys' slots.
 const PREFETCH_AHEAD: usize = 8;
-
-/// Counts in one time-series bucket. Attempts and outcomes count at arrival;
-/// `passed` counts at the moment a request passes (a delayed request in the
-/// bucket where it is released).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct SeriesBucket {
-    pub attempts: u64,
-    pub admitted: u64,
-    pub delayed: u64,
-    pub rejected: u64,
-    pub passed: u64,
-    pub passed_cost: u64,
-    /// Attempts after the first (retries), at arrival.
-    pub retries: u64,
-    /// Logical requests given up, at their last rejection.
-    pub gave_up: u64,
-    /// The most any one key had passed within `(t − W, t]` (W the policy
-    /// window), over every pass at a time `t` in this bucket: the policy's
-    /// own measure, per key, over time. 0 when nothing passed here.
-    pub worst_key_in_window: u64,
-    /// Passed cost beyond the limit, per key per aligned policy window,
-    /// counted at the passes in this bucket (summed over keys): the series
-    /// sums to `overshoot`.
-    pub overshoot: u64,
-}
 
 /// Everything measured about one limiter over a run.
 #[derive(Debug, Clone, Default)]
@@ -104,25 +89,6 @@ pub struct Recorder {
     collateral_cost: u64,
 }
 
-/// One key's attempts and outcomes, and the most it passed in one policy
-/// window (`top_keys.csv`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct KeyCounts {
-    pub attempts: u64,
-    pub admitted: u64,
-    pub delayed: u64,
-    pub rejected: u64,
-    pub peak_in_window: u64,
-}
-
-/// One client's logical requests, passes and rejected attempts.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ClientCounts {
-    pub logical: u64,
-    pub passed: u64,
-    pub rejected: u64,
-}
-
 impl Recorder {
     /// `window` and `limit` are the policy's (`peak_in_window` uses the
     /// window); `resolution` is the bucket width; `duration` sizes the
@@ -155,31 +121,6 @@ impl Recorder {
             clients,
             ..Recorder::default()
         }
-    }
-
-    /// What each client of the population asked for and got, in client
-    /// order.
-    pub fn clients(&self) -> impl Iterator<Item = ClientCounts> + '_ {
-        let n = self.clients.min(self.ids.len());
-        self.ids[..n].iter().enumerate().map(|(id, slot)| {
-            let c = |field: usize| self.wide.count(id as u32, field, slot.counts[field]);
-            ClientCounts {
-                logical: c(LOGICAL),
-                passed: c(CLIENT_PASSED),
-                rejected: c(CLIENT_REJECTED),
-            }
-        })
-    }
-
-    /// The bucket of time `t`. The series grows past `duration` to hold
-    /// late passes (a shaper's releases, a store's answers), up to twice its
-    /// planned length; anything later counts in the last bucket.
-    fn bucket(&mut self, t: u64) -> &mut SeriesBucket {
-        let i = ((t / self.resolution) as usize).min(self.max_buckets.max(1) - 1);
-        if i >= self.series.len() {
-            self.series.resize(i + 1, SeriesBucket::default());
-        }
-        &mut self.series[i]
     }
 
     /// A hint that an attempt of `client` keyed on `key` is recorded soon
@@ -389,116 +330,13 @@ impl Recorder {
         b.overshoot += overshoot;
     }
 
-    /// Every key that had an attempt, by id, with its counts.
-    pub fn keys(&self) -> impl Iterator<Item = (usize, KeyCounts)> + '_ {
-        self.ids.iter().enumerate().filter_map(|(id, slot)| {
-            let c = |field: usize| self.wide.count(id as u32, field, slot.counts[field]);
-            let (admitted, delayed, rejected) = (c(ADMITTED), c(DELAYED), c(KEY_REJECTED));
-            let attempts = admitted + delayed + rejected;
-            let peak_in_window = match slot.counts[PEAK] {
-                u32::MAX => self.wide.peaks[&(id as u32)],
-                peak => peak as u64,
-            };
-            (attempts > 0).then_some((
-                id,
-                KeyCounts {
-                    attempts,
-                    admitted,
-                    delayed,
-                    rejected,
-                    peak_in_window,
-                },
-            ))
-        })
-    }
-
-    pub fn passed(&self) -> u64 {
-        self.admitted + self.delayed
-    }
-
-    /// Jain's fairness index of the clients' pass ratios (passed / logical
-    /// requests) over clients that sent anything: `(Σx)² / (n·Σx²)`, 1 when
-    /// every client got the same share, `1/n` when one got everything.
-    /// `None` when no client sent anything or none passed.
-    pub fn fairness(&self) -> Option<f64> {
-        let ratios = self.pass_ratios();
-        let n = ratios.len() as f64;
-        let sum: f64 = ratios.iter().sum();
-        let squares: f64 = ratios.iter().map(|x| x * x).sum();
-        (n > 0.0 && squares > 0.0).then(|| sum * sum / (n * squares))
-    }
-
-    /// Each sending client's share of its logical requests that passed, in
-    /// client order.
-    pub fn pass_ratios(&self) -> Vec<f64> {
-        self.clients()
-            .filter(|c| c.logical > 0)
-            .map(|c| c.passed as f64 / c.logical as f64)
-            .collect()
-    }
-
-    /// The spread of the clients' pass ratios: min, p10, p50, p90 and max
-    /// (nearest rank), each an exact fraction `(passed, logical)`.
-    pub fn pass_ratio_spread(&self) -> Option<[(u64, u64); 5]> {
-        let mut ratios: Vec<(u64, u64)> = self
-            .clients()
-            .filter(|c| c.logical > 0)
-            .map(|c| (c.passed, c.logical))
-            .collect();
-        if ratios.is_empty() {
-            return None;
-        }
-        ratios.sort_by(|a, b| (a.0 as u128 * b.1 as u128).cmp(&(b.0 as u128 * a.1 as u128)));
-        let n = ratios.len() as u64;
-        let rank = |per_mille: u64| {
-            let r = (per_mille * n).div_ceil(1000).max(1);
-            ratios[(r - 1) as usize]
-        };
-        Some([
-            ratios[0],
-            rank(100),
-            rank(500),
-            rank(900),
-            ratios[n as usize - 1],
-        ])
-    }
-
     /// A rejected attempt of `cost` that a per-client copy of the same
     /// limiter, fed only its client's traffic, would have let pass.
     pub fn collateral_rejection(&mut self, cost: u64) {
         self.collateral += 1;
         self.collateral_cost += cost;
     }
-
-    /// Collateral rejections of all rejected attempts, counted as
-    /// attempts: `(collateral, rejected)`, `None` without rejections.
-    pub fn collateral(&self) -> Option<(u64, u64)> {
-        (self.rejected > 0).then_some((self.collateral, self.rejected))
-    }
-
-    /// The same weighted by cost: `(collateral cost, rejected cost)`.
-    pub fn collateral_cost(&self) -> Option<(u64, u64)> {
-        (self.rejected > 0).then_some((self.collateral_cost, self.rejected_cost))
-    }
-
-    /// Of the attempts of the clients whose offered rate over the run was
-    /// within the policy — `logical · window ≤ limit · duration` — how many
-    /// were rejected: `(rejected, attempts)`; `None` when no such client
-    /// sent anything. What well-behaved clients pay for a limit.
-    pub fn within_limit_rejected(&self, limit: u64, duration: Nanos) -> Option<(u64, u64)> {
-        let (mut rejected, mut attempts) = (0u64, 0u64);
-        for c in self.clients() {
-            let within =
-                c.logical as u128 * self.window as u128 <= limit as u128 * duration.0 as u128;
-            if within && c.logical > 0 {
-                rejected += c.rejected;
-                attempts += c.rejected + c.passed;
-            }
-        }
-        (attempts > 0).then_some((rejected, attempts))
-    }
 }
-
 #[cfg(test)]
 mod tests {
     use std::collections::VecDeque;
