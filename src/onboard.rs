@@ -59,7 +59,7 @@ fn ends_in_separator(f: &Path) -> bool {
 /// Refuses to write over anything that exists — with `force`, over
 /// anything but a regular file holding exactly what `init` writes. Checks
 /// every target before any is written, so a refusal writes nothing.
-pub fn check_targets(targets: &[(PathBuf, &[u8])], force: bool) -> Result<(), InputError> {
+pub(crate) fn check_targets(targets: &[(PathBuf, &[u8])], force: bool) -> Result<(), InputError> {
     let mut existing = Vec::new();
     let mut edited = Vec::new();
     for (path, _) in targets {
@@ -162,7 +162,7 @@ pub fn init(name: &str, file: Option<&Path>, force: bool) -> anyhow::Result<Vec<
 }
 
 /// `init`, with its report on stdout.
-pub fn init_command(name: &str, file: Option<&Path>, force: bool) -> anyhow::Result<()> {
+pub(crate) fn init_command(name: &str, file: Option<&Path>, force: bool) -> anyhow::Result<()> {
     let written = init(name, file, force)?;
     let b = find("init", name)?;
     let out_dir = Scenario::load(b.name)

@@ -19,10 +19,10 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use crate::clock::Nanos;
 
 /// How long a run goes before its bar appears.
-pub const SHOW_AFTER: Duration = Duration::from_secs(1);
+pub(crate) const SHOW_AFTER: Duration = Duration::from_secs(1);
 
 /// How often a run whose stderr is not a terminal prints a progress line.
-pub const LINE_EVERY: Duration = Duration::from_secs(5);
+pub(crate) const LINE_EVERY: Duration = Duration::from_secs(5);
 
 /// Positions on the bar (the bar counts in ten-thousandths of the run).
 const STEPS: u64 = 10_000;
@@ -48,7 +48,7 @@ pub fn mode(quiet: bool, stderr_is_terminal: bool) -> Mode {
 }
 
 /// Progress of one run of several limiters.
-pub struct Progress {
+pub(crate) struct Progress {
     bar: ProgressBar,
     mode: Mode,
     /// Milliseconds after `start` at which the next line is due.
@@ -73,6 +73,7 @@ impl Progress {
     }
 
     /// A bar that is never drawn.
+    #[cfg(test)]
     pub fn hidden(limiters: usize, duration: Nanos) -> Progress {
         Progress::with(limiters, duration, Mode::Hidden)
     }
@@ -190,6 +191,7 @@ impl Progress {
     }
 
     /// Events reported so far.
+    #[cfg(test)]
     pub fn events(&self) -> u64 {
         self.events.load(Ordering::Relaxed)
     }
@@ -228,7 +230,7 @@ fn rate(per_sec: f64) -> String {
 /// Progress of a sweep: points done out of the points to run, with an
 /// ETA. A bar on a terminal, a line every [`LINE_EVERY`] otherwise,
 /// nothing with `--quiet`.
-pub struct PointProgress {
+pub(crate) struct PointProgress {
     bar: ProgressBar,
     mode: Mode,
     next_line_ms: AtomicU64,
@@ -308,7 +310,7 @@ impl Drop for PointProgress {
 }
 
 /// `42 of 100 points · ETA 8s`.
-pub fn point_line(done: u64, total: u64, elapsed: Duration) -> String {
+pub(crate) fn point_line(done: u64, total: u64, elapsed: Duration) -> String {
     let eta = if done > 0 {
         let left = total.saturating_sub(done) as f64;
         format!("{:.0}s", elapsed.as_secs_f64() / done as f64 * left)

@@ -46,7 +46,7 @@ static HANDLERS: Once = Once::new();
 
 /// A temporary directory that becomes the directory `target` on
 /// [`Staging::commit`]; dropped uncommitted, it is removed.
-pub struct Staging {
+pub(crate) struct Staging {
     target: PathBuf,
     tmp: PathBuf,
     old: PathBuf,

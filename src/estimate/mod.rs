@@ -52,10 +52,10 @@ use crate::traffic::Pattern;
 /// The most decisions `run` makes without `--no-budget`: at about 2 M
 /// decisions per second per core this is roughly an hour and a half of
 /// two cores.
-pub const BUDGET_DECISIONS: u128 = 10_000_000_000;
+pub(crate) const BUDGET_DECISIONS: u128 = 10_000_000_000;
 
 /// Whole-run memory above which `validate` and `run` warn.
-pub const MEMORY_WARNING: u128 = 1 << 30;
+pub(crate) const MEMORY_WARNING: u128 = 1 << 30;
 
 /// Bytes the simulator keeps per log entry or waiting request, in the
 /// compact figure of [`Estimate::state_bytes`].
@@ -473,7 +473,7 @@ fn bytes(n: u128) -> String {
 }
 
 /// Whole MiB, rounded to the nearest.
-pub fn mib(n: u128) -> u128 {
+pub(crate) fn mib(n: u128) -> u128 {
     n.saturating_add(1 << 19) >> 20
 }
 

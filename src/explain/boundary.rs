@@ -23,7 +23,7 @@ use crate::scenario::echo::Params;
 use crate::scenario::Load as _;
 use crate::scenario::Scenario;
 
-pub const TOPIC: Topic = Topic {
+pub(crate) const TOPIC: Topic = Topic {
     name: "boundary",
     about: "why a fixed window lets through twice its limit, and what the others remember instead",
     scenario: || Scenario::load("boundary"),
@@ -66,14 +66,14 @@ impl DecisionSink for PassLog {
 }
 
 /// The close-up, and every limiter's passes it was made from.
-pub struct Closeup {
+pub(crate) struct Closeup {
     pub zoom: ZoomSeries,
     pub passes: Vec<Passes>,
 }
 
 /// Finds the fixed window's worst window from the run and re-simulates
 /// every limiter of `scenario` to get the exact pass times around it.
-pub fn closeup(scenario: &Scenario, data: &RunData) -> anyhow::Result<Closeup> {
+pub(crate) fn closeup(scenario: &Scenario, data: &RunData) -> anyhow::Result<Closeup> {
     let fixed = data
         .limiters
         .iter()

@@ -20,7 +20,7 @@ use crate::scenario::echo::Params;
 use crate::scenario::Load as _;
 use crate::scenario::{Origin, Scenario};
 
-pub const TOPIC: Topic = Topic {
+pub(crate) const TOPIC: Topic = Topic {
     name: "gcra",
     about: "GCRA makes exactly a token bucket's decisions from one timestamp: half the state",
     scenario,

@@ -18,7 +18,7 @@ use crate::limiter::Decision;
 use crate::scenario::Load as _;
 use crate::scenario::Scenario;
 
-pub const TOPIC: Topic = Topic {
+pub(crate) const TOPIC: Topic = Topic {
     name: "libraries",
     about: "what Python limits, Redis INCR+EXPIRE, Guava and nginx change in the textbook rules",
     scenario,
@@ -95,7 +95,7 @@ fn passed_at(rows: &[Row], client: &str, t: u64) -> (usize, usize) {
 
 /// The numbers the walkthrough quotes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Findings {
+pub(crate) struct Findings {
     /// `(peak, at)` of edge and late under the epoch and first-hit windows.
     pub edge_epoch: (u64, u64),
     pub edge_first_hit: (u64, u64),
@@ -124,7 +124,7 @@ pub struct Findings {
 
 const SEC: u64 = 1_000_000_000;
 
-pub fn findings(s: &Scenario) -> anyhow::Result<Findings> {
+pub(crate) fn findings(s: &Scenario) -> anyhow::Result<Findings> {
     let w = s.defaults.window.0;
     let get = |name: &str| decisions(s, name);
     let (fixed, first_hit) = (get("fixed_window")?, get("python-limits-fixed")?);

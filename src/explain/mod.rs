@@ -40,7 +40,7 @@ pub struct Context<'a> {
     pub data: &'a RunData,
 }
 
-pub const TOPICS: &[Topic] = &[boundary::TOPIC, gcra::TOPIC, libraries::TOPIC];
+pub(crate) const TOPICS: &[Topic] = &[boundary::TOPIC, gcra::TOPIC, libraries::TOPIC];
 
 pub fn find(name: &str) -> Result<&'static Topic, InputError> {
     TOPICS.iter().find(|t| t.name == name).ok_or_else(|| {

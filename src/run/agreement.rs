@@ -38,7 +38,7 @@ use crate::rundir::{
 };
 
 /// Disagreeing lines kept per limiter.
-pub const FIRST: usize = 10;
+pub(crate) const FIRST: usize = 10;
 
 fn outcome(d: Decision) -> &'static str {
     match d {
@@ -71,7 +71,7 @@ fn same_gateway(implementation: Option<&str>, format: &Format) -> bool {
 }
 
 /// The access log limiter `index` is compared against, if any.
-pub fn log_of(scenario: &Scenario, index: usize) -> Option<&AccessLog> {
+pub(crate) fn log_of(scenario: &Scenario, index: usize) -> Option<&AccessLog> {
     let spec = &scenario.limiters[index];
     let [source] = spec.traffic.as_slice() else {
         return None;
@@ -144,7 +144,7 @@ impl DecisionSink for AgreementSink {
 }
 
 /// Passes decisions to two sinks (the decision log and an agreement).
-pub struct Tee<'a>(
+pub(crate) struct Tee<'a>(
     pub Option<&'a mut (dyn DecisionSink + Send)>,
     pub Option<&'a mut AgreementSink>,
 );

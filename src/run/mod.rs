@@ -67,7 +67,7 @@ pub fn run_scenario(
 /// Simulates every limiter of `scenario` and writes every result file into
 /// `dir` (an existing directory, usually a staging one), then draws the
 /// charts and `summary.md` from the files just written.
-pub fn simulate_into(
+pub(crate) fn simulate_into(
     scenario: &Scenario,
     dir: &Path,
     options: &RunOptions,

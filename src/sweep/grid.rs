@@ -11,7 +11,7 @@ use crate::error::{quoted, InputError};
 use crate::overrides::{self, Override};
 
 /// The most points a sweep runs without `--no-budget`.
-pub const MAX_POINTS: u128 = 10_000;
+pub(crate) const MAX_POINTS: u128 = 10_000;
 
 /// One varied field and its values, as written.
 #[derive(Debug, Clone, Serialize, Deserialize)]

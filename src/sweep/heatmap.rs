@@ -50,7 +50,7 @@ pub struct Heat {
 
 /// One heatmap per limiter; `chosen[l]` is limiter `l`'s recommended
 /// point.
-pub fn heat_series(
+pub(crate) fn heat_series(
     t: &SweepTable,
     grid: &Grid,
     metric: &Metric,
@@ -106,7 +106,7 @@ pub fn heat_series(
 }
 
 /// The colour of `v` on the scale `(lo, hi)`.
-pub fn color_of(v: f64, (lo, hi): (f64, f64)) -> RGBColor {
+pub(crate) fn color_of(v: f64, (lo, hi): (f64, f64)) -> RGBColor {
     let f = if hi > lo {
         ((v - lo) / (hi - lo)).clamp(0.0, 1.0)
     } else {
@@ -166,7 +166,7 @@ pub fn caption(h: &Heat, grid: &Grid) -> String {
     )
 }
 
-pub fn draw_heatmap(scenario: &str, h: &Heat, path: &Path) -> anyhow::Result<()> {
+pub(crate) fn draw_heatmap(scenario: &str, h: &Heat, path: &Path) -> anyhow::Result<()> {
     let root = BitMapBackend::new(path, SIZE).into_drawing_area();
     root.fill(&WHITE)?;
     let mut sub = vec![format!(

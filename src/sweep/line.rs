@@ -61,7 +61,7 @@ pub fn positions(values: &[String]) -> (Vec<f64>, bool) {
 }
 
 /// Colours for the limiters named in `t`, by algorithm as in every chart.
-pub fn limiter_colors(t: &SweepTable) -> Vec<(String, RGBColor)> {
+pub(crate) fn limiter_colors(t: &SweepTable) -> Vec<(String, RGBColor)> {
     let names = t.limiters();
     let algo = |name: &str| -> String {
         let c = t.column("algorithm");
@@ -87,7 +87,12 @@ pub fn limiter_colors(t: &SweepTable) -> Vec<(String, RGBColor)> {
 
 /// The series of `metric` over a one-path grid; `None` when the metric is
 /// 0 (or empty) everywhere: nothing to draw.
-pub fn line_series(t: &SweepTable, grid: &Grid, metric: &Metric, about: &str) -> Option<Lines> {
+pub(crate) fn line_series(
+    t: &SweepTable,
+    grid: &Grid,
+    metric: &Metric,
+    about: &str,
+) -> Option<Lines> {
     let axis = grid.axes.first()?;
     let (xs, numeric) = positions(&axis.values);
     let lines: Vec<LimiterLine> = limiter_colors(t)
@@ -144,7 +149,7 @@ pub fn caption(s: &Lines) -> String {
     )
 }
 
-pub fn draw_line(scenario: &str, s: &Lines, path: &Path) -> anyhow::Result<()> {
+pub(crate) fn draw_line(scenario: &str, s: &Lines, path: &Path) -> anyhow::Result<()> {
     let root = BitMapBackend::new(path, SIZE).into_drawing_area();
     root.fill(&WHITE)?;
     let legend: Vec<(Mark, String)> = s

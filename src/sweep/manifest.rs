@@ -117,7 +117,7 @@ impl Manifest {
 }
 
 /// FNV-1a, 64-bit, in hex: a stable fingerprint of a scenario's text.
-pub fn fingerprint(text: &str) -> String {
+pub(crate) fn fingerprint(text: &str) -> String {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for b in text.bytes() {
         h ^= b as u64;

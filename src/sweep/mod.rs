@@ -304,7 +304,7 @@ fn check_axes(
 /// `require`, `minimize`, `maximize` and `metric` against the columns it
 /// would have. What only a sweep run needs (something to vary, the point
 /// budget) is not checked.
-pub fn check_table(
+pub(crate) fn check_table(
     file: &ScenarioFile,
     sets: &[Override],
     base: &Scenario,

@@ -21,11 +21,11 @@ use super::table::{Metric, SweepTable};
 use super::CSV;
 use crate::report::charts::style;
 
-pub const RECOMMENDATION: &str = crate::rundir::RECOMMENDATION_MD;
+pub(crate) const RECOMMENDATION: &str = crate::rundir::RECOMMENDATION_MD;
 pub const SUMMARY: &str = crate::rundir::SUMMARY_MD;
 
 /// The metrics that decide a limit, drawn as lines when one path varies.
-pub const LINE_METRICS: &[(&str, &str)] = &[
+pub(crate) const LINE_METRICS: &[(&str, &str)] = &[
     (
         "rejected_share",
         "the share of attempts rejected: rejected / attempts",
@@ -53,7 +53,7 @@ pub const LINE_METRICS: &[(&str, &str)] = &[
 ];
 
 /// The default metric of the heatmaps.
-pub const DEFAULT_METRIC: &str = "rejected_share";
+pub(crate) const DEFAULT_METRIC: &str = "rejected_share";
 
 /// Draws everything into `dir`, which holds `sweep.csv`; returns the
 /// recommendation text when there is one.

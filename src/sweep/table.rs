@@ -13,7 +13,7 @@ use anyhow::Context;
 use crate::error::{quoted, InputError};
 
 /// Metrics computed from a row's columns.
-pub const DERIVED: &[(&str, &str)] = &[
+pub(crate) const DERIVED: &[(&str, &str)] = &[
     ("rejected_share", "rejected / attempts"),
     ("passed_share", "(admitted + delayed) / attempts"),
     ("peak_over_limit", "peak_in_window / limit"),

@@ -16,7 +16,7 @@
 /// Asks the CPU to bring `slice[i]` (its first cache line) into its
 /// cache; nothing if `i` is out of range or the target has no prefetch.
 #[inline(always)]
-pub fn prefetch<T>(slice: &[T], i: usize) {
+pub(crate) fn prefetch<T>(slice: &[T], i: usize) {
     if let Some(x) = slice.get(i) {
         prefetch_ref(x);
     }
@@ -28,7 +28,7 @@ const LINE: usize = 64;
 /// Asks the CPU to bring all of `slice[i]` into its cache: every cache
 /// line it touches (an element of 112 bytes may straddle three).
 #[inline(always)]
-pub fn prefetch_all<T>(slice: &[T], i: usize) {
+pub(crate) fn prefetch_all<T>(slice: &[T], i: usize) {
     if let Some(x) = slice.get(i) {
         let first = (x as *const T).cast::<u8>();
         let lines = (first as usize % LINE + size_of::<T>()).div_ceil(LINE);
@@ -40,7 +40,7 @@ pub fn prefetch_all<T>(slice: &[T], i: usize) {
 
 /// Asks the CPU to bring the cache line holding `x` into its cache.
 #[inline(always)]
-pub fn prefetch_ref<T>(x: &T) {
+pub(crate) fn prefetch_ref<T>(x: &T) {
     prefetch_ptr((x as *const T).cast::<u8>());
 }
 
@@ -63,7 +63,7 @@ fn prefetch_ptr(p: *const u8) {
 
 /// `v.resize_with(len, f)`, asking for huge pages (see [`huge_pages`])
 /// for the room a reallocation adds: for the tables that grow with keys.
-pub fn grow_with<T>(v: &mut Vec<T>, len: usize, f: impl FnMut() -> T) {
+pub(crate) fn grow_with<T>(v: &mut Vec<T>, len: usize, f: impl FnMut() -> T) {
     let capacity = v.capacity();
     if len > capacity {
         v.reserve(len - v.len());

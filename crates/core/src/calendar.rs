@@ -36,7 +36,7 @@ pub const BUCKETS: usize = 1024;
 
 /// An entry of a [`Calendar`]: ordered, with a time in ns. The order must
 /// agree with the time: an entry of an earlier time is less.
-pub trait Timed: Ord + Copy {
+pub(crate) trait Timed: Ord + Copy {
     fn time(&self) -> u64;
 }
 
@@ -72,7 +72,7 @@ impl Timed for (u64, u64, u32, u64) {
 
 /// A min-queue of [`Timed`] entries (see the module documentation).
 #[derive(Debug, Clone)]
-pub struct Calendar<T: Timed> {
+pub(crate) struct Calendar<T: Timed> {
     /// Bucket width: `2^shift` ns.
     shift: u32,
     /// The current bucket: `near` and `late` hold every entry of a bucket
@@ -149,10 +149,6 @@ impl<T: Timed> Calendar<T> {
             (Some(&Reverse(l)), Some(p)) => Some(l.min(p)),
             (l, p) => l.map(|r| r.0).or(p),
         }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 
     fn bucket(&self, t: u64) -> u64 {

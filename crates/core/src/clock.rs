@@ -17,7 +17,7 @@ pub const NANOS_PER_SEC: u64 = 1_000_000_000;
 pub const MAX_NANOS: u64 = 1_000_000_000_000_000_000;
 
 /// The largest numerator and denominator a rate may have after reduction.
-pub const MAX_RATE_TOKENS: u64 = 1_000_000_000_000;
+pub(crate) const MAX_RATE_TOKENS: u64 = 1_000_000_000_000;
 
 /// A point on (or span of) the virtual clock, in whole nanoseconds.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]

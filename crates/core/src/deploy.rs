@@ -172,7 +172,7 @@ pub fn fnv1a(name: &str) -> u64 {
 }
 
 /// [`fnv1a`] of `name` given in pieces (see [`Name::bytes`]).
-pub fn fnv1a_name(name: Name<'_>) -> u64 {
+pub(crate) fn fnv1a_name(name: Name<'_>) -> u64 {
     let mut h = Fnv1a::default();
     name.bytes(|b| h.update(b));
     h.0

@@ -34,7 +34,7 @@ impl fmt::Display for InputError {
 impl std::error::Error for InputError {}
 
 /// The most characters of a user's value an error message quotes.
-pub const QUOTE_CHARS: usize = 80;
+pub(crate) const QUOTE_CHARS: usize = 80;
 
 /// `s` as an error message quotes it: whole when it is short, else its
 /// first [`QUOTE_CHARS`] characters, an ellipsis and its length, so a

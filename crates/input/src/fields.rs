@@ -14,7 +14,7 @@ use crate::clock::{parse_duration, parse_rate, Nanos, Rate};
 use crate::error::{quote, InputError};
 
 /// The largest count, capacity, limit or cost a scenario may name.
-pub const MAX_COUNT: u64 = 1_000_000_000_000;
+pub(crate) const MAX_COUNT: u64 = 1_000_000_000_000;
 
 pub struct Fields<'a> {
     path: String,

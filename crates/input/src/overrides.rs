@@ -86,7 +86,7 @@ pub fn parse_all(texts: &[String], flag: &str) -> Result<Vec<Override>, InputErr
 }
 
 /// The most values one `--vary` range may give.
-pub const MAX_RANGE_VALUES: usize = 100_000;
+pub(crate) const MAX_RANGE_VALUES: usize = 100_000;
 
 /// The values of a `--vary` LIST: comma-separated (`10,20,50`,
 /// `"100/1s",200/1s`), or a range `FROM..=TO:STEP` of non-negative numbers

@@ -32,7 +32,7 @@ pub fn opt_ms(t: Option<Nanos>) -> String {
 }
 
 /// A duration for the terminal: `12.5ms`, `800us`, `0`, `-` when absent.
-pub fn short_ms(d: Option<Nanos>) -> String {
+pub(crate) fn short_ms(d: Option<Nanos>) -> String {
     match d {
         None => "-".to_string(),
         Some(d) if d.0 >= 1_000_000 => {

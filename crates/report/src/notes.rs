@@ -7,7 +7,7 @@ use crate::rundir::summary::Summary;
 /// placed by `subsecond`, lines with an empty key, a format without a
 /// request path, verdicts from `$status`, bad lines skipped), from
 /// `summary.json`.
-pub fn summary_notes(dir: &std::path::Path) -> String {
+pub(crate) fn summary_notes(dir: &std::path::Path) -> String {
     let Ok(text) = std::fs::read_to_string(dir.join(crate::rundir::SUMMARY_JSON)) else {
         return String::new();
     };

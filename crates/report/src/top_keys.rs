@@ -17,7 +17,7 @@ use crate::rundir::TOP_KEYS_COLUMNS;
 pub use crate::rundir::TOP_KEYS_CSV as FILE;
 
 /// Keys kept per limiter in the file.
-pub const PER_LIMITER: usize = 100;
+pub(crate) const PER_LIMITER: usize = 100;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Row {
@@ -202,7 +202,7 @@ pub fn render(rows: &[Row], n: usize, markdown: bool) -> String {
 /// `summary.md` with the sections read from the run directory's own
 /// files — access-log notes, who would be limited, agreement with the
 /// gateway — put before the charts.
-pub fn with_sections(md: String, dir: &Path) -> String {
+pub(crate) fn with_sections(md: String, dir: &Path) -> String {
     let sections = format!(
         "{}{}{}",
         super::notes::summary_notes(dir),

@@ -79,7 +79,7 @@ pub const RUN_CHARTS: &[&str] = &[
 
 /// Every file a sweep directory may hold besides its marker, `summary.md`
 /// and its charts.
-pub const SWEEP_FILES: &[&str] = &[SWEEP_CSV, SWEEP_JSON, RECOMMENDATION_MD];
+pub(crate) const SWEEP_FILES: &[&str] = &[SWEEP_CSV, SWEEP_JSON, RECOMMENDATION_MD];
 
 /// A sweep's line chart of one metric.
 pub fn sweep_line_png(metric: &str) -> String {

@@ -57,7 +57,7 @@ pub struct LimiterRun {
 }
 
 /// How often (in events) progress is reported.
-pub const PROGRESS_EVERY: u64 = 1 << 16;
+pub(crate) const PROGRESS_EVERY: u64 = 1 << 16;
 
 /// One logical request on its way: its current attempt and its history.
 #[derive(Debug, Clone, Copy)]

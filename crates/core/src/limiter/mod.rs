@@ -224,7 +224,7 @@ impl Footprint {
 /// The bytes of one key's state under one figure, given the items it holds
 /// now (log entries, window counters) and the most it has held since it last
 /// was fresh.
-pub type Size = fn(items: u64, high: u64) -> u64;
+pub(crate) type Size = fn(items: u64, high: u64) -> u64;
 
 /// One key's place in the [`Ledger`]: 16 bytes. (Whether it is alive is
 /// a bit beside it; its items, for the rules that have any, are in

@@ -30,7 +30,7 @@ pub fn client_key(seed: u64, source: usize, client: u64) -> [u32; 8] {
 /// Words `w` and `w + 1` of the ChaCha8 keystream of `key` (stream 0),
 /// the first as the low half: `next_u64` of `ChaCha8Rng::from_seed(key)`
 /// after `set_word_pos(w)`.
-pub fn u64_at(key: &[u32; 8], w: u64) -> u64 {
+pub(crate) fn u64_at(key: &[u32; 8], w: u64) -> u64 {
     let (block, j) = (w / 16, (w % 16) as usize);
     let words = chacha8_block(key, block);
     let lo = words[j];

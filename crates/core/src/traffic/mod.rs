@@ -129,7 +129,7 @@ impl Pattern {
 
 /// The random stream of client `client` of source `source`: independent of
 /// every other client's, and identical for every limiter.
-pub fn client_rng(seed: u64, source: usize, client: u64) -> ChaCha8Rng {
+pub(crate) fn client_rng(seed: u64, source: usize, client: u64) -> ChaCha8Rng {
     let mut key = [0u8; 32];
     key[..8].copy_from_slice(&seed.to_le_bytes());
     key[8..16].copy_from_slice(&(source as u64).to_le_bytes());

@@ -102,7 +102,7 @@ impl Poisson {
 }
 
 /// An exponential gap with the given mean, in whole ns.
-pub fn exponential_gap(rng: &mut impl Rng, mean_ns: f64) -> u64 {
+pub(crate) fn exponential_gap(rng: &mut impl Rng, mean_ns: f64) -> u64 {
     gap_of(rng.random::<u64>(), mean_ns)
 }
 

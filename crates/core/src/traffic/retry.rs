@@ -161,7 +161,7 @@ pub fn retry_rng(seed: u64, source: u32, client: u32, request: u64, attempt: u32
 /// A generator for one random choice about one attempt (`tag` names the
 /// choice: a retry wait, a route, a round trip…), so that the same attempt
 /// draws the same number wherever it is simulated.
-pub fn event_rng(
+pub(crate) fn event_rng(
     seed: u64,
     source: u32,
     client: u32,

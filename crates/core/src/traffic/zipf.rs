@@ -37,7 +37,7 @@ impl Zipf {
 /// Inverse-CDF sampling of a Zipf distribution over `0..n`; weights use the
 /// pure-Rust `libm::pow`, so draws are identical on every platform.
 #[derive(Debug, Clone)]
-pub struct ZipfTable {
+pub(crate) struct ZipfTable {
     cdf: Vec<f64>,
 }
 

@@ -16,7 +16,7 @@ use super::template::Template;
 use super::{time, Parsed, Verdict};
 
 /// Envoy's default access-log format (without its final newline).
-pub const DEFAULT: &str = "[%START_TIME%] \"%REQ(:METHOD)% %REQ(X-ENVOY-ORIGINAL-PATH?:PATH)% %PROTOCOL%\" %RESPONSE_CODE% %RESPONSE_FLAGS% %BYTES_RECEIVED% %BYTES_SENT% %DURATION% %RESP(X-ENVOY-UPSTREAM-SERVICE-TIME)% \"%REQ(X-FORWARDED-FOR)%\" \"%REQ(USER-AGENT)%\" \"%REQ(X-REQUEST-ID)%\" \"%REQ(:AUTHORITY)%\" \"%UPSTREAM_HOST%\"";
+pub(crate) const DEFAULT: &str = "[%START_TIME%] \"%REQ(:METHOD)% %REQ(X-ENVOY-ORIGINAL-PATH?:PATH)% %PROTOCOL%\" %RESPONSE_CODE% %RESPONSE_FLAGS% %BYTES_RECEIVED% %BYTES_SENT% %DURATION% %RESP(X-ENVOY-UPSTREAM-SERVICE-TIME)% \"%REQ(X-FORWARDED-FOR)%\" \"%REQ(USER-AGENT)%\" \"%REQ(X-REQUEST-ID)%\" \"%REQ(:AUTHORITY)%\" \"%UPSTREAM_HOST%\"";
 
 const ADDRESSES: &[&str] = &[
     "%DOWNSTREAM_REMOTE_ADDRESS%",
@@ -45,7 +45,7 @@ fn canonical(cmd: &str) -> String {
 
 /// Splits an Envoy format string into literals and `%COMMAND%` fields
 /// (`%%` is a literal `%`). A final newline is dropped.
-pub fn compile(format: &str) -> Result<Template, String> {
+pub(crate) fn compile(format: &str) -> Result<Template, String> {
     let format = format.strip_suffix('\n').unwrap_or(format);
     let format = format.strip_suffix("\\n").unwrap_or(format);
     let mut pieces = Vec::new();

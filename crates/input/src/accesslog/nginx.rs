@@ -20,13 +20,13 @@ use super::template::{Seg, Template};
 use super::{time, Parsed, Verdict};
 
 /// nginx's predefined `combined` format.
-pub const COMBINED: &str = "$remote_addr - $remote_user [$time_local] \"$request\" $status $body_bytes_sent \"$http_referer\" \"$http_user_agent\"";
+pub(crate) const COMBINED: &str = "$remote_addr - $remote_user [$time_local] \"$request\" $status $body_bytes_sent \"$http_referer\" \"$http_user_agent\"";
 
 /// nginx's default `limit_req_status`: the status of a rejected request.
-pub const DEFAULT_LIMIT_REQ_STATUS: u16 = 503;
+pub(crate) const DEFAULT_LIMIT_REQ_STATUS: u16 = 503;
 
 /// Time variables ratesim reads, best first.
-pub const TIME_VARS: &[&str] = &["$msec", "$time_iso8601", "$time_local"];
+pub(crate) const TIME_VARS: &[&str] = &["$msec", "$time_iso8601", "$time_local"];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum TimeKind {
@@ -53,7 +53,7 @@ pub struct NginxFormat {
 
 /// Splits an nginx format string into literals and `$variables`
 /// (`$name` or `${name}`).
-pub fn compile(format: &str) -> Result<Template, String> {
+pub(crate) fn compile(format: &str) -> Result<Template, String> {
     let mut pieces = Vec::new();
     let mut lit = String::new();
     let mut chars = format.char_indices().peekable();

@@ -102,7 +102,7 @@ fn offset(s: &str) -> Result<i64, String> {
 /// RFC 3339 / ISO 8601 with a zone: `2026-12-01T00:42:00.239Z`,
 /// `2026-12-01T00:42:00+00:00`. Returns `(ns since epoch, whole seconds
 /// only)`.
-pub fn rfc3339(s: &str) -> Result<(u64, bool), String> {
+pub(crate) fn rfc3339(s: &str) -> Result<(u64, bool), String> {
     let s = s.trim();
     let b = s.as_bytes();
     if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') {

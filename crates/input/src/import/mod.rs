@@ -129,7 +129,7 @@ pub fn import(files: &[std::path::PathBuf], options: &ImportOptions) -> Result<O
 }
 
 /// Reads one file's text into `out`, choosing the reader by content.
-pub fn import_text(
+pub(crate) fn import_text(
     file: &str,
     text: &str,
     options: &ImportOptions,

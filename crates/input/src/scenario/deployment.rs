@@ -18,7 +18,7 @@ use crate::error::InputError;
 use crate::fields::Fields;
 
 /// The most instances a deployment may have.
-pub const MAX_INSTANCES: u64 = 10_000;
+pub(crate) const MAX_INSTANCES: u64 = 10_000;
 
 /// The top-level table merged with a limiter's: the limiter's keys win.
 pub fn merge(top: Option<&Table>, own: Option<&Table>) -> Table {

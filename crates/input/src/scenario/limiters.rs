@@ -470,7 +470,7 @@ fn leaky_bucket(
 }
 
 /// `"a", "b", …` of every implementation name.
-pub fn implementation_names() -> String {
+pub(crate) fn implementation_names() -> String {
     IMPLEMENTATIONS
         .iter()
         .map(|i| format!("\"{}\"", i.name))

@@ -31,7 +31,7 @@ pub struct ScenarioFile {
 }
 
 /// Parses TOML text into a table, as a bad-input error when it is not TOML.
-pub fn parse_toml(text: &str) -> Result<Table, InputError> {
+pub(crate) fn parse_toml(text: &str) -> Result<Table, InputError> {
     text.parse().map_err(|e: toml::de::Error| {
         InputError::new(format!(
             "not valid TOML: {}",

@@ -25,7 +25,7 @@ use super::data::{RunData, Spread};
 use super::style::{self, Mark, RowName};
 use super::Chart;
 
-pub const CHART: Chart = Chart {
+pub(crate) const CHART: Chart = Chart {
     file: crate::rundir::CLIENTS_PNG,
     size: (1400, 760),
     about: "only when clients retry or share a key (by ip, global): attempts per request per limiter against 1× (no retries), with the requests that gave up; and the spread of the share of its requests each client got through (box p10–p90, whiskers min–max, tick median), with Jain's fairness index",
@@ -206,7 +206,7 @@ fn verdict(s: &ClientsSeries) -> String {
     out.join(" ")
 }
 
-pub fn draw_clients(data: &RunData, s: &ClientsSeries, path: &Path) -> anyhow::Result<()> {
+pub(crate) fn draw_clients(data: &RunData, s: &ClientsSeries, path: &Path) -> anyhow::Result<()> {
     let root = BitMapBackend::new(path, CHART.size).into_drawing_area();
     root.fill(&WHITE)?;
 

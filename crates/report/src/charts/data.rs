@@ -227,13 +227,13 @@ const SERIES_COLUMNS: [&str; 7] = [
 const MAX_NS: u64 = crate::clock::MAX_NANOS;
 /// The most buckets a limiter's series can hold: twice the most a run may
 /// plan (see [`crate::scenario::MAX_BUCKETS`]).
-pub const MAX_SERIES: u64 = 2 * (crate::scenario::MAX_BUCKETS + 1);
+pub(crate) const MAX_SERIES: u64 = 2 * (crate::scenario::MAX_BUCKETS + 1);
 /// The largest delay or latency a run can report: `u64::MAX` ns, in ms.
 const MAX_MS: f64 = 2e13;
 /// The largest other number (a mean, a ratio, a rate) a run can report.
 const MAX_NUMBER: f64 = 1e20;
 /// The most store outages a limiter's echo may list.
-pub const MAX_OUTAGES: usize = 10_000;
+pub(crate) const MAX_OUTAGES: usize = 10_000;
 
 /// `summary.json`'s times, checked before anything is computed from them.
 fn check_times(f: &Summary) -> Result<(), InputError> {

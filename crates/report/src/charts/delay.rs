@@ -15,7 +15,7 @@ use super::data::RunData;
 use super::style::{self, Mark};
 use super::Chart;
 
-pub const CHART: Chart = Chart {
+pub(crate) const CHART: Chart = Chart {
     file: crate::rundir::DELAY_PNG,
     size: (1200, 700),
     about: "for shaping limiters only (skipped when nothing was delayed): median, 99th percentile and largest delay of passed requests — what smoothing instead of rejecting costs in waiting",
@@ -24,7 +24,7 @@ pub const CHART: Chart = Chart {
 };
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct DelayBar {
+pub(crate) struct DelayBar {
     pub index: usize,
     pub name: String,
     pub delayed: u64,
@@ -34,7 +34,7 @@ pub struct DelayBar {
 }
 
 /// The shaping limiters' delays; empty when nothing was delayed.
-pub fn delay_series(data: &RunData) -> Vec<DelayBar> {
+pub(crate) fn delay_series(data: &RunData) -> Vec<DelayBar> {
     data.limiters
         .iter()
         .enumerate()
@@ -83,7 +83,7 @@ fn render(data: &RunData, path: &Path) -> anyhow::Result<bool> {
 /// How much lighter each of p50, p99, max is than the limiter's colour.
 const SHADES: [f64; 3] = [0.6, 0.3, 0.0];
 
-pub fn draw_delay(data: &RunData, bars: &[DelayBar], path: &Path) -> anyhow::Result<()> {
+pub(crate) fn draw_delay(data: &RunData, bars: &[DelayBar], path: &Path) -> anyhow::Result<()> {
     anyhow::ensure!(!bars.is_empty(), "no delayed requests to draw");
     let root = BitMapBackend::new(path, CHART.size).into_drawing_area();
     root.fill(&WHITE)?;

@@ -24,7 +24,7 @@ use super::data::RunData;
 use super::style::{self, RowName};
 use super::Chart;
 
-pub const CHART: Chart = Chart {
+pub(crate) const CHART: Chart = Chart {
     file: crate::rundir::DEPLOYMENT_PNG,
     size: (1400, 760),
     about: "only when a limiter runs on several instances or a shared store: overshoot (cost passed beyond the limit per key per window, summed) and the p99 latency the store added per decision, per limiter, with store operations per second and the decisions taken while the store failed",
@@ -323,7 +323,11 @@ fn draw_bar_panel(root: &style::Area, panel: &style::Area, p: &BarPanel) -> anyh
 /// The colour of a note on decisions taken while the store failed.
 const FAULT: RGBColor = RGBColor(0xB0, 0x3A, 0x2E);
 
-pub fn draw_deployment(data: &RunData, s: &DeploymentSeries, path: &Path) -> anyhow::Result<()> {
+pub(crate) fn draw_deployment(
+    data: &RunData,
+    s: &DeploymentSeries,
+    path: &Path,
+) -> anyhow::Result<()> {
     let window = style::duration(data.window_ns);
     let root = BitMapBackend::new(path, CHART.size).into_drawing_area();
     root.fill(&WHITE)?;

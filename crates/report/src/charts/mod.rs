@@ -61,12 +61,12 @@ pub const CHARTS: &[Chart] = &[
 /// The most limiters a chart draws: past that, panels and bars would be
 /// too thin to read (and drawing would take ever longer). A run with more
 /// draws the first ones and says so in every chart's title.
-pub const MAX_CHARTED: usize = 20;
+pub(crate) const MAX_CHARTED: usize = 20;
 
 /// Renders every chart of `data` into `dir`, which should hold no chart
 /// yet. A chart with nothing to show writes no file. Returns the charts
 /// written, in [`CHARTS`] order.
-pub fn render_all(data: &RunData, dir: &Path) -> anyhow::Result<Vec<&'static Chart>> {
+pub(crate) fn render_all(data: &RunData, dir: &Path) -> anyhow::Result<Vec<&'static Chart>> {
     style::ensure_fonts()?;
     let shown = shown(data);
     let written: Vec<bool> = CHARTS

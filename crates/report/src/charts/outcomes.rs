@@ -17,7 +17,7 @@ use super::data::RunData;
 use super::style::{self, Mark};
 use super::Chart;
 
-pub const CHART: Chart = Chart {
+pub(crate) const CHART: Chart = Chart {
     file: crate::rundir::OUTCOMES_PNG,
     size: (1200, 700),
     about: "admitted / delayed / rejected (and gave up, where clients retry) per limiter, stacked: who passes at once, who waits, who is turned away",
@@ -30,7 +30,7 @@ pub use super::style::{ADMITTED, DELAYED, GAVE_UP, REJECTED};
 
 /// One outcome's share of a bar.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     Admitted,
     Delayed,
     /// Rejected (and, where clients retry, tried again).
@@ -51,7 +51,7 @@ impl Outcome {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct OutcomeBar {
+pub(crate) struct OutcomeBar {
     pub index: usize,
     pub name: String,
     pub attempts: u64,
@@ -60,14 +60,14 @@ pub struct OutcomeBar {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct OutcomeSeries {
+pub(crate) struct OutcomeSeries {
     /// True when clients retried and some request gave up: the rejected
     /// segment then splits into retried and gave up.
     pub gave_up: bool,
     pub bars: Vec<OutcomeBar>,
 }
 
-pub fn outcomes_series(data: &RunData) -> OutcomeSeries {
+pub(crate) fn outcomes_series(data: &RunData) -> OutcomeSeries {
     // Without retries every rejection "gives up"; the split only says
     // something when some rejections were followed by another attempt.
     let gave_up = data
@@ -149,7 +149,7 @@ fn render(data: &RunData, path: &Path) -> anyhow::Result<bool> {
     Ok(true)
 }
 
-pub fn draw_outcomes(data: &RunData, s: &OutcomeSeries, path: &Path) -> anyhow::Result<()> {
+pub(crate) fn draw_outcomes(data: &RunData, s: &OutcomeSeries, path: &Path) -> anyhow::Result<()> {
     let root = BitMapBackend::new(path, CHART.size).into_drawing_area();
     root.fill(&WHITE)?;
     let mut legend = vec![

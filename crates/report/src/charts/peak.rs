@@ -19,7 +19,7 @@ use super::data::RunData;
 use super::style::{self, Mark};
 use super::Chart;
 
-pub const CHART: Chart = Chart {
+pub(crate) const CHART: Chart = Chart {
     file: crate::rundir::PEAK_PNG,
     size: (1200, 700),
     about: "the most one key got through in any window, per limiter, against the limit line: a bar above the line broke the policy (the fixed window's boundary burst reaches 2×)",
@@ -29,7 +29,7 @@ pub const CHART: Chart = Chart {
 
 /// One limiter's bar.
 #[derive(Debug, Clone, PartialEq)]
-pub struct PeakBar {
+pub(crate) struct PeakBar {
     /// The limiter's index (its colour).
     pub index: usize,
     pub name: String,
@@ -47,13 +47,13 @@ impl PeakBar {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct PeakSeries {
+pub(crate) struct PeakSeries {
     /// The limit every limiter is held to, when they share one.
     pub shared: Option<u64>,
     pub bars: Vec<PeakBar>,
 }
 
-pub fn peak_series(data: &RunData) -> PeakSeries {
+pub(crate) fn peak_series(data: &RunData) -> PeakSeries {
     PeakSeries {
         shared: data.shared_limit(),
         bars: data
@@ -124,7 +124,7 @@ fn render(data: &RunData, path: &Path) -> anyhow::Result<bool> {
     Ok(true)
 }
 
-pub fn draw_peak(data: &RunData, s: &PeakSeries, path: &Path) -> anyhow::Result<()> {
+pub(crate) fn draw_peak(data: &RunData, s: &PeakSeries, path: &Path) -> anyhow::Result<()> {
     let window = style::duration(data.window_ns);
     let root = BitMapBackend::new(path, CHART.size).into_drawing_area();
     root.fill(&WHITE)?;

@@ -17,7 +17,7 @@ use super::data::RunData;
 use super::style::{self, Categories, Mark};
 use super::Chart;
 
-pub const CHART: Chart = Chart {
+pub(crate) const CHART: Chart = Chart {
     file: crate::rundir::STATE_PNG,
     size: (1200, 700),
     about: "state bytes per key, mean (solid) and peak (light), per limiter — what each algorithm's memory costs per client (log axis when the spread is wide)",
@@ -29,7 +29,7 @@ pub const CHART: Chart = Chart {
 const LOG_SPREAD: f64 = 20.0;
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct StateBar {
+pub(crate) struct StateBar {
     pub index: usize,
     pub name: String,
     pub mean: f64,
@@ -37,12 +37,12 @@ pub struct StateBar {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct StateSeries {
+pub(crate) struct StateSeries {
     pub log: bool,
     pub bars: Vec<StateBar>,
 }
 
-pub fn state_series(data: &RunData) -> StateSeries {
+pub(crate) fn state_series(data: &RunData) -> StateSeries {
     let bars: Vec<StateBar> = data
         .limiters
         .iter()
@@ -107,7 +107,7 @@ fn render(data: &RunData, path: &Path) -> anyhow::Result<bool> {
     Ok(true)
 }
 
-pub fn draw_state(data: &RunData, s: &StateSeries, path: &Path) -> anyhow::Result<()> {
+pub(crate) fn draw_state(data: &RunData, s: &StateSeries, path: &Path) -> anyhow::Result<()> {
     let root = BitMapBackend::new(path, CHART.size).into_drawing_area();
     root.fill(&WHITE)?;
     let mut legend =

@@ -21,7 +21,7 @@ use plotters::style::FontStyle;
 use super::data::RunData;
 
 /// The family name every chart asks plotters for.
-pub const FONT: &str = "sans-serif";
+pub(crate) const FONT: &str = "sans-serif";
 
 /// Registers the embedded font once per process.
 pub fn ensure_fonts() -> anyhow::Result<()> {
@@ -35,7 +35,7 @@ pub fn ensure_fonts() -> anyhow::Result<()> {
 }
 
 /// Whether the embedded font (regular and bold) has a glyph for `c`.
-pub fn has_glyph(c: char) -> bool {
+pub(crate) fn has_glyph(c: char) -> bool {
     use ab_glyph::Font;
     static FONTS: OnceLock<Option<[ab_glyph::FontRef<'static>; 2]>> = OnceLock::new();
     let fonts = FONTS.get_or_init(|| {
@@ -52,7 +52,7 @@ pub fn has_glyph(c: char) -> bool {
 
 /// The characters of `text` the embedded font cannot draw, each once, in
 /// order.
-pub fn missing_glyphs(text: &str) -> Vec<char> {
+pub(crate) fn missing_glyphs(text: &str) -> Vec<char> {
     let mut out = Vec::new();
     for c in text.chars() {
         if !has_glyph(c) && !out.contains(&c) {
@@ -80,7 +80,7 @@ pub const GAVE_UP: RGBColor = RGBColor(0x8C, 0x2D, 0x2F);
 /// One colour per algorithm, the same in every chart of every run, and
 /// none of them green, orange or red (those mean admitted, delayed,
 /// rejected).
-pub const ALGORITHM_COLORS: [(&str, RGBColor); 8] = [
+pub(crate) const ALGORITHM_COLORS: [(&str, RGBColor); 8] = [
     ("fixed_window", RGBColor(0x2F, 0x5C, 0x9E)),
     ("sliding_log", RGBColor(0x8A, 0x5B, 0xC0)),
     ("sliding_counter", RGBColor(0xD0, 0x4F, 0xB0)),
@@ -92,7 +92,7 @@ pub const ALGORITHM_COLORS: [(&str, RGBColor); 8] = [
 ];
 
 /// The colour of an algorithm this table does not know.
-pub const OTHER_ALGORITHM: RGBColor = RGBColor(0x55, 0x55, 0x55);
+pub(crate) const OTHER_ALGORITHM: RGBColor = RGBColor(0x55, 0x55, 0x55);
 
 pub fn algorithm_color(algorithm: &str) -> RGBColor {
     ALGORITHM_COLORS
@@ -124,7 +124,7 @@ pub fn shade(base: RGBColor, k: usize, n: usize) -> RGBColor {
 
 /// The colour of limiter `index` of `data` in every chart: its algorithm's
 /// colour, shaded when several limiters of the run share the algorithm.
-pub fn limiter_color(data: &RunData, index: usize) -> RGBColor {
+pub(crate) fn limiter_color(data: &RunData, index: usize) -> RGBColor {
     let Some(l) = data.limiters.get(index) else {
         return OTHER_ALGORITHM;
     };
@@ -136,7 +136,7 @@ pub fn limiter_color(data: &RunData, index: usize) -> RGBColor {
 
 /// `c` blended towards white by `f` (0 = unchanged, 1 = white), exactly,
 /// so no alpha blending depends on what was drawn before.
-pub fn lighten(c: RGBColor, f: f64) -> RGBColor {
+pub(crate) fn lighten(c: RGBColor, f: f64) -> RGBColor {
     let mix = |v: u8| (v as f64 + (255.0 - v as f64) * f).round() as u8;
     RGBColor(mix(c.0), mix(c.1), mix(c.2))
 }
@@ -150,7 +150,7 @@ pub fn multiply(a: RGBColor, b: RGBColor) -> RGBColor {
 
 /// `c` for text on white: darkened by a quarter, and further when it is a
 /// light colour, so a label in a limiter's colour stays readable.
-pub fn label_color(c: RGBColor) -> RGBColor {
+pub(crate) fn label_color(c: RGBColor) -> RGBColor {
     let luma = |c: RGBColor| 0.299 * c.0 as f64 + 0.587 * c.1 as f64 + 0.114 * c.2 as f64;
     let mut f = 0.25;
     while luma(darken(c, f)) > 115.0 && f < 0.8 {
@@ -159,7 +159,7 @@ pub fn label_color(c: RGBColor) -> RGBColor {
     darken(c, f)
 }
 
-pub fn darken(c: RGBColor, f: f64) -> RGBColor {
+pub(crate) fn darken(c: RGBColor, f: f64) -> RGBColor {
     let mix = |v: u8| (v as f64 * (1.0 - f)).round() as u8;
     RGBColor(mix(c.0), mix(c.1), mix(c.2))
 }
@@ -167,7 +167,7 @@ pub fn darken(c: RGBColor, f: f64) -> RGBColor {
 pub const INK: RGBColor = RGBColor(0x22, 0x22, 0x22);
 pub const MUTED: RGBColor = RGBColor(0x5F, 0x5F, 0x5F);
 pub const GRID: RGBColor = RGBColor(0xE4, 0xE4, 0xE4);
-pub const LIMIT: RGBColor = RGBColor(0x22, 0x22, 0x22);
+pub(crate) const LIMIT: RGBColor = RGBColor(0x22, 0x22, 0x22);
 
 pub fn text(size: u32, color: RGBColor) -> TextStyle<'static> {
     TextStyle {
@@ -177,7 +177,7 @@ pub fn text(size: u32, color: RGBColor) -> TextStyle<'static> {
     }
 }
 
-pub fn bold(size: u32, color: RGBColor) -> TextStyle<'static> {
+pub(crate) fn bold(size: u32, color: RGBColor) -> TextStyle<'static> {
     TextStyle {
         font: (FONT, size, FontStyle::Bold).into_font(),
         color: color.to_backend_color(),
@@ -208,7 +208,7 @@ pub enum Mark {
 }
 
 /// The legend of one limiter: its colour and name.
-pub fn limiter_entries<'a>(
+pub(crate) fn limiter_entries<'a>(
     data: &RunData,
     limiters: impl IntoIterator<Item = (usize, &'a str)>,
 ) -> Vec<(Mark, String)> {
@@ -265,7 +265,7 @@ pub fn header<'a>(
 }
 
 /// `text` broken into lines no wider than `width` pixels in `style`.
-pub fn wrap_to(
+pub(crate) fn wrap_to(
     area: &Area,
     text: &str,
     style: &TextStyle,
@@ -338,7 +338,7 @@ fn draw_mark(area: &Area, mark: Mark, (x, y): (i32, i32)) -> anyhow::Result<()> 
 }
 
 /// `label` at `pos` on a white box, so lines behind it do not cross it.
-pub fn boxed_label(
+pub(crate) fn boxed_label(
     area: &Area,
     label: &str,
     pos: (i32, i32),
@@ -372,7 +372,13 @@ fn on_canvas(v: i32) -> i32 {
 }
 
 /// A horizontal dashed line from `x0` to `x1` at `y`, in pixels.
-pub fn dashed_hline(area: &Area, x0: i32, x1: i32, y: i32, c: RGBColor) -> anyhow::Result<()> {
+pub(crate) fn dashed_hline(
+    area: &Area,
+    x0: i32,
+    x1: i32,
+    y: i32,
+    c: RGBColor,
+) -> anyhow::Result<()> {
     let (x0, x1) = (on_canvas(x0), on_canvas(x1));
     let mut x = x0;
     while x < x1 {
@@ -386,7 +392,7 @@ pub fn dashed_hline(area: &Area, x0: i32, x1: i32, y: i32, c: RGBColor) -> anyho
 }
 
 /// A vertical dotted line from `y0` to `y1` at `x`, in pixels.
-pub fn dotted_vline(
+pub(crate) fn dotted_vline(
     area: &Area,
     x: i32,
     y0: i32,
@@ -407,7 +413,13 @@ pub fn dotted_vline(
 }
 
 /// A vertical dashed line from `y0` to `y1` at `x`, in pixels.
-pub fn dashed_vline(area: &Area, x: i32, y0: i32, y1: i32, c: RGBColor) -> anyhow::Result<()> {
+pub(crate) fn dashed_vline(
+    area: &Area,
+    x: i32,
+    y0: i32,
+    y1: i32,
+    c: RGBColor,
+) -> anyhow::Result<()> {
     let (y0, y1) = (on_canvas(y0), on_canvas(y1));
     let mut y = y0;
     while y < y1 {
@@ -432,14 +444,14 @@ pub fn row(n: usize, i: usize) -> f64 {
 
 /// One row's label left of a [`Rows`] chart: the limiter's name after a
 /// square of its colour, and an optional muted note under the name.
-pub struct RowName {
+pub(crate) struct RowName {
     pub name: String,
     pub color: RGBColor,
     pub note: Option<String>,
 }
 
 /// The width the row names (and notes) need, for `y_label_area_size`.
-pub fn row_names_width(area: &Area, names: &[RowName]) -> anyhow::Result<u32> {
+pub(crate) fn row_names_width(area: &Area, names: &[RowName]) -> anyhow::Result<u32> {
     let mut widest = 60;
     for r in names {
         widest = widest.max(area.estimate_text_size(&r.name, &text(15, INK))?.0);
@@ -453,14 +465,14 @@ pub fn row_names_width(area: &Area, names: &[RowName]) -> anyhow::Result<u32> {
 /// The end of a value axis whose longest bar, `most`, leaves `label_w`
 /// pixels of a `plot_w`-pixel plot free right of it for its label (but
 /// takes at least 40% of the plot).
-pub fn room_for_labels(most: f64, label_w: u32, plot_w: u32) -> f64 {
+pub(crate) fn room_for_labels(most: f64, label_w: u32, plot_w: u32) -> f64 {
     let most = if most > 0.0 { most } else { 1.0 };
     let room = ((label_w + 16) as f64 / plot_w.max(1) as f64).min(0.6);
     (most / (1.0 - room)).max(most * 1.1)
 }
 
 /// Writes every row's name (and note) left of `chart`'s plot area.
-pub fn row_names(root: &Area, chart: &Rows, names: &[RowName]) -> anyhow::Result<()> {
+pub(crate) fn row_names(root: &Area, chart: &Rows, names: &[RowName]) -> anyhow::Result<()> {
     let n = names.len();
     for (i, r) in names.iter().enumerate() {
         let (px, py) = chart.backend_coord(&(chart.x_range().start, row(n, i) + 0.5));
@@ -487,7 +499,7 @@ pub fn row_names(root: &Area, chart: &Rows, names: &[RowName]) -> anyhow::Result
 
 /// Writes `label` centred at `(cx, y)` (top), shrinking or wrapping it on
 /// `-`/`_` so it fits in `max_width` pixels. Returns the height used.
-pub fn fitted_label(
+pub(crate) fn fitted_label(
     area: &Area,
     label: &str,
     (cx, y): (i32, i32),
@@ -523,12 +535,12 @@ pub fn fitted_label(
 /// A chart whose x axis holds one category (a limiter) per unit: category
 /// `i` spans `[i, i + 1)`. With fewer than [`MIN_SLOTS`] categories the axis
 /// is padded on both sides, so one bar is not the width of the chart.
-pub type Categories<'a, 'b, Y> =
+pub(crate) type Categories<'a, 'b, Y> =
     ChartContext<'b, BitMapBackend<'a>, Cartesian2d<RangedCoordf64, Y>>;
 
 /// Builds a category chart on `body` with `n` categories and the y axis
 /// `y`, leaving room below the axis for two rows of labels.
-pub fn category_chart<'a, 'b, Y: AsRangedCoord>(
+pub(crate) fn category_chart<'a, 'b, Y: AsRangedCoord>(
     body: &'b Area<'a>,
     n: usize,
     y: Y,
@@ -548,14 +560,14 @@ where
 }
 
 /// Room right of a category chart's plot, for a label at a line's end.
-pub const RIGHT_MARGIN: u32 = 84;
+pub(crate) const RIGHT_MARGIN: u32 = 84;
 
 /// The fewest category slots a category chart spans.
-pub const MIN_SLOTS: usize = 4;
+pub(crate) const MIN_SLOTS: usize = 4;
 
 /// Writes each category's name under the x axis, in its colour, and
 /// returns the y pixel below the names.
-pub fn category_names<Y: Ranged>(
+pub(crate) fn category_names<Y: Ranged>(
     root: &Area,
     chart: &Categories<'_, '_, Y>,
     names: &[(String, RGBColor)],

@@ -31,7 +31,7 @@ use super::data::RunData;
 use super::style::{self, Mark};
 use super::Chart;
 
-pub const CHART: Chart = Chart {
+pub(crate) const CHART: Chart = Chart {
     file: crate::rundir::TIMELINE_PNG,
     size: (1200, 900),
     about: "one panel per limiter: over time, the most any one key had passed within the policy window (what the policy limits), against the per-key limit; dotted lines are window boundaries; for deployed limiters, the overshoot per bucket; shaded bands are store outages",
@@ -44,7 +44,7 @@ const MAX_BOUNDARIES: u64 = 40;
 
 /// What a panel's bars measure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Measure {
+pub(crate) enum Measure {
     /// The worst key's passes within the window (the per-key columns).
     WorstKey,
     /// All keys' passes within the last window (older run directories).
@@ -53,7 +53,7 @@ pub enum Measure {
 
 /// One limiter's panel.
 #[derive(Debug, Clone, PartialEq)]
-pub struct TimelineLine {
+pub(crate) struct TimelineLine {
     /// The limiter's index (its colour).
     pub index: usize,
     pub name: String,
@@ -72,7 +72,7 @@ pub struct TimelineLine {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct TimelineSeries {
+pub(crate) struct TimelineSeries {
     pub measure: Measure,
     pub resolution_ns: u64,
     /// Throughput only: buckets summed per value, and the span they cover
@@ -94,7 +94,7 @@ pub struct TimelineSeries {
 
 /// Every limiter's worst-key series (or, from an older run directory, its
 /// rolling throughput).
-pub fn timeline_series(data: &RunData) -> TimelineSeries {
+pub(crate) fn timeline_series(data: &RunData) -> TimelineSeries {
     let res = data.resolution_ns.max(1);
     let window = data.window_ns.max(1);
     let measure = if data.per_key_series {
@@ -176,7 +176,7 @@ pub fn timeline_series(data: &RunData) -> TimelineSeries {
 }
 
 /// The top of the shared y axis: room for every bar and the limit.
-pub fn y_top(s: &TimelineSeries) -> f64 {
+pub(crate) fn y_top(s: &TimelineSeries) -> f64 {
     let most = s
         .lines
         .iter()
@@ -190,7 +190,7 @@ pub fn y_top(s: &TimelineSeries) -> f64 {
 
 /// The top of the overshoot strips' shared axis (they have their own: a
 /// sum over keys is not on the per-key scale).
-pub fn overshoot_top(s: &TimelineSeries) -> f64 {
+pub(crate) fn overshoot_top(s: &TimelineSeries) -> f64 {
     let most = s
         .lines
         .iter()
@@ -306,7 +306,7 @@ fn clip(points: &[(f64, f64)], s: f64, e: f64) -> Vec<(f64, f64)> {
 }
 
 /// The fill of a store outage band.
-pub const OUTAGE: RGBColor = RGBColor(0xDE, 0xDA, 0xD8);
+pub(crate) const OUTAGE: RGBColor = RGBColor(0xDE, 0xDA, 0xD8);
 /// The label of a store outage band.
 const OUTAGE_INK: RGBColor = RGBColor(0x8A, 0x2E, 0x26);
 /// The overshoot strip.
@@ -333,7 +333,7 @@ pub fn steps(values: &[u64], res: u64, width: usize) -> Vec<(f64, f64)> {
     out
 }
 
-pub fn draw_timeline(data: &RunData, s: &TimelineSeries, path: &Path) -> anyhow::Result<()> {
+pub(crate) fn draw_timeline(data: &RunData, s: &TimelineSeries, path: &Path) -> anyhow::Result<()> {
     let window = style::duration(data.window_ns);
     let res = style::duration(s.resolution_ns);
     let root = BitMapBackend::new(path, CHART.size).into_drawing_area();

@@ -23,7 +23,7 @@ use super::style::{self, Mark};
 pub const FILE: &str = crate::rundir::BOUNDARY_ZOOM_PNG;
 
 /// What to read from it, for `summary.md` and the README.
-pub const ABOUT: &str = "a close-up of the fixed window's worst window (drawn by `ratesim explain boundary`): what each limiter let one key through in the window before each instant, around the boundary where the fixed window's counter reset";
+pub(crate) const ABOUT: &str = "a close-up of the fixed window's worst window (drawn by `ratesim explain boundary`): what each limiter let one key through in the window before each instant, around the boundary where the fixed window's counter reset";
 pub const SIZE: (u32, u32) = (1200, 720);
 
 /// The length in pixels of one dash where lines coincide.
@@ -203,7 +203,7 @@ fn line_colors(s: &ZoomSeries, path: &Path) -> Vec<RGBColor> {
 /// `slot` of `n`: a horizontal piece by its x, a vertical one by its y, in
 /// runs of [`DASH`] pixels. Lines that coincide share those positions, so
 /// each shows its own colour in its own slots.
-pub fn dash_slots(points: &[(i32, i32)], slot: usize, n: usize) -> Vec<[(i32, i32); 2]> {
+pub(crate) fn dash_slots(points: &[(i32, i32)], slot: usize, n: usize) -> Vec<[(i32, i32); 2]> {
     let n = n.max(1) as i32;
     let mut out = Vec::new();
     for w in points.windows(2) {

@@ -77,14 +77,14 @@ pub struct Node {
 
 /// nginx's `limit_req` rule; a key's state is its node, `None` until its
 /// first request (nginx finds no node and makes one).
-pub struct LimitReqRule {
+pub(crate) struct LimitReqRule {
     cfg: Config,
     /// Thousandths of a request per second.
     r: u128,
 }
 
 /// nginx's `limit_req` per key.
-pub type LimitReq = Stored<LimitReqRule>;
+pub(crate) type LimitReq = Stored<LimitReqRule>;
 
 /// nginx's rate for `cfg`: `⌊1000 · rate · 1 s⌋` thousandths per second; 0
 /// when the rate is below one thousandth per second (which the scenario

@@ -81,7 +81,7 @@ pub fn echo(pattern: &Pattern) -> Value {
 
 /// Names and interns `count` synthetic clients (`{prefix}{i}`); each sends
 /// from an address named like itself.
-pub fn synthetic_clients(
+pub(crate) fn synthetic_clients(
     f: &mut Fields,
     ctx: &mut ParseCtx,
     count: u64,
@@ -113,9 +113,9 @@ pub fn synthetic_clients(
 }
 
 /// Clients one synthetic source may have.
-pub const MAX_CLIENTS: u64 = 10_000_000;
+pub(crate) const MAX_CLIENTS: u64 = 10_000_000;
 
 /// `cost` of every request of a synthetic source (default 1).
-pub fn cost_field(f: &mut Fields) -> Result<u64, InputError> {
+pub(crate) fn cost_field(f: &mut Fields) -> Result<u64, InputError> {
     Ok(f.opt_count("cost", 1)?.unwrap_or(1))
 }

@@ -11,7 +11,7 @@ use crate::traffic::poisson::*;
 /// `key` as the mean rate of one Poisson generator: refused, naming the
 /// value and the largest accepted rate, when its mean gap is below
 /// [`MIN_MEAN_GAP_NS`].
-pub fn opt_poisson_rate(f: &mut Fields, key: &str) -> Result<Option<Rate>, InputError> {
+pub(crate) fn opt_poisson_rate(f: &mut Fields, key: &str) -> Result<Option<Rate>, InputError> {
     let Some(rate) = f.opt_rate(key)? else {
         return Ok(None);
     };
@@ -54,7 +54,7 @@ pub fn echo(p: &Poisson) -> Value {
 }
 
 /// `per / tokens` ns, for messages.
-pub fn gap_text(per: u128, tokens: u128) -> String {
+pub(crate) fn gap_text(per: u128, tokens: u128) -> String {
     match decimal(per, tokens).as_str() {
         "0" => "less than 0.000000001ns".to_string(),
         d => format!("{d}ns"),

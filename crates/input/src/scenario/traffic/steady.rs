@@ -10,7 +10,7 @@ use crate::traffic::steady::*;
 
 /// `key` as the rate of a steady sender: at most one request per ns (the
 /// clock's resolution), else refused naming the value and the largest rate.
-pub fn opt_steady_rate(f: &mut Fields, key: &str) -> Result<Option<Rate>, InputError> {
+pub(crate) fn opt_steady_rate(f: &mut Fields, key: &str) -> Result<Option<Rate>, InputError> {
     let Some(rate) = f.opt_rate(key)? else {
         return Ok(None);
     };
@@ -29,7 +29,7 @@ pub fn opt_steady_rate(f: &mut Fields, key: &str) -> Result<Option<Rate>, InputE
 }
 
 /// `phase`: a duration, `"spread"` (the default) or `"random"`.
-pub fn parse_phase(f: &mut Fields) -> Result<Phase, InputError> {
+pub(crate) fn parse_phase(f: &mut Fields) -> Result<Phase, InputError> {
     Ok(match f.opt_str("phase")? {
         None | Some("spread") => Phase::Spread,
         Some("random") => Phase::Random,
@@ -37,7 +37,7 @@ pub fn parse_phase(f: &mut Fields) -> Result<Phase, InputError> {
     })
 }
 
-pub fn phase_text(phase: Phase) -> String {
+pub(crate) fn phase_text(phase: Phase) -> String {
     match phase {
         Phase::Fixed(p) => p.to_string(),
         Phase::Spread => "spread".to_string(),

@@ -433,7 +433,7 @@ fn csv_error(e: &csv::Error) -> String {
     }
 }
 
-pub struct TraceStream {
+pub(crate) struct TraceStream {
     rdr: csv::Reader<Box<dyn Read + Send>>,
     rec: ByteRecord,
     columns: Columns,
