@@ -193,7 +193,7 @@ impl EnvoyFormat {
             }),
             (None, None) => None,
         };
-        let key = |i: usize| -> super::format::Key<'l> {
+        let key = |i: usize| -> super::Key<'l> {
             let mut s = v[i];
             if name(i).starts_with("%DOWNSTREAM_") && !name(i).ends_with("WITHOUT_PORT%") {
                 s = strip_port(s);

@@ -1,55 +1,14 @@
 //! The access-log formats ratesim reads and the options of a log source:
-//! what one line holds ([`Parsed`]), the gateway's verdict, where a line
-//! belongs (`location`), and how whole-second stamps are placed
-//! (`subsecond`). Reading a line is each format's own file (`nginx`,
-//! `envoy`, `jsonl`); this file dispatches to them.
+//! where a line belongs (`location`) and how whole-second stamps are
+//! placed (`subsecond`). Reading a line is each format's own file
+//! (`nginx`, `envoy`, `jsonl`), into what `parsed.rs` defines; this file
+//! dispatches to them.
 
-use std::borrow::Cow;
-
-use super::{envoy, jsonl, nginx};
+use super::{envoy, jsonl, nginx, Parsed};
 use crate::clock::Nanos;
 
 /// The longest line a log may have (bytes): as for CSV traces.
 pub const MAX_LINE_BYTES: usize = 64 * 1024;
-
-/// What the gateway did with a request, as its log says.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Verdict {
-    Passed,
-    Delayed,
-    Rejected,
-}
-
-impl Verdict {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Verdict::Passed => "passed",
-            Verdict::Delayed => "delayed",
-            Verdict::Rejected => "rejected",
-        }
-    }
-}
-
-/// A key field of a line: its value, or why it has none (`"$http_x_key is
-/// empty"`). Whether a line without a key is a bad line or a request no
-/// limiter counts depends on the format and on the line's location, so
-/// the reorder pipeline decides, not the parser.
-pub type Key<'l> = Result<Cow<'l, str>, String>;
-
-/// One line, parsed; strings borrow from it where they can.
-#[derive(Debug, Clone)]
-pub struct Parsed<'l> {
-    /// The logged time, ns since the Unix epoch.
-    pub stamp: u64,
-    /// The request's duration to subtract from `stamp` (0 when none).
-    pub duration: u64,
-    pub client: Key<'l>,
-    pub ip: Option<Key<'l>>,
-    pub cost: u64,
-    pub verdict: Option<Verdict>,
-    /// The request path (no query), when the format has one.
-    pub path: Option<&'l str>,
-}
 
 /// A log format with its field choices.
 #[derive(Debug, Clone)]
@@ -163,19 +122,4 @@ pub struct LogOptions {
     pub subsecond: Option<Subsecond>,
     pub skip_bad: bool,
     pub location: Option<Location>,
-}
-
-#[cfg(test)]
-impl Parsed<'_> {
-    /// The client key of a line that has one.
-    pub(super) fn client_key(&self) -> &str {
-        self.client.as_deref().expect("a client key")
-    }
-
-    /// The address key of a line that has one.
-    pub(super) fn ip_key(&self) -> Option<&str> {
-        self.ip
-            .as_ref()
-            .map(|i| i.as_deref().expect("an address key"))
-    }
 }

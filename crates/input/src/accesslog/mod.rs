@@ -35,13 +35,13 @@ pub mod envoy;
 mod format;
 pub mod jsonl;
 pub mod nginx;
+mod parsed;
 mod pipeline;
 pub mod template;
 pub mod time;
 
-pub use format::{
-    Format, Location, LogOptions, Parsed, Subsecond, Verdict, FORMATS, MAX_LINE_BYTES,
-};
+pub use format::{Format, Location, LogOptions, Subsecond, FORMATS, MAX_LINE_BYTES};
+pub use parsed::{Key, Parsed, Verdict};
 use pipeline::{Lines, Pipeline};
 
 use std::io;

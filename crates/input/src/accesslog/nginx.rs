@@ -279,7 +279,7 @@ impl NginxFormat {
             (None, None) => None,
         };
         // nginx logs an empty variable as `-`.
-        let key = |i: usize| -> super::format::Key<'l> {
+        let key = |i: usize| -> super::Key<'l> {
             match v[i] {
                 "" | "-" => Err(format!("{} is empty", name(i))),
                 s => Ok(Cow::Borrowed(s)),

@@ -261,22 +261,7 @@ pub fn parse(f: &mut Fields, ctx: &mut ParseCtx) -> Result<Arc<dyn Recorded>, In
             ctx.population,
         )?));
     }
-    let mut trace = Trace {
-        shown: path.to_string(),
-        data,
-        columns: Columns {
-            time: 0,
-            seconds: false,
-            client: 0,
-            ip: None,
-            cost: None,
-        },
-        ids: Arc::default(),
-        last: Nanos::ZERO,
-        rows: 0,
-    };
-    trace
-        .scan(ctx.population)
+    let trace = Trace::read(path, data, ctx.population)
         .map_err(|e| InputError::new(format!("{}: {} {e}", f.at("path"), quoted(path))))?;
     Ok(Arc::new(trace))
 }
@@ -306,6 +291,27 @@ pub fn echo(r: &dyn Recorded) -> Value {
 }
 
 impl Trace {
+    /// The trace at `data` (`shown` as the scenario names it), read once
+    /// (see [`Trace::scan`]).
+    fn read(shown: &str, data: TraceData, population: &mut Population) -> Result<Trace, String> {
+        let mut trace = Trace {
+            shown: shown.to_string(),
+            data,
+            columns: Columns {
+                time: 0,
+                seconds: false,
+                client: 0,
+                ip: None,
+                cost: None,
+            },
+            ids: Arc::default(),
+            last: Nanos::ZERO,
+            rows: 0,
+        };
+        trace.scan(population)?;
+        Ok(trace)
+    }
+
     /// Reads the whole file once: validates every row, interns every client
     /// and address, and finds the last time.
     fn scan(&mut self, population: &mut Population) -> Result<(), String> {
@@ -473,22 +479,8 @@ mod tests {
 
     /// Scans `bytes` as a trace file's contents.
     fn scan(bytes: Vec<u8>) -> Result<Trace, String> {
-        let mut trace = Trace {
-            shown: "t.csv".to_string(),
-            data: TraceData::Embedded(Box::leak(bytes.into_boxed_slice())),
-            columns: Columns {
-                time: 0,
-                seconds: false,
-                client: 0,
-                ip: None,
-                cost: None,
-            },
-            ids: Arc::default(),
-            last: Nanos::ZERO,
-            rows: 0,
-        };
-        trace.scan(&mut Population::default())?;
-        Ok(trace)
+        let data = TraceData::Embedded(Box::leak(bytes.into_boxed_slice()));
+        Trace::read("t.csv", data, &mut Population::default())
     }
 
     /// Hands out at most 7 bytes per read, so lines straddle reads.
