@@ -990,3 +990,79 @@ fn on_the_real_two_location_nginx_log_the_replay_agrees_and_counts_once() {
     // It ran without on_bad_line = "skip": no line was a bad line.
     assert!(!read_text(&dir.join("replay.toml")).contains("on_bad_line"));
 }
+
+// ------------------------------------------------ issue 24: $server_name
+
+/// nginx's documentation example: per address and per server in one
+/// location, the server's zone keyed by `$server_name`.
+const PER_SERVER_CONF: &str = "http {
+    log_format main '$msec $request_time $status $remote_addr \"$request\"';
+    access_log logs/access.log main;
+    limit_req_zone $binary_remote_addr zone=perip:10m rate=1r/s;
+    limit_req_zone $server_name zone=perserver:10m rate=10r/s;
+    server {
+        server_name example.com www.example.com;
+        location / {
+            limit_req zone=perip burst=5 nodelay;
+            limit_req zone=perserver burst=10;
+        }
+    }
+}
+";
+
+#[test]
+fn a_zone_keyed_by_server_name_is_one_key_for_the_server_block() {
+    // Three addresses, eight requests each, all at once; a log without
+    // $server_name, as nginx's usual formats are.
+    let mut log = String::new();
+    for addr in ["10.0.0.1", "10.0.0.2", "10.0.0.3"] {
+        for _ in 0..8 {
+            let (s, ms) = (EPOCH_MS / 1000, EPOCH_MS % 1000);
+            log.push_str(&format!(
+                "{s}.{ms:03} 0.000 200 {addr} \"GET /x HTTP/1.1\"\n"
+            ));
+        }
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let (toml, _, out) = import_and_run(tmp.path(), PER_SERVER_CONF, &log, &[]);
+    assert!(
+        toml.contains("key $server_name: the server block's first server_name \"example.com\""),
+        "{toml}"
+    );
+    assert!(toml.contains("key_by = \"global\""), "{toml}");
+    assert!(
+        toml.contains("nginx.conf:9,10: 2 limit_req in location / (")
+            && toml.contains("nginx asks every zone of a request together"),
+        "{toml}"
+    );
+    // Both zones read the same lines: one source.
+    assert_eq!(toml.matches("[[traffic]]").count(), 1, "{toml}");
+    let server = summary_row(&out, "all-perserver");
+    assert_eq!(
+        (column(&server, "attempts"), column(&server, "keys")),
+        (24, 1)
+    );
+    let perip = summary_row(&out, "all-perip");
+    assert_eq!(
+        (column(&perip, "attempts"), column(&perip, "keys")),
+        (24, 3)
+    );
+    // Per address: 1 + burst 5 pass at once (nodelay), 2 rejected.
+    assert_eq!(column(&perip, "rejected"), 6);
+    // Per server: 1 + burst 10 of the 24 pass or wait, 13 rejected.
+    assert_eq!(column(&server, "rejected"), 13);
+    // A server block without server_name: $server_name is empty, and
+    // nginx accounts no request in the zone.
+    let conf = tmp.path().join("unnamed.conf");
+    fs::write(
+        &conf,
+        PER_SERVER_CONF.replace("server_name example.com www.example.com;", ""),
+    )
+    .unwrap();
+    let toml = import(&[conf.to_str().unwrap()]);
+    assert_eq!(toml.matches("[[limiter]]\n").count(), 1, "{toml}");
+    assert!(
+        toml.contains("zone perserver is keyed by $server_name, and its server block names no server_name: the key is empty, so nginx accounts no request in this zone; not imported"),
+        "{toml}"
+    );
+}

@@ -9,6 +9,7 @@
 //! | `delay=N` | `delay = N` |
 //! | `limit_req_dry_run on` | the same decisions (nginx only logs them): a note |
 //! | `location = /p`, `location /p` | the limiter replays only that location's requests |
+//! | a zone keyed by `$server_name` | `key_by = "global"`: the key is the server block's first `server_name`, one constant for every request it handles |
 //!
 //! Several `limit_req` in one context are several limiters (nginx applies
 //! all of them; a request is rejected if any rejects it).
@@ -150,6 +151,9 @@ struct Ctx {
     dry_run: bool,
     /// `limit_req_status`: the status of a rejection (nginx: 503).
     status: Option<u16>,
+    /// The enclosing server block's first `server_name` (nginx's
+    /// `$server_name`; `""` when the block names none).
+    server_name: Option<String>,
 }
 
 fn text(d: &Directive) -> String {
@@ -323,8 +327,28 @@ fn walk(
                     }
                 });
             }
+            "server_name" if here.server_name.is_none() => {
+                here.server_name = Some(d.args.first().cloned().unwrap_or_default());
+            }
             _ => {}
         }
+    }
+    let together: Vec<usize> = dirs
+        .iter()
+        .filter(|d| d.name == "limit_req")
+        .map(|d| d.line)
+        .collect();
+    if together.len() > 1 {
+        out.notes.push(format!(
+            "{file}:{}: {} limit_req in {}: nginx asks every zone of a request together — a request one zone rejects is counted by none, and a passed one waits the longest delay; ratesim replays each zone as a limiter of its own, as if it were alone",
+            together
+                .iter()
+                .map(usize::to_string)
+                .collect::<Vec<_>>()
+                .join(","),
+            together.len(),
+            here.where_
+        ));
     }
     for d in dirs.iter().filter(|d| d.name == "limit_req") {
         let mut zone_name = None;
@@ -389,6 +413,24 @@ fn walk(
         if let Some(s) = &here.status {
             notes.push(format!("limit_req_status {s}: the status of a rejection"));
         }
+        // nginx's $server_name is the server block's first name: one key
+        // for every request of the block, whatever the log records.
+        let constant_key = z.key == "$server_name";
+        if constant_key {
+            let name = here.server_name.as_deref().unwrap_or("");
+            if name.is_empty() {
+                out.notes.push(format!(
+                    "{file}:{}: {} — zone {zone_name} is keyed by $server_name, and its server block names no server_name: the key is empty, so nginx accounts no request in this zone; not imported",
+                    d.line,
+                    crate::error::quote(&text(d)),
+                ));
+                continue;
+            }
+            notes.push(format!(
+                "key $server_name: the server block's first server_name {}, the same for every request it handles: key_by = \"global\"",
+                quoted(name)
+            ));
+        }
         if here.location.is_none() && here.where_ != "the config" {
             notes.push("outside any location: nginx applies it to every location without a limit_req of its own; ratesim replays every request through it".into());
         }
@@ -412,9 +454,9 @@ fn walk(
                 ("queue".into(), burst.to_string()),
                 ("delay".into(), delay.to_string()),
             ],
-            key_by: "client",
+            key_by: if constant_key { "global" } else { "client" },
             location: here.location.clone(),
-            client_field: Some(match z.key.as_str() {
+            client_field: (!constant_key).then(|| match z.key.as_str() {
                 "$binary_remote_addr" => "$remote_addr".to_string(),
                 k => k.to_string(),
             }),
@@ -447,7 +489,10 @@ fn walk(
                     }
                 }
             }
-            "server" => inner.where_ = format!("server ({file}:{})", d.line),
+            "server" => {
+                inner.where_ = format!("server ({file}:{})", d.line);
+                inner.server_name = None;
+            }
             "http" => inner.where_ = format!("http ({file}:{})", d.line),
             other => inner.where_ = format!("{other} ({file}:{})", d.line),
         }

@@ -107,6 +107,13 @@ pub(super) fn replay(imp: &Import, options: &ImportOptions) -> Result<Replay, In
     let mut unplaced: Vec<String> = Vec::new();
     for l in &imp.limiters {
         let at = l.source.split(": ").next().unwrap_or(&l.source);
+        // A zone with one key for every request (`$server_name`) reads no
+        // key from the log; its lines still need a client, and nginx logs
+        // `$remote_addr` for every request, so it shares that source.
+        let client_field = match (&l.client_field, l.gateway) {
+            (None, Gateway::Nginx) => Some("$remote_addr".to_string()),
+            (c, _) => c.clone(),
+        };
         let text = format.clone().unwrap_or_else(|| match l.gateway {
             Gateway::Nginx => crate::accesslog::nginx::COMBINED.to_string(),
             Gateway::Envoy => crate::accesslog::envoy::DEFAULT.to_string(),
@@ -120,12 +127,18 @@ pub(super) fn replay(imp: &Import, options: &ImportOptions) -> Result<Replay, In
         // The checks `run` makes of the source (crate::accesslog).
         let (has_path, from_status) = match l.gateway {
             Gateway::Nginx => {
-                let client = l.client_field.as_deref();
+                let client = client_field.as_deref();
                 let f = match crate::accesslog::nginx::NginxFormat::new(&text, None, client, None) {
                     Ok(f) => f,
                     Err(("client", e)) => {
                         let c = client.unwrap_or("$remote_addr");
-                        return Err(InputError::new(if one_variable(c) {
+                        return Err(InputError::new(if l.key_by == "global" {
+                            format!(
+                                "{at}: zone {} has one key for every request, but the replay names each request's client by {c}, which the log format ({}) does not have — add {c} to the log_format nginx writes the log with, or give the log's format with --log-format NAME|'FORMAT'",
+                                l.zone.as_deref().unwrap_or("?"),
+                                from.shown(l.gateway)
+                            )
+                        } else if one_variable(c) {
                             let has = crate::accesslog::nginx::compile(&text)
                                 .map(|t| t.names.join(", "))
                                 .unwrap_or_default();
@@ -166,7 +179,7 @@ pub(super) fn replay(imp: &Import, options: &ImportOptions) -> Result<Replay, In
         };
         let key = Source {
             location,
-            client: l.client_field.clone(),
+            client: client_field,
             gateway: l.gateway,
             rejected_status: l.rejected_status.filter(|_| from_status),
             name: String::new(),
