@@ -8,6 +8,7 @@
 
 use proptest::prelude::*;
 use ratesim::clock::{parse_duration, parse_rate, Nanos, Rate};
+use ratesim::limiter::chain::{Chain, ChainMode};
 use ratesim::limiter::{
     fixed_window, gcra, interval_bucket, leaky_bucket, sliding_counter, sliding_log, smooth_bursty,
     token_bucket, Decision, Limiter,
@@ -1253,4 +1254,180 @@ fn a_full_bucket_loses_refill_beyond_its_capacity_even_a_fraction_of_a_nanosecon
         }
     );
     assert_eq!(tb.decide(0, Nanos(666_666_668), 1), Decision::Admitted);
+}
+
+// ---------------------------------------------------------------------------
+// 4. Chains: several limits on one request (docs/semantics.md §13)
+// ---------------------------------------------------------------------------
+
+impl Algo {
+    /// Whether it counts a rejected request (a `count_rejected` window).
+    fn counts_rejections(&self) -> bool {
+        match *self {
+            Algo::Fixed(c) => c.count_rejected,
+            Algo::Log(c) => c.count_rejected,
+            Algo::Counter(c) => c.count_rejected,
+            _ => false,
+        }
+    }
+
+    /// Whether a rejection can change its state: it counts rejections, or
+    /// a rejected request opens a first-hit window.
+    fn rejections_change_state(&self) -> bool {
+        self.counts_rejections()
+            || matches!(*self, Algo::Fixed(c) if c.align == fixed_window::Align::FirstHit)
+    }
+}
+
+/// Member `m`'s key for `e`: the first member keys by the trace's key, the
+/// second by a coarser one (keys 0 and 1 share), so their states differ.
+fn member_key(m: usize, e: &Ev) -> u32 {
+    if m == 0 {
+        e.key
+    } else {
+        e.key / 2
+    }
+}
+
+/// Feeds `trace` to `chain`: the chain's decisions and each member's own.
+fn run_chain(
+    chain: &mut Chain,
+    members: usize,
+    trace: &[Ev],
+) -> Vec<(Decision, Vec<Option<Decision>>)> {
+    let mut own = vec![None; members];
+    trace
+        .iter()
+        .map(|e| {
+            let keys: Vec<Option<u32>> = (0..members).map(|m| Some(member_key(m, e))).collect();
+            let d = chain.decide(&keys, Nanos(e.t), e.cost, &mut own);
+            (d.decision, own.clone())
+        })
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// An `all_or_nothing` chain of one member decides exactly like that
+    /// member alone — for every algorithm whose rejections change nothing
+    /// (a chain's rejection never changes its members' state; a counting
+    /// window, or a first-hit window a rejected request opens, differs).
+    #[test]
+    fn an_all_or_nothing_chain_of_one_member_decides_like_the_member_alone(
+        algo in any_algo().prop_filter("rejections change state", |a| !a.rejections_change_state()),
+        trace in trace(60, 4),
+    ) {
+        let mut chain = Chain::new(ChainMode::AllOrNothing, vec![algo.build()]);
+        let mut own = [None];
+        let alone = decisions(&algo, &trace);
+        for (e, expected) in trace.iter().zip(alone) {
+            let d = chain.decide(&[Some(e.key)], Nanos(e.t), e.cost, &mut own);
+            prop_assert_eq!(d.decision, expected, "{:?}", e);
+            prop_assert_eq!(own[0], Some(expected));
+        }
+    }
+
+    /// In an `each_counts` chain every member decides exactly as it would
+    /// alone, fed every request; the chain rejects iff one of them does,
+    /// and a passed request waits the longest delay.
+    #[test]
+    fn each_counts_members_decide_exactly_like_the_members_alone(
+        a in any_algo(),
+        b in any_algo(),
+        trace in trace(60, 4),
+    ) {
+        let mut chain = Chain::new(ChainMode::EachCounts, vec![a.build(), b.build()]);
+        let (mut la, mut lb) = (a.build(), b.build());
+        for (e, (chain_d, own)) in trace.iter().zip(run_chain(&mut chain, 2, &trace)) {
+            let da = la.decide(member_key(0, e), Nanos(e.t), e.cost);
+            let db = lb.decide(member_key(1, e), Nanos(e.t), e.cost);
+            prop_assert_eq!(&own, &vec![Some(da), Some(db)], "{:?}", e);
+            prop_assert_eq!(chain_d.passes(), da.passes() && db.passes());
+            let delay = |d: Decision| match d {
+                Decision::Delayed { delay } => delay.0,
+                _ => 0,
+            };
+            if chain_d.passes() {
+                prop_assert_eq!(delay(chain_d), delay(da).max(delay(db)));
+            }
+        }
+    }
+
+    /// An `all_or_nothing` chain passes iff every member would; a passed
+    /// request is counted by every member exactly as alone, a rejected one
+    /// by none: each member's state follows only the requests the chain
+    /// passed.
+    #[test]
+    fn all_or_nothing_members_count_exactly_the_requests_the_chain_passed(
+        a in any_algo(),
+        b in any_algo(),
+        trace in trace(60, 4),
+    ) {
+        let mut chain = Chain::new(ChainMode::AllOrNothing, vec![a.build(), b.build()]);
+        let results = run_chain(&mut chain, 2, &trace);
+        // Each member alone, fed only what the chain passed, and asked
+        // (on a twin that keeps nothing) about every request.
+        let (mut la, mut lb) = (a.build(), b.build());
+        for (e, (chain_d, own)) in trace.iter().zip(results) {
+            let (ka, kb) = (member_key(0, e), member_key(1, e));
+            let (da, ta) = la.decide_detached(ka, Nanos(e.t), e.cost);
+            let (db, tb) = lb.decide_detached(kb, Nanos(e.t), e.cost);
+            prop_assert_eq!(own[0], Some(da), "{:?}", e);
+            if da.passes() {
+                prop_assert_eq!(own[1], Some(db), "{:?}", e);
+            } else {
+                prop_assert_eq!(own[1], None, "{:?}: asked after a rejection", e);
+            }
+            prop_assert_eq!(chain_d.passes(), da.passes() && db.passes());
+            if chain_d.passes() {
+                la.write_back(ka, ta, Nanos(e.t));
+                lb.write_back(kb, tb, Nanos(e.t));
+            } else {
+                la.discard(ta);
+                lb.discard(tb);
+            }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(384))]
+
+    /// A chain's retry-after is exact: the same request passes that long
+    /// after the rejection and not a nanosecond sooner (`all_or_nothing`,
+    /// where a rejection changes nothing, so each member's admissible
+    /// moments form a ray). Members that count rejections are left out: a
+    /// member's retry-after counts the rejection it reports, which the
+    /// chain does not count, so it is an upper bound there.
+    #[test]
+    fn an_all_or_nothing_chains_retry_after_is_the_smallest_wait_that_passes(
+        a in any_algo().prop_filter("counts rejections", |a| !a.counts_rejections()),
+        b in any_algo().prop_filter("counts rejections", |a| !a.counts_rejections()),
+        trace in trace(25, 4),
+    ) {
+        let chain_of = || Chain::new(ChainMode::AllOrNothing, vec![a.build(), b.build()]);
+        let results = run_chain(&mut chain_of(), 2, &trace);
+        let mut checked = 0;
+        for (i, (e, (d, _))) in trace.iter().zip(&results).enumerate() {
+            let Decision::Rejected { retry_after: Some(wait) } = *d else { continue };
+            if checked == 3 {
+                break;
+            }
+            checked += 1;
+            let retry = |at: u64| {
+                let mut c = chain_of();
+                run_chain(&mut c, 2, &trace[..=i]);
+                let mut own = [None, None];
+                let keys = [Some(member_key(0, e)), Some(member_key(1, e))];
+                c.decide(&keys, Nanos(at), e.cost, &mut own).decision
+            };
+            let on_time = retry(e.t + wait.0);
+            prop_assert!(on_time.passes(), "attempt {} {:?}: retry_after {}, then {:?}", i, e, wait.0, on_time);
+            if wait.0 > 1 {
+                let early = retry(e.t + wait.0 - 1);
+                prop_assert!(!early.passes(), "attempt {} {:?}: retry_after {}, but 1 ns sooner {:?}", i, e, wait.0, early);
+            }
+        }
+    }
 }

@@ -38,6 +38,7 @@
 //! 333 333 333⅓ ns — and not before.
 
 pub mod algorithm;
+pub mod chain;
 pub mod fixed_window;
 pub mod gcra;
 pub mod interval_bucket;
