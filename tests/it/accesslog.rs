@@ -1035,8 +1035,12 @@ fn a_zone_keyed_by_server_name_is_one_key_for_the_server_block() {
             && toml.contains("nginx asks every zone of a request together"),
         "{toml}"
     );
-    // Both zones read the same lines: one source.
+    // Both zones read the same lines: one source, keyed by address.
     assert_eq!(toml.matches("[[traffic]]").count(), 1, "{toml}");
+    assert!(
+        toml.contains("client = \"$remote_addr\"   # the zone's key"),
+        "{toml}"
+    );
     let server = summary_row(&out, "all-perserver");
     assert_eq!(
         (column(&server, "attempts"), column(&server, "keys")),
@@ -1051,6 +1055,18 @@ fn a_zone_keyed_by_server_name_is_one_key_for_the_server_block() {
     assert_eq!(column(&perip, "rejected"), 6);
     // Per server: 1 + burst 10 of the 24 pass or wait, 13 rejected.
     assert_eq!(column(&server, "rejected"), 13);
+    // The per-server zone alone: the source's client only names requests.
+    let alone = tmp.path().join("alone.conf");
+    fs::write(
+        &alone,
+        PER_SERVER_CONF.replace("limit_req zone=perip burst=5 nodelay;", ""),
+    )
+    .unwrap();
+    let toml = import(&[alone.to_str().unwrap(), "--trace", "access.log"]);
+    assert!(
+        toml.contains("client = \"$remote_addr\"   # each request's client (the zone has one key)"),
+        "{toml}"
+    );
     // A server block without server_name: $server_name is empty, and
     // nginx accounts no request in the zone.
     let conf = tmp.path().join("unnamed.conf");

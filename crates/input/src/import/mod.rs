@@ -315,8 +315,17 @@ fn render(
                     }
                 }
                 if src.gateway == Gateway::Nginx {
-                    if let Some(c) = &src.client {
-                        let _ = writeln!(s, "client = \"{c}\"   # the zone's key");
+                    match &src.client {
+                        Some(c) if src.keyed => {
+                            let _ = writeln!(s, "client = \"{c}\"   # the zone's key");
+                        }
+                        Some(c) => {
+                            let _ = writeln!(
+                                s,
+                                "client = \"{c}\"   # each request's client (the zone has one key)"
+                            );
+                        }
+                        None => {}
                     }
                     let coarse = crate::accesslog::nginx::NginxFormat::new(
                         format,

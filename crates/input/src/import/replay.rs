@@ -48,6 +48,9 @@ pub(super) struct Source {
     /// Written when the log's verdict comes from `$status`.
     pub(super) rejected_status: Option<u16>,
     pub(super) name: String,
+    /// Whether a zone keys on `client` (else every zone reading the source
+    /// has one key for all its requests, and `client` only names them).
+    pub(super) keyed: bool,
 }
 
 /// How the scenario replays `--trace`: the log's format, checked against
@@ -183,12 +186,16 @@ pub(super) fn replay(imp: &Import, options: &ImportOptions) -> Result<Replay, In
             gateway: l.gateway,
             rejected_status: l.rejected_status.filter(|_| from_status),
             name: String::new(),
+            keyed: l.key_by != "global",
         };
         let i = match sources.iter().position(|s| {
             (&s.location, &s.client, s.gateway, s.rejected_status)
                 == (&key.location, &key.client, key.gateway, key.rejected_status)
         }) {
-            Some(i) => i,
+            Some(i) => {
+                sources[i].keyed |= key.keyed;
+                i
+            }
             None => {
                 let base = match &key.location {
                     Some(loc) => {
