@@ -1,25 +1,20 @@
 //! ratesim: an exact, deterministic simulator for rate-limiting algorithms.
 //!
-//! The workspace's crates below this one: `ratesim-core` (virtual time,
-//! exact rates, the limiters, traffic streams, deployments, the validated
-//! [`scenario`] model, metrics and the engine — no I/O, no file format)
-//! and `ratesim-rundir` ([`rundir`]: the run directory's files). This
-//! library holds the rest, re-exporting the core's modules under their
-//! own names; the `ratesim` binary only parses arguments and maps errors
-//! to exit codes. Its layers, each importing only from those before it
-//! (`.ci/layers` checks it):
+//! This crate is the top of the workspace (docs/architecture.md): the
+//! commands. Below it, `ratesim-core` decides (time, limiters, traffic,
+//! the engine, metrics; no I/O), `ratesim-input` reads (scenarios,
+//! traces, access logs, gateway configs), `ratesim-report` writes and
+//! draws, and `ratesim-rundir` is the run directory's model. Their
+//! modules are re-exported here under their own names
+//! ([`limiter`], [`scenario`], [`report`], …) for the integration tests
+//! and the bench.
 //!
-//! 1. [`error`], [`builtin`]: input errors, the shipped scenario files.
-//! 2. [`input`]: the field walker, `Origin`, trace data.
-//! 3. [`scenario`] (TOML → validated `Scenario`, each traffic pattern's
-//!    table in `scenario::traffic`, the echo for `summary.json`),
-//!    [`accesslog`], [`estimate`].
-//! 4. [`report`]: the summary model, the exporters (CSV, JSON, terminal)
-//!    and, read back from a run directory, Markdown and the PNG charts;
-//!    [`staging`] the all-or-nothing run directory.
-//! 5. [`run`]: simulate a scenario into a run directory.
-//! 6. [`explain`] (walkthroughs), [`onboard`], [`progress`], and [`app`]
-//!    with [`cli`]: the commands.
+//! Its own modules: [`run`] simulates a scenario into a run directory
+//! (with [`staging`], all or nothing), [`estimate`] says beforehand how
+//! much work and memory that is, [`sweep`], [`explain`], [`onboard`],
+//! [`redis`] and [`progress`] serve the commands, [`app`] runs them and
+//! [`cli`] defines them; `main.rs` parses the arguments and maps errors
+//! to exit codes.
 
 pub mod app;
 pub mod cli;

@@ -13,8 +13,8 @@
 //! | file | what |
 //! |---|---|
 //! | `mod.rs` | the run loop: streams, retries, decisions to the recorder |
-//! | [`queue`] | the event queue, ordered by `(time, sequence)` |
-//! | [`store`] | a deployment's protocol: routing, a shared store's round trips, faults and the over-limit cache |
+//! | `queue.rs` | the event queue, ordered by `(time, sequence)` |
+//! | `shared_store.rs` | a deployment's protocol: routing, a shared store's round trips, faults and the over-limit cache |
 
 mod arrivals;
 mod queue;

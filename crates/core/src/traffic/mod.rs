@@ -44,7 +44,7 @@ use crate::population::IdList;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Arrival {
     pub time: Nanos,
-    /// Interned client id (see [`Population`]).
+    /// Interned client id (see [`crate::population::Population`]).
     pub client: u32,
     /// Interned address id.
     pub ip: u32,

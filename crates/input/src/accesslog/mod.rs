@@ -2,7 +2,7 @@
 //! application (JSON lines) logged, by the rules of docs/semantics.md §8.
 //!
 //! A `[[traffic]]` source with `pattern = "trace"` takes `format = "csv"`
-//! (the default, [`crate::traffic::trace`]), `"nginx"`, `"envoy"` or
+//! (the default, [`crate::scenario::traffic::trace`]), `"nginx"`, `"envoy"` or
 //! `"jsonl"`. Each line becomes one request:
 //!
 //! - **Arrival.** nginx writes a line when it responds. When the line

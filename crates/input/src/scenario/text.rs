@@ -42,7 +42,7 @@ pub(crate) fn parse_toml(text: &str) -> Result<Table, InputError> {
 
 impl ScenarioFile {
     /// The scenario file itself, for the rule that a run directory never
-    /// holds its own input (see [`crate::staging`]); none for a built-in.
+    /// holds its own input (see the staging of a run directory); none for a built-in.
     pub fn inputs(&self) -> Vec<std::path::PathBuf> {
         match &self.origin {
             Origin::File(path) => vec![path.clone()],

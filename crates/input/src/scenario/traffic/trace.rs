@@ -14,7 +14,7 @@
 //! buffered whole. The path must name a regular file: a directory, a FIFO,
 //! a device or a socket is refused by its type, before it is opened (opening
 //! a FIFO would wait for a writer forever; `/dev/zero` never ends). Errors
-//! quote at most 80 characters of any value (see [`quote`]), never a whole
+//! quote at most 80 characters of any value (see [`crate::error::quote`]), never a whole
 //! line: the path may name any file.
 
 use std::io::{self, Read};
