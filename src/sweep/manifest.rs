@@ -118,12 +118,7 @@ impl Manifest {
 
 /// FNV-1a, 64-bit, in hex: a stable fingerprint of a scenario's text.
 pub(crate) fn fingerprint(text: &str) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in text.bytes() {
-        h ^= b as u64;
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    format!("{h:016x}")
+    format!("{:016x}", crate::deploy::fnv1a(text))
 }
 
 #[cfg(test)]
