@@ -21,6 +21,11 @@ pub fn policy(limits: &[u64], fallback: u64, window: &str) -> String {
     }
 }
 
+/// A duration in ns as a short human string: `1s`, `250ms`, `1.5s`, `20us`.
+pub fn duration(ns: u64) -> String {
+    Nanos(ns).to_string()
+}
+
 /// Nanoseconds as milliseconds, exact to the nanosecond, as text.
 pub fn ms(t: Nanos) -> String {
     Decimal::ms(t).text().to_string()

@@ -189,7 +189,7 @@ impl RunData {
         crate::format::policy(
             &limits,
             self.limit,
-            &crate::clock::Nanos(self.window_ns).to_string(),
+            &crate::format::duration(self.window_ns),
         )
     }
 }

@@ -19,6 +19,7 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use plotters::style::FontStyle;
 
 use super::data::RunData;
+pub use crate::format::duration;
 
 /// The family name every chart asks plotters for.
 pub(crate) const FONT: &str = "sans-serif";
@@ -618,11 +619,6 @@ pub fn trim(v: f64, places: usize) -> String {
     } else {
         s
     }
-}
-
-/// A duration in ns as a short human string: `1s`, `250ms`, `1.5s`, `20us`.
-pub fn duration(ns: u64) -> String {
-    crate::clock::Nanos(ns).to_string()
 }
 
 /// A time in seconds for an axis label, with as many decimals as the span
