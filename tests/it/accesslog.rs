@@ -95,6 +95,20 @@ fn run_decisions(dir: &Path, name: &str, traffic: &str) -> String {
     read_text(&out.join("decisions.csv"))
 }
 
+/// `ratesim run TOML --out OUT EXTRA… --no-plots --quiet`, which must
+/// succeed.
+fn run_quietly(toml: &Path, out: &Path, extra: &[&str]) {
+    ratesim()
+        .arg("run")
+        .arg(toml)
+        .arg("--out")
+        .arg(out)
+        .args(extra)
+        .args(["--no-plots", "--quiet"])
+        .assert()
+        .success();
+}
+
 #[test]
 fn the_same_requests_as_csv_nginx_envoy_and_json_lines_decide_identically() {
     let tmp = tempfile::tempdir().unwrap();
@@ -253,34 +267,14 @@ fn a_line_older_than_the_reorder_window_is_a_bad_line() {
     let toml = scenario_with(tmp.path(), &format!("{fmt}on_bad_line = \"skip\"\n"));
     assert_eq!(requests_of(&toml).len(), 2);
     let out = tmp.path().join("out");
-    ratesim()
-        .args([
-            "run",
-            toml.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-            "--no-plots",
-            "--quiet",
-        ])
-        .assert()
-        .success();
+    run_quietly(&toml, &out, &[]);
     assert!(read_text(&out.join("summary.json")).contains("\"bad_lines_skipped\": 1"));
     assert!(read_text(&out.join("summary.md")).contains("**1 bad lines skipped**"));
     // The summary says how many lines the window moved: with a 2-minute
     // window, line 3 (arriving 60.5 s before line 2's arrival) is one.
     let toml = scenario_with(tmp.path(), &format!("{fmt}reorder = \"2m\"\n"));
     let out = tmp.path().join("out2");
-    ratesim()
-        .args([
-            "run",
-            toml.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-            "--no-plots",
-            "--quiet",
-        ])
-        .assert()
-        .success();
+    run_quietly(&toml, &out, &[]);
     let summary = read_text(&out.join("summary.json"));
     assert!(summary.contains("\"lines_reordered\": 1"), "{summary}");
     let md = read_text(&out.join("summary.md"));
@@ -338,17 +332,7 @@ fn whole_second_stamps_need_subsecond_and_spread_places_a_seconds_requests_evenl
     let t: Vec<u64> = requests_of(&toml).iter().map(|r| r.time.0).collect();
     assert_eq!(t, vec![0, 0, 0, 1_000_000_000]);
     let out = tmp.path().join("out");
-    ratesim()
-        .args([
-            "run",
-            toml.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-            "--no-plots",
-            "--quiet",
-        ])
-        .assert()
-        .success();
+    run_quietly(&toml, &out, &[]);
     assert!(read_text(&out.join("summary.md")).contains("subsecond start: whole-second stamps"));
 }
 
@@ -467,18 +451,7 @@ fn an_imported_nginx_config_decides_exactly_like_the_leaky_buckets_it_maps_to() 
     fs::write(&hand_path, hand).unwrap();
     let run = |p: &Path, out: &str| {
         let out = tmp.path().join(out);
-        ratesim()
-            .args([
-                "run",
-                p.to_str().unwrap(),
-                "--out",
-                out.to_str().unwrap(),
-                "--decisions",
-                "--no-plots",
-                "--quiet",
-            ])
-            .assert()
-            .success();
+        run_quietly(p, &out, &["--decisions"]);
         out
     };
     let a = run(&imported, "imported");
