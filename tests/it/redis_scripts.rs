@@ -1323,3 +1323,32 @@ fn a_smooth_bursty_caller_behind_the_stored_time_is_decided_at_it_and_waits_on_i
     assert_eq!(field(conn, key, "l"), "1000000");
     assert_eq!(field(conn, key, "t"), "0");
 }
+
+/// A Redis script cannot import another, so each carries its own copy of
+/// the argument checker (`arg`, from its `-- ARGV[i] as argument` comment
+/// to the end of the function). The copies are one piece of code: a fix to
+/// one must reach them all, and this holds them byte-identical.
+#[test]
+fn every_script_checks_its_arguments_with_the_same_code() {
+    let checker = |text: &str| -> String {
+        let start = text
+            .find("-- ARGV[i] as argument `name`")
+            .expect("the argument checker's comment");
+        let rest = &text[start..];
+        let end = rest.find("\nend\n").expect("the end of `arg`") + "\nend\n".len();
+        rest[..end].to_string()
+    };
+    let first = checker(ratesim::redis::SCRIPTS[0].text);
+    assert!(
+        first.contains("local function arg(i, name, lo, hi)"),
+        "{first}"
+    );
+    for s in ratesim::redis::SCRIPTS {
+        assert_eq!(
+            checker(s.text),
+            first,
+            "redis/{}.lua's argument checker",
+            s.algorithm
+        );
+    }
+}
