@@ -174,6 +174,15 @@ fn wrap(text: &str, width: usize) -> Vec<String> {
     lines
 }
 
+/// A location as part of a name: `= /api/v1` → `api-v1`; `None` for `/`.
+fn location_slug(location: &str) -> Option<String> {
+    let slug = location
+        .trim_start_matches(['=', '^', '~', ' '])
+        .trim_matches('/')
+        .replace('/', "-");
+    (!slug.is_empty()).then_some(slug)
+}
+
 fn unique(names: &mut Vec<String>, name: &str) -> String {
     let clean: String = name
         .chars()

@@ -437,12 +437,7 @@ fn walk(
         let base = here
             .location
             .as_deref()
-            .map(|l| {
-                l.trim_start_matches(['=', '^', '~', ' '])
-                    .trim_matches('/')
-                    .replace('/', "-")
-            })
-            .filter(|s| !s.is_empty())
+            .and_then(super::location_slug)
             .unwrap_or_else(|| "all".into());
         out.limiters.push(Imported {
             source: format!("{file}:{}: {}", d.line, text(d)),

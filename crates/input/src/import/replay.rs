@@ -6,7 +6,7 @@
 //! requests and a zone's empty key is that zone's alone. A format without
 //! a request path sends every line to every limiter, and says so.
 
-use super::{unique, Gateway, Import, ImportOptions};
+use super::{location_slug, unique, Gateway, Import, ImportOptions};
 use crate::error::InputError;
 
 /// Where the log's format came from.
@@ -198,17 +198,7 @@ pub(super) fn replay(imp: &Import, options: &ImportOptions) -> Result<Replay, In
             }
             None => {
                 let base = match &key.location {
-                    Some(loc) => {
-                        let p = loc
-                            .trim_start_matches(['=', ' '])
-                            .trim_matches('/')
-                            .replace('/', "-");
-                        if p.is_empty() {
-                            "root".to_string()
-                        } else {
-                            p
-                        }
-                    }
+                    Some(loc) => location_slug(loc).unwrap_or_else(|| "root".into()),
                     None => "log".to_string(),
                 };
                 let name = unique(&mut taken, &base);
