@@ -83,13 +83,12 @@ pub(crate) fn simulate_into(
         .collect::<anyhow::Result<_>>()?;
     let mut logs = Vec::new();
     if decisions {
-        for (i, spec) in scenario.limiters.iter().enumerate() {
+        for i in 0..scenario.limiters.len() {
             let file = File::create(part(i)).context("cannot write the decision log")?;
-            logs.push(report::csv::DecisionLog::new(
+            logs.push(report::csv::DecisionLog::of(
                 BufWriter::with_capacity(1 << 16, file),
-                &spec.name,
-                spec.key_by,
-                &scenario.population,
+                scenario,
+                i,
             ));
         }
     }

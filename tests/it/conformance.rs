@@ -21,8 +21,8 @@ fn check_vectors(dir: &Path) {
     let scenario = Scenario::load(dir.join("scenario.toml").to_str().unwrap()).unwrap();
     let mut log = Vec::new();
     DecisionLog::header(&mut log).unwrap();
-    for (i, spec) in scenario.limiters.iter().enumerate() {
-        let mut sink = DecisionLog::new(&mut log, &spec.name, spec.key_by, &scenario.population);
+    for i in 0..scenario.limiters.len() {
+        let mut sink = DecisionLog::of(&mut log, &scenario, i);
         engine::simulate(&scenario, i, Some(&mut sink), &|_, _| {}).unwrap();
         sink.finish().unwrap();
     }
@@ -42,4 +42,40 @@ fn decision_log_matches_the_conformance_vectors_row_for_row() {
 #[test]
 fn decision_log_matches_the_variant_vectors_row_for_row() {
     check_vectors(&conformance_dir().join("variants"));
+}
+
+#[test]
+fn decision_log_matches_the_chain_vectors_row_for_row() {
+    check_vectors(&conformance_dir().join("chains"));
+}
+
+/// The members' rows of the chain vectors (tests/conformance/chains/README.md):
+/// asked, own decisions on requests the chain passed, own rejections, and
+/// the attempts the chain overruled.
+#[test]
+fn chain_members_count_as_the_chain_vectors_say() {
+    let dir = conformance_dir().join("chains");
+    let scenario = Scenario::load(dir.join("scenario.toml").to_str().unwrap()).unwrap();
+    let runs = engine::simulate_all(&scenario, Vec::new(), &|_, _, _| {}).unwrap();
+    let expected: &[(&str, [u64; 5])] = &[
+        ("aon_fw", [8, 6, 0, 1, 1]),
+        ("aon_log", [7, 6, 0, 1, 0]),
+        ("each_fw", [8, 5, 0, 2, 1]),
+        ("each_log", [8, 5, 0, 2, 1]),
+        ("lb_slow", [8, 2, 3, 0, 3]),
+        ("lb_fast", [8, 2, 3, 3, 0]),
+    ];
+    for (name, counts) in expected {
+        let i = scenario
+            .limiters
+            .iter()
+            .position(|l| l.name == *name)
+            .unwrap();
+        let r = &runs[i].recorder;
+        assert_eq!(
+            [r.attempts, r.admitted, r.delayed, r.rejected, r.overruled],
+            *counts,
+            "{name}"
+        );
+    }
 }

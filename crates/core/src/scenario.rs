@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use crate::clock::{Nanos, Rate};
 use crate::deploy::Deployment;
+use crate::limiter::chain::ChainMode;
 use crate::limiter::Algorithm;
 use crate::population::Population;
 use crate::traffic::retry::Retry;
@@ -120,6 +121,69 @@ pub struct LimiterSpec {
     /// `[defaults] limit`: a sweep of `defaults.limit` that no limiter
     /// reads is refused (docs/semantics.md §9).
     pub reads_default_limit: bool,
+    /// Set when this entry is a `[[chain]]` (docs/semantics.md §13): its
+    /// mode and members. A chain's `algorithm` is its first member's and
+    /// is never built; [`LimiterSpec::algorithm_name`] is `"chain"`.
+    pub chain: Option<ChainSpec>,
+    /// For a chain's member: the index of its chain in
+    /// [`Scenario::limiters`]. A member decides only inside its chain.
+    pub member_of: Option<usize>,
+}
+
+/// What makes a [`LimiterSpec`] a chain: how its members decide together,
+/// and which they are (indices into [`Scenario::limiters`], in the order
+/// they are asked).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChainSpec {
+    pub mode: ChainMode,
+    pub members: Vec<usize>,
+}
+
+impl LimiterSpec {
+    /// `summary.csv`'s `algorithm`: the algorithm's name, or `"chain"`.
+    pub fn algorithm_name(&self) -> &'static str {
+        match self.chain {
+            Some(_) => "chain",
+            None => self.algorithm.name(),
+        }
+    }
+
+    /// The entry of a chain `name` of `members` (indices into `limiters`,
+    /// each validated, none in another chain): it sees every source a
+    /// member sees, is keyed by each request's client, and its policy is
+    /// the largest of its members' (docs/semantics.md §13: no key passes
+    /// more than the loosest layer asked about it allows).
+    pub fn chain(
+        name: String,
+        mode: ChainMode,
+        members: Vec<usize>,
+        limiters: &[LimiterSpec],
+    ) -> LimiterSpec {
+        let first = &limiters[members[0]];
+        let mut traffic: Vec<usize> = members
+            .iter()
+            .flat_map(|&m| limiters[m].traffic.iter().copied())
+            .collect();
+        traffic.sort_unstable();
+        traffic.dedup();
+        let policy = members
+            .iter()
+            .map(|&m| limiters[m].policy)
+            .max_by_key(|p| p.limit)
+            .expect("a chain has members");
+        LimiterSpec {
+            name,
+            implementation: None,
+            key_by: KeyBy::Client,
+            algorithm: first.algorithm,
+            traffic,
+            deployment: Deployment::default(),
+            policy,
+            reads_default_limit: false,
+            chain: Some(ChainSpec { mode, members }),
+            member_of: None,
+        }
+    }
 }
 
 /// A limiter's policy: the most one key may pass per `[defaults] window`,

@@ -10,7 +10,7 @@ use crate::limiter::Decision;
 use crate::population::Population;
 use crate::rundir::summary::LimiterSummary;
 use crate::rundir::{DECISION_COLUMNS, TIMESERIES_COLUMNS};
-use crate::scenario::KeyBy;
+use crate::scenario::{KeyBy, Scenario};
 
 /// `summary.csv`: one [`LimiterSummary`] per row, its
 /// fields the columns (docs/semantics.md §3's first, in order).
@@ -91,6 +91,8 @@ pub struct DecisionLog<'a, W: Write> {
     /// The client's and the key's names, when made into text.
     client_buf: String,
     key_buf: String,
+    /// A chain's members, for the `by` column.
+    members: Vec<&'a str>,
 }
 
 impl<'a, W: Write> DecisionLog<'a, W> {
@@ -105,7 +107,23 @@ impl<'a, W: Write> DecisionLog<'a, W> {
             buf: String::new(),
             client_buf: String::new(),
             key_buf: String::new(),
+            members: Vec::new(),
         }
+    }
+
+    /// The log of limiter `index` of `scenario`; a chain's names in `by`
+    /// the member that rejected or set the delay.
+    pub fn of(out: W, scenario: &'a Scenario, index: usize) -> Self {
+        let spec = &scenario.limiters[index];
+        let mut log = DecisionLog::new(out, &spec.name, spec.key_by, &scenario.population);
+        if let Some(c) = &spec.chain {
+            log.members = c
+                .members
+                .iter()
+                .map(|&m| scenario.limiters[m].name.as_str())
+                .collect();
+        }
+        log
     }
 
     pub fn header(out: W) -> csv::Result<()> {
@@ -156,6 +174,8 @@ impl<W: Write> DecisionSink for DecisionLog<'_, W> {
             Some(r) => number(&mut self.w, &mut self.buf, r)?,
             None => self.w.write_field("")?,
         }
+        let by = a.by.and_then(|b| self.members.get(b as usize));
+        self.w.write_field(by.copied().unwrap_or(""))?;
         self.w.write_record(None::<&[u8]>)?;
         Ok(())
     }

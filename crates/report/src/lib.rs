@@ -104,7 +104,7 @@ impl Report {
                 let fp = &run.footprint;
                 let summary = LimiterSummary {
                     limiter: spec.name.clone(),
-                    algorithm: spec.algorithm.name().to_string(),
+                    algorithm: spec.algorithm_name().to_string(),
                     attempts: r.attempts,
                     admitted: r.admitted,
                     delayed: r.delayed,
@@ -163,6 +163,27 @@ impl Report {
                     within_limit_rejected_share: r
                         .within_limit_rejected(spec.policy.limit, scenario.duration)
                         .map(|(part, whole)| Decimal::ratio(part as u128, whole as u128, 6)),
+                    chain: spec
+                        .member_of
+                        .map(|c| scenario.limiters[c].name.clone())
+                        .unwrap_or_default(),
+                    overruled: r.overruled,
+                };
+                // A member does not answer the clients (its chain does):
+                // the clients' figures are the chain's row's.
+                let summary = match spec.member_of {
+                    None => summary,
+                    Some(_) => LimiterSummary {
+                        logical_requests: None,
+                        retry_amplification: None,
+                        gave_up: None,
+                        time_to_success_p50_ms: None,
+                        time_to_success_p99_ms: None,
+                        client_pass_ratio_min: None,
+                        fairness_jain: None,
+                        within_limit_rejected_share: None,
+                        ..summary
+                    },
                 };
                 let peak_at = r.peak_at.map(|(t, k)| (t, key_name(k)));
                 LimiterReport {

@@ -52,10 +52,20 @@ const RETRIES: &[Column] = &[
             .map_or(String::new(), |a| a.text().to_string())
     }),
     ("gave up", false, |_, l| {
-        l.summary().gave_up.unwrap_or(0).to_string()
+        l.summary().gave_up.map_or(String::new(), |g| g.to_string())
     }),
     ("success p99", false, |_, l| short_ms(l.time_to_success_p99)),
 ];
+
+/// For chains (docs/semantics.md §13): a member's attempts it would have
+/// passed that another member's rejection overruled.
+const CHAINS: &[Column] = &[("overruled", false, |_, l| {
+    let s = l.summary();
+    match s.chain.is_empty() {
+        true => String::new(),
+        false => s.overruled.to_string(),
+    }
+})];
 
 const FAIRNESS: Column = ("fairness", false, |_, l| {
     l.fairness.map_or("-".into(), |f| format!("{f:.3}"))
@@ -97,12 +107,18 @@ pub fn write(report: &Report, out: &mut dyn std::io::Write) -> anyhow::Result<()
 
 pub fn render(report: &Report) -> String {
     let mut columns: Vec<&Column> = BASE.iter().collect();
+    if report.limiters.iter().any(|l| {
+        l.summary().chain.is_empty()
+            && l.summary().attempts > l.summary().logical_requests.unwrap_or(0)
+    }) {
+        columns.extend(RETRIES);
+    }
     if report
         .limiters
         .iter()
-        .any(|l| l.summary().attempts > l.summary().logical_requests.unwrap_or(0))
+        .any(|l| !l.summary().chain.is_empty())
     {
-        columns.extend(RETRIES);
+        columns.extend(CHAINS);
     }
     if report.scenario.rest["clients"].as_u64().unwrap_or(0) > 1 {
         columns.push(&FAIRNESS);
@@ -154,10 +170,19 @@ pub fn render(report: &Report) -> String {
         s
     };
     let limits: Vec<u64> = report.limiters.iter().map(|l| l.summary().limit).collect();
+    let chains = report
+        .limiters
+        .iter()
+        .filter(|l| l.summary().algorithm == "chain")
+        .count();
+    let counted = match chains {
+        0 => format!("{} limiters", report.limiters.len()),
+        1 => format!("{} limiters and 1 chain", report.limiters.len() - 1),
+        n => format!("{} limiters and {n} chains", report.limiters.len() - n),
+    };
     let mut out = format!(
-        "{} — {} limiters over {}, {}, seed {}\n\n",
+        "{} — {counted} over {}, {}, seed {}\n\n",
         report.name,
-        report.limiters.len(),
         report.duration,
         super::format::policy(&limits, report.limit, &report.window.to_string()),
         report.seed

@@ -170,6 +170,7 @@ pub const DECISION_COLUMNS: &[&str] = &[
     "outcome",
     "delay_ns",
     "retry_after_ns",
+    "by",
 ];
 
 /// `top_keys.csv`'s header.

@@ -226,6 +226,15 @@ pub struct LimiterSummary {
     /// well-behaved clients pay for a limit.
     #[serde(default)]
     pub within_limit_rejected_share: Option<Decimal>,
+    /// For a chain's member: the chain (docs/semantics.md §13); empty
+    /// otherwise.
+    #[serde(default)]
+    pub chain: String,
+    /// For a chain's member: attempts it was asked about and would have
+    /// passed, which the chain rejected (another member rejected them).
+    /// `attempts = admitted + delayed + rejected + overruled`.
+    #[serde(default)]
+    pub overruled: u64,
 }
 
 /// One limiter of `summary.json`: the summary row and what does not fit a

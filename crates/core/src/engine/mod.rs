@@ -24,6 +24,7 @@ use std::collections::HashMap;
 
 use crate::clock::Nanos;
 use crate::deploy::{Deployment, Scope};
+use crate::limiter::chain::Chain;
 use crate::limiter::{Decision, Footprint, Limiter};
 use crate::metrics::Recorder;
 use crate::scenario::{KeyBy, Scenario};
@@ -42,6 +43,9 @@ pub struct Attempt {
     /// 1 for a first attempt.
     pub attempt: u32,
     pub decision: Decision,
+    /// For a chain's decision: the member (its position in the chain) that
+    /// rejected or set the delay (docs/semantics.md §13).
+    pub by: Option<u32>,
 }
 
 /// Receives every decision in processing order (the decision log).
@@ -115,12 +119,19 @@ pub fn simulate_all(
     progress: &(dyn Fn(usize, Nanos, u64) + Sync),
 ) -> anyhow::Result<Vec<LimiterRun>> {
     sinks.resize_with(scenario.limiters.len(), || None);
+    // A chain's member decides only inside its chain's run.
     let runs = sinks
         .into_iter()
         .enumerate()
+        .filter(|(i, _)| scenario.limiters[*i].member_of.is_none())
         .map(|(i, sink)| Run::new(scenario, i, sink))
         .collect();
-    drive(scenario, runs, progress)
+    let mut runs: Vec<(usize, LimiterRun)> = drive(scenario, runs, progress)?
+        .into_iter()
+        .flatten()
+        .collect();
+    runs.sort_by_key(|(i, _)| *i);
+    Ok(runs.into_iter().map(|(_, run)| run).collect())
 }
 
 /// Simulates limiter `index` of `scenario` from start to end.
@@ -133,9 +144,20 @@ pub fn simulate(
     sink: Option<&mut (dyn DecisionSink + Send)>,
     progress: &(dyn Fn(Nanos, u64) + Sync),
 ) -> anyhow::Result<LimiterRun> {
-    let run = Run::new(scenario, index, sink);
-    let mut runs = drive(scenario, vec![run], &|_, t, n| progress(t, n))?;
-    Ok(runs.pop().expect("one run"))
+    // A member is simulated inside its chain; the chain's decisions are
+    // not the member's, so they go to no sink.
+    let lane = scenario.limiters[index].member_of;
+    let run = match lane {
+        Some(chain) => Run::new(scenario, chain, None),
+        None => Run::new(scenario, index, sink),
+    };
+    let runs = drive(scenario, vec![run], &|_, t, n| progress(t, n))?;
+    let (_, run) = runs
+        .into_iter()
+        .flatten()
+        .find(|(i, _)| *i == index)
+        .expect("the run of limiter `index`");
+    Ok(run)
 }
 
 /// Runs `runs` over the arrivals of the sources they see.
@@ -143,7 +165,7 @@ fn drive(
     scenario: &Scenario,
     mut runs: Vec<Run>,
     progress: &(dyn Fn(usize, Nanos, u64) + Sync),
-) -> anyhow::Result<Vec<LimiterRun>> {
+) -> anyhow::Result<Vec<Vec<(usize, LimiterRun)>>> {
     use rayon::prelude::*;
     let sources: Vec<bool> = (0..scenario.traffic.len())
         .map(|s| runs.iter().any(|r| r.sees[s]))
@@ -185,6 +207,11 @@ struct Run<'a, 's> {
     /// moment the limiter decides it. A rejection it would have passed is
     /// collateral: the client paid for someone else's traffic.
     shadow: Option<Box<dyn Limiter>>,
+    /// For a chain's run: its members, deciding together (then
+    /// `limiters` is empty).
+    chain: Option<Box<ChainLane>>,
+    /// The chain member behind the decision being finished.
+    by: Option<u32>,
     /// Per instance, per key: rejected locally until this time (ns).
     cache: Vec<Vec<Cached>>,
     /// Per instance (when there are several): the instance's own dense ids
@@ -222,11 +249,16 @@ impl<'a, 's> Run<'a, 's> {
         sink: Option<&'s mut (dyn DecisionSink + Send)>,
     ) -> Run<'a, 's> {
         let spec = &scenario.limiters[index];
+        let chain = spec
+            .chain
+            .as_ref()
+            .map(|c| Box::new(ChainLane::new(scenario, c)));
         Run {
             scenario,
             dep: &spec.deployment,
             key_by: spec.key_by,
             limiters: match spec.deployment.scope {
+                _ if chain.is_some() => Vec::new(),
                 Scope::Local { .. } => (0..spec.deployment.instances)
                     .map(|_| spec.deployment.instance_algorithm(&spec.algorithm).build())
                     .collect(),
@@ -237,6 +269,8 @@ impl<'a, 's> Run<'a, 's> {
                 _ => Vec::new(),
             },
             shadow: (spec.key_by != KeyBy::Client).then(|| spec.algorithm.build()),
+            chain,
+            by: None,
             cache: vec![Vec::new(); spec.deployment.instances as usize],
             local_ids: vec![HashMap::new(); spec.deployment.instances as usize],
             routed: 0,
@@ -356,7 +390,10 @@ impl<'a, 's> Run<'a, 's> {
 
     /// Takes its remaining events (after the last arrival) and closes the
     /// run.
-    fn end(mut self, progress: &(dyn Fn(usize, Nanos, u64) + Sync)) -> anyhow::Result<LimiterRun> {
+    fn end(
+        mut self,
+        progress: &(dyn Fn(usize, Nanos, u64) + Sync),
+    ) -> anyhow::Result<Vec<(usize, LimiterRun)>> {
         while self.queue.peek().is_some() {
             self.pop_own(progress)?;
         }
@@ -367,16 +404,25 @@ impl<'a, 's> Run<'a, 's> {
         );
         self.recorder.finish();
         let last = self.last;
+        let mut runs = match self.chain.take() {
+            Some(lane) => lane.end(last),
+            None => Vec::new(),
+        };
         let footprint = self
             .limiters
             .iter_mut()
             .map(|l| l.close(last))
+            .chain(runs.iter().map(|(_, r)| r.footprint))
             .reduce(Footprint::combine)
             .unwrap_or_default();
-        Ok(LimiterRun {
-            footprint,
-            recorder: self.recorder,
-        })
+        runs.push((
+            self.index,
+            LimiterRun {
+                footprint,
+                recorder: self.recorder,
+            },
+        ));
+        Ok(runs)
     }
 
     fn schedule(&mut self, at: Nanos, event: Event) {
@@ -417,6 +463,11 @@ impl<'a, 's> Run<'a, 's> {
     /// An attempt reaches an instance.
     fn arrive(&mut self, now: Nanos, job: Job) -> anyhow::Result<()> {
         let a = job.arrival;
+        if let Some(lane) = self.chain.as_deref_mut() {
+            let (decision, by) = lane.decide(&job, now);
+            self.by = by;
+            return self.finish(job, a.client, now, Nanos::ZERO, decision);
+        }
         let key = self.key_of(&a);
         let instance = self.route(&job);
         if !self.dep.is_global() {
@@ -490,6 +541,7 @@ impl<'a, 's> Run<'a, 's> {
                 key,
                 attempt: job.attempt,
                 decision,
+                by: self.by.take(),
             })?;
         }
         if let Decision::Rejected { retry_after } = decision {
@@ -519,5 +571,113 @@ impl<'a, 's> Run<'a, 's> {
             }
         }
         Ok(())
+    }
+}
+
+/// A chain's members in its run (docs/semantics.md §13): the chain, and
+/// what each member is asked and decides, recorded for the member's own
+/// row.
+struct ChainLane {
+    chain: Chain,
+    /// Per member: its index in the scenario, its key, the sources it
+    /// sees, and its recorder.
+    members: Vec<usize>,
+    key_by: Vec<KeyBy>,
+    sees: Vec<Vec<bool>>,
+    recorders: Vec<Recorder>,
+    /// Per member, for the request being decided: its key (`None`: not
+    /// asked) and its own decision.
+    keys: Vec<Option<u32>>,
+    own: Vec<Option<Decision>>,
+}
+
+impl ChainLane {
+    fn new(scenario: &Scenario, spec: &crate::scenario::ChainSpec) -> ChainLane {
+        let members: Vec<&crate::scenario::LimiterSpec> = spec
+            .members
+            .iter()
+            .map(|&m| &scenario.limiters[m])
+            .collect();
+        let n = members.len();
+        ChainLane {
+            chain: Chain::new(
+                spec.mode,
+                members.iter().map(|m| m.algorithm.build()).collect(),
+            ),
+            members: spec.members.clone(),
+            key_by: members.iter().map(|m| m.key_by).collect(),
+            sees: members
+                .iter()
+                .map(|m| {
+                    (0..scenario.traffic.len())
+                        .map(|s| m.traffic.contains(&s))
+                        .collect()
+                })
+                .collect(),
+            recorders: members
+                .iter()
+                .map(|m| {
+                    Recorder::new(
+                        scenario.defaults.window,
+                        m.policy.limit,
+                        scenario.output.resolution,
+                        scenario.duration,
+                        scenario.population.clients(),
+                    )
+                })
+                .collect(),
+            keys: vec![None; n],
+            own: vec![None; n],
+        }
+    }
+
+    /// The chain's decision on `job` at `now`, and the member behind it.
+    /// Each member asked records its own part: its decision when it
+    /// rejected or the chain passed, else only that it was asked.
+    fn decide(&mut self, job: &Job, now: Nanos) -> (Decision, Option<u32>) {
+        let a = job.arrival;
+        for (i, key) in self.keys.iter_mut().enumerate() {
+            *key = self.sees[i][job.source as usize].then(|| match self.key_by[i] {
+                KeyBy::Client => a.client,
+                KeyBy::Ip => a.ip,
+                KeyBy::Global => 0,
+            });
+        }
+        let decided = self.chain.decide(&self.keys, now, a.cost, &mut self.own);
+        let passed = decided.decision.passes();
+        for (i, own) in self.own.iter().enumerate() {
+            let (Some(own), Some(key)) = (*own, self.keys[i]) else {
+                continue;
+            };
+            let r = &mut self.recorders[i];
+            r.advance(now);
+            if passed || !own.passes() {
+                r.record(key, now, a.cost, own);
+            } else {
+                r.asked();
+            }
+        }
+        (decided.decision, decided.by.map(|b| b as u32))
+    }
+
+    /// Each member's run, by its index in the scenario.
+    fn end(mut self, last: Nanos) -> Vec<(usize, LimiterRun)> {
+        let members = self.chain.members_mut();
+        self.recorders
+            .into_iter()
+            .zip(members.iter_mut())
+            .zip(self.members)
+            .map(|((mut recorder, limiter), index)| {
+                recorder.finish();
+                let footprint = limiter.close(last);
+                (
+                    index,
+                    LimiterRun {
+                        recorder,
+                        footprint,
+                    },
+                )
+            })
+            .collect()
     }
 }

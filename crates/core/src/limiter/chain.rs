@@ -21,8 +21,10 @@
 //! at that instant, a member that would pass counting 0 and one that never
 //! passes making it never: each member's admissible moments form a ray
 //! when nothing else arrives, so the chain's are their intersection, the
-//! ray from the largest start. Under `AllOrNothing` the members not asked
-//! are consulted for it on copies, which changes nothing.
+//! ray from the largest start. Each member is consulted in the state the
+//! decision left it in: under `AllOrNothing` the members not asked are
+//! consulted on copies, which changes nothing; under `EachCounts` a member
+//! that passed (and so counted the request) is consulted again, on a copy.
 //!
 //! A member whose key is empty for a request is not asked (nginx skips a
 //! zone whose key is empty); a request no member is asked about passes.
@@ -173,11 +175,15 @@ impl Chain {
         own: &[Option<Decision>],
     ) -> Option<Nanos> {
         let mut longest = Nanos::ZERO;
+        let each_counts = self.mode == ChainMode::EachCounts;
         for (i, member) in self.members.iter_mut().enumerate() {
             let Some(key) = keys[i] else { continue };
             let decision = match own[i] {
-                Some(d) => d,
-                None => {
+                // Under `EachCounts` a member that passed has counted the
+                // request: whether a retry passes it depends on its state
+                // now, so it is asked again, on a copy.
+                Some(d) if !(each_counts && d.passes()) => d,
+                _ => {
                     let (d, ticket) = member.decide_detached(key, now, cost);
                     member.discard(ticket);
                     d
@@ -310,6 +316,32 @@ mod tests {
         let (d, own) = ask(&mut c, 0);
         assert_eq!((d.decision, d.by), (rejected(S), Some(0)));
         assert_eq!(own, vec![Some(rejected(S)), Some(rejected(S))]);
+    }
+
+    #[test]
+    fn each_counts_retry_after_sees_what_the_passing_members_counted() {
+        // A: 1 token refilled 1 per 2 s; B: 2 tokens refilled 1 per 4 s.
+        let mut c = Chain::new(
+            ChainMode::EachCounts,
+            vec![bucket(1, "1/2s"), bucket(2, "1/4s")],
+        );
+        // t=0: both pass (A 1→0, B 2→1).
+        assert_eq!(ask(&mut c, 0).0.decision, Decision::Admitted);
+        // t=1s: A holds 0.5 and rejects (a token in 1 s); B holds 1.25 and
+        // counts the request (→ 0.25): rejected, by A.
+        let (d, own) = ask(&mut c, S);
+        assert_eq!(own, vec![Some(rejected(S)), Some(Decision::Admitted)]);
+        // B, having counted it, has a whole token again only 3 s later
+        // (0.75 at 1/4 s⁻¹): the retry-after is 3 s, not A's 1 s.
+        assert_eq!((d.decision, d.by), (rejected(3 * S), Some(0)));
+        // Exact: 1 ns earlier B still rejects; at 4 s both pass.
+        let mut probe = c.members.iter_mut().map(|m| {
+            let (d, t) = m.decide_detached(0, Nanos(4 * S - 1), 1);
+            m.discard(t);
+            d.passes()
+        });
+        assert_eq!((probe.next(), probe.next()), (Some(true), Some(false)));
+        assert_eq!(ask(&mut c, 4 * S).0.decision, Decision::Admitted);
     }
 
     #[test]

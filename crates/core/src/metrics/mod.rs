@@ -42,6 +42,9 @@ pub struct Recorder {
     pub admitted: u64,
     pub delayed: u64,
     pub rejected: u64,
+    /// A chain member's attempts that it would have passed and the chain
+    /// rejected ([`Recorder::asked`]).
+    pub overruled: u64,
     pub series: Vec<SeriesBucket>,
     pub delays: DelayHistogram,
     /// Per id: the client's counts (for the client of that id) and the
@@ -218,6 +221,16 @@ impl Recorder {
     /// its pass.
     pub fn record(&mut self, key: u32, now: Nanos, cost: u64, decision: Decision) {
         self.count(now, now, key, cost, decision);
+    }
+
+    /// Counts an attempt a chain's member was asked about at `now` and
+    /// would have passed, but that the chain rejected (docs/semantics.md
+    /// §13): an attempt of the member's, none of its outcomes. The time
+    /// series, whose buckets each add up, counts only the member's own
+    /// outcomes.
+    pub fn asked(&mut self) {
+        self.attempts += 1;
+        self.overruled += 1;
     }
 
     /// Releases every pass due by `now` into the per-key windows, in time

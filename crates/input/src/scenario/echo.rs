@@ -143,6 +143,17 @@ impl Echo for Scenario {
                 "window_ns": self.defaults.window.0,
             },
             "limiters": self.limiters.iter().map(|l| {
+                if let Some(c) = &l.chain {
+                    let members: Vec<&str> =
+                        c.members.iter().map(|&m| self.limiters[m].name.as_str()).collect();
+                    return json!({
+                        "name": l.name,
+                        "algorithm": l.algorithm_name(),
+                        "key_by": l.key_by.as_str(),
+                        "params": { "mode": c.mode.as_str(), "limiters": members },
+                        "traffic": l.traffic.iter().map(|&i| self.traffic[i].name.clone()).collect::<Vec<_>>(),
+                    });
+                }
                 let mut v = json!({
                     "name": l.name,
                     "algorithm": l.algorithm.name(),
@@ -153,6 +164,9 @@ impl Echo for Scenario {
                 });
                 if let Some(i) = l.implementation {
                     v["implementation"] = json!(i);
+                }
+                if let Some(c) = l.member_of {
+                    v["chain"] = json!(self.limiters[c].name);
                 }
                 v
             }).collect::<Vec<_>>(),

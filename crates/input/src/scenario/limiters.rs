@@ -333,6 +333,8 @@ pub fn parse(f: &mut Fields, d: &Defaults) -> Result<LimiterSpec, InputError> {
         deployment: crate::deploy::Deployment::default(),
         policy,
         reads_default_limit: read.get(),
+        chain: None,
+        member_of: None,
     })
 }
 

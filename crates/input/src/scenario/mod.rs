@@ -6,6 +6,7 @@
 //! it would have to check again. Every error names the field's path, the value
 //! and what is accepted.
 
+pub mod chains;
 pub mod deployment;
 pub mod echo;
 pub mod limiters;
@@ -216,6 +217,8 @@ impl Load for Scenario {
                     .collect::<Result<_, _>>()?,
             };
         }
+
+        chains::parse_all(top.opt_tables("chain")?, &mut limiters)?;
 
         let duration = match duration {
             Some(d) => d,

@@ -50,6 +50,11 @@ pub struct LimiterData {
     pub admitted: u64,
     pub delayed: u64,
     pub rejected: u64,
+    /// A chain member's attempts that the chain overruled (see
+    /// `LimiterSummary::overruled`).
+    pub overruled: u64,
+    /// The chain a member belongs to; empty otherwise.
+    pub chain: String,
     /// Requests that exhausted their retries (only when clients retry).
     pub gave_up: Option<u64>,
     pub peak_in_window: u64,
@@ -381,6 +386,8 @@ impl RunData {
                         admitted: s.admitted,
                         delayed: s.delayed,
                         rejected: s.rejected,
+                        overruled: s.overruled,
+                        chain: s.chain,
                         gave_up: s.gave_up,
                         peak_in_window: s.peak_in_window,
                         limit: match s.limit {
@@ -413,14 +420,16 @@ impl RunData {
             let outcomes = l
                 .admitted
                 .checked_add(l.delayed)
-                .and_then(|n| n.checked_add(l.rejected));
+                .and_then(|n| n.checked_add(l.rejected))
+                .and_then(|n| n.checked_add(l.overruled));
             if outcomes != Some(l.attempts) {
                 return Err(InputError::new(format!(
-                    "{}: admitted {} + delayed {} + rejected {} is not attempts = {} — every attempt has one outcome",
+                    "{}: admitted {} + delayed {} + rejected {} + overruled {} is not attempts = {} — every attempt has one outcome",
                     at("attempts"),
                     l.admitted,
                     l.delayed,
                     l.rejected,
+                    l.overruled,
                     l.attempts
                 )));
             }
@@ -506,11 +515,12 @@ impl RunData {
                     )));
                 }
             }
-            if attempts != l.attempts || passed != l.passed() {
+            // A chain member's overruled attempts have no bucket.
+            let decided = l.attempts - l.overruled;
+            if attempts != decided || passed != l.passed() {
                 return Err(InputError::new(format!(
-                    "limiter {:?}: the buckets add up to {attempts} attempts and {passed} passed; summary.json says {} and {}",
+                    "limiter {:?}: the buckets add up to {attempts} attempts and {passed} passed; summary.json says {decided} (attempts − overruled) and {}",
                     l.name,
-                    l.attempts,
                     l.passed()
                 )));
             }
@@ -814,6 +824,8 @@ pub mod tests_support {
             admitted: 0,
             delayed: 0,
             rejected: 0,
+            overruled: 0,
+            chain: String::new(),
             gave_up: None,
             peak_in_window: peak,
             limit: 10,

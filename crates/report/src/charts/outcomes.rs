@@ -5,8 +5,11 @@
 //! retry, a rejection is either followed by another attempt or is the last
 //! one of a request that gave up, and the bar splits the two; every bar is
 //! then all attempts, retries included, so a longer bar is retry
-//! amplification. Segment colours mean the outcome; the limiter's own colour
-//! marks its name.
+//! amplification. A chain's member (docs/semantics.md §13) adds, in grey,
+//! the attempts it would have passed that another member rejected, so the
+//! chain's bar and its members' side by side show which layer does the
+//! work. Segment colours mean the outcome; the limiter's own colour marks
+//! its name.
 
 use std::path::Path;
 
@@ -26,7 +29,7 @@ pub(crate) const CHART: Chart = Chart {
 };
 
 /// The outcome colours, the same in every run.
-pub use super::style::{ADMITTED, DELAYED, GAVE_UP, REJECTED};
+pub use super::style::{ADMITTED, DELAYED, GAVE_UP, OVERRULED, REJECTED};
 
 /// One outcome's share of a bar.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,6 +40,8 @@ pub(crate) enum Outcome {
     Rejected,
     /// The final rejection of a request that gave up.
     GaveUp,
+    /// A chain member's pass that another member's rejection overruled.
+    Overruled,
 }
 
 impl Outcome {
@@ -46,6 +51,7 @@ impl Outcome {
             Outcome::Delayed => DELAYED,
             Outcome::Rejected => REJECTED,
             Outcome::GaveUp => GAVE_UP,
+            Outcome::Overruled => OVERRULED,
         }
     }
 }
@@ -92,6 +98,9 @@ pub(crate) fn outcomes_series(data: &RunData) -> OutcomeSeries {
             if gave_up {
                 segments.push((Outcome::GaveUp, g));
             }
+            if l.overruled > 0 {
+                segments.push((Outcome::Overruled, l.overruled));
+            }
             OutcomeBar {
                 index,
                 name: l.name.clone(),
@@ -122,6 +131,7 @@ fn caption(data: &RunData) -> String {
                         Outcome::Rejected if s.gave_up => "rejected then retried",
                         Outcome::Rejected => "rejected",
                         Outcome::GaveUp => "rejected, then gave up",
+                        Outcome::Overruled => "would have passed, rejected by another member",
                     };
                     format!("{n} {what}")
                 })
@@ -167,6 +177,15 @@ pub(crate) fn draw_outcomes(data: &RunData, s: &OutcomeSeries, path: &Path) -> a
         legend.push((Mark::Swatch(GAVE_UP), "rejected, then gave up".into()));
     } else {
         legend.push((Mark::Swatch(REJECTED), "rejected".into()));
+    }
+    if s.bars
+        .iter()
+        .any(|b| b.segments.iter().any(|x| x.0 == Outcome::Overruled))
+    {
+        legend.push((
+            Mark::Swatch(OVERRULED),
+            "chain member: would pass, another member rejected".into(),
+        ));
     }
     let subtitle = if s.gave_up {
         "Every attempt of every request, retries included: a longer bar means clients came back more often. Square: the limiter's colour."

@@ -77,6 +77,9 @@ pub const ADMITTED: RGBColor = RGBColor(0x59, 0xA1, 0x4F);
 pub const DELAYED: RGBColor = RGBColor(0xED, 0xA2, 0x47);
 pub const REJECTED: RGBColor = RGBColor(0xE1, 0x57, 0x59);
 pub const GAVE_UP: RGBColor = RGBColor(0x8C, 0x2D, 0x2F);
+/// A chain member's attempt that it would have passed and another member's
+/// rejection overruled (docs/semantics.md §13).
+pub const OVERRULED: RGBColor = RGBColor(0xBD, 0xBD, 0xBD);
 
 /// One colour per algorithm, the same in every chart of every run, and
 /// none of them green, orange or red (those mean admitted, delayed,
