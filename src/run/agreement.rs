@@ -16,10 +16,11 @@
 //! any other `not_rejected`; Envoy's `RL` response flag, else status 429.
 //! [`agrees`] is the one rule every count uses.
 //!
-//! It applies to a limiter that reads exactly one access-log source, from
-//! one instance, without retries: then the engine decides the log's
-//! requests one by one in replay order, and the sink pairs the n-th
-//! decision with the n-th request of its own reading of the log.
+//! It applies to a limiter (or a chain of them, docs/semantics.md §13)
+//! whose sources are all access logs of its gateway, from one instance,
+//! without retries: then the engine decides each log's requests one by one
+//! in replay order, and the sink pairs the n-th decision on a source with
+//! the n-th request of its own reading of that source.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -51,7 +52,8 @@ fn outcome(d: Decision) -> &'static str {
 /// One limiter's comparison, filled as the run goes.
 pub struct AgreementSink {
     limiter: String,
-    requests: Requests,
+    /// Per source of the scenario: its requests, if the limiter reads it.
+    requests: Vec<Option<Requests>>,
     /// The log tells delays apart from passes (nginx `$limit_req_status`).
     delays: bool,
     counts: BTreeMap<(&'static str, &'static str), u64>,
@@ -70,34 +72,60 @@ fn same_gateway(implementation: Option<&str>, format: &Format) -> bool {
     )
 }
 
-/// The access log limiter `index` is compared against, if any.
-pub(crate) fn log_of(scenario: &Scenario, index: usize) -> Option<&AccessLog> {
+/// The access logs limiter `index` is compared against, by source: every
+/// source it reads must be a log of its gateway with verdicts (a chain's
+/// gateway is its members'), with no retries, on one instance.
+pub(crate) fn logs_of(scenario: &Scenario, index: usize) -> Option<Vec<(usize, &AccessLog)>> {
     let spec = &scenario.limiters[index];
-    let [source] = spec.traffic.as_slice() else {
-        return None;
+    let implementations: Vec<Option<&str>> = match &spec.chain {
+        Some(c) => c
+            .members
+            .iter()
+            .map(|&m| scenario.limiters[m].implementation)
+            .collect(),
+        None => vec![spec.implementation],
     };
-    let src = &scenario.traffic[*source];
-    let Pattern::Trace(t) = &src.pattern else {
+    if spec.member_of.is_some()
+        || spec.traffic.is_empty()
+        || spec.deployment.instances != 1
+        || spec.deployment.is_global()
+    {
         return None;
-    };
-    let log = AccessLog::of(&**t)?;
-    let plain =
-        src.retry == Retry::NONE && spec.deployment.instances == 1 && !spec.deployment.is_global();
-    (plain && log.with_verdict > 0 && same_gateway(spec.implementation, &log.format)).then_some(log)
+    }
+    spec.traffic
+        .iter()
+        .map(|&source| {
+            let src = &scenario.traffic[source];
+            let Pattern::Trace(t) = &src.pattern else {
+                return None;
+            };
+            let log = AccessLog::of(&**t)?;
+            let same = implementations
+                .iter()
+                .all(|&i| same_gateway(i, &log.format));
+            (src.retry == Retry::NONE && log.with_verdict > 0 && same).then_some((source, log))
+        })
+        .collect()
 }
 
 impl AgreementSink {
     pub fn new(scenario: &Scenario, index: usize) -> anyhow::Result<Option<AgreementSink>> {
-        let Some(log) = log_of(scenario, index) else {
+        let Some(logs) = logs_of(scenario, index) else {
             return Ok(None);
         };
-        let delays = match &*log.format {
+        // Delays are told apart only if every log tells them.
+        let delays = logs.iter().all(|(_, log)| match &*log.format {
             Format::Nginx(n) => n.template.field("$limit_req_status").is_some(),
             _ => false,
-        };
+        });
+        let mut requests: Vec<Option<Requests>> =
+            (0..scenario.traffic.len()).map(|_| None).collect();
+        for (source, log) in logs {
+            requests[source] = Some(log.requests()?);
+        }
         Ok(Some(AgreementSink {
             limiter: scenario.limiters[index].name.clone(),
-            requests: log.requests()?,
+            requests,
             delays,
             counts: BTreeMap::new(),
             lines: Vec::new(),
@@ -110,7 +138,10 @@ impl DecisionSink for AgreementSink {
         if a.attempt != 1 {
             return Ok(());
         }
-        let Some(r) = self.requests.next_request()? else {
+        let requests = self.requests[a.source as usize]
+            .as_mut()
+            .expect("a decision on a source the limiter reads");
+        let Some(r) = requests.next_request()? else {
             anyhow::bail!(
                 "agreement for {}: more decisions than log lines",
                 self.limiter

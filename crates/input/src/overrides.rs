@@ -163,8 +163,8 @@ enum Index<'a> {
     Named(&'a str),
 }
 
-/// The array whose elements may be named: `limiter[NAME]`.
-const NAMED: &str = "limiter";
+/// The arrays whose elements may be named: `limiter[NAME]`, `chain[NAME]`.
+const NAMED: &[&str] = &["limiter", "chain"];
 
 fn segments(path: &str) -> Result<Vec<Segment<'_>>, String> {
     if path.is_empty() {
@@ -183,13 +183,13 @@ fn segments(path: &str) -> Result<Vec<Segment<'_>>, String> {
                                 .parse::<usize>()
                                 .map_err(|_| format!("index [{inside}] is too large"))?,
                         )
-                    } else if key == NAMED && !inside.is_empty() {
+                    } else if NAMED.contains(&key) && !inside.is_empty() {
                         Index::Named(inside)
-                    } else if key == NAMED {
+                    } else if NAMED.contains(&key) {
                         return Err("limiter[] names no limiter: give its index from 0 or its name, e.g. limiter[0] or limiter[api]".into());
                     } else {
                         return Err(format!(
-                            "index [{inside}] is not a whole number from 0 (only limiter[...] takes a name)"
+                            "index [{inside}] is not a whole number from 0 (only limiter[...] and chain[...] take a name)"
                         ));
                     };
                     (key, Some(index))
@@ -283,13 +283,15 @@ fn position(here: &Table, seg: &Segment, walked: &str) -> Result<Option<usize>, 
     match found[..] {
         [i] => Ok(Some(i)),
         [] => Err(format!(
-            "{shown}[{name}]: no limiter is called {} — names: {}",
+            "{shown}[{name}]: no {} is called {} — names: {}",
+            seg.key,
             quoted(name),
             names.join(", ")
         )),
         _ => Err(format!(
-            "{shown}[{name}]: {} limiters are called {}; give the index instead ({})",
+            "{shown}[{name}]: {} {}s are called {}; give the index instead ({})",
             found.len(),
+            seg.key,
             quoted(name),
             found
                 .iter()

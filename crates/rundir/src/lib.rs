@@ -137,6 +137,12 @@ pub struct AccessLogSource {
     /// Without `$limit_req_status`: the `$status` read as a rejection.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rejected_status: Option<u16>,
+    /// The lines replayed by one variable's value (`only`/`except`, as an
+    /// nginx `map` picks them), and how many other lines were passed over.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub select: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lines_not_selected: Option<u64>,
 }
 
 fn is_zero(n: &u64) -> bool {

@@ -38,6 +38,8 @@ use shared_store::Cached;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Attempt {
     pub arrival: Arrival,
+    /// The `[[traffic]]` source it came from.
+    pub source: u32,
     /// The id the limiter keyed on (client id, ip id, or 0 for global).
     pub key: u32,
     /// 1 for a first attempt.
@@ -538,6 +540,7 @@ impl<'a, 's> Run<'a, 's> {
         if let Some(sink) = self.sink.as_deref_mut() {
             sink.record(&Attempt {
                 arrival: a,
+                source: job.source,
                 key,
                 attempt: job.attempt,
                 decision,

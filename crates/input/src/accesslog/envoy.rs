@@ -215,6 +215,7 @@ impl EnvoyFormat {
             path: self
                 .path
                 .map(|i| v[i].split('?').next().unwrap_or_default()),
+            selector: None,
         })
     }
 }

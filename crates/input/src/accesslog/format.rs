@@ -122,4 +122,36 @@ pub struct LogOptions {
     pub subsecond: Option<Subsecond>,
     pub skip_bad: bool,
     pub location: Option<Location>,
+    pub select: Option<Select>,
+}
+
+/// The lines a source replays by one logged variable's value (`only` or
+/// `except`): how an nginx `map` of exact strings sorts requests
+/// (docs/semantics.md §13). As nginx's map, it compares ignoring ASCII
+/// case; a value logged as `-` is the empty string (nginx logs an empty
+/// variable as `-`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Select {
+    pub variable: String,
+    /// Lowercase.
+    pub values: Vec<String>,
+    /// `except`: the lines whose value is none of `values`.
+    pub except: bool,
+}
+
+impl Select {
+    pub fn matches(&self, logged: &str) -> bool {
+        let v = if logged == "-" { "" } else { logged };
+        self.values.iter().any(|x| x.eq_ignore_ascii_case(v)) != self.except
+    }
+
+    pub fn shown(&self) -> String {
+        let values: Vec<String> = self.values.iter().map(|v| format!("{v:?}")).collect();
+        format!(
+            "{} {} [{}]",
+            self.variable,
+            if self.except { "not in" } else { "in" },
+            values.join(", ")
+        )
+    }
 }

@@ -124,6 +124,7 @@ impl JsonlFormat {
             cost,
             verdict: None,
             path: None,
+            selector: None,
         })
     }
 }

@@ -40,7 +40,7 @@ mod pipeline;
 pub mod template;
 pub mod time;
 
-pub use format::{Format, Location, LogOptions, Subsecond, FORMATS, MAX_LINE_BYTES};
+pub use format::{Format, Location, LogOptions, Select, Subsecond, FORMATS, MAX_LINE_BYTES};
 pub use parsed::{Key, Parsed, Verdict};
 use pipeline::{Lines, Pipeline};
 
@@ -76,6 +76,8 @@ pub struct AccessLog {
     pub reordered: u64,
     /// Lines outside `location`.
     pub filtered: u64,
+    /// Lines inside it that `only`/`except` passed over.
+    pub unselected: u64,
     /// Lines not counted because their key is empty (nginx does not
     /// account a request whose zone key is empty).
     pub empty_key: u64,
@@ -239,6 +241,7 @@ impl AccessLog {
                 Some(loc)
             }
         };
+        let select = parse_select(f, &mut fmt)?;
         let mut log = AccessLog {
             shown: shown.to_string(),
             data,
@@ -248,6 +251,7 @@ impl AccessLog {
                 subsecond,
                 skip_bad,
                 location,
+                select,
             },
             ids: Arc::default(),
             last: Nanos::ZERO,
@@ -255,6 +259,7 @@ impl AccessLog {
             skipped: 0,
             reordered: 0,
             filtered: 0,
+            unselected: 0,
             empty_key: 0,
             with_verdict: 0,
         };
@@ -285,7 +290,17 @@ impl AccessLog {
                 Some(l) if p.filtered > 0 => format!(" inside location {:?}", l.shown()),
                 _ => String::new(),
             };
-            return Err(if p.empty_key > 0 {
+            return Err(if p.unselected > 0 {
+                format!(
+                    "has no line{inside} whose {} ({} lines are not)",
+                    self.options
+                        .select
+                        .as_ref()
+                        .map(Select::shown)
+                        .unwrap_or_default(),
+                    p.unselected
+                )
+            } else if p.empty_key > 0 {
                 format!(
                     "has no line{inside} whose {} is set ({} lines have it empty)",
                     self.format.client_field(),
@@ -303,6 +318,7 @@ impl AccessLog {
         self.skipped = p.skipped;
         self.reordered = p.reordered;
         self.filtered = p.filtered;
+        self.unselected = p.unselected;
         self.empty_key = p.empty_key;
         self.with_verdict = verdicts;
         Ok(())
@@ -375,6 +391,8 @@ impl AccessLog {
                 Format::Nginx(n) if n.verdict_from_status() => Some(n.rejected_status),
                 _ => None,
             },
+            select: self.options.select.as_ref().map(Select::shown),
+            lines_not_selected: self.options.select.as_ref().map(|_| self.unselected),
         };
         // An object of plain fields: it always serializes.
         serde_json::to_value(echo).unwrap_or_default()
@@ -438,4 +456,51 @@ impl Stream for LogStream {
             _ => None,
         })
     }
+}
+
+/// `only = { "$var" = [values] }` or `except = { ... }` (nginx logs only):
+/// the lines a source replays by one variable's value.
+fn parse_select(f: &mut Fields, fmt: &mut Format) -> Result<Option<Select>, InputError> {
+    let only = f.peek("only").cloned();
+    let except = f.peek("except").cloned();
+    let (key, value, except) = match (only, except) {
+        (None, None) => return Ok(None),
+        (Some(o), None) => ("only", o, false),
+        (None, Some(e)) => ("except", e, true),
+        (Some(_), Some(e)) => {
+            return Err(f.error("except", &e, "give only or except, not both"));
+        }
+    };
+    let table = f.opt_table(key)?.expect("peeked");
+    let expected = "expected one nginx variable of log_format and its values, e.g. { \"$http_x_plan\" = [\"free\"] }";
+    let [(variable, values)] = table.iter().collect::<Vec<_>>()[..] else {
+        return Err(f.error(key, &value, expected));
+    };
+    let values: Option<Vec<String>> = match values {
+        toml::Value::Array(items) => items
+            .iter()
+            .map(|v| v.as_str().map(str::to_ascii_lowercase))
+            .collect(),
+        _ => None,
+    };
+    let Some(values) = values.filter(|v| !v.is_empty()) else {
+        return Err(f.error(key, &value, expected));
+    };
+    match fmt {
+        Format::Nginx(n) => n
+            .select_by(variable)
+            .map_err(|e| InputError::new(format!("{}: {e}", f.at(key))))?,
+        _ => {
+            return Err(f.error(
+                key,
+                &value,
+                "applies to nginx logs only (it picks lines as an nginx map does)",
+            ))
+        }
+    }
+    Ok(Some(Select {
+        variable: variable.clone(),
+        values,
+        except,
+    }))
 }

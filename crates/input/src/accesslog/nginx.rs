@@ -49,6 +49,8 @@ pub struct NginxFormat {
     client: usize,
     ip: Option<usize>,
     path: Option<(usize, bool)>,
+    /// The field lines are selected by (`only`, `except`).
+    select: Option<usize>,
 }
 
 /// Splits an nginx format string into literals and `$variables`
@@ -198,8 +200,23 @@ impl NginxFormat {
             client,
             ip,
             path,
+            select: None,
             template,
         })
+    }
+
+    /// Selects lines by the variable `name` (`only`, `except`); an error
+    /// names the variables the format has.
+    pub fn select_by(&mut self, name: &str) -> Result<(), String> {
+        let i = self.template.field(name).ok_or_else(|| {
+            format!(
+                "{} is not in log_format, which has {}",
+                crate::error::quoted(name),
+                self.template.names.join(", ")
+            )
+        })?;
+        self.select = Some(i);
+        Ok(())
     }
 
     /// The time field has whole seconds only.
@@ -301,6 +318,7 @@ impl NginxFormat {
             cost: 1,
             verdict,
             path,
+            selector: self.select.map(|i| v[i]),
         })
     }
 }

@@ -40,6 +40,9 @@ pub struct Parsed<'l> {
     pub verdict: Option<Verdict>,
     /// The request path (no query), when the format has one.
     pub path: Option<&'l str>,
+    /// The value of the variable the source selects lines by (`only`,
+    /// `except`), when it has one.
+    pub selector: Option<&'l str>,
 }
 
 #[cfg(test)]

@@ -128,6 +128,8 @@ pub(super) struct Pipeline {
     pub(super) skipped: u64,
     pub(super) reordered: u64,
     pub(super) filtered: u64,
+    /// Lines `only`/`except` passed over.
+    pub(super) unselected: u64,
     /// Lines not counted because their key is empty (nginx).
     pub(super) empty_key: u64,
 }
@@ -149,6 +151,7 @@ impl Pipeline {
             skipped: 0,
             reordered: 0,
             filtered: 0,
+            unselected: 0,
             empty_key: 0,
         }
     }
@@ -256,8 +259,17 @@ impl Pipeline {
             (Some(loc), Some(path)) => !loc.matches(path),
             _ => false,
         };
+        let unselected = !other_location
+            && self
+                .options
+                .select
+                .as_ref()
+                .is_some_and(|s| !s.matches(parsed.selector.unwrap_or("")));
         let keys = if other_location {
             self.filtered += 1;
+            None
+        } else if unselected {
+            self.unselected += 1;
             None
         } else {
             match (&parsed.client, &parsed.ip) {
@@ -395,6 +407,7 @@ mod tests {
             subsecond: None,
             skip_bad: false,
             location: Location::parse(location),
+            select: None,
         };
         let mut p = Pipeline::new(lines, &Arc::new(format), &options);
         let mut intern = |_: &str, _: &str| Some((0, 0));
