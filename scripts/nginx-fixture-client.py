@@ -20,6 +20,12 @@ to `/api/` and `/key/` from several loopback addresses (127.0.0.2 ..
 some requests only; its schedule's `client` column is `ADDRESS KEY`
 (`-`: no header).
 
+VARIANT `layered` (tests/fixtures/nginx-layered) is nginx's documentation
+example of two limit_req in one location (per address and per
+$server_name): 13 clients on 127.0.0.2 .. 127.0.0.14, `client` =
+`ADDRESS -`. VARIANT `plans` (tests/fixtures/nginx-plans) sends X-Plan
+and X-Api-Key headers: `client` = `ADDRESS PLAN KEY` (`-`: no header).
+
 RESULTS_CSV has one row per request:
 seq,time_us,sent_us,done_us,status,sent_mono_ns. sent_us/done_us are the
 client's offsets from the start (when the request was written, when the
@@ -77,6 +83,44 @@ def build_schedule(variant="limits"):
                     rows.append((t, client, loc))
             t0 += every_us
 
+    if variant == "layered":
+        # perip 5r/s burst=5 nodelay per address; perserver 40r/s burst=10
+        # nodelay for the server. Ten clients under their own rate (about
+        # 3/s each, 30/s together), two Poisson at 4/s, one bursty (15
+        # within 20 ms every 2 s), and two server-wide spikes where every
+        # client sends 3 within 30 ms.
+        addrs = [f"127.0.0.{i} -" for i in range(2, 15)]
+        for k, a in enumerate(addrs[:10]):
+            steady(a, "/", 333_333, 20_000 + k * 31_000, jitter_us=20_000)
+        poisson(addrs[10], "/", 4.0)
+        poisson(addrs[11], "/", 4.0)
+        bursts(addrs[12], "/", 2_000_000, 700_000, size=15, spread_us=20_000)
+        for t0 in (5_000_000, 10_000_000):
+            for k, a in enumerate(addrs):
+                for j in range(3):
+                    rows.append((t0 + k * 2_000 + j * 1_000, a, "/"))
+        rows.sort(key=lambda r: r[0])
+        return rows
+
+    if variant == "plans":
+        # free 2r/s burst=2 nodelay per key, pro 10r/s burst=10 nodelay per
+        # key, and 30r/s burst=20 nodelay for the server (map by X-Plan).
+        steady("127.0.0.2 free f1", "/", 666_666, 30_000, jitter_us=5_000)   # 1.5/s
+        poisson("127.0.0.3 free f2", "/", 3.0)                               # over
+        bursts("127.0.0.4 FREE f3", "/", 3_000_000, 400_000, size=6,
+               spread_us=10_000)                                             # case
+        steady("127.0.0.5 pro p1", "/", 125_000, 60_000, jitter_us=5_000)    # 8/s
+        bursts("127.0.0.6 pro p2", "/", 4_000_000, 900_000, size=25,
+               spread_us=50_000)
+        poisson("127.0.0.7 - a1", "/", 4.0)                                   # no plan
+        for t0 in (7_000_000, 12_000_000):
+            for c in ("127.0.0.2 free f1", "127.0.0.5 pro p1",
+                      "127.0.0.7 - a1", "127.0.0.8 - a2"):
+                for j in range(8):
+                    rows.append((t0 + j * 2_000, c, "/"))
+        rows.sort(key=lambda r: r[0])
+        return rows
+
     if variant == "two-locations":
         # /api/ (per address, 20r/s burst=10 nodelay): .2 at half the rate,
         # .4 Poisson at a quarter, .3 bursts of 20 within 10 ms every 3 s
@@ -123,7 +167,12 @@ async def one(seq, t_us, client, loc, start, results):
     writer = None
     try:
         await asyncio.sleep(max(0.0, start + t_us / S - CONNECT_AHEAD_S - loop.time()))
-        if " " in client:   # two-locations: "ADDRESS KEY"
+        if client.count(" ") == 2:   # plans: "ADDRESS PLAN KEY"
+            addr, plan, key = client.split(" ")
+            local = (addr, 0)
+            header = "" if plan == "-" else f"X-Plan: {plan}\r\n"
+            header += "" if key == "-" else f"X-Api-Key: {key}\r\n"
+        elif " " in client:   # two-locations, layered: "ADDRESS KEY"
             addr, key = client.split(" ")
             local = (addr, 0)
             header = "" if key == "-" else f"X-Api-Key: {key}\r\n"

@@ -4,12 +4,19 @@
 #
 #   scripts/nginx-fixture.sh [OUT_DIR]     # default tests/fixtures/nginx
 #   FIXTURE=two-locations scripts/nginx-fixture.sh   # tests/fixtures/nginx-two-locations
+#   FIXTURE=layered scripts/nginx-fixture.sh         # tests/fixtures/nginx-layered
+#   FIXTURE=plans scripts/nginx-fixture.sh           # tests/fixtures/nginx-plans
 #
 # FIXTURE=two-locations records the second fixture instead: two locations
 # (`/api/` per client address, `/key/` per X-Api-Key header, which some
 # requests lack), a log format without $limit_req_status, and clients on
 # several loopback addresses (127.0.0.2-5); its README is written here and
 # checked by tests/it/accesslog.rs rather than nginx-fixture-check.py.
+# FIXTURE=layered records nginx's documentation example of several limits
+# on one request (two limit_req in one location: per address, and per
+# $server_name); FIXTURE=plans records plans written with `map` (a free and
+# a pro zone keyed by X-Api-Key when X-Plan says so, and a per-server zone).
+# Both are checked by tests/it/chains.rs (docs/semantics.md §13).
 #
 # 1. Installs nginx from Debian packages if it is missing (needs root).
 # 2. Writes a config into a temporary prefix: one worker, listening only on
@@ -35,7 +42,9 @@ FIXTURE=${FIXTURE:-limits}
 case "$FIXTURE" in
   limits) OUT=${1:-tests/fixtures/nginx} ;;
   two-locations) OUT=${1:-tests/fixtures/nginx-two-locations} ;;
-  *) echo "FIXTURE=$FIXTURE: expected limits or two-locations" >&2; exit 2 ;;
+  layered) OUT=${1:-tests/fixtures/nginx-layered} ;;
+  plans) OUT=${1:-tests/fixtures/nginx-plans} ;;
+  *) echo "FIXTURE=$FIXTURE: expected limits, two-locations, layered or plans" >&2; exit 2 ;;
 esac
 HERE=scripts
 
@@ -185,6 +194,65 @@ http {
 EOF
 fi
 
+if [ "$FIXTURE" = layered ] || [ "$FIXTURE" = plans ]; then
+  if [ "$FIXTURE" = layered ]; then
+    LIMITS="    # nginx's documentation example (ngx_http_limit_req_module): two
+    # limits on one request, per client address and per server.
+    log_format main '\$msec \$request_time \$status \$limit_req_status '
+                    '\$remote_addr \"\$request\" \$body_bytes_sent';
+
+    limit_req_zone \$binary_remote_addr zone=perip:1m rate=5r/s;
+    limit_req_zone \$server_name zone=perserver:1m rate=40r/s;"
+    LOCATION="location / { limit_req zone=perip burst=5 nodelay; limit_req zone=perserver burst=10 nodelay; try_files /ok.txt =404; }"
+  else
+    LIMITS="    # Plans: the free and pro zones key on X-Api-Key only when X-Plan names
+    # their plan (a map's empty key is not accounted); one zone per server.
+    log_format main '\$msec \$request_time \$status \$limit_req_status '
+                    '\$remote_addr \$http_x_plan \$http_x_api_key \"\$request\"';
+
+    map \$http_x_plan \$free_key { default \"\"; free \$http_x_api_key; }
+    map \$http_x_plan \$pro_key  { default \"\"; pro  \$http_x_api_key; }
+    limit_req_zone \$free_key    zone=free:1m      rate=2r/s;
+    limit_req_zone \$pro_key     zone=pro:1m       rate=10r/s;
+    limit_req_zone \$server_name zone=perserver:1m rate=30r/s;"
+    LOCATION="location / { limit_req zone=free burst=2 nodelay; limit_req zone=pro burst=10 nodelay; limit_req zone=perserver burst=20 nodelay; try_files /ok.txt =404; }"
+  fi
+cat >"$PREFIX/conf/nginx.conf" <<EOF
+# ratesim fixture: several limits on one request (FIXTURE=$FIXTURE scripts/nginx-fixture.sh).
+daemon off;
+worker_processes 1;
+pid logs/nginx.pid;
+error_log logs/error.log info;   # limit_req logs rejections at error, delays at warn
+
+events {
+    worker_connections 4096;
+}
+
+http {
+    default_type text/plain;
+    access_log off;
+    client_body_temp_path temp/client_body;
+    proxy_temp_path temp/proxy;
+    fastcgi_temp_path temp/fastcgi;
+    uwsgi_temp_path temp/uwsgi;
+    scgi_temp_path temp/scgi;
+
+$LIMITS
+    limit_req_status 429;
+
+    server {
+        listen 127.0.0.1:$PORT;
+        server_name fixture;
+        access_log logs/access.log main;
+        root html;
+
+        # try_files runs in the precontent phase, after limit_req (preaccess).
+        $LOCATION
+    }
+}
+EOF
+fi
+
 "$NGINX" -t -q -p "$PREFIX/" -c conf/nginx.conf -e "$PREFIX/logs/error.log"
 
 # --- 3. run -------------------------------------------------------------------
@@ -220,6 +288,37 @@ cp "$PREFIX/logs/access.log" "$OUT/access.log"
 } >"$OUT/limit_req_excess.csv"
 cp "$PREFIX/schedule.csv" "$OUT/schedule.csv"
 cp "$PREFIX/client.csv" "$OUT/client.csv"
+
+if [ "$FIXTURE" = layered ] || [ "$FIXTURE" = plans ]; then
+  verdicts=$(awk '{ print $4 }' "$OUT/access.log" | sort | uniq -c | awk '{ printf "%s %s; ", $2, $1 }')
+  cat >"$OUT/README.md" <<EOF
+# Real-nginx fixture: several limits on one request (\`$FIXTURE\`)
+
+Recorded by \`FIXTURE=$FIXTURE scripts/nginx-fixture.sh\` (as root, on
+Debian) with **$NGINX_VERSION**, on $(date -u +%Y-%m-%d), on loopback only,
+for docs/semantics.md §13: nginx asks every \`limit_req\` of a location
+about each request together — a request one zone rejects is counted by
+none, a passed one waits the longest delay.
+
+| file | what it is |
+|---|---|
+| \`nginx.conf\` | the exact config nginx ran (the port was a free one picked at run time) |
+| \`access.log\` | nginx's access log (its \`log_format main\`), with \`\$limit_req_status\` |
+| \`limit_req_excess.csv\` | \`seq,zone,verdict,excess_milli\` from nginx's error log: the zone that rejected or delayed each request |
+| \`schedule.csv\` | what the client meant to send: \`seq,time_us,client,location\`; \`client\` is \`ADDRESS KEY\` (layered) or \`ADDRESS PLAN KEY\` (plans), \`-\` for a header not sent |
+| \`client.csv\` | what the client saw: \`seq,time_us,sent_us,done_us,status,sent_mono_ns\` |
+
+$(($(wc -l <"$OUT/schedule.csv") - 1)) requests over 15 s
+(\`scripts/nginx-fixture-client.py\`, variant \`$FIXTURE\`), each on its own
+connection from its loopback address. Verdicts: $verdicts
+
+tests/it/chains.rs imports \`nginx.conf\` with this log (\`ratesim import
+nginx.conf --trace access.log\`), runs it, and checks the chain's agreement
+with these verdicts.
+EOF
+  echo "wrote $OUT: $(ls "$OUT" | tr '\n' ' ')" >&2
+  exit 0
+fi
 
 if [ "$FIXTURE" = two-locations ]; then
   statuses=$(awk '{ split($7, p, "/"); print "/" p[2] "/", $3 }' "$OUT/access.log" | sort | uniq -c | awk '{ printf "`%s` %s: %s; ", $2, $3, $1 }')

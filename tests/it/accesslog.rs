@@ -1003,9 +1003,12 @@ fn a_zone_keyed_by_server_name_is_one_key_for_the_server_block() {
         "{toml}"
     );
     assert!(toml.contains("key_by = \"global\""), "{toml}");
+    // docs/semantics.md §13: the two zones of the location decide together.
     assert!(
-        toml.contains("nginx.conf:9,10: 2 limit_req in location / (")
-            && toml.contains("nginx asks every zone of a request together"),
+        toml.contains("nginx.conf:9,10: nginx asks these zones of")
+            && toml.contains(
+                "[[chain]]\nname = 'location /'\nlimiters = ['all-perip', 'all-perserver']\nmode = \"all_or_nothing\""
+            ),
         "{toml}"
     );
     // Both zones read the same lines: one source, keyed by address.
@@ -1014,20 +1017,28 @@ fn a_zone_keyed_by_server_name_is_one_key_for_the_server_block() {
         toml.contains("client = \"$remote_addr\"   # the zone's key"),
         "{toml}"
     );
-    let server = summary_row(&out, "all-perserver");
-    assert_eq!(
-        (column(&server, "attempts"), column(&server, "keys")),
-        (24, 1)
-    );
+    // The 24 requests at one instant, the addresses' eight in turn. Per
+    // address 1 + burst 5 pass perip (nodelay); per server 1 passes and
+    // 10 wait (burst 10, no nodelay). 10.0.0.1: 6 pass both, its 7th and
+    // 8th are rejected by perip (perserver is not asked). 10.0.0.2: its
+    // first 5 fill the server's queue, the rest are rejected by perserver
+    // — and, rejected by the chain, not counted by perip. 10.0.0.3: all 8
+    // rejected by perserver, so perip never holds state for it (2 keys).
     let perip = summary_row(&out, "all-perip");
     assert_eq!(
-        (column(&perip, "attempts"), column(&perip, "keys")),
-        (24, 3)
+        ["attempts", "keys", "admitted", "rejected", "overruled"].map(|c| column(&perip, c)),
+        [24, 2, 11, 2, 11]
     );
-    // Per address: 1 + burst 5 pass at once (nodelay), 2 rejected.
-    assert_eq!(column(&perip, "rejected"), 6);
-    // Per server: 1 + burst 10 of the 24 pass or wait, 13 rejected.
-    assert_eq!(column(&server, "rejected"), 13);
+    let server = summary_row(&out, "all-perserver");
+    assert_eq!(
+        ["attempts", "keys", "admitted", "delayed", "rejected"].map(|c| column(&server, c)),
+        [22, 1, 1, 10, 11]
+    );
+    let chain = summary_row(&out, "location /");
+    assert_eq!(
+        ["attempts", "admitted", "delayed", "rejected"].map(|c| column(&chain, c)),
+        [24, 1, 10, 13]
+    );
     // The per-server zone alone: the source's client only names requests.
     let alone = tmp.path().join("alone.conf");
     fs::write(

@@ -173,6 +173,8 @@ fn limiter(
         gateway: Gateway::Envoy,
         rejected_status: None,
         policy,
+        map: None,
+        group: None,
     }
 }
 

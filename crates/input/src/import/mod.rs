@@ -62,11 +62,32 @@ pub struct Imported {
     pub rejected_status: Option<u16>,
     /// `(limit, window)` of its policy, for `[defaults]`.
     pub policy: (u64, String),
+    /// The nginx `map` its zone's key is the result of.
+    pub map: Option<nginx::Map>,
+    /// The group (in [`Import::groups`]) of limits applied together.
+    pub group: Option<usize>,
+}
+
+/// Limits one request meets together (docs/semantics.md §13): the
+/// `limit_req` directives of one nginx context, replayed from the same
+/// lines; with two or more, a `[[chain]]`.
+#[derive(Debug, Clone)]
+pub struct Group {
+    /// The chain's name: the location (`location /api/`), else `all`.
+    pub name: String,
+    /// Indices into [`Import::limiters`], in the order they are asked.
+    pub members: Vec<usize>,
+    pub mode: &'static str,
+    /// Where, for messages (`location /api/ (nginx.conf:12)`).
+    pub where_: String,
+    /// The lines of its directives, for the chain's comment.
+    pub lines: String,
 }
 
 #[derive(Debug, Default)]
 pub struct Import {
     pub limiters: Vec<Imported>,
+    pub groups: Vec<Group>,
     /// What ratesim does not model, `file:line: …`.
     pub notes: Vec<String>,
     /// The access-log format the configuration writes with, and its name.
@@ -259,27 +280,64 @@ fn render(
     );
 
     let mut names = Vec::new();
+    let mut limiter_names = Vec::new();
     for (i, l) in imp.limiters.iter().enumerate() {
         let _ = writeln!(s, "\n# {}", l.source);
         for n in &l.notes {
             let _ = writeln!(s, "#   {n}");
         }
         let _ = writeln!(s, "[[limiter]]");
-        let _ = writeln!(s, "name = {}", toml_str(&unique(&mut names, &l.name)));
+        let name = unique(&mut names, &l.name);
+        let _ = writeln!(s, "name = {}", toml_str(&name));
+        limiter_names.push(name);
         let _ = writeln!(s, "implementation = \"{}\"", l.implementation);
         for (k, v) in &l.fields {
             let _ = writeln!(s, "{k} = {v}");
         }
-        if l.key_by != "client" {
-            let _ = writeln!(s, "key_by = \"{}\"", l.key_by);
+        let key_by = replay.map_or(l.key_by, |r| r.key_by[i]);
+        if key_by != "client" {
+            let _ = writeln!(s, "key_by = \"{key_by}\"");
         }
         if let Some(r) = replay.filter(|r| r.sources.len() > 1) {
-            let _ = writeln!(
-                s,
-                "traffic = [{}]",
-                toml_str(&r.sources[r.source_of[i]].name)
-            );
+            let seen: Vec<String> = r.sources_of[i]
+                .iter()
+                .map(|&k| toml_str(&r.sources[k].name))
+                .collect();
+            let _ = writeln!(s, "traffic = [{}]", seen.join(", "));
         }
+    }
+    for g in imp.groups.iter().filter(|g| g.members.len() > 1) {
+        let _ = writeln!(s);
+        let why = match g.mode {
+            "all_or_nothing" => format!(
+                "{}: nginx asks these zones of {} together: a request one rejects is counted by none, and a passed one waits the longest delay (docs/semantics.md §13)",
+                g.lines, g.where_
+            ),
+            _ => format!(
+                "{}: the service counts a request in every descriptor and rejects it if any is over the limit; the replay takes every request to carry every descriptor (Envoy's rate_limits actions decide which it carries) (docs/semantics.md §13)",
+                g.where_
+            ),
+        };
+        for line in wrap(&why, 76) {
+            let _ = writeln!(s, "# {line}");
+        }
+        let mut name = g.name.clone();
+        while names.contains(&name) {
+            name.push_str(" (chain)");
+        }
+        names.push(name.clone());
+        let members: Vec<String> = g
+            .members
+            .iter()
+            .map(|&m| toml_str(&limiter_names[m]))
+            .collect();
+        let _ = writeln!(
+            s,
+            "[[chain]]\nname = {}\nlimiters = [{}]\nmode = \"{}\"",
+            toml_str(&name),
+            members.join(", "),
+            g.mode
+        );
     }
     match (&options.trace, replay) {
         (Some(log), Some(r)) => {
@@ -356,8 +414,25 @@ fn render(
                         );
                     }
                 }
+                if let Some(ip) = &src.ip {
+                    let _ = writeln!(s, "ip = \"{ip}\"   # a second zone's key");
+                }
                 if let Some(loc) = &src.location {
                     let _ = writeln!(s, "location = {}", toml_str(loc));
+                }
+                if let Some((var, values, except)) = &src.select {
+                    let values: Vec<String> = values.iter().map(|v| format!("{v:?}")).collect();
+                    let _ = writeln!(
+                        s,
+                        "{} = {{ \"{var}\" = [{}] }}   # {}",
+                        if *except { "except" } else { "only" },
+                        values.join(", "),
+                        if *except {
+                            "the map's default: every other value"
+                        } else {
+                            "the requests this map value picks"
+                        }
+                    );
                 }
             }
         }

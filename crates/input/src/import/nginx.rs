@@ -10,9 +10,12 @@
 //! | `limit_req_dry_run on` | the same decisions (nginx only logs them): a note |
 //! | `location = /p`, `location /p` | the limiter replays only that location's requests |
 //! | a zone keyed by `$server_name` | `key_by = "global"`: the key is the server block's first `server_name`, one constant for every request it handles |
+//! | several `limit_req` in one context | one `[[chain]]`, `mode = "all_or_nothing"`, named after the location (docs/semantics.md §13) |
+//! | a zone keyed by a `map` of exact strings | evaluated per request from the logged source variable: one `[[traffic]]` per map value (`only`) and one for the rest (`except`); a zone whose key is empty there is not asked |
 //!
-//! Several `limit_req` in one context are several limiters (nginx applies
-//! all of them; a request is rejected if any rejects it).
+//! A `map` entry that is a regular expression (`~...`), `hostnames`, or
+//! `include` inside a map is an import error naming its line: ratesim
+//! evaluates maps of exact strings only.
 
 use super::{Gateway, Import, Imported};
 use crate::error::{quoted, InputError};
@@ -136,6 +139,82 @@ fn parse_block(
     Ok(out)
 }
 
+/// An nginx `map $source $result { value result; ... default result; }`
+/// of exact strings. Values are compared ignoring ASCII case, as nginx's
+/// `ngx_http_map_find` lowercases the looked-up value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Map {
+    pub source: String,
+    pub result: String,
+    pub line: usize,
+    /// `(value lowercased, result)`, in file order.
+    pub entries: Vec<(String, String)>,
+    /// The result of every other value (`""` when the map has no default).
+    pub default: String,
+}
+
+impl Map {
+    /// The map's result for `value` (lowercase).
+    pub(super) fn get(&self, value: &str) -> &str {
+        self.entries
+            .iter()
+            .find(|(v, _)| v == value)
+            .map_or(self.default.as_str(), |(_, r)| r.as_str())
+    }
+}
+
+/// Reads a `map` directive, or says (naming its line) why it cannot be
+/// evaluated exactly.
+fn map(d: &Directive) -> Result<Map, (usize, String)> {
+    let [source, result] = d.args.as_slice() else {
+        return Err((
+            d.line,
+            format!(
+                "{} — expected map $SOURCE $RESULT {{ ... }}",
+                crate::error::quote(&text(d))
+            ),
+        ));
+    };
+    let block = d.block.as_deref().unwrap_or_default();
+    let mut m = Map {
+        source: source.clone(),
+        result: result.clone(),
+        line: d.line,
+        entries: Vec::new(),
+        default: String::new(),
+    };
+    for e in block {
+        let value = e.args.first().cloned().unwrap_or_default();
+        match e.name.as_str() {
+            "default" => m.default = value,
+            "hostnames" | "include" => {
+                return Err((
+                    e.line,
+                    format!(
+                        "map {result}: {} — ratesim evaluates maps of exact strings only",
+                        e.name
+                    ),
+                ))
+            }
+            "volatile" => {}
+            name if name.starts_with('~') => {
+                return Err((
+                    e.line,
+                    format!(
+                        "map {result}: entry {} is a regular expression — ratesim evaluates maps of exact strings only; write each value out, or replay with the zone's key in the log instead",
+                        quoted(name)
+                    ),
+                ))
+            }
+            name => {
+                let name = name.strip_prefix('\\').unwrap_or(name);
+                m.entries.push((name.to_ascii_lowercase(), value));
+            }
+        }
+    }
+    Ok(m)
+}
+
 struct Zone {
     key: String,
     rate: (u64, &'static str),
@@ -177,6 +256,7 @@ pub fn import(file: &str, text_in: &str, out: &mut Import) -> Result<(), InputEr
 
     // Zones and log formats, wherever they are.
     let mut zones: Vec<(String, Zone)> = Vec::new();
+    let mut maps: Vec<Map> = Vec::new();
     let mut formats: Vec<(String, String)> = Vec::new();
     let mut access_format: Option<String> = None;
     fn all(dirs: &[Directive], f: &mut dyn FnMut(&Directive)) {
@@ -196,6 +276,10 @@ pub fn import(file: &str, text_in: &str, out: &mut Import) -> Result<(), InputEr
             "limit_req_zone" => match zone(d) {
                 Ok((name, z)) => zones.push((name, z)),
                 Err(e) => first_err = Some(at(d.line, e)),
+            },
+            "map" => match map(d) {
+                Ok(m) => maps.push(m),
+                Err((line, e)) => first_err = Some(at(line, e)),
             },
             "log_format" if !d.args.is_empty() => {
                 let rest: Vec<&str> = d.args[1..]
@@ -242,6 +326,7 @@ pub fn import(file: &str, text_in: &str, out: &mut Import) -> Result<(), InputEr
         },
         file,
         &zones,
+        &maps,
         out,
     )
 }
@@ -305,6 +390,7 @@ fn walk(
     ctx: &Ctx,
     file: &str,
     zones: &[(String, Zone)],
+    maps: &[Map],
     out: &mut Import,
 ) -> Result<(), InputError> {
     let at = |line: usize, msg: String| InputError::new(format!("{file}:{line}: {msg}"));
@@ -333,23 +419,7 @@ fn walk(
             _ => {}
         }
     }
-    let together: Vec<usize> = dirs
-        .iter()
-        .filter(|d| d.name == "limit_req")
-        .map(|d| d.line)
-        .collect();
-    if together.len() > 1 {
-        out.notes.push(format!(
-            "{file}:{}: {} limit_req in {}: nginx asks every zone of a request together — a request one zone rejects is counted by none, and a passed one waits the longest delay; ratesim replays each zone as a limiter of its own, as if it were alone",
-            together
-                .iter()
-                .map(usize::to_string)
-                .collect::<Vec<_>>()
-                .join(","),
-            together.len(),
-            here.where_
-        ));
-    }
+    let first = out.limiters.len();
     for d in dirs.iter().filter(|d| d.name == "limit_req") {
         let mut zone_name = None;
         let (mut burst, mut nodelay, mut delay) = (0u64, false, 0u64);
@@ -431,6 +501,25 @@ fn walk(
                 quoted(name)
             ));
         }
+        // A zone keyed by a map's result: the map is evaluated per request
+        // from the logged source variable (see the replay).
+        let keyed_by_map = maps.iter().find(|m| m.result == z.key);
+        if let Some(m) = keyed_by_map {
+            let mut cases: Vec<String> = m
+                .entries
+                .iter()
+                .map(|(v, r)| format!("{v:?} → {}", shown_result(r)))
+                .collect();
+            cases.push(format!("otherwise → {}", shown_result(&m.default)));
+            notes.push(format!(
+                "key {}: map {} ({file}:{}), by the logged {}: {} (a request whose key is empty is not counted in this zone)",
+                z.key,
+                m.result,
+                m.line,
+                m.source,
+                cases.join(", ")
+            ));
+        }
         if here.location.is_none() && here.where_ != "the config" {
             notes.push("outside any location: nginx applies it to every location without a limit_req of its own; ratesim replays every request through it".into());
         }
@@ -462,6 +551,32 @@ fn walk(
                     .unwrap_or(crate::accesslog::nginx::DEFAULT_LIMIT_REQ_STATUS),
             ),
             policy: (z.rate.0, z.rate.1.to_string()),
+            map: keyed_by_map.cloned(),
+            group: None,
+        });
+    }
+    // docs/semantics.md §13: the limit_req of one context decide each
+    // request together; a map-keyed zone needs its lines sorted by value.
+    let members: Vec<usize> = (first..out.limiters.len()).collect();
+    if members.len() > 1 || members.iter().any(|&m| out.limiters[m].map.is_some()) {
+        let group = out.groups.len();
+        let lines: Vec<String> = dirs
+            .iter()
+            .filter(|d| d.name == "limit_req")
+            .map(|d| d.line.to_string())
+            .collect();
+        for &m in &members {
+            out.limiters[m].group = Some(group);
+        }
+        out.groups.push(super::Group {
+            name: match &here.location {
+                Some(l) => format!("location {l}"),
+                None => "all".to_string(),
+            },
+            members,
+            mode: "all_or_nothing",
+            where_: here.where_.clone(),
+            lines: format!("{file}:{}", lines.join(",")),
         });
     }
     for d in dirs {
@@ -491,9 +606,18 @@ fn walk(
             "http" => inner.where_ = format!("http ({file}:{})", d.line),
             other => inner.where_ = format!("{other} ({file}:{})", d.line),
         }
-        walk(block, &inner, file, zones, out)?;
+        walk(block, &inner, file, zones, maps, out)?;
     }
     Ok(())
+}
+
+/// A map result as the notes show it.
+fn shown_result(r: &str) -> String {
+    if r.is_empty() {
+        "empty".to_string()
+    } else {
+        r.to_string()
+    }
 }
 
 /// The text of the log format `name`: nginx's predefined `combined`, or a

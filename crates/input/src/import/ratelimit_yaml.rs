@@ -8,6 +8,13 @@
 //! that key the client); one with a value counts the requests carrying it
 //! (`key_by = "global"`). `shadow_mode: true` is noted (the service
 //! answers OK but counts: the same decisions).
+//!
+//! The descriptors of one domain become one `each_counts` chain
+//! (docs/semantics.md §13): the service increments the counter of every
+//! descriptor a request carries and answers over the limit if any is
+//! over. Which descriptors a request carries is Envoy's route
+//! configuration (`rate_limits` actions), which ratesim does not read: the
+//! replay takes every request to carry every descriptor of the domain.
 
 use super::yaml::YamlNode;
 use super::{Gateway, Import, Imported};
@@ -39,7 +46,25 @@ pub fn import(file: &str, doc: &YamlNode, out: &mut Import) -> Result<(), InputE
         .get("descriptors")
         .map(YamlNode::items)
         .unwrap_or_default();
-    walk(file, &domain, descriptors, &[], false, out)
+    let first = out.limiters.len();
+    walk(file, &domain, descriptors, &[], false, out)?;
+    // docs/semantics.md §13: the service increments every matching
+    // descriptor's counter and answers over the limit if any is over.
+    let members: Vec<usize> = (first..out.limiters.len()).collect();
+    if members.len() > 1 {
+        let group = out.groups.len();
+        for &m in &members {
+            out.limiters[m].group = Some(group);
+        }
+        out.groups.push(super::Group {
+            name: format!("domain {domain}"),
+            members,
+            mode: "each_counts",
+            where_: format!("domain {domain} ({file})"),
+            lines: String::new(),
+        });
+    }
+    Ok(())
 }
 
 fn walk(
@@ -142,6 +167,8 @@ fn walk(
                     gateway: Gateway::Envoy,
                     rejected_status: None,
                     policy: (limit, window.to_string()),
+                    map: None,
+                    group: None,
                 });
             }
         }

@@ -51,6 +51,11 @@ pub(super) struct Source {
     /// Whether a zone keys on `client` (else every zone reading the source
     /// has one key for all its requests, and `client` only names them).
     pub(super) keyed: bool,
+    /// A second zone key of the same requests (a chain's), read as `ip`.
+    pub(super) ip: Option<String>,
+    /// The lines it replays by a map's source variable: `(variable,
+    /// values, except)`.
+    pub(super) select: Option<(String, Vec<String>, bool)>,
 }
 
 /// How the scenario replays `--trace`: the log's format, checked against
@@ -60,8 +65,11 @@ pub(super) struct Replay {
     pub(super) format: Option<String>,
     pub(super) from: FormatFrom,
     pub(super) sources: Vec<Source>,
-    /// Per limiter, its source.
-    pub(super) source_of: Vec<usize>,
+    /// Per limiter, the sources it sees.
+    pub(super) sources_of: Vec<Vec<usize>>,
+    /// Per limiter, its `key_by` in the replay (a chain's second key
+    /// variable is read as `ip`).
+    pub(super) key_by: Vec<&'static str>,
     /// For stderr and the header comment.
     pub(super) notes: Vec<String>,
 }
@@ -105,10 +113,16 @@ pub(super) fn replay(imp: &Import, options: &ImportOptions) -> Result<Replay, In
     };
     let mut notes = Vec::new();
     let mut sources: Vec<Source> = Vec::new();
-    let mut source_of = Vec::new();
+    let mut sources_of: Vec<Vec<usize>> = Vec::new();
+    let mut key_by: Vec<&'static str> = imp.limiters.iter().map(|l| l.key_by).collect();
     let mut taken = Vec::new();
     let mut unplaced: Vec<String> = Vec::new();
     for l in &imp.limiters {
+        if l.gateway == Gateway::Nginx && l.group.is_some() {
+            // Planned with its group, below.
+            sources_of.push(Vec::new());
+            continue;
+        }
         let at = l.source.split(": ").next().unwrap_or(&l.source);
         // A zone with one key for every request (`$server_name`) reads no
         // key from the log; its lines still need a client, and nginx logs
@@ -187,10 +201,14 @@ pub(super) fn replay(imp: &Import, options: &ImportOptions) -> Result<Replay, In
             rejected_status: l.rejected_status.filter(|_| from_status),
             name: String::new(),
             keyed: l.key_by != "global",
+            ip: None,
+            select: None,
         };
         let i = match sources.iter().position(|s| {
-            (&s.location, &s.client, s.gateway, s.rejected_status)
-                == (&key.location, &key.client, key.gateway, key.rejected_status)
+            s.ip.is_none()
+                && s.select.is_none()
+                && (&s.location, &s.client, s.gateway, s.rejected_status)
+                    == (&key.location, &key.client, key.gateway, key.rejected_status)
         }) {
             Some(i) => {
                 sources[i].keyed |= key.keyed;
@@ -206,7 +224,29 @@ pub(super) fn replay(imp: &Import, options: &ImportOptions) -> Result<Replay, In
                 sources.len() - 1
             }
         };
-        source_of.push(i);
+        sources_of.push(vec![i]);
+    }
+    for g in imp
+        .groups
+        .iter()
+        .filter(|g| imp.limiters[g.members[0]].gateway == Gateway::Nginx)
+    {
+        let text = format
+            .clone()
+            .unwrap_or_else(|| crate::accesslog::nginx::COMBINED.to_string());
+        plan_group(
+            imp,
+            g,
+            &text,
+            &from,
+            &mut Planned {
+                sources: &mut sources,
+                sources_of: &mut sources_of,
+                key_by: &mut key_by,
+                taken: &mut taken,
+                unplaced: &mut unplaced,
+            },
+        )?;
     }
     if !unplaced.is_empty() {
         notes.push(format!(
@@ -218,7 +258,235 @@ pub(super) fn replay(imp: &Import, options: &ImportOptions) -> Result<Replay, In
         format,
         from,
         sources,
-        source_of,
+        sources_of,
+        key_by,
         notes,
     })
+}
+
+/// What planning a group adds to the replay.
+struct Planned<'a> {
+    sources: &'a mut Vec<Source>,
+    sources_of: &'a mut Vec<Vec<usize>>,
+    key_by: &'a mut Vec<&'static str>,
+    taken: &'a mut Vec<String>,
+    unplaced: &'a mut Vec<String>,
+}
+
+/// A zone's key for the requests of one class of lines.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Key {
+    /// Not asked: the key is empty.
+    Empty,
+    /// One key for every request (`$server_name`).
+    Constant,
+    /// The logged variable.
+    Var(String),
+}
+
+/// The log variable nginx keys on: `$binary_remote_addr` is logged as
+/// `$remote_addr`.
+fn logged(var: &str) -> String {
+    match var {
+        "$binary_remote_addr" => "$remote_addr".to_string(),
+        v => v.to_string(),
+    }
+}
+
+/// The sources of one nginx group (docs/semantics.md §13): its lines, in
+/// one class per value of the maps its zones are keyed by (and one for
+/// every other value), each with the zone keys the class's requests have
+/// — the first as `client`, a second as `ip`. Every member sees the
+/// classes where its key is not empty, so each line is decided once, by
+/// every zone that accounts it.
+fn plan_group(
+    imp: &Import,
+    g: &super::Group,
+    text: &str,
+    from: &FormatFrom,
+    p: &mut Planned,
+) -> Result<(), InputError> {
+    let members: Vec<&super::Imported> = g.members.iter().map(|&m| &imp.limiters[m]).collect();
+    let first = members[0];
+    let at = first
+        .source
+        .split(": ")
+        .next()
+        .unwrap_or(&first.source)
+        .to_string();
+    // The maps' source variable: one per group.
+    let mut by: Option<&str> = None;
+    let mut values: Vec<String> = Vec::new();
+    for m in members.iter().filter_map(|l| l.map.as_ref()) {
+        match by {
+            Some(v) if v != m.source => {
+                return Err(InputError::new(format!(
+                    "{at}: the zones of {} are keyed by maps of two variables ({v} and {}); ratesim sorts one location's requests by one variable",
+                    g.where_, m.source
+                )))
+            }
+            _ => by = Some(&m.source),
+        }
+        for (v, _) in &m.entries {
+            if !values.contains(v) {
+                values.push(v.clone());
+            }
+        }
+    }
+    // Classes: each value, then every other value (none without maps).
+    let classes: Vec<Option<(String, Vec<String>, bool)>> = match by {
+        None => vec![None],
+        Some(var) => values
+            .iter()
+            .map(|v| Some((var.to_string(), vec![v.clone()], false)))
+            .chain(std::iter::once(Some((
+                var.to_string(),
+                values.clone(),
+                true,
+            ))))
+            .collect(),
+    };
+    let key_in = |l: &super::Imported,
+                  class: &Option<(String, Vec<String>, bool)>|
+     -> Result<Key, InputError> {
+        if let Some(m) = &l.map {
+            let result = match class {
+                Some((_, v, false)) => m.get(&v[0]),
+                _ => m.default.as_str(),
+            };
+            return if result.is_empty() {
+                Ok(Key::Empty)
+            } else if one_variable(result) {
+                Ok(Key::Var(logged(result)))
+            } else {
+                Err(InputError::new(format!(
+                    "{at}: map {} ({}:{}) gives {} — ratesim replays a map whose results are empty or one variable",
+                    m.result,
+                    at.split(':').next().unwrap_or(""),
+                    m.line,
+                    crate::error::quoted(result)
+                )))
+            };
+        }
+        Ok(match &l.client_field {
+            None => Key::Constant,
+            Some(c) => Key::Var(c.clone()),
+        })
+    };
+    let keys: Vec<Vec<Key>> = members
+        .iter()
+        .map(|l| classes.iter().map(|c| key_in(l, c)).collect())
+        .collect::<Result<_, _>>()?;
+    // Roles: a member keyed by variables is `client` if its variable is
+    // the class's client in every class it is asked in, else `ip`.
+    let mut client: Vec<Option<String>> = vec![None; classes.len()];
+    let mut ip: Vec<Option<String>> = vec![None; classes.len()];
+    let mut roles: Vec<&'static str> = Vec::new();
+    for (i, k) in keys.iter().enumerate() {
+        let vars: Vec<(usize, &str)> = k
+            .iter()
+            .enumerate()
+            .filter_map(|(c, k)| match k {
+                Key::Var(v) => Some((c, v.as_str())),
+                _ => None,
+            })
+            .collect();
+        if vars.is_empty() {
+            roles.push("global");
+            continue;
+        }
+        let fits = |slots: &[Option<String>]| {
+            vars.iter()
+                .all(|&(c, v)| slots[c].as_deref().is_none_or(|s| s == v))
+        };
+        let slots = if fits(&client) {
+            roles.push("client");
+            &mut client
+        } else if fits(&ip) {
+            roles.push("ip");
+            &mut ip
+        } else {
+            return Err(InputError::new(format!(
+                "{}: the zones of {} key one request by more than two variables; a replay reads two (as client and ip)",
+                members[i].source.split(": ").next().unwrap_or(""),
+                g.where_
+            )));
+        };
+        for (c, v) in vars {
+            slots[c] = Some(v.to_string());
+        }
+    }
+    let (has_path, from_status) = {
+        let check = |client: Option<&str>, ip: Option<&str>| {
+            crate::accesslog::nginx::NginxFormat::new(text, None, client, ip).map_err(|(role, e)| {
+                InputError::new(format!(
+                    "{at}: the log format ({}) cannot replay {}: {role}: {e} — add the variable to the log_format nginx writes the log with, or give the log's format with --log-format NAME|'FORMAT'",
+                    from.shown(Gateway::Nginx),
+                    g.where_
+                ))
+            })
+        };
+        let mut f = None;
+        for c in 0..classes.len() {
+            f = Some(check(
+                Some(client[c].as_deref().unwrap_or("$remote_addr")),
+                ip[c].as_deref(),
+            )?);
+        }
+        let mut f = f.expect("a group has a class");
+        if let Some(var) = by {
+            f.select_by(var).map_err(|e| {
+                InputError::new(format!(
+                    "{at}: the zones of {} are keyed by a map of {var}, which the log format ({}) does not have, so the replay cannot evaluate it: {e}",
+                    g.where_,
+                    from.shown(Gateway::Nginx)
+                ))
+            })?;
+        }
+        (f.has_path(), f.verdict_from_status())
+    };
+    let location = match &first.location {
+        Some(loc) if !has_path => {
+            p.unplaced.push(format!("{loc} ({at})"));
+            None
+        }
+        other => other.clone(),
+    };
+    let base = match &location {
+        Some(loc) => location_slug(loc).unwrap_or_else(|| "root".into()),
+        None => "log".to_string(),
+    };
+    for (c, class) in classes.iter().enumerate() {
+        let asked: Vec<usize> = (0..members.len())
+            .filter(|&i| keys[i][c] != Key::Empty)
+            .collect();
+        if asked.is_empty() {
+            continue;
+        }
+        let name = match class {
+            None => base.clone(),
+            Some((_, v, false)) => {
+                format!("{base}-{}", if v[0].is_empty() { "empty" } else { &v[0] })
+            }
+            Some((_, _, true)) => format!("{base}-other"),
+        };
+        let name = unique(p.taken, &name);
+        p.sources.push(Source {
+            location: location.clone(),
+            client: Some(client[c].clone().unwrap_or_else(|| "$remote_addr".into())),
+            gateway: Gateway::Nginx,
+            rejected_status: first.rejected_status.filter(|_| from_status),
+            name,
+            keyed: asked.iter().any(|&i| roles[i] == "client"),
+            ip: ip[c].clone(),
+            select: class.clone(),
+        });
+        for &i in &asked {
+            p.sources_of[g.members[i]].push(p.sources.len() - 1);
+        }
+    }
+    for (i, &m) in g.members.iter().enumerate() {
+        p.key_by[m] = roles[i];
+    }
+    Ok(())
 }
