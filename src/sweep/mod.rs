@@ -5,10 +5,12 @@
 //! the last axis changing fastest ([`grid`]). Each point is the scenario's
 //! TOML with `--set` and the point's values applied before validation,
 //! exactly as `ratesim run S --set …` builds it, so a point's rows of
-//! `sweep.csv` are byte for byte that run's `summary.csv` rows. Points run
-//! in parallel (rayon, all cores; a point's limiters one after another),
-//! and their rows are joined in point order: `sweep.csv` is the same for
-//! any number of threads.
+//! `sweep.csv` are byte for byte that run's `summary.csv` rows, each
+//! followed by its `sources.csv` cells per source (`COLUMN[SOURCE]`,
+//! docs/semantics.md §9). Points run in parallel (rayon, all cores; a
+//! point's limiters share its arrivals, as a run's do), and their rows are
+//! joined in point order: `sweep.csv` is the same for any number of
+//! threads.
 //!
 //! The sweep directory is written all or nothing like a run directory
 //! ([`crate::staging`]): `sweep.csv`, `sweep.json` ([`manifest`]), and for
@@ -90,6 +92,21 @@ pub struct Plan {
     pub metric: Option<String>,
     /// The scenario's name (of the base point).
     pub name: String,
+    /// Its `[[traffic]]` sources' names, for the `COLUMN[SOURCE]` columns.
+    pub sources: Vec<String>,
+}
+
+/// `sweep.csv`'s columns after the summary's (docs/semantics.md §9): every
+/// `sources.csv` column from `clients` on, per source, as `COLUMN[SOURCE]`.
+pub fn source_columns(sources: &[String]) -> Vec<String> {
+    sources
+        .iter()
+        .flat_map(|s| {
+            crate::rundir::summary::SourceRow::SWEPT
+                .iter()
+                .map(move |c| format!("{c}[{s}]"))
+        })
+        .collect()
 }
 
 impl Plan {
@@ -116,6 +133,7 @@ impl Plan {
     pub fn columns(&self) -> Vec<String> {
         let mut c: Vec<String> = self.grid.axes.iter().map(|a| a.path.clone()).collect();
         c.extend(report::csv::summary_columns());
+        c.extend(source_columns(&self.sources));
         c
     }
 
@@ -200,6 +218,7 @@ pub fn plan(args: &SweepArgs) -> Result<Plan, InputError> {
 
     let plan = Plan {
         name: base.name.clone(),
+        sources: base.traffic.iter().map(|s| s.name.clone()).collect(),
         file,
         table,
         sets,
@@ -317,6 +336,8 @@ pub(crate) fn check_table(
     let grid = parse_grid(&spec.vary, &format!("{}: [sweep] vary", file.place))?;
     let mut columns: Vec<String> = grid.axes.iter().map(|a| a.path.clone()).collect();
     columns.extend(report::csv::summary_columns());
+    let names: Vec<String> = base.traffic.iter().map(|s| s.name.clone()).collect();
+    columns.extend(source_columns(&names));
     let within = |e: InputError| e.within(format!("{}: the scenario's [sweep] table", file.place));
     let goal = Goal {
         require: spec.require,
@@ -357,15 +378,48 @@ fn check_points(plan: &Plan, points: &[usize]) -> Result<(u128, u128), InputErro
     Ok((total, largest))
 }
 
-/// Simulates point `i`: its `summary.csv` bytes.
+/// Simulates point `i`: its `summary.csv` bytes, each line followed by
+/// its limiter's cells per source (`COLUMN[SOURCE]`, empty for a source
+/// the limiter does not see).
 fn run_point(plan: &Plan, i: usize) -> anyhow::Result<Vec<u8>> {
     let s = plan.scenario(i)?;
-    let runs = (0..s.limiters.len())
-        .map(|l| engine::simulate(&s, l, None, &|_, _| {}))
-        .collect::<anyhow::Result<Vec<_>>>()?;
+    anyhow::ensure!(
+        s.traffic.iter().map(|t| &t.name).eq(plan.sources.iter()),
+        "point {i} ({}): its [[traffic]] names differ from the scenario's; a sweep keeps them",
+        plan.grid.describe(i)
+    );
+    let runs = engine::simulate_all(&s, Vec::new(), &|_, _, _| {})?;
     let report = Report::new(&s, runs, s.echo());
-    let mut out = Vec::new();
-    report::csv::summary(&report, &mut out)?;
+    let mut summary = Vec::new();
+    report::csv::summary(&report, &mut summary)?;
+    let (head, rows) = records(&summary)?;
+    let line = |range: Range<usize>, extra: &[String]| -> anyhow::Result<Vec<u8>> {
+        let mut l = summary[range].to_vec();
+        while l.last().is_some_and(|b| *b == b'\n' || *b == b'\r') {
+            l.pop();
+        }
+        if !extra.is_empty() {
+            let cells: Vec<&str> = extra.iter().map(String::as_str).collect();
+            l.push(b',');
+            l.extend_from_slice(&csv_fields(&cells)?);
+        }
+        l.push(b'\n');
+        Ok(l)
+    };
+    let mut out = line(head, &source_columns(&plan.sources))?;
+    let width = crate::rundir::summary::SourceRow::SWEPT.len();
+    for (r, l) in rows.into_iter().zip(&report.limiters) {
+        let mut cells = vec![String::new(); width * s.traffic.len()];
+        for row in &l.sources {
+            let k = s
+                .traffic
+                .iter()
+                .position(|t| t.name == row.source)
+                .expect("a source of the scenario");
+            cells[k * width..(k + 1) * width].clone_from_slice(&row.swept());
+        }
+        out.extend(line(r, &cells)?);
+    }
     Ok(out)
 }
 
@@ -485,7 +539,8 @@ pub fn command(args: SweepArgs) -> anyhow::Result<()> {
         Some(h) => csv_out.extend_from_slice(&h),
         // A shard with no points still has the header.
         None => {
-            let cols = report::csv::summary_columns();
+            let mut cols = report::csv::summary_columns();
+            cols.extend(source_columns(&plan.sources));
             let cols: Vec<&str> = cols.iter().map(String::as_str).collect();
             csv_out.extend_from_slice(&csv_fields(&cols)?);
             csv_out.push(b'\n');

@@ -355,11 +355,18 @@ fn each_points_rows_are_the_summary_rows_of_run_with_set() {
             .arg(&run)
             .assert()
             .success();
+        // Each summary.csv row, then the limiter's sources.csv cells
+        // from `clients` on (docs/semantics.md §9; SMALL has one source).
         let summary = read_text(&run.join("summary.csv"));
+        let sources = read_text(&run.join("sources.csv"));
         let run_rows: Vec<String> = summary
             .lines()
             .skip(1)
-            .map(|r| format!("{limit},{cap},{r}"))
+            .zip(sources.lines().skip(1))
+            .map(|(r, s)| {
+                let cells = s.splitn(3, ',').nth(2).unwrap();
+                format!("{limit},{cap},{r},{cells}")
+            })
             .collect();
         assert_eq!(rows[p * 2..p * 2 + 2], run_rows[..], "point {p}");
     }
@@ -376,7 +383,26 @@ fn summary_header(tmp: &Path) -> String {
         .arg(&out)
         .assert()
         .success();
-    header(&out.join("summary.csv"))
+    // sweep.csv adds each sources.csv column from `clients` on, per source.
+    let sources = header(&out.join("sources.csv"));
+    let source = read_text(&out.join("sources.csv"))
+        .lines()
+        .nth(1)
+        .unwrap()
+        .split(',')
+        .nth(1)
+        .unwrap()
+        .to_string();
+    let per_source: Vec<String> = sources
+        .split(',')
+        .skip(2)
+        .map(|c| format!("{c}[{source}]"))
+        .collect();
+    format!(
+        "{},{}",
+        header(&out.join("summary.csv")),
+        per_source.join(",")
+    )
 }
 
 #[test]
@@ -652,7 +678,7 @@ fn a_limiter_is_named_wherever_its_index_is_accepted() {
     let sweep_text = read_text(&out.join("sweep.csv"));
     for row in read_text(&run.join("summary.csv")).lines().skip(1) {
         assert!(
-            sweep_text.contains(&format!("\n40/1s,{row}\n")),
+            sweep_text.contains(&format!("\n40/1s,{row},")),
             "{row} in {sweep_text}"
         );
     }

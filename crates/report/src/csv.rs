@@ -23,6 +23,22 @@ pub fn summary(report: &Report, out: &mut dyn Write) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `sources.csv`: one [`SourceRow`](crate::rundir::summary::SourceRow)
+/// per limiter and source it sees, in limiter then source order
+/// (docs/semantics.md §9).
+pub fn sources(report: &Report, out: &mut dyn Write) -> anyhow::Result<()> {
+    use crate::rundir::summary::SourceRow;
+    let mut w = csv::WriterBuilder::new()
+        .has_headers(false)
+        .from_writer(out);
+    w.write_record(["limiter", "source"].iter().chain(SourceRow::SWEPT))?;
+    for row in report.limiters.iter().flat_map(|l| &l.sources) {
+        w.serialize(row)?;
+    }
+    w.flush()?;
+    Ok(())
+}
+
 /// The columns of `summary.csv`, in order: [`LimiterSummary`]'s fields.
 pub fn summary_columns() -> Vec<String> {
     let mut w = csv::Writer::from_writer(Vec::new());
@@ -184,6 +200,17 @@ impl<W: Write> DecisionSink for DecisionLog<'_, W> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sources_columns_are_the_designs() {
+        // docs/semantics.md §9, and SourceRow's fields in that order.
+        let design = "limiter,source,clients,attempts,logical_requests,admitted,delayed,rejected,passed,passed_per_s,clients_limited,clients_limited_share,rejected_share";
+        let mut w = csv::Writer::from_writer(Vec::new());
+        w.serialize(crate::rundir::summary::SourceRow::default())
+            .unwrap();
+        let text = String::from_utf8(w.into_inner().unwrap()).unwrap();
+        assert_eq!(text.lines().next(), Some(design));
+    }
 
     #[test]
     fn summary_columns_begin_with_the_designs() {

@@ -25,7 +25,9 @@ use ratesim_rundir as rundir;
 use crate::clock::Nanos;
 use crate::engine::LimiterRun;
 use crate::metrics::SeriesBucket;
-use crate::rundir::summary::{LimiterJson, LimiterSummary, PassRatioSpread, ScenarioEcho};
+use crate::rundir::summary::{
+    LimiterJson, LimiterSummary, PassRatioSpread, ScenarioEcho, SourceRow,
+};
 use crate::scenario::Scenario;
 use format::Decimal;
 
@@ -44,6 +46,8 @@ pub struct LimiterReport {
     /// of its own, of all rejected: `(collateral, rejected)`.
     pub collateral: Option<(u64, u64)>,
     pub series: Vec<SeriesBucket>,
+    /// `sources.csv`'s rows: one per source it sees, in scenario order.
+    pub sources: Vec<SourceRow>,
 }
 
 impl LimiterReport {
@@ -59,6 +63,7 @@ pub type Export = fn(&Report, &mut dyn std::io::Write) -> anyhow::Result<()>;
 /// The files a run directory gets from its report, in the order written.
 pub const FILES: &[(&str, Export)] = &[
     (rundir::SUMMARY_CSV, csv::summary),
+    (rundir::SOURCES_CSV, csv::sources),
     (rundir::TIMESERIES_CSV, csv::timeseries),
     (rundir::SUMMARY_JSON, json::write),
 ];
@@ -186,6 +191,32 @@ impl Report {
                     },
                 };
                 let peak_at = r.peak_at.map(|(t, k)| (t, key_name(k)));
+                let mut seen = spec.traffic.clone();
+                seen.sort_unstable();
+                let sources = seen
+                    .iter()
+                    .map(|&s| {
+                        let c = r.sources.get(s).cloned().unwrap_or_default();
+                        let passed = c.admitted + c.delayed;
+                        SourceRow {
+                            limiter: spec.name.clone(),
+                            source: scenario.traffic[s].name.clone(),
+                            clients: c.clients,
+                            attempts: c.attempts,
+                            logical_requests: c.logical,
+                            admitted: c.admitted,
+                            delayed: c.delayed,
+                            rejected: c.rejected,
+                            passed,
+                            passed_per_s: Decimal::per_second(c.passed_cost, scenario.duration),
+                            clients_limited: c.clients_limited,
+                            clients_limited_share: (c.clients > 0)
+                                .then(|| Decimal::share((c.clients_limited, c.clients))),
+                            rejected_share: (c.attempts > 0)
+                                .then(|| Decimal::share((c.rejected, c.attempts))),
+                        }
+                    })
+                    .collect();
                 LimiterReport {
                     json: LimiterJson {
                         summary,
@@ -210,6 +241,7 @@ impl Report {
                     fairness: r.fairness(),
                     collateral: r.collateral(),
                     series: r.series,
+                    sources,
                 }
             })
             .collect();

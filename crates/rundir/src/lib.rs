@@ -52,10 +52,14 @@ pub const SWEEP_JSON: &str = "sweep.json";
 /// The recommended point per limiter, with its neighbours.
 pub const RECOMMENDATION_MD: &str = "recommendation.md";
 
+/// One row per limiter and source it sees (docs/semantics.md §9).
+pub const SOURCES_CSV: &str = "sources.csv";
+
 /// Every file a run directory may hold besides its charts.
 pub const RUN_FILES: &[&str] = &[
     MARKER,
     SUMMARY_CSV,
+    SOURCES_CSV,
     SUMMARY_JSON,
     TIMESERIES_CSV,
     DECISIONS_CSV,

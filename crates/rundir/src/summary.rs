@@ -237,6 +237,67 @@ pub struct LimiterSummary {
     pub overruled: u64,
 }
 
+/// One row of `sources.csv` (docs/semantics.md §9): what one limiter did
+/// to one source's requests. Its fields from `clients` on are also
+/// `sweep.csv`'s `COLUMN[SOURCE]` columns.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct SourceRow {
+    pub limiter: String,
+    pub source: String,
+    /// Distinct clients of the source with an attempt at this limiter.
+    pub clients: u64,
+    pub attempts: u64,
+    pub logical_requests: u64,
+    pub admitted: u64,
+    pub delayed: u64,
+    pub rejected: u64,
+    /// `admitted + delayed`.
+    pub passed: u64,
+    /// Passed cost per second of the run.
+    pub passed_per_s: Option<Decimal>,
+    /// Clients with at least one rejected attempt, and their share of
+    /// `clients`.
+    pub clients_limited: u64,
+    pub clients_limited_share: Option<Decimal>,
+    /// `rejected / attempts`.
+    pub rejected_share: Option<Decimal>,
+}
+
+impl SourceRow {
+    /// The columns `sweep.csv` repeats per source, in order.
+    pub const SWEPT: &'static [&'static str] = &[
+        "clients",
+        "attempts",
+        "logical_requests",
+        "admitted",
+        "delayed",
+        "rejected",
+        "passed",
+        "passed_per_s",
+        "clients_limited",
+        "clients_limited_share",
+        "rejected_share",
+    ];
+
+    /// The cells of [`Self::SWEPT`], as `sources.csv` writes them.
+    pub fn swept(&self) -> Vec<String> {
+        let d = |v: &Option<Decimal>| v.as_ref().map_or(String::new(), |d| d.text().to_string());
+        vec![
+            self.clients.to_string(),
+            self.attempts.to_string(),
+            self.logical_requests.to_string(),
+            self.admitted.to_string(),
+            self.delayed.to_string(),
+            self.rejected.to_string(),
+            self.passed.to_string(),
+            d(&self.passed_per_s),
+            self.clients_limited.to_string(),
+            d(&self.clients_limited_share),
+            d(&self.rejected_share),
+        ]
+    }
+}
+
 /// One limiter of `summary.json`: the summary row and what does not fit a
 /// CSV cell.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

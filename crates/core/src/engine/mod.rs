@@ -282,7 +282,8 @@ impl<'a, 's> Run<'a, 's> {
                 scenario.output.resolution,
                 scenario.duration,
                 scenario.population.clients(),
-            ),
+            )
+            .with_sources(scenario.traffic.len()),
             sink,
             retries: scenario.traffic.iter().map(|t| t.retry).collect(),
             sees: (0..scenario.traffic.len())
@@ -526,6 +527,13 @@ impl<'a, 's> Run<'a, 's> {
                 self.recorder.collateral_rejection(a.cost);
             }
         }
+        self.recorder.source(
+            job.source,
+            a.client,
+            job.attempt == 1,
+            a.cost,
+            Some(decision),
+        );
         self.recorder.attempt(
             key,
             a.client,
@@ -627,6 +635,7 @@ impl ChainLane {
                         scenario.duration,
                         scenario.population.clients(),
                     )
+                    .with_sources(scenario.traffic.len())
                 })
                 .collect(),
             keys: vec![None; n],
@@ -654,10 +663,11 @@ impl ChainLane {
             };
             let r = &mut self.recorders[i];
             r.advance(now);
-            if passed || !own.passes() {
-                r.record(key, now, a.cost, own);
-            } else {
-                r.asked();
+            let counted = (passed || !own.passes()).then_some(own);
+            r.source(job.source, a.client, job.attempt == 1, a.cost, counted);
+            match counted {
+                Some(own) => r.record(key, now, a.cost, own),
+                None => r.asked(),
             }
         }
         (decided.decision, decided.by.map(|b| b as u32))

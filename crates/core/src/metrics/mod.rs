@@ -14,11 +14,13 @@ use crate::limiter::Decision;
 
 mod histogram;
 mod series;
+mod sources;
 mod stats;
 mod window;
 
 pub use histogram::DelayHistogram;
 pub use series::SeriesBucket;
+pub use sources::SourceCounts;
 pub use stats::{ClientCounts, KeyCounts};
 use window::*;
 
@@ -90,6 +92,9 @@ pub struct Recorder {
     /// its own, and their cost (see [`Recorder::collateral`]).
     collateral: u64,
     collateral_cost: u64,
+    /// Per `[[traffic]]` source, in scenario order (see
+    /// [`Recorder::with_sources`]).
+    pub sources: Vec<SourceCounts>,
 }
 
 impl Recorder {
@@ -123,6 +128,27 @@ impl Recorder {
             },
             clients,
             ..Recorder::default()
+        }
+    }
+
+    /// Counts per source too, for a scenario of `n` sources.
+    pub fn with_sources(mut self, n: usize) -> Self {
+        self.sources = vec![SourceCounts::default(); n];
+        self
+    }
+
+    /// An attempt of `source`'s `client` and this limiter's own decision on
+    /// it (`None`: asked and overruled), for the per-source counts.
+    pub fn source(
+        &mut self,
+        source: u32,
+        client: u32,
+        first: bool,
+        cost: u64,
+        outcome: Option<Decision>,
+    ) {
+        if let Some(s) = self.sources.get_mut(source as usize) {
+            s.attempt(client, first, cost, outcome);
         }
     }
 
@@ -251,6 +277,9 @@ impl Recorder {
     /// the histograms' pending values once, for the report's several reads.
     pub fn finish(&mut self) {
         self.advance(Nanos(u64::MAX));
+        for s in &mut self.sources {
+            s.finish();
+        }
         for h in [
             &mut self.delays,
             &mut self.time_to_success,
