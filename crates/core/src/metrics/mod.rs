@@ -133,12 +133,13 @@ impl Recorder {
 
     /// Counts per source too, for a scenario of `n` sources.
     pub fn with_sources(mut self, n: usize) -> Self {
-        self.sources = vec![SourceCounts::default(); n];
+        self.sources = vec![SourceCounts::new(self.clients); n];
         self
     }
 
     /// An attempt of `source`'s `client` and this limiter's own decision on
     /// it (`None`: asked and overruled), for the per-source counts.
+    #[inline]
     pub fn source(
         &mut self,
         source: u32,

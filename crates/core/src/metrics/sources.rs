@@ -24,24 +24,45 @@ pub struct SourceCounts {
 }
 
 /// Sets `id`'s bit; whether it was clear.
+#[inline]
 fn set(bits: &mut Vec<u64>, id: u32) -> bool {
     let (word, bit) = (id as usize / 64, 1u64 << (id % 64));
     if word >= bits.len() {
-        bits.resize(word + 1, 0);
+        grow(bits, word);
     }
     let clear = bits[word] & bit == 0;
     bits[word] |= bit;
     clear
 }
 
+#[cold]
+fn grow(bits: &mut Vec<u64>, word: usize) {
+    bits.resize(word + 1, 0);
+}
+
 impl SourceCounts {
+    /// Counts for a population of `clients` (its bits made up front).
+    pub fn new(clients: usize) -> SourceCounts {
+        SourceCounts {
+            seen: vec![0; clients.div_ceil(64)],
+            limited: vec![0; clients.div_ceil(64)],
+            ..SourceCounts::default()
+        }
+    }
+
     /// An attempt of `client` (`first`: its request's first), and the
     /// limiter's own decision on it (`None`: a chain member that was asked
     /// and overruled, see `Recorder::asked`).
+    #[inline]
     pub fn attempt(&mut self, client: u32, first: bool, cost: u64, outcome: Option<Decision>) {
         self.attempts += 1;
-        self.logical += first as u64;
-        self.clients += set(&mut self.seen, client) as u64;
+        // Every request's first attempt reaches the limiter when any of its
+        // attempts does (the sources a limiter sees decide, not the
+        // attempt), so a client is seen at a first attempt.
+        if first {
+            self.logical += 1;
+            self.clients += set(&mut self.seen, client) as u64;
+        }
         match outcome {
             Some(Decision::Admitted) => {
                 self.admitted += 1;
