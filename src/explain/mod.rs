@@ -11,6 +11,7 @@
 pub mod boundary;
 pub mod gcra;
 pub mod libraries;
+pub mod plans;
 
 use std::path::{Path, PathBuf};
 
@@ -40,7 +41,7 @@ pub struct Context<'a> {
     pub data: &'a RunData,
 }
 
-pub(crate) const TOPICS: &[Topic] = &[boundary::TOPIC, gcra::TOPIC, libraries::TOPIC];
+pub(crate) const TOPICS: &[Topic] = &[boundary::TOPIC, gcra::TOPIC, libraries::TOPIC, plans::TOPIC];
 
 pub fn find(name: &str) -> Result<&'static Topic, InputError> {
     TOPICS.iter().find(|t| t.name == name).ok_or_else(|| {

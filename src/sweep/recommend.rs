@@ -229,6 +229,13 @@ pub fn render(t: &SweepTable, grid: &Grid, c: &Criteria, scenario: &str) -> Stri
     let mut out = format!("# Recommendation — {scenario}\n\n{}\n", c.describe());
     for name in t.limiters() {
         out.push_str(&format!("\n## {name}\n\n"));
+        // A chain's member answers no client: its chain is recommended.
+        if let Some(chain) = t.chain_of(&name) {
+            out.push_str(&format!(
+                "A member of chain `{chain}`, which decides every request it is asked about: see `{chain}`'s recommendation (this row counts what the member was asked and its own decisions).\n"
+            ));
+            continue;
+        }
         let at = |r: usize| grid.describe(t.point_of[r]);
         match choose(t, c, &name) {
             Choice::Empty => out.push_str("No rows.\n"),

@@ -147,7 +147,7 @@ fn heatmaps(
     let chosen: Vec<Option<usize>> = limiters
         .iter()
         .map(|l| match criteria.map(|c| recommend::choose(t, c, l)) {
-            Some(Choice::Best(r)) => Some(t.point_of[r]),
+            Some(Choice::Best(r)) if t.chain_of(l).is_none() => Some(t.point_of[r]),
             _ => None,
         })
         .collect();

@@ -77,6 +77,16 @@ impl SweepTable {
         names
     }
 
+    /// The chain limiter `name` is a member of (docs/semantics.md §13), from
+    /// its rows' `chain` column.
+    pub fn chain_of(&self, name: &str) -> Option<String> {
+        let (l, c) = (self.column("limiter")?, self.column("chain")?);
+        self.rows
+            .iter()
+            .find(|r| r[l] == name && !r[c].is_empty())
+            .map(|r| r[c].clone())
+    }
+
     /// The rows of limiter `name`, as (point, row index).
     pub fn rows_of(&self, name: &str) -> Vec<(usize, usize)> {
         let Some(c) = self.column("limiter") else {

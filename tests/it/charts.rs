@@ -456,6 +456,61 @@ fn explain_gcra_shows_every_decision_is_the_token_buckets() {
     assert!(dir.join("outcomes.png").is_file());
 }
 
+/// `explain plans` says which layer rejects whom with the run's own
+/// numbers: each of its counts is a cell of the run's sources.csv.
+#[test]
+fn explain_plans_names_the_layer_behind_each_sources_rejections() {
+    let tmp = scratch();
+    let dir = tmp.path().join("plans");
+    let out = succeeds_quietly(ratesim().args(["explain", "plans", "--out"]).arg(&dir));
+    let text = String::from_utf8_lossy(&out.stdout).replace('\n', " ");
+    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let sources = fs::read_to_string(dir.join("sources.csv")).unwrap();
+    let cell = |limiter: &str, source: &str, col: usize| -> String {
+        sources
+            .lines()
+            .find(|l| l.starts_with(&format!("{limiter},{source},")))
+            .unwrap()
+            .split(',')
+            .nth(col)
+            .unwrap()
+            .to_string()
+    };
+    // columns: 2 clients, 3 attempts, 7 rejected, 10 clients_limited
+    let with_commas = |n: String| {
+        let n: u64 = n.parse().unwrap();
+        if n >= 1000 {
+            format!("{},{:03}", n / 1000, n % 1000)
+        } else {
+            n.to_string()
+        }
+    };
+    let free_scrapers = format!(
+        "free rejects requests of free-scrapers: {} of {} requests",
+        with_commas(cell("free", "free-scrapers", 7)),
+        with_commas(cell("plans", "free-scrapers", 3))
+    );
+    assert!(text.contains(&free_scrapers), "{free_scrapers}\n{text}");
+    let global_free = format!(
+        "global rejects requests of free: {} of {} requests ({} of {} clients)",
+        with_commas(cell("global", "free", 7)),
+        with_commas(cell("plans", "free", 3)),
+        cell("global", "free", 10),
+        cell("plans", "free", 2)
+    );
+    assert!(text.contains(&global_free), "{global_free}\n{text}");
+    assert!(text.contains("pro rejects nobody"), "{text}");
+    assert!(
+        text.contains(&format!(
+            "global was asked about only {} of the {} requests of free-scrapers",
+            with_commas(cell("global", "free-scrapers", 3)),
+            with_commas(cell("plans", "free-scrapers", 3))
+        )),
+        "{text}"
+    );
+    assert!(dir.join("outcomes.png").is_file());
+}
+
 #[test]
 fn explain_an_unknown_topic_is_bad_input_naming_the_topics() {
     let tmp = scratch();

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use assert_cmd::Command;
 
 /// The built-in scenarios, each also shipped as `scenarios/<name>.toml`.
-pub const SHIPPED: [&str; 14] = [
+pub const SHIPPED: [&str; 15] = [
     "boundary",
     "steady",
     "poisson",
@@ -22,6 +22,7 @@ pub const SHIPPED: [&str; 14] = [
     "libraries",
     "pick-a-limit",
     "access-log",
+    "plans",
 ];
 
 /// docs/semantics.md §3: the columns `summary.csv` starts with, named exactly.

@@ -283,7 +283,7 @@ fn repository_paths(text: &str) -> Vec<&str> {
 #[test]
 fn explain_texts_name_no_repository_path() {
     let tmp = tempfile::tempdir().unwrap();
-    for topic in ["boundary", "gcra"] {
+    for topic in ["boundary", "gcra", "plans"] {
         let text = stdout(
             ratesim_in(tmp.path())
                 .args(["explain", topic, "--out"])

@@ -185,6 +185,8 @@ struct Decision {
     outcome: String,
     delay_ns: u64,
     retry_after_ns: Option<u64>,
+    /// A chain's member behind the decision (docs/semantics.md §13).
+    by: String,
 }
 
 impl Decision {
@@ -219,6 +221,7 @@ fn each_decision(run: &Run, mut f: impl FnMut(Decision)) {
             outcome: rec[5].to_string(),
             delay_ns: rec[6].parse().unwrap(),
             retry_after_ns: (!rec[7].is_empty()).then(|| rec[7].parse().unwrap()),
+            by: rec[8].to_string(),
         });
     }
 }
@@ -2063,4 +2066,148 @@ fn access_log_victims_are_as_its_comments_say() {
         0.78,
         0.80,
     );
+}
+
+// ---------------------------------------------------------------------------
+// plans
+// ---------------------------------------------------------------------------
+
+/// `sources.csv`: (limiter, source) → column → count.
+fn sources(run: &Run) -> BTreeMap<(String, String), HashMap<String, String>> {
+    let (head, rows) = csv_rows(&run.dir.join("sources.csv"));
+    rows.into_iter()
+        .map(|r| {
+            let row: HashMap<String, String> = head.iter().cloned().zip(r).collect();
+            ((row["limiter"].clone(), row["source"].clone()), row)
+        })
+        .collect()
+}
+
+#[test]
+fn plans_layers_reject_whom_its_comments_say() {
+    says(
+        "plans",
+        &[
+            "The free layer rejects only the scrapers: 544 of their 901 requests, and none of the 80 ordinary free users' 1,219.",
+            "The pro layer rejects nobody: its burst of 100 lets a batch of 60 through, 3,582 times it would have passed what the global cap then rejected.",
+            "The global cap rejects everyone else: 3,443 of the batches' 3,985 attempts, and with them 67 requests of 44 of the 80 ordinary free users (55%) and 139 of all 10 pro users'",
+            "a scraper's request the free layer rejects never reaches the global cap, which is asked about only 357 of their 901.",
+        ],
+    );
+    let r = run("plans", &["--decisions"]);
+    let src = sources(&r);
+    let n = |l: &str, s: &str, c: &str| -> u64 {
+        src[&(l.to_string(), s.to_string())][c].parse().unwrap()
+    };
+    // The free layer: the scrapers only.
+    assert_eq!(
+        [
+            n("free", "free-scrapers", "rejected"),
+            n("free", "free-scrapers", "attempts")
+        ],
+        [544, 901]
+    );
+    assert_eq!(
+        [
+            n("free", "free", "rejected"),
+            n("free", "free", "attempts"),
+            n("free", "free", "clients")
+        ],
+        [0, 1219, 80]
+    );
+    // The pro layer: nobody, and overruled 3,582 times.
+    let s = Summary::of(&r);
+    assert_eq!(s.u("pro", "rejected"), 0);
+    assert_eq!(s.u("pro", "overruled"), 3582);
+    // The global cap: the batches, and the others who come with them.
+    assert_eq!(
+        [
+            n("global", "pro-batch", "rejected"),
+            n("global", "pro-batch", "attempts")
+        ],
+        [3443, 3985]
+    );
+    assert_eq!(
+        [
+            n("global", "free", "rejected"),
+            n("global", "free", "clients_limited")
+        ],
+        [67, 44]
+    );
+    assert_eq!(
+        src[&("global".into(), "free".into())]["clients_limited_share"],
+        "0.55"
+    );
+    assert_eq!(
+        [
+            n("global", "pro", "rejected"),
+            n("global", "pro", "clients_limited"),
+            n("global", "pro", "clients")
+        ],
+        [139, 10, 10]
+    );
+    // All or nothing: the global cap is asked only about what the free
+    // layer passed of the scrapers' requests.
+    assert_eq!(n("global", "free-scrapers", "attempts"), 357);
+    assert_eq!(
+        n("global", "free-scrapers", "attempts"),
+        n("free", "free-scrapers", "attempts") - n("free", "free-scrapers", "rejected")
+    );
+    // The chain's rows are what the clients met: every rejection is one
+    // layer's, named in the decision log's `by`.
+    let all = decisions(&r);
+    let chain = of(&all, "plans");
+    assert_eq!(chain.len() as u64, s.u("plans", "attempts"));
+    let by_global = chain
+        .iter()
+        .filter(|d| d.outcome == "rejected" && d.by == "global")
+        .count() as u64;
+    let by_free = chain
+        .iter()
+        .filter(|d| d.outcome == "rejected" && d.by == "free")
+        .count() as u64;
+    assert_eq!(by_global, s.u("global", "rejected"));
+    assert_eq!(by_free, s.u("free", "rejected"));
+    assert_eq!(by_global + by_free, s.u("plans", "rejected"));
+}
+
+#[test]
+fn plans_sweep_recommends_the_global_cap_its_comments_say() {
+    says(
+        "plans",
+        &["recommends a global cap of 200/1s with a burst of 200 (recommendation.md, under the chain `plans`): the least of the grid's rates at which the batches no longer crowd the free users out."],
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("sweep");
+    ratesim()
+        .args(["sweep", "plans", "--quiet", "--no-plots", "--out"])
+        .arg(&out)
+        .assert()
+        .success();
+    let rec = read_text(&out.join("recommendation.md"));
+    let chain = rec
+        .split("\n## plans\n")
+        .nth(1)
+        .expect("the chain's section");
+    assert!(
+        chain
+            .contains("**Recommended: limiter[global].rate=200/1s, limiter[global].capacity=200**"),
+        "{rec}"
+    );
+    // Its members are recommended with it, not alone.
+    assert!(
+        rec.contains("## free\n\nA member of chain `plans`"),
+        "{rec}"
+    );
+    // Every lower rate breaks a requirement at every burst.
+    let (head, rows) = csv_rows(&out.join("sweep.csv"));
+    let col = |name: &str| head.iter().position(|c| c == name).unwrap();
+    for r in rows.iter().filter(|r| r[col("limiter")] == "plans") {
+        let rate = &r[col("limiter[global].rate")];
+        let free: f64 = r[col("clients_limited_share[free]")].parse().unwrap();
+        let pro: f64 = r[col("rejected_share[pro]")].parse().unwrap();
+        if rate == "100/1s" || rate == "150/1s" {
+            assert!(free > 0.05 || pro > 0.01, "{r:?}");
+        }
+    }
 }

@@ -68,6 +68,11 @@ pub static SCENARIOS: &[Builtin] = &[
         files: &[],
     },
     Builtin {
+        name: "plans",
+        toml: include_str!("../../../scenarios/plans.toml"),
+        files: &[],
+    },
+    Builtin {
         name: "libraries",
         toml: include_str!("../../../scenarios/libraries.toml"),
         files: &[
