@@ -200,17 +200,73 @@ fn a_chain_is_checked_like_any_input() {
         "name = \"c\"\nlimiters = [\"a\"]\nmode = \"each_counts\"\n\n[[chain]]\nname = \"d\"\nlimiters = [\"a\"]\nmode = \"each_counts\"",
         &["chain[1].limiters", "\"a\"", "already a member of chain \"c\""],
     );
+    // Members share their gateway instances, with local state.
     let deployed = two.replace(
         "name = \"a\"\nalgorithm = \"token_bucket\"\n",
         "name = \"a\"\nalgorithm = \"token_bucket\"\ndeployment = { instances = 3 }\n",
     );
     assert_bad_scenario(
+        &scenario(&format!("{deployed}\n[[chain]]\nname = \"c\"\nlimiters = [\"a\", \"b\"]\nmode = \"all_or_nothing\"\n")),
+        &[],
+        &["chain[0].limiters", "\"b\"", "(1 instance, round_robin) is not \"a\"'s (3 instances, round_robin)"],
+    );
+    let global = two.replace(
+        "name = \"a\"\nalgorithm = \"token_bucket\"\n",
+        "name = \"a\"\nalgorithm = \"token_bucket\"\ndeployment = { instances = 2, scope = \"global\" }\n",
+    );
+    assert_bad_scenario(
         &scenario(&format!(
-            "{deployed}\n[[chain]]\nname = \"c\"\nlimiters = [\"a\"]\nmode = \"all_or_nothing\"\n"
+            "{global}\n[[chain]]\nname = \"c\"\nlimiters = [\"a\"]\nmode = \"all_or_nothing\"\n"
         )),
         &[],
-        &["chain[0].limiters", "\"a\"", "deployment"],
+        &["chain[0].limiters", "\"a\"", "shared store"],
     );
+}
+
+/// On several gateway instances, each instance asks its own copies of the
+/// members: a one-member `all_or_nothing` chain decides as its member does
+/// on the same deployment, for every routing, with and without `share`.
+#[test]
+fn a_chain_on_several_instances_is_its_member_on_them() {
+    for deployment in [
+        "{ instances = 3 }",
+        "{ instances = 2, routing = \"hash_client\" }",
+        "{ instances = 4, routing = \"random\", share = true }",
+    ] {
+        for algorithm in [ALGORITHMS[0], ALGORITHMS[3], ALGORITHMS[4]] {
+            let body = format!(
+                "\n[[limiter]]\nname = \"alone\"\nkey_by = \"global\"\n{algorithm}\ndeployment = {deployment}\n\n[[limiter]]\nname = \"member\"\nkey_by = \"global\"\n{algorithm}\ndeployment = {deployment}\n\n[[chain]]\nname = \"c\"\nlimiters = [\"member\"]\nmode = \"all_or_nothing\"\n"
+            );
+            let tmp = run(&scenario(&body));
+            let out = tmp.path().join("out");
+            let alone = decisions(&out, "alone");
+            assert!(
+                alone.iter().any(|r| r[4] == "rejected"),
+                "{deployment}: no rejection"
+            );
+            // The chain's key column is the client; compare the rest.
+            let strip = |rows: Vec<Vec<String>>| -> Vec<Vec<String>> {
+                rows.into_iter()
+                    .map(|mut r| {
+                        r.remove(1);
+                        r
+                    })
+                    .collect()
+            };
+            assert_eq!(
+                strip(decisions(&out, "c")),
+                strip(alone),
+                "{deployment} {algorithm}"
+            );
+            let c = summary_row(&out, "c");
+            let m = summary_row(&out, "member");
+            let a = summary_row(&out, "alone");
+            for col in ["keys", "state_bytes_total_peak", "instances"] {
+                assert_eq!(column(&m, col), column(&a, col), "{deployment}: {col}");
+                assert_eq!(column(&c, col), column(&a, col), "{deployment}: {col}");
+            }
+        }
+    }
 }
 
 /// One real-nginx fixture of several limits on one request

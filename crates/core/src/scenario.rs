@@ -152,7 +152,8 @@ impl LimiterSpec {
     /// each validated, none in another chain): it sees every source a
     /// member sees, is keyed by each request's client, and its policy is
     /// the largest of its members' (docs/semantics.md §13: no key passes
-    /// more than the loosest layer asked about it allows).
+    /// more than the loosest layer asked about it allows); it runs on its
+    /// members' (local) deployment, which they share.
     pub fn chain(
         name: String,
         mode: ChainMode,
@@ -177,7 +178,8 @@ impl LimiterSpec {
             key_by: KeyBy::Client,
             algorithm: first.algorithm,
             traffic,
-            deployment: Deployment::default(),
+            // Its members' deployment: each instance asks its own copies.
+            deployment: first.deployment.clone(),
             policy,
             reads_default_limit: false,
             chain: Some(ChainSpec { mode, members }),

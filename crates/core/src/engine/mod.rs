@@ -466,8 +466,10 @@ impl<'a, 's> Run<'a, 's> {
     /// An attempt reaches an instance.
     fn arrive(&mut self, now: Nanos, job: Job) -> anyhow::Result<()> {
         let a = job.arrival;
-        if let Some(lane) = self.chain.as_deref_mut() {
-            let (decision, by) = lane.decide(&job, now);
+        if self.chain.is_some() {
+            let instance = self.route(&job);
+            let lane = self.chain.as_deref_mut().expect("a chain's run");
+            let (decision, by) = lane.decide(&job, now, instance);
             self.by = by;
             return self.finish(job, a.client, now, Nanos::ZERO, decision);
         }
@@ -585,11 +587,15 @@ impl<'a, 's> Run<'a, 's> {
     }
 }
 
-/// A chain's members in its run (docs/semantics.md §13): the chain, and
-/// what each member is asked and decides, recorded for the member's own
-/// row.
+/// A chain's members in its run (docs/semantics.md §13): on each gateway
+/// instance a [`Chain`] of the members, and what each member is asked and
+/// decides, recorded for the member's own row.
 struct ChainLane {
-    chain: Chain,
+    /// One per instance (the members' deployment is local).
+    chains: Vec<Chain>,
+    /// Per instance (when there are several): its own dense ids for the
+    /// keys it has seen, whatever member they are keys of.
+    local_ids: Vec<HashMap<u32, u32>>,
     /// Per member: its index in the scenario, its key, the sources it
     /// sees, and its recorder.
     members: Vec<usize>,
@@ -597,8 +603,9 @@ struct ChainLane {
     sees: Vec<Vec<bool>>,
     recorders: Vec<Recorder>,
     /// Per member, for the request being decided: its key (`None`: not
-    /// asked) and its own decision.
+    /// asked), that key on the instance, and its own decision.
     keys: Vec<Option<u32>>,
+    local: Vec<Option<u32>>,
     own: Vec<Option<Decision>>,
 }
 
@@ -610,11 +617,20 @@ impl ChainLane {
             .map(|&m| &scenario.limiters[m])
             .collect();
         let n = members.len();
+        let instances = members[0].deployment.instances as usize;
         ChainLane {
-            chain: Chain::new(
-                spec.mode,
-                members.iter().map(|m| m.algorithm.build()).collect(),
-            ),
+            chains: (0..instances)
+                .map(|_| {
+                    Chain::new(
+                        spec.mode,
+                        members
+                            .iter()
+                            .map(|m| m.deployment.instance_algorithm(&m.algorithm).build())
+                            .collect(),
+                    )
+                })
+                .collect(),
+            local_ids: vec![HashMap::new(); instances],
             members: spec.members.clone(),
             key_by: members.iter().map(|m| m.key_by).collect(),
             sees: members
@@ -639,23 +655,35 @@ impl ChainLane {
                 })
                 .collect(),
             keys: vec![None; n],
+            local: vec![None; n],
             own: vec![None; n],
         }
     }
 
-    /// The chain's decision on `job` at `now`, and the member behind it.
-    /// Each member asked records its own part: its decision when it
-    /// rejected or the chain passed, else only that it was asked.
-    fn decide(&mut self, job: &Job, now: Nanos) -> (Decision, Option<u32>) {
+    /// The chain's decision on `job` at `now` on `instance`, and the
+    /// member behind it. Each member asked records its own part: its
+    /// decision when it rejected or the chain passed, else only that it
+    /// was asked.
+    fn decide(&mut self, job: &Job, now: Nanos, instance: u32) -> (Decision, Option<u32>) {
         let a = job.arrival;
+        let several = self.chains.len() > 1;
         for (i, key) in self.keys.iter_mut().enumerate() {
             *key = self.sees[i][job.source as usize].then(|| match self.key_by[i] {
                 KeyBy::Client => a.client,
                 KeyBy::Ip => a.ip,
                 KeyBy::Global => 0,
             });
+            self.local[i] = match *key {
+                Some(k) if several => {
+                    let ids = &mut self.local_ids[instance as usize];
+                    let next = ids.len() as u32;
+                    Some(*ids.entry(k).or_insert(next))
+                }
+                other => other,
+            };
         }
-        let decided = self.chain.decide(&self.keys, now, a.cost, &mut self.own);
+        let decided =
+            self.chains[instance as usize].decide(&self.local, now, a.cost, &mut self.own);
         let passed = decided.decision.passes();
         for (i, own) in self.own.iter().enumerate() {
             let (Some(own), Some(key)) = (*own, self.keys[i]) else {
@@ -673,21 +701,30 @@ impl ChainLane {
         (decided.decision, decided.by.map(|b| b as u32))
     }
 
-    /// Each member's run, by its index in the scenario.
+    /// Each member's run, by its index in the scenario: its recorder, and
+    /// its state over every instance.
     fn end(mut self, last: Nanos) -> Vec<(usize, LimiterRun)> {
-        let members = self.chain.members_mut();
+        let mut footprints: Vec<Option<Footprint>> = vec![None; self.members.len()];
+        for chain in &mut self.chains {
+            for (i, limiter) in chain.members_mut().iter_mut().enumerate() {
+                let f = limiter.close(last);
+                footprints[i] = Some(match footprints[i] {
+                    Some(sum) => sum.combine(f),
+                    None => f,
+                });
+            }
+        }
         self.recorders
             .into_iter()
-            .zip(members.iter_mut())
+            .zip(footprints)
             .zip(self.members)
-            .map(|((mut recorder, limiter), index)| {
+            .map(|((mut recorder, footprint), index)| {
                 recorder.finish();
-                let footprint = limiter.close(last);
                 (
                     index,
                     LimiterRun {
                         recorder,
-                        footprint,
+                        footprint: footprint.unwrap_or_default(),
                     },
                 )
             })

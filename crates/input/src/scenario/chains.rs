@@ -85,12 +85,26 @@ pub fn parse_all(
                     quoted(&limiters[c].name)
                 )));
             }
-            if !limiters[i].deployment.is_plain() {
+            let d = &limiters[i].deployment;
+            if d.is_global() {
                 return Err(InputError::new(format!(
-                    "{}: {} — has a deployment (several instances or a shared store); a chain's members are decided together on one gateway instance, so they take no deployment",
+                    "{}: {} — keeps its state in a shared store (scope = \"global\"); a chain's members are decided together on each gateway instance, with local state",
                     f.at("limiters"),
                     quoted(n)
                 )));
+            }
+            if let Some(&first) = members.first() {
+                let e = &limiters[first].deployment;
+                if (e.instances, e.routing, e.scope) != (d.instances, d.routing, d.scope) {
+                    return Err(InputError::new(format!(
+                        "{}: {} — its deployment ({}) is not {}'s ({}); a chain's members share their gateway instances: give them the same instances, routing and share",
+                        f.at("limiters"),
+                        quoted(n),
+                        shown(d),
+                        quoted(&limiters[first].name),
+                        shown(e)
+                    )));
+                }
             }
             members.push(i);
         }
@@ -110,4 +124,16 @@ pub fn parse_all(
         limiters.push(chain);
     }
     Ok(())
+}
+
+/// A local deployment as the error messages show it.
+fn shown(d: &crate::deploy::Deployment) -> String {
+    let routing = crate::scenario::deployment::routing_name(d.routing);
+    let share = matches!(d.scope, crate::deploy::Scope::Local { share: true });
+    format!(
+        "{} instance{}, {routing}{}",
+        d.instances,
+        if d.instances == 1 { "" } else { "s" },
+        if share { ", share" } else { "" }
+    )
 }

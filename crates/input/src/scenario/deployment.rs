@@ -227,3 +227,13 @@ fn parse_fallback(
     f.finish()?;
     Ok(spec)
 }
+
+/// A routing as a scenario names it.
+pub fn routing_name(r: Routing) -> &'static str {
+    match r {
+        Routing::RoundRobin => "round_robin",
+        Routing::Random => "random",
+        Routing::HashClient => "hash_client",
+        Routing::HashIp => "hash_ip",
+    }
+}

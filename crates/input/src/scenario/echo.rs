@@ -5,7 +5,7 @@
 use serde_json::{json, Value};
 
 use crate::clock::Nanos;
-use crate::deploy::{Deployment, Latency, OnFailure, Routing, Scope};
+use crate::deploy::{Deployment, Latency, OnFailure, Scope};
 use crate::limiter::Algorithm;
 use crate::scenario::traffic;
 use crate::scenario::Scenario;
@@ -76,12 +76,7 @@ impl Echo for Deployment {
     fn echo(&self) -> Value {
         let mut v = json!({
             "instances": self.instances,
-            "routing": match self.routing {
-                Routing::RoundRobin => "round_robin",
-                Routing::Random => "random",
-                Routing::HashClient => "hash_client",
-                Routing::HashIp => "hash_ip",
-            },
+            "routing": super::deployment::routing_name(self.routing),
         });
         match self.scope {
             Scope::Local { share } => {
