@@ -35,11 +35,17 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             let s = load(&scenario, &[])?;
             let estimate = Estimate::of(&s);
             let mut out = io::stdout().lock();
+            let chains = s.limiters.iter().filter(|l| l.chain.is_some()).count();
             writeln!(
                 out,
-                "{}: ok — {} limiter(s), {} traffic source(s), {} over {} client(s)\nwork: {estimate}",
+                "{}: ok — {} limiter(s){}, {} traffic source(s), {} over {} client(s)\nwork: {estimate}",
                 s.name,
-                s.limiters.len(),
+                s.limiters.len() - chains,
+                match chains {
+                    0 => String::new(),
+                    1 => " and 1 chain".to_string(),
+                    n => format!(" and {n} chains"),
+                },
                 s.traffic.len(),
                 s.duration,
                 s.population.clients()

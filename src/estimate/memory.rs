@@ -280,6 +280,10 @@ pub(super) fn limiter_memory(
     // series; the windows with more passes than a slot holds.
     let slots = clients.max(keys).max(1);
     m.keys = m.keys.saturating_add(slots * RECORDER_SLOT);
+    // Per source, two bits per client (seen, limited): sources.csv.
+    m.keys = m
+        .keys
+        .saturating_add(s.traffic.len() as u128 * clients.div_ceil(64) * 16);
     let buckets = crate::scenario::planned_buckets(s.output.resolution, s.duration)
         .min(crate::scenario::MAX_BUCKETS + 1) as u128;
     m.limiters = m.limiters.saturating_add(
@@ -290,6 +294,11 @@ pub(super) fn limiter_memory(
         let limit = l.policy.limit as u128;
         let passes = per_window.min(keys.saturating_mul(2 * limit));
         m.add_entries(index, CROWDED_WINDOWS, passes * SPILLED_PASS);
+    }
+    // A chain keeps no state of its own: its members' stores are counted
+    // as theirs.
+    if l.chain.is_some() {
+        return;
     }
     // The limiter's stores: one per instance of a local deployment, each
     // seeing its share; the store's one, its instances' fallbacks and
