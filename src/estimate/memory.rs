@@ -280,10 +280,13 @@ pub(super) fn limiter_memory(
     // series; the windows with more passes than a slot holds.
     let slots = clients.max(keys).max(1);
     m.keys = m.keys.saturating_add(slots * RECORDER_SLOT);
-    // Per source, two bits per client (seen, limited): sources.csv.
-    m.keys = m
-        .keys
-        .saturating_add(s.traffic.len() as u128 * clients.div_ceil(64) * 16);
+    // Per source it sees, two bit sets over the source's span of client
+    // ids (seen, limited: sources.csv), each at most twice the span as it
+    // doubles.
+    for &i in &l.traffic {
+        let span = source_clients(&s.traffic[i].pattern).min(clients.max(1));
+        m.keys = m.keys.saturating_add(span.div_ceil(64) * 8 * 2 * 2);
+    }
     let buckets = crate::scenario::planned_buckets(s.output.resolution, s.duration)
         .min(crate::scenario::MAX_BUCKETS + 1) as u128;
     m.limiters = m.limiters.saturating_add(

@@ -7,7 +7,7 @@
 //! exactly as `ratesim run S --set …` builds it, so a point's rows of
 //! `sweep.csv` are byte for byte that run's `summary.csv` rows, each
 //! followed by its `sources.csv` cells per source (`COLUMN[SOURCE]`,
-//! docs/semantics.md §9). Points run in parallel (rayon, all cores; a
+//! docs/semantics.md §3). Points run in parallel (rayon, all cores; a
 //! point's limiters share its arrivals, as a run's do), and their rows are
 //! joined in point order: `sweep.csv` is the same for any number of
 //! threads.
@@ -96,7 +96,7 @@ pub struct Plan {
     pub sources: Vec<String>,
 }
 
-/// `sweep.csv`'s columns after the summary's (docs/semantics.md §9): every
+/// `sweep.csv`'s columns after the summary's (docs/semantics.md §3): every
 /// `sources.csv` column from `clients` on, per source, as `COLUMN[SOURCE]`.
 pub fn source_columns(sources: &[String]) -> Vec<String> {
     sources
@@ -308,6 +308,7 @@ fn check_axes(
     let instead: Vec<String> = base
         .limiters
         .iter()
+        .filter(|l| l.chain.is_none())
         .filter_map(|l| Some(format!("limiter[{}].{}", l.name, l.policy.own?)))
         .collect();
     Err(InputError::new(format!(

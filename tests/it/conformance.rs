@@ -65,17 +65,32 @@ fn chain_members_count_as_the_chain_vectors_say() {
         ("lb_slow", [8, 2, 3, 0, 3]),
         ("lb_fast", [8, 2, 3, 3, 0]),
     ];
-    for (name, counts) in expected {
-        let i = scenario
+    let at = |name: &str| {
+        scenario
             .limiters
             .iter()
-            .position(|l| l.name == *name)
-            .unwrap();
-        let r = &runs[i].recorder;
+            .position(|l| l.name == name)
+            .unwrap()
+    };
+    for (name, counts) in expected {
+        let r = &runs[at(name)].recorder;
         assert_eq!(
             [r.attempts, r.admitted, r.delayed, r.rejected, r.overruled],
             *counts,
             "{name}"
         );
     }
+    // A member's passes count when the request passed — after the chain's
+    // delay, not its own (lb_fast's own 150 ms at t=100 ms is the chain's
+    // 900 ms): each shaper member's passes fall in the chain's buckets.
+    let passed = |name: &str| -> Vec<u64> {
+        runs[at(name)]
+            .recorder
+            .series
+            .iter()
+            .map(|b| b.passed)
+            .collect()
+    };
+    assert_eq!(passed("lb_slow"), passed("shaper"));
+    assert_eq!(passed("lb_fast"), passed("shaper"));
 }

@@ -25,7 +25,7 @@ pub fn summary(report: &Report, out: &mut dyn Write) -> anyhow::Result<()> {
 
 /// `sources.csv`: one [`SourceRow`](crate::rundir::summary::SourceRow)
 /// per limiter and source it sees, in limiter then source order
-/// (docs/semantics.md §9).
+/// (docs/semantics.md §3).
 pub fn sources(report: &Report, out: &mut dyn Write) -> anyhow::Result<()> {
     use crate::rundir::summary::SourceRow;
     let mut w = csv::WriterBuilder::new()
@@ -203,7 +203,7 @@ mod tests {
 
     #[test]
     fn sources_columns_are_the_designs() {
-        // docs/semantics.md §9, and SourceRow's fields in that order.
+        // docs/semantics.md §3 (DESIGN §9), and SourceRow's fields in that order.
         let design = "limiter,source,clients,attempts,logical_requests,admitted,delayed,rejected,passed,passed_per_s,clients_limited,clients_limited_share,rejected_share";
         let mut w = csv::Writer::from_writer(Vec::new());
         w.serialize(crate::rundir::summary::SourceRow::default())

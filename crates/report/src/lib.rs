@@ -175,10 +175,26 @@ impl Report {
                     overruled: r.overruled,
                 };
                 // A member does not answer the clients (its chain does):
-                // the clients' figures are the chain's row's.
-                let summary = match spec.member_of {
-                    None => summary,
-                    Some(_) => LimiterSummary {
+                // the clients' figures are the chain's row's. Neither a
+                // member nor a chain has a per-client shadow to tell a
+                // collateral rejection by; a chain's key (the client) is
+                // no member's policy key, so its overshoot and within-limit
+                // share would measure nothing.
+                let summary = match (spec.member_of, &spec.chain) {
+                    (None, None) => summary,
+                    (None, Some(_)) => LimiterSummary {
+                        collateral_share: None,
+                        collateral_rejections: None,
+                        collateral_cost_share: None,
+                        overshoot: None,
+                        overshoot_max: None,
+                        within_limit_rejected_share: None,
+                        ..summary
+                    },
+                    (Some(_), _) => LimiterSummary {
+                        collateral_share: None,
+                        collateral_rejections: None,
+                        collateral_cost_share: None,
                         logical_requests: None,
                         retry_amplification: None,
                         gave_up: None,
@@ -239,7 +255,10 @@ impl Report {
                     time_to_success_p99: r.time_to_success.percentile(990),
                     added_latency_p99: r.added_latency.percentile(990),
                     fairness: r.fairness(),
-                    collateral: r.collateral(),
+                    // See the summary's: no shadow for a chain or a member.
+                    collateral: r
+                        .collateral()
+                        .filter(|_| spec.chain.is_none() && spec.member_of.is_none()),
                     series: r.series,
                     sources,
                 }

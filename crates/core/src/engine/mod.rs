@@ -386,7 +386,7 @@ impl<'a, 's> Run<'a, 's> {
         self.last = self.last.max(now);
         self.count += 1;
         if self.count % PROGRESS_EVERY == 0 {
-            progress(self.index, now, PROGRESS_EVERY);
+            self.report(progress, now, PROGRESS_EVERY);
         }
         Ok(())
     }
@@ -400,8 +400,8 @@ impl<'a, 's> Run<'a, 's> {
         while self.queue.peek().is_some() {
             self.pop_own(progress)?;
         }
-        progress(
-            self.index,
+        self.report(
+            progress,
             self.scenario.duration,
             self.count % PROGRESS_EVERY,
         );
@@ -426,6 +426,18 @@ impl<'a, 's> Run<'a, 's> {
             },
         ));
         Ok(runs)
+    }
+
+    /// Reports the time reached and the events since the last report; a
+    /// chain's run reaches it for its members too (they have no run of
+    /// their own), with no events of theirs.
+    fn report(&self, progress: &(dyn Fn(usize, Nanos, u64) + Sync), now: Nanos, events: u64) {
+        progress(self.index, now, events);
+        if let Some(lane) = &self.chain {
+            for &m in &lane.members {
+                progress(m, now, 0);
+            }
+        }
     }
 
     fn schedule(&mut self, at: Nanos, event: Event) {
@@ -652,6 +664,7 @@ impl ChainLane {
                         scenario.population.clients(),
                     )
                     .with_sources(scenario.traffic.len())
+                    .for_member()
                 })
                 .collect(),
             keys: vec![None; n],
@@ -693,9 +706,13 @@ impl ChainLane {
             r.advance(now);
             let counted = (passed || !own.passes()).then_some(own);
             r.source(job.source, a.client, job.attempt == 1, a.cost, counted);
-            match counted {
-                Some(own) => r.record(key, now, a.cost, own),
-                None => r.asked(),
+            match (counted, decided.decision) {
+                // It passed when the chain let it: after the longest delay.
+                (Some(own), Decision::Delayed { delay }) if own.passes() => {
+                    r.record_passed_after(key, now, a.cost, own, delay)
+                }
+                (Some(own), _) => r.record(key, now, a.cost, own),
+                (None, _) => r.asked(),
             }
         }
         (decided.decision, decided.by.map(|b| b as u32))

@@ -95,6 +95,8 @@ pub struct Recorder {
     /// Per `[[traffic]]` source, in scenario order (see
     /// [`Recorder::with_sources`]).
     pub sources: Vec<SourceCounts>,
+    /// A chain member's recorder ([`Recorder::for_member`]).
+    member: bool,
 }
 
 impl Recorder {
@@ -133,7 +135,14 @@ impl Recorder {
 
     /// Counts per source too, for a scenario of `n` sources.
     pub fn with_sources(mut self, n: usize) -> Self {
-        self.sources = vec![SourceCounts::new(self.clients); n];
+        self.sources = vec![SourceCounts::default(); n];
+        self
+    }
+
+    /// The recorder of a chain's member, which may be asked about a retry
+    /// and not about its request's first attempt.
+    pub fn for_member(mut self) -> Self {
+        self.member = true;
         self
     }
 
@@ -149,7 +158,7 @@ impl Recorder {
         outcome: Option<Decision>,
     ) {
         if let Some(s) = self.sources.get_mut(source as usize) {
-            s.attempt(client, first, cost, outcome);
+            s.attempt(client, first, self.member, cost, outcome);
         }
     }
 
@@ -250,6 +259,28 @@ impl Recorder {
         self.count(now, now, key, cost, decision);
     }
 
+    /// A chain member's own `decision` on an attempt at `now` that the
+    /// chain passed `after` it (the largest of its members' delays): the
+    /// member's outcome and delay are its own, and the pass counts when the
+    /// request really passed (docs/semantics.md §13).
+    pub fn record_passed_after(
+        &mut self,
+        key: u32,
+        now: Nanos,
+        cost: u64,
+        decision: Decision,
+        after: Nanos,
+    ) {
+        self.count_passing_at(
+            now,
+            now,
+            key,
+            cost,
+            decision,
+            Some(now.0.saturating_add(after.0)),
+        );
+    }
+
     /// Counts an attempt a chain's member was asked about at `now` and
     /// would have passed, but that the chain rejected (docs/semantics.md
     /// §13): an attempt of the member's, none of its outcomes. The time
@@ -291,6 +322,20 @@ impl Recorder {
     }
 
     fn count(&mut self, now: Nanos, decided_at: Nanos, key: u32, cost: u64, decision: Decision) {
+        self.count_passing_at(now, decided_at, key, cost, decision, None);
+    }
+
+    /// [`Recorder::count`], the pass at `passes_at` if given (else when the
+    /// decision says).
+    fn count_passing_at(
+        &mut self,
+        now: Nanos,
+        decided_at: Nanos,
+        key: u32,
+        cost: u64,
+        decision: Decision,
+        passes_at: Option<u64>,
+    ) {
         self.attempts += 1;
         let outcome = match decision {
             Decision::Admitted => ADMITTED,
@@ -320,6 +365,7 @@ impl Recorder {
                 return;
             }
         };
+        let pass_at = passes_at.unwrap_or(pass_at);
         let b = self.bucket(pass_at);
         b.passed += 1;
         b.passed_cost += cost;
