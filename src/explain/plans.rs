@@ -106,7 +106,7 @@ fn explain(ctx: &Context) -> anyhow::Result<String> {
     );
 
     // The table: per source, requests, rejected by each layer, passed.
-    let mut header = vec!["source".to_string(), "requests".into()];
+    let mut header = vec!["source".to_string(), "attempts".into()];
     header.extend(members.iter().map(|m| format!("by {m}")));
     header.push("passed".into());
     let mut table: Vec<Vec<String>> = vec![header];
@@ -133,7 +133,7 @@ fn explain(ctx: &Context) -> anyhow::Result<String> {
         .collect();
     let _ = writeln!(
         out,
-        "Who was rejected, and by which layer (sources.csv; - : not asked):\n"
+        "Who was rejected, and by which layer (sources.csv; attempts count retries; - : not asked):\n"
     );
     for r in &table {
         let cells: Vec<String> = r
@@ -156,7 +156,7 @@ fn explain(ctx: &Context) -> anyhow::Result<String> {
             .filter(|&(k, src)| sees(m, k) && get(name, src, "rejected") > 0)
             .map(|(_, src)| {
                 format!(
-                    "{src}: {} of {} requests ({} of {} clients)",
+                    "{src}: {} of {} attempts ({} of {} clients)",
                     count(get(name, src, "rejected")),
                     count(get(chain, src, "attempts")),
                     get(name, src, "clients_limited"),
@@ -257,7 +257,7 @@ fn explain(ctx: &Context) -> anyhow::Result<String> {
                         "- {}",
                         wrap(
                             &format!(
-                                "All or nothing: {} was asked about only {} of the {} requests of {src} — the {} that {} rejected were counted by no layer.",
+                                "All or nothing: {} was asked about only {} of the {} attempts of {src} — the {} that {} rejected were counted by no layer.",
                                 members[j],
                                 count(get(members[j], src, "attempts")),
                                 count(get(chain, src, "attempts")),

@@ -499,6 +499,54 @@ fn a_map_with_a_regular_expression_is_an_import_error_naming_its_line() {
         !ok && err.contains("nginx.conf:2:") && err.contains("hostnames"),
         "{err}"
     );
+    // A map no zone is keyed by is none of the import's business.
+    let conf = PLANS_CONF.replace(
+        "http {\n",
+        "http {\n    map $sent_http_content_type $expires { default off; ~image/ max; }\n",
+    );
+    let (ok, out, err) = import_text("nginx.conf", &conf);
+    assert!(ok && out.contains("[[chain]]"), "{err}");
+}
+
+/// A map of `default` alone gives every request the same key: no line is
+/// sorted out, and the replay runs.
+#[test]
+fn a_map_of_default_alone_keys_every_request() {
+    let conf = "http {
+    log_format main '$msec $request_time $status $remote_addr $http_x_api_key \"$request\"';
+    access_log logs/access.log main;
+    map $http_x_plan $key { default $http_x_api_key; }
+    limit_req_zone $key zone=k:1m rate=1r/s;
+    server { location / { limit_req zone=k; } }
+}
+";
+    let tmp = tempfile::tempdir().unwrap();
+    fs::write(tmp.path().join("nginx.conf"), conf).unwrap();
+    fs::write(
+        tmp.path().join("access.log"),
+        "1.000 0.000 200 10.0.0.1 k1 \"GET / HTTP/1.1\"\n1.100 0.000 503 10.0.0.1 k1 \"GET / HTTP/1.1\"\n",
+    )
+    .unwrap();
+    let o = ratesim()
+        .current_dir(tmp.path())
+        .args(["import", "nginx.conf", "--trace", "access.log"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let toml = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        !toml.contains("only =") && !toml.contains("except ="),
+        "{toml}"
+    );
+    fs::write(tmp.path().join("s.toml"), &toml).unwrap();
+    let o = ratesim()
+        .current_dir(tmp.path())
+        .args(["run", "s.toml", "--no-plots", "--quiet", "--out", "out"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (_, rows) = csv_rows(&tmp.path().join("out/agreement.csv"));
+    assert_eq!(rows.len(), 2, "{rows:?}");
 }
 
 #[test]
@@ -628,4 +676,25 @@ descriptors:
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let chain = summary_row(&tmp.path().join("out"), "domain api");
     assert!(column(&chain, "attempts") > 0);
+}
+
+/// A member after the one that rejects a request's first attempt may be
+/// asked about its retry only: the client still counts among the member's
+/// clients, so no source's `clients_limited` exceeds its `clients`.
+#[test]
+fn a_member_asked_only_about_retries_counts_their_clients() {
+    let body = "\n[[limiter]]\nname = \"own\"\nalgorithm = \"token_bucket\"\ncapacity = 1\nrate = \"1/1s\"\n\n[[limiter]]\nname = \"cap\"\nkey_by = \"global\"\nalgorithm = \"token_bucket\"\ncapacity = 3\nrate = \"4/1s\"\n\n[[chain]]\nname = \"c\"\nlimiters = [\"own\", \"cap\"]\nmode = \"all_or_nothing\"\n";
+    let tmp = run(&scenario(body));
+    let (head, rows) = csv_rows(&tmp.path().join("out/sources.csv"));
+    let col = |n: &str| head.iter().position(|c| c == n).unwrap();
+    assert!(rows
+        .iter()
+        .any(|r| r[col("limiter")] == "cap" && r[col("clients_limited")] != "0"));
+    for r in &rows {
+        let (clients, limited): (u64, u64) = (
+            r[col("clients")].parse().unwrap(),
+            r[col("clients_limited")].parse().unwrap(),
+        );
+        assert!(limited <= clients, "{r:?}");
+    }
 }

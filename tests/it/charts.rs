@@ -486,13 +486,13 @@ fn explain_plans_names_the_layer_behind_each_sources_rejections() {
         }
     };
     let free_scrapers = format!(
-        "free rejects requests of free-scrapers: {} of {} requests",
+        "free rejects requests of free-scrapers: {} of {} attempts",
         with_commas(cell("free", "free-scrapers", 7)),
         with_commas(cell("plans", "free-scrapers", 3))
     );
     assert!(text.contains(&free_scrapers), "{free_scrapers}\n{text}");
     let global_free = format!(
-        "global rejects requests of free: {} of {} requests ({} of {} clients)",
+        "global rejects requests of free: {} of {} attempts ({} of {} clients)",
         with_commas(cell("global", "free", 7)),
         with_commas(cell("plans", "free", 3)),
         cell("global", "free", 10),
@@ -502,7 +502,7 @@ fn explain_plans_names_the_layer_behind_each_sources_rejections() {
     assert!(text.contains("pro rejects nobody"), "{text}");
     assert!(
         text.contains(&format!(
-            "global was asked about only {} of the {} requests of free-scrapers",
+            "global was asked about only {} of the {} attempts of free-scrapers",
             with_commas(cell("global", "free-scrapers", 3)),
             with_commas(cell("plans", "free-scrapers", 3))
         )),

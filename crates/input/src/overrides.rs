@@ -186,7 +186,7 @@ fn segments(path: &str) -> Result<Vec<Segment<'_>>, String> {
                     } else if NAMED.contains(&key) && !inside.is_empty() {
                         Index::Named(inside)
                     } else if NAMED.contains(&key) {
-                        return Err("limiter[] names no limiter: give its index from 0 or its name, e.g. limiter[0] or limiter[api]".into());
+                        return Err(format!("{key}[] names no {key}: give its index from 0 or its name, e.g. {key}[0] or {key}[api]"));
                     } else {
                         return Err(format!(
                             "index [{inside}] is not a whole number from 0 (only limiter[...] and chain[...] take a name)"

@@ -52,7 +52,7 @@ pub const SWEEP_JSON: &str = "sweep.json";
 /// The recommended point per limiter, with its neighbours.
 pub const RECOMMENDATION_MD: &str = "recommendation.md";
 
-/// One row per limiter and source it sees (docs/semantics.md §9).
+/// One row per limiter and source it sees (docs/semantics.md §3).
 pub const SOURCES_CSV: &str = "sources.csv";
 
 /// Every file a run directory may hold besides its charts.

@@ -237,7 +237,7 @@ pub struct LimiterSummary {
     pub overruled: u64,
 }
 
-/// One row of `sources.csv` (docs/semantics.md §9): what one limiter did
+/// One row of `sources.csv` (docs/semantics.md §3, DESIGN §9): what one limiter did
 /// to one source's requests. Its fields from `clients` on are also
 /// `sweep.csv`'s `COLUMN[SOURCE]` columns.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]

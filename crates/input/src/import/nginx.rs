@@ -151,6 +151,10 @@ pub struct Map {
     pub entries: Vec<(String, String)>,
     /// The result of every other value (`""` when the map has no default).
     pub default: String,
+    /// Why it cannot be evaluated exactly (a regular expression,
+    /// `hostnames`, `include`), with the line: an import error only if a
+    /// zone is keyed by it.
+    pub problem: Option<(usize, String)>,
 }
 
 impl Map {
@@ -163,48 +167,59 @@ impl Map {
     }
 }
 
-/// Reads a `map` directive, or says (naming its line) why it cannot be
-/// evaluated exactly.
-fn map(d: &Directive) -> Result<Map, (usize, String)> {
-    let [source, result] = d.args.as_slice() else {
-        return Err((
-            d.line,
-            format!(
-                "{} — expected map $SOURCE $RESULT {{ ... }}",
-                crate::error::quote(&text(d))
-            ),
-        ));
+/// Reads a `map` directive; what keeps it from being evaluated exactly is
+/// its `problem`.
+fn map(d: &Directive) -> Map {
+    let (source, result) = match d.args.as_slice() {
+        [s, r] => (s.clone(), r.clone()),
+        _ => {
+            return Map {
+                source: String::new(),
+                result: d.args.get(1).cloned().unwrap_or_default(),
+                line: d.line,
+                entries: Vec::new(),
+                default: String::new(),
+                problem: Some((
+                    d.line,
+                    format!(
+                        "{} — expected map $SOURCE $RESULT {{ ... }}",
+                        crate::error::quote(&text(d))
+                    ),
+                )),
+            }
+        }
     };
     let block = d.block.as_deref().unwrap_or_default();
     let mut m = Map {
-        source: source.clone(),
+        source,
         result: result.clone(),
         line: d.line,
         entries: Vec::new(),
         default: String::new(),
+        problem: None,
     };
     for e in block {
         let value = e.args.first().cloned().unwrap_or_default();
         match e.name.as_str() {
             "default" => m.default = value,
             "hostnames" | "include" => {
-                return Err((
+                m.problem.get_or_insert((
                     e.line,
                     format!(
                         "map {result}: {} — ratesim evaluates maps of exact strings only",
                         e.name
                     ),
-                ))
+                ));
             }
             "volatile" => {}
             name if name.starts_with('~') => {
-                return Err((
+                m.problem.get_or_insert((
                     e.line,
                     format!(
                         "map {result}: entry {} is a regular expression — ratesim evaluates maps of exact strings only; write each value out, or replay with the zone's key in the log instead",
                         quoted(name)
                     ),
-                ))
+                ));
             }
             name => {
                 let name = name.strip_prefix('\\').unwrap_or(name);
@@ -212,7 +227,7 @@ fn map(d: &Directive) -> Result<Map, (usize, String)> {
             }
         }
     }
-    Ok(m)
+    m
 }
 
 struct Zone {
@@ -277,10 +292,7 @@ pub fn import(file: &str, text_in: &str, out: &mut Import) -> Result<(), InputEr
                 Ok((name, z)) => zones.push((name, z)),
                 Err(e) => first_err = Some(at(d.line, e)),
             },
-            "map" => match map(d) {
-                Ok(m) => maps.push(m),
-                Err((line, e)) => first_err = Some(at(line, e)),
-            },
+            "map" => maps.push(map(d)),
             "log_format" if !d.args.is_empty() => {
                 let rest: Vec<&str> = d.args[1..]
                     .iter()
@@ -504,6 +516,9 @@ fn walk(
         // A zone keyed by a map's result: the map is evaluated per request
         // from the logged source variable (see the replay).
         let keyed_by_map = maps.iter().find(|m| m.result == z.key);
+        if let Some((line, problem)) = keyed_by_map.and_then(|m| m.problem.as_ref()) {
+            return Err(at(*line, format!("{problem} (zone {zone_name}'s key)")));
+        }
         if let Some(m) = keyed_by_map {
             let mut cases: Vec<String> = m
                 .entries

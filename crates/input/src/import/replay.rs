@@ -335,6 +335,8 @@ fn plan_group(
     }
     // Classes: each value, then every other value (none without maps).
     let classes: Vec<Option<(String, Vec<String>, bool)>> = match by {
+        // A map of `default` alone gives every request one key.
+        _ if values.is_empty() => vec![None],
         None => vec![None],
         Some(var) => values
             .iter()
@@ -434,7 +436,7 @@ fn plan_group(
             )?);
         }
         let mut f = f.expect("a group has a class");
-        if let Some(var) = by {
+        if let Some(var) = by.filter(|_| !values.is_empty()) {
             f.select_by(var).map_err(|e| {
                 InputError::new(format!(
                     "{at}: the zones of {} are keyed by a map of {var}, which the log format ({}) does not have, so the replay cannot evaluate it: {e}",
