@@ -94,11 +94,10 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-
-# All paths are relative to the prefix given with -p.
-cat >"$PREFIX/conf/nginx.conf" <<EOF
-# ratesim fixture: nginx limit_req on loopback (scripts/nginx-fixture.sh).
+# Every fixture's nginx.conf begins the same way: one worker in the
+# foreground, paths inside the prefix, no access log but the server's own.
+conf_head() {
+  cat <<'HEAD'
 daemon off;
 worker_processes 1;
 pid logs/nginx.pid;
@@ -116,6 +115,15 @@ http {
     fastcgi_temp_path temp/fastcgi;
     uwsgi_temp_path temp/uwsgi;
     scgi_temp_path temp/scgi;
+HEAD
+}
+
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+
+# All paths are relative to the prefix given with -p.
+cat >"$PREFIX/conf/nginx.conf" <<EOF
+# ratesim fixture: nginx limit_req on loopback (scripts/nginx-fixture.sh).
+$(conf_head)
 
     # \$msec: when the line is written (s.ms); \$request_time: since the first
     # byte of the request was read (s.ms); then the standard "combined" fields.
@@ -153,23 +161,7 @@ if [ "$FIXTURE" = two-locations ]; then
 cat >"$PREFIX/conf/nginx.conf" <<EOF
 # ratesim fixture: two locations, one keyed by a header some requests lack
 # (FIXTURE=two-locations scripts/nginx-fixture.sh).
-daemon off;
-worker_processes 1;
-pid logs/nginx.pid;
-error_log logs/error.log info;   # limit_req logs rejections at error, delays at warn
-
-events {
-    worker_connections 4096;
-}
-
-http {
-    default_type text/plain;
-    access_log off;
-    client_body_temp_path temp/client_body;
-    proxy_temp_path temp/proxy;
-    fastcgi_temp_path temp/fastcgi;
-    uwsgi_temp_path temp/uwsgi;
-    scgi_temp_path temp/scgi;
+$(conf_head)
 
     # No \$limit_req_status: the verdict is the status (limit_req_status).
     log_format main '\$msec \$request_time \$status \$remote_addr '
@@ -219,23 +211,7 @@ if [ "$FIXTURE" = layered ] || [ "$FIXTURE" = plans ]; then
   fi
 cat >"$PREFIX/conf/nginx.conf" <<EOF
 # ratesim fixture: several limits on one request (FIXTURE=$FIXTURE scripts/nginx-fixture.sh).
-daemon off;
-worker_processes 1;
-pid logs/nginx.pid;
-error_log logs/error.log info;   # limit_req logs rejections at error, delays at warn
-
-events {
-    worker_connections 4096;
-}
-
-http {
-    default_type text/plain;
-    access_log off;
-    client_body_temp_path temp/client_body;
-    proxy_temp_path temp/proxy;
-    fastcgi_temp_path temp/fastcgi;
-    uwsgi_temp_path temp/uwsgi;
-    scgi_temp_path temp/scgi;
+$(conf_head)
 
 $LIMITS
     limit_req_status 429;

@@ -62,6 +62,13 @@ fn run(toml: &str) -> tempfile::TempDir {
     tmp
 }
 
+/// `ratesim ARGS` run in `dir`; asserts it succeeded, returns stdout.
+fn ok_in(dir: &std::path::Path, args: &[&str]) -> String {
+    let o = ratesim().current_dir(dir).args(args).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout).unwrap()
+}
+
 /// `decisions.csv`'s rows of `limiter`, without the limiter and `by`.
 fn decisions(dir: &std::path::Path, limiter: &str) -> Vec<Vec<String>> {
     let (_, rows) = csv_rows(&dir.join("decisions.csv"));
@@ -289,17 +296,10 @@ fn fixture_agreement(name: &str, client_of: ClientOf) -> Agreement {
     for f in ["nginx.conf", "access.log"] {
         fs::copy(fixture.join(f), tmp.path().join(f)).unwrap();
     }
-    let imported = ratesim()
-        .current_dir(tmp.path())
-        .args(["import", "nginx.conf", "--trace", "access.log"])
-        .output()
-        .unwrap();
-    assert!(
-        imported.status.success(),
-        "{}",
-        String::from_utf8_lossy(&imported.stderr)
+    let chained = ok_in(
+        tmp.path(),
+        &["import", "nginx.conf", "--trace", "access.log"],
     );
-    let chained = String::from_utf8(imported.stdout).unwrap();
     assert!(
         chained.contains("[[chain]]\nname = 'location /'"),
         "{chained}"
@@ -309,9 +309,9 @@ fn fixture_agreement(name: &str, client_of: ClientOf) -> Agreement {
     let independent = format!("{}{}", &chained[..start], &chained[end..]);
     let run = |toml: &str, out: &str| -> std::path::PathBuf {
         fs::write(tmp.path().join(format!("{out}.toml")), toml).unwrap();
-        let o = ratesim()
-            .current_dir(tmp.path())
-            .args([
+        ok_in(
+            tmp.path(),
+            &[
                 "run",
                 &format!("{out}.toml"),
                 "--decisions",
@@ -319,10 +319,8 @@ fn fixture_agreement(name: &str, client_of: ClientOf) -> Agreement {
                 "--quiet",
                 "--out",
                 out,
-            ])
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            ],
+        );
         tmp.path().join(out)
     };
     let with_chain = run(&chained, "chained");
@@ -392,9 +390,23 @@ fn fixture_agreement(name: &str, client_of: ClientOf) -> Agreement {
     a
 }
 
-/// Whole percent of `part` in `whole`, rounded down.
-fn percent(part: usize, whole: usize) -> usize {
-    part * 100 / whole
+/// Fixture `name` has `requests` lines; replayed as a chain at least
+/// `percent`% of its verdicts agree, and more than replayed zone by zone.
+fn assert_chain_agrees(name: &str, client_of: ClientOf, requests: usize, percent: usize) {
+    let a = fixture_agreement(name, client_of);
+    assert_eq!(a.requests, requests, "{name}");
+    assert!(
+        a.chain * 100 / a.requests >= percent,
+        "{name}: {}/{}",
+        a.chain,
+        a.requests
+    );
+    assert!(
+        a.independent < a.chain,
+        "{name}: independent {} ≥ chain {}",
+        a.independent,
+        a.chain
+    );
 }
 
 /// nginx's documentation example: `limit_req` per address and per
@@ -404,20 +416,7 @@ fn percent(part: usize, whole: usize) -> usize {
 /// agree less.
 #[test]
 fn the_layered_nginx_fixture_agrees_as_a_chain() {
-    let a = fixture_agreement("nginx-layered", |f| f[4].to_string());
-    assert_eq!(a.requests, 761);
-    assert!(
-        percent(a.chain, a.requests) >= 96,
-        "{}/{}",
-        a.chain,
-        a.requests
-    );
-    assert!(
-        a.independent < a.chain,
-        "independent {} ≥ chain {}",
-        a.independent,
-        a.chain
-    );
+    assert_chain_agrees("nginx-layered", |f| f[4].to_string(), 761, 96);
 }
 
 /// Plans written with nginx `map`: free and pro zones keyed by X-Api-Key
@@ -426,25 +425,11 @@ fn the_layered_nginx_fixture_agrees_as_a_chain() {
 /// a chain, ≥ 98% agree; the zones replayed independently agree less.
 #[test]
 fn the_plans_nginx_fixture_agrees_as_a_chain() {
-    let a = fixture_agreement("nginx-plans", |f| {
-        match f[5].to_ascii_lowercase().as_str() {
-            "free" | "pro" => f[6].to_string(),
-            _ => f[4].to_string(),
-        }
-    });
-    assert_eq!(a.requests, 432);
-    assert!(
-        percent(a.chain, a.requests) >= 98,
-        "{}/{}",
-        a.chain,
-        a.requests
-    );
-    assert!(
-        a.independent < a.chain,
-        "independent {} ≥ chain {}",
-        a.independent,
-        a.chain
-    );
+    let client = |f: &[&str]| match f[5].to_ascii_lowercase().as_str() {
+        "free" | "pro" => f[6].to_string(),
+        _ => f[4].to_string(),
+    };
+    assert_chain_agrees("nginx-plans", client, 432, 98);
 }
 
 /// `ratesim import` of `conf` (written as `name`) in a fresh directory:
@@ -527,24 +512,19 @@ fn a_map_of_default_alone_keys_every_request() {
         "1.000 0.000 200 10.0.0.1 k1 \"GET / HTTP/1.1\"\n1.100 0.000 503 10.0.0.1 k1 \"GET / HTTP/1.1\"\n",
     )
     .unwrap();
-    let o = ratesim()
-        .current_dir(tmp.path())
-        .args(["import", "nginx.conf", "--trace", "access.log"])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let toml = String::from_utf8(o.stdout).unwrap();
+    let toml = ok_in(
+        tmp.path(),
+        &["import", "nginx.conf", "--trace", "access.log"],
+    );
     assert!(
         !toml.contains("only =") && !toml.contains("except ="),
         "{toml}"
     );
     fs::write(tmp.path().join("s.toml"), &toml).unwrap();
-    let o = ratesim()
-        .current_dir(tmp.path())
-        .args(["run", "s.toml", "--no-plots", "--quiet", "--out", "out"])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    ok_in(
+        tmp.path(),
+        &["run", "s.toml", "--no-plots", "--quiet", "--out", "out"],
+    );
     let (_, rows) = csv_rows(&tmp.path().join("out/agreement.csv"));
     assert_eq!(rows.len(), 2, "{rows:?}");
 }
@@ -600,12 +580,10 @@ fn only_and_except_pick_lines_by_a_logged_variable_as_nginx_map_does() {
         let tmp = tempfile::tempdir().unwrap();
         fs::write(tmp.path().join("access.log"), log).unwrap();
         fs::write(tmp.path().join("s.toml"), source(select)).unwrap();
-        let o = ratesim()
-            .current_dir(tmp.path())
-            .args(["run", "s.toml", "--no-plots", "--quiet", "--out", "out"])
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        ok_in(
+            tmp.path(),
+            &["run", "s.toml", "--no-plots", "--quiet", "--out", "out"],
+        );
         let json = fs::read_to_string(tmp.path().join("out/summary.json")).unwrap();
         (
             column(
@@ -668,12 +646,10 @@ descriptors:
     );
     let tmp = tempfile::tempdir().unwrap();
     fs::write(tmp.path().join("s.toml"), &out).unwrap();
-    let o = ratesim()
-        .current_dir(tmp.path())
-        .args(["run", "s.toml", "--no-plots", "--quiet", "--out", "out"])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    ok_in(
+        tmp.path(),
+        &["run", "s.toml", "--no-plots", "--quiet", "--out", "out"],
+    );
     let chain = summary_row(&tmp.path().join("out"), "domain api");
     assert!(column(&chain, "attempts") > 0);
 }

@@ -127,7 +127,13 @@ mod tests {
         s.attempt(3, true, false, 1, Some(Decision::Admitted));
         s.attempt(3, false, false, 1, Some(rejected));
         s.attempt(3, false, false, 1, Some(rejected));
-        s.attempt(200, true, true, 2, Some(Decision::Delayed { delay: Nanos(5) }));
+        s.attempt(
+            200,
+            true,
+            true,
+            2,
+            Some(Decision::Delayed { delay: Nanos(5) }),
+        );
         s.attempt(200, true, true, 2, None);
         // A retry alone makes a chain member's client seen (asked late).
         s.attempt(77, false, true, 1, Some(rejected));
