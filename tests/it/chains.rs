@@ -69,6 +69,17 @@ fn ok_in(dir: &std::path::Path, args: &[&str]) -> String {
     String::from_utf8(o.stdout).unwrap()
 }
 
+/// Decision rows without their key (a chain's key is the client, the
+/// member's may be another).
+fn without_key(rows: Vec<Vec<String>>) -> Vec<Vec<String>> {
+    rows.into_iter()
+        .map(|mut r| {
+            r.remove(1);
+            r
+        })
+        .collect()
+}
+
 /// `decisions.csv`'s rows of `limiter`, without the limiter and `by`.
 fn decisions(dir: &std::path::Path, limiter: &str) -> Vec<Vec<String>> {
     let (_, rows) = csv_rows(&dir.join("decisions.csv"));
@@ -100,15 +111,11 @@ fn a_one_member_all_or_nothing_chain_is_its_member() {
                 "algorithm {i}: no retry to compare"
             );
             // The chain's key is the client; compare the rest.
-            let strip = |rows: Vec<Vec<String>>| -> Vec<Vec<String>> {
-                rows.into_iter()
-                    .map(|mut r| {
-                        r.remove(1);
-                        r
-                    })
-                    .collect()
-            };
-            assert_eq!(strip(chain), strip(alone), "algorithm {i}, key_by {key_by}");
+            assert_eq!(
+                without_key(chain),
+                without_key(alone),
+                "algorithm {i}, key_by {key_by}"
+            );
         }
     }
 }
@@ -251,18 +258,10 @@ fn a_chain_on_several_instances_is_its_member_on_them() {
                 alone.iter().any(|r| r[4] == "rejected"),
                 "{deployment}: no rejection"
             );
-            // The chain's key column is the client; compare the rest.
-            let strip = |rows: Vec<Vec<String>>| -> Vec<Vec<String>> {
-                rows.into_iter()
-                    .map(|mut r| {
-                        r.remove(1);
-                        r
-                    })
-                    .collect()
-            };
+            // The chain's key is the client; compare the rest.
             assert_eq!(
-                strip(decisions(&out, "c")),
-                strip(alone),
+                without_key(decisions(&out, "c")),
+                without_key(alone),
                 "{deployment} {algorithm}"
             );
             let c = summary_row(&out, "c");
