@@ -85,10 +85,13 @@ impl ClientsSeries {
 }
 
 pub fn clients_series(data: &RunData) -> ClientsSeries {
+    // A chain's members answer no client (docs/semantics.md §13): the
+    // chain's row is what its clients met.
     let rows: Vec<ClientsRow> = data
         .limiters
         .iter()
         .enumerate()
+        .filter(|(_, l)| l.chain.is_empty())
         .map(|(index, l)| {
             let logical = l.clients.logical_requests;
             let amplification = match logical {
