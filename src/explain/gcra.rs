@@ -231,7 +231,7 @@ fn explain(ctx: &Context) -> anyhow::Result<String> {
         s,
         "{}\n",
         wrap(
-            "Where you meet it: the Rust governor crate and redis-cell (whose max_burst = b is burst b + 1). Choose GCRA when state per key is what you pay for — millions of keys in Redis — and a token bucket when you want a balance you can read.",
+            "Where you meet it: the Rust governor crate and redis-cell (whose max_burst = b is burst b + 1). Choose GCRA when state per key is what you pay for in a store that keeps it as one number (8 bytes against the bucket's 16 here), and a token bucket when you want a balance you can read. ratesim's Redis scripts keep both as a small hash of the same size (the README's Redis memory figures), so in Redis as shipped the choice is about reading the balance, not bytes.",
             78,
             0
         )

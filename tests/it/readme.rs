@@ -26,6 +26,56 @@ fn the_readme_shows_exactly_what_run_boundary_prints() {
         quoted, printed,
         "README.md's quote of `ratesim run boundary` is out of date"
     );
+    // "The first draws that chart (with five more …)": six PNGs.
+    let dir = tmp.path().join("output/boundary");
+    let charts = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "png")
+        })
+        .count();
+    assert!(
+        readme.contains("draws that chart (with five more"),
+        "README"
+    );
+    assert_eq!(charts, 1 + 5, "charts of `ratesim run boundary`");
+    // The chart's caption: the fixed window at 200, the interval bucket at
+    // 101, every other limiter at the limit of 100 or under.
+    assert!(readme.contains("the fixed window's bar reaches 200, twice the limit of 100; the others stay at the line, the interval bucket one over it at 101"));
+    let summary = std::fs::read_to_string(dir.join("summary.csv")).unwrap();
+    for row in summary.lines().skip(1) {
+        let f: Vec<&str> = row.split(',').collect();
+        let (name, peak, limit) = (f[0], f[6], f[7]);
+        let expected = match name {
+            "fixed_window" => "200",
+            "interval_bucket" => "101",
+            _ => limit,
+        };
+        assert!(
+            peak == expected
+                || (name != "fixed_window"
+                    && name != "interval_bucket"
+                    && peak.parse::<u64>().unwrap() <= 100),
+            "{name}: {peak}"
+        );
+        assert_eq!(limit, "100");
+    }
+}
+
+/// The README's table of built-in scenarios names every one of them.
+#[test]
+fn the_readme_lists_every_built_in_scenario() {
+    let readme = include_str!("../../README.md");
+    for name in crate::common::SHIPPED {
+        assert!(
+            readme.contains(&format!("\n| `{name}` | ")),
+            "README.md's scenario table lacks {name}"
+        );
+    }
 }
 
 #[test]

@@ -74,6 +74,8 @@ pub struct ClientsSeries {
     pub retries: bool,
     /// Some limiter keys by `ip` or `global`.
     pub shared_keys: bool,
+    /// The scenario has a single client.
+    pub one_client: bool,
     pub rows: Vec<ClientsRow>,
 }
 
@@ -119,6 +121,7 @@ pub fn clients_series(data: &RunData) -> ClientsSeries {
     ClientsSeries {
         retries: rows.iter().any(|r| r.retried),
         shared_keys: rows.iter().any(ClientsRow::shares_keys),
+        one_client: data.clients == 1,
         rows,
     }
 }
@@ -200,6 +203,10 @@ fn verdict(s: &ClientsSeries) -> String {
                 ));
             }
             out.push(text + ".");
+        }
+        // With one client there is no one to be fair to.
+        Some(_) if s.one_client => {
+            out.push("One client: no fairness between clients to measure.".to_string())
         }
         Some(_) => out.push(
             "Every limiter served its clients about evenly (Jain's index ≥ 0.95).".to_string(),
@@ -522,6 +529,22 @@ mod tests {
             // summary.json prints it to 4 decimals.
             assert!((amp - l.clients.retry_amplification.unwrap()).abs() < 5e-5);
         }
+    }
+
+    // Issue 25: a one-client run was said to serve "its clients about
+    // evenly".
+    #[test]
+    fn one_client_is_no_one_to_be_fair_to() {
+        let mut d = tests_support::boundary();
+        assert_eq!(d.clients, 1, "the boundary scenario has one client");
+        let one = caption(&d);
+        assert!(
+            one.contains("One client: no fairness between clients to measure."),
+            "{one}"
+        );
+        assert!(!one.contains("about evenly"), "{one}");
+        d.clients = 2;
+        assert!(caption(&d).contains("about evenly"));
     }
 
     #[test]

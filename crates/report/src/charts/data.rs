@@ -36,6 +36,8 @@ pub struct RunData {
     /// (`worst_key_in_window`, `overshoot`); run directories written
     /// before them load with zeros there and this false.
     pub per_key_series: bool,
+    /// Clients in the scenario's population (0 in summaries without it).
+    pub clients: u64,
     pub limiters: Vec<LimiterData>,
 }
 
@@ -338,7 +340,14 @@ impl RunData {
             outages.insert(l.name.clone(), parsed);
         }
         let default_limit = f.limit;
+        let clients = f
+            .scenario
+            .rest
+            .get("clients")
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(0);
         let data = RunData {
+            clients,
             name: f.scenario.name,
             description: f.scenario.description,
             seed: f.seed,
@@ -846,6 +855,7 @@ pub mod tests_support {
     /// A run of limiters `(name, peak)` under a policy of `limit` per 1s.
     pub fn run_data(limiters: &[(&str, u64)], limit: u64) -> RunData {
         RunData {
+            clients: 3,
             name: "synthetic".into(),
             description: String::new(),
             seed: 0,
