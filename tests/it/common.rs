@@ -30,7 +30,7 @@ pub const SUMMARY_HEADER: &str = "limiter,algorithm,attempts,admitted,delayed,re
 
 /// docs/semantics.md §3: the header of `decisions.csv`.
 pub const DECISIONS_HEADER: &str =
-    "limiter,time_ns,key,client,attempt,outcome,delay_ns,retry_after_ns,by";
+    "limiter,time_ns,key,client,attempt,outcome,delay_ns,retry_after_ns,by,source";
 
 /// The files every run directory holds.
 pub const RUN_FILES: [&str; 3] = ["summary.csv", "summary.json", "timeseries.csv"];

@@ -187,6 +187,8 @@ struct Decision {
     retry_after_ns: Option<u64>,
     /// A chain's member behind the decision (docs/semantics.md §13).
     by: String,
+    /// The `[[traffic]]` source of the attempt.
+    source: String,
 }
 
 impl Decision {
@@ -222,6 +224,7 @@ fn each_decision(run: &Run, mut f: impl FnMut(Decision)) {
             delay_ns: rec[6].parse().unwrap(),
             retry_after_ns: (!rec[7].is_empty()).then(|| rec[7].parse().unwrap()),
             by: rec[8].to_string(),
+            source: rec[9].to_string(),
         });
     }
 }
@@ -2169,6 +2172,11 @@ fn plans_layers_reject_whom_its_comments_say() {
     assert_eq!(by_global, s.u("global", "rejected"));
     assert_eq!(by_free, s.u("free", "rejected"));
     assert_eq!(by_global + by_free, s.u("plans", "rejected"));
+    // The free layer rejects the scrapers' requests, and no one else's.
+    assert!(chain
+        .iter()
+        .filter(|d| d.by == "free")
+        .all(|d| d.source == "free-scrapers"));
 }
 
 #[test]

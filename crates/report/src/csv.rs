@@ -109,6 +109,8 @@ pub struct DecisionLog<'a, W: Write> {
     key_buf: String,
     /// A chain's members, for the `by` column.
     members: Vec<&'a str>,
+    /// The scenario's sources, for the `source` column.
+    sources: Vec<&'a str>,
 }
 
 impl<'a, W: Write> DecisionLog<'a, W> {
@@ -124,14 +126,17 @@ impl<'a, W: Write> DecisionLog<'a, W> {
             client_buf: String::new(),
             key_buf: String::new(),
             members: Vec::new(),
+            sources: Vec::new(),
         }
     }
 
-    /// The log of limiter `index` of `scenario`; a chain's names in `by`
-    /// the member that rejected or set the delay.
+    /// The log of limiter `index` of `scenario`: `source` names each
+    /// attempt's `[[traffic]]`; a chain's names in `by` the member that
+    /// rejected or set the delay.
     pub fn of(out: W, scenario: &'a Scenario, index: usize) -> Self {
         let spec = &scenario.limiters[index];
         let mut log = DecisionLog::new(out, &spec.name, spec.key_by, &scenario.population);
+        log.sources = scenario.traffic.iter().map(|t| t.name.as_str()).collect();
         if let Some(c) = &spec.chain {
             log.members = c
                 .members
@@ -192,6 +197,8 @@ impl<W: Write> DecisionSink for DecisionLog<'_, W> {
         }
         let by = a.by.and_then(|b| self.members.get(b as usize));
         self.w.write_field(by.copied().unwrap_or(""))?;
+        let source = self.sources.get(a.source as usize);
+        self.w.write_field(source.copied().unwrap_or(""))?;
         self.w.write_record(None::<&[u8]>)?;
         Ok(())
     }

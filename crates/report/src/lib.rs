@@ -173,6 +173,15 @@ impl Report {
                         .map(|c| scenario.limiters[c].name.clone())
                         .unwrap_or_default(),
                     overruled: r.overruled,
+                    clients_limited_share: {
+                        let (limited, all) = r
+                            .clients()
+                            .filter(|c| c.logical > 0)
+                            .fold((0u64, 0u64), |(l, a), c| {
+                                (l + (c.rejected > 0) as u64, a + 1)
+                            });
+                        (all > 0).then(|| Decimal::share((limited, all)))
+                    },
                 };
                 // A member does not answer the clients (its chain does):
                 // the clients' figures are the chain's row's. Neither a
@@ -192,6 +201,7 @@ impl Report {
                         ..summary
                     },
                     (Some(_), _) => LimiterSummary {
+                        clients_limited_share: None,
                         collateral_share: None,
                         collateral_rejections: None,
                         collateral_cost_share: None,

@@ -181,6 +181,7 @@ pub const DECISION_COLUMNS: &[&str] = &[
     "delay_ns",
     "retry_after_ns",
     "by",
+    "source",
 ];
 
 /// `top_keys.csv`'s header.

@@ -235,6 +235,11 @@ pub struct LimiterSummary {
     /// `attempts = admitted + delayed + rejected + overruled`.
     #[serde(default)]
     pub overruled: u64,
+    /// Of the clients with a request, the share with at least one rejected
+    /// attempt (4 decimals; DESIGN §9): how many people the limit ever
+    /// turned away.
+    #[serde(default)]
+    pub clients_limited_share: Option<Decimal>,
 }
 
 /// One row of `sources.csv` (docs/semantics.md §3, DESIGN §9): what one limiter did
