@@ -139,12 +139,33 @@ impl Grid {
             .join(", ")
     }
 
+    /// Point `i` as `path=value` of the axes `shown` marks (all when it is
+    /// empty).
+    pub fn describe_only(&self, i: usize, shown: &[bool]) -> String {
+        self.axes
+            .iter()
+            .zip(self.values(i))
+            .enumerate()
+            .filter(|(k, _)| shown.get(*k).copied().unwrap_or(true))
+            .map(|(_, (a, v))| format!("{}={v}", a.path))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
     /// The points one step away from `i` along exactly one axis, in point
     /// order.
     pub fn neighbours(&self, i: usize) -> Vec<usize> {
+        self.neighbours_along(i, &[])
+    }
+
+    /// [`Grid::neighbours`] along the axes `along` marks (all when empty).
+    pub fn neighbours_along(&self, i: usize, along: &[bool]) -> Vec<usize> {
         let c = self.coords(i);
         let mut out = Vec::new();
         for k in 0..self.axes.len() {
+            if !along.get(k).copied().unwrap_or(true) {
+                continue;
+            }
             for d in [-1i64, 1] {
                 let v = c[k] as i64 + d;
                 if v < 0 || v >= self.axes[k].values.len() as i64 {

@@ -236,7 +236,15 @@ pub fn render(t: &SweepTable, grid: &Grid, c: &Criteria, scenario: &str) -> Stri
             ));
             continue;
         }
-        let at = |r: usize| grid.describe(t.point_of[r]);
+        // DESIGN §9: only the axes that can change this limiter.
+        let own = axes_of(t, grid, &name);
+        if !own.contains(&true) {
+            out.push_str(&format!(
+                "No axis of the grid is {name}'s or shared: every point gives it the same rows, so there is nothing to choose for it (its numbers are in sweep.csv).\n"
+            ));
+            continue;
+        }
+        let at = |r: usize| grid.describe_only(t.point_of[r], &own);
         match choose(t, c, &name) {
             Choice::Empty => out.push_str("No rows.\n"),
             Choice::Best(r) => {
@@ -248,7 +256,7 @@ pub fn render(t: &SweepTable, grid: &Grid, c: &Criteria, scenario: &str) -> Stri
                 out.push_str(&numbers(t, c, r));
                 let rows = t.rows_of(&name);
                 let neighbours: Vec<usize> = grid
-                    .neighbours(t.point_of[r])
+                    .neighbours_along(t.point_of[r], &own)
                     .into_iter()
                     .filter_map(|p| rows.iter().find(|(q, _)| *q == p).map(|&(_, n)| n))
                     .collect();
@@ -323,6 +331,51 @@ pub fn render(t: &SweepTable, grid: &Grid, c: &Criteria, scenario: &str) -> Stri
         }
     }
     out
+}
+
+/// Which of the grid's axes can change limiter `name`'s rows (DESIGN §9):
+/// every axis but another limiter's own field (`limiter[OTHER]…`,
+/// `chain[OTHER]…`). A chain's axes are its own and its members'.
+pub fn axes_of(t: &SweepTable, grid: &Grid, name: &str) -> Vec<bool> {
+    let limiters = t.limiters();
+    let chains: Vec<&String> = limiters
+        .iter()
+        .filter(|l| t.algorithm_of(l).as_deref() == Some("chain"))
+        .collect();
+    let mine: Vec<&String> = limiters
+        .iter()
+        .filter(|l| *l == name || t.chain_of(l).as_deref() == Some(name))
+        .collect();
+    grid.axes
+        .iter()
+        .map(|a| {
+            let Some((array, rest)) = a.path.split_once('[') else {
+                return true;
+            };
+            let Some(index) = rest.split_once(']').map(|(i, _)| i) else {
+                return true;
+            };
+            let named = |list: &[&String]| -> Option<String> {
+                match index.parse::<usize>() {
+                    Ok(i) => list.get(i).map(|s| s.to_string()),
+                    Err(_) => Some(index.to_string()),
+                }
+            };
+            match array {
+                "limiter" => {
+                    // limiter[i] counts the scenario's [[limiter]] tables,
+                    // which come before its chains in the rows.
+                    let plain: Vec<&String> = limiters
+                        .iter()
+                        .filter(|l| t.algorithm_of(l).as_deref() != Some("chain"))
+                        .collect();
+                    named(&plain).is_none_or(|n| mine.iter().any(|m| **m == n))
+                }
+                "chain" => named(&chains).is_none_or(|n| n == name),
+                _ => true,
+            }
+        })
+        .collect()
 }
 
 /// The chosen point's numbers: every requirement, the objective, and the

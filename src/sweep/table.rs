@@ -77,6 +77,15 @@ impl SweepTable {
         names
     }
 
+    /// Limiter `name`'s `algorithm` cell.
+    pub fn algorithm_of(&self, name: &str) -> Option<String> {
+        let (l, a) = (self.column("limiter")?, self.column("algorithm")?);
+        self.rows
+            .iter()
+            .find(|r| r[l] == name)
+            .map(|r| r[a].clone())
+    }
+
     /// The chain limiter `name` is a member of (docs/semantics.md §13), from
     /// its rows' `chain` column.
     pub fn chain_of(&self, name: &str) -> Option<String> {

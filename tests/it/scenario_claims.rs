@@ -1887,8 +1887,11 @@ fn pick_a_limit(extra: &[&str]) -> (Cells, String) {
     (cells, recommendation)
 }
 
-/// The recommended (limit, burst) of `limiter` in recommendation.md.
-fn recommended(md: &str, limiter: &str) -> (u64, u64) {
+/// The recommended (limit, burst) of `limiter` in recommendation.md; the
+/// burst is `None` where the axis is another limiter's (the token
+/// bucket's capacity for the sliding window), which the recommendation
+/// does not name (DESIGN §9).
+fn recommended(md: &str, limiter: &str) -> (u64, Option<u64>) {
     let section = md
         .split(&format!("## {limiter}\n"))
         .nth(1)
@@ -1897,15 +1900,17 @@ fn recommended(md: &str, limiter: &str) -> (u64, u64) {
         .lines()
         .find(|l| l.starts_with("**Recommended: "))
         .unwrap_or_else(|| panic!("no recommendation for {limiter}:\n{md}"));
-    let value = |path: &str| -> u64 {
-        let rest = line.split(&format!("{path}=")).nth(1).unwrap();
+    let value = |path: &str| -> Option<u64> {
+        let rest = line.split(&format!("{path}=")).nth(1)?;
         rest.split(|c: char| !c.is_ascii_digit())
-            .next()
-            .unwrap()
+            .next()?
             .parse()
-            .unwrap()
+            .ok()
     };
-    (value("defaults.limit"), value("limiter[0].capacity"))
+    (
+        value("defaults.limit").expect("the limit"),
+        value("limiter[0].capacity"),
+    )
 }
 
 #[test]
@@ -1971,8 +1976,8 @@ fn pick_a_limit_recommends_what_its_comments_say() {
             "0"
         );
     }
-    assert_eq!(recommended(&md, "token_bucket"), (20, 5));
-    assert_eq!(recommended(&md, "sliding_window"), (10, 5));
+    assert_eq!(recommended(&md, "token_bucket"), (20, Some(5)));
+    assert_eq!(recommended(&md, "sliding_window"), (10, None));
 }
 
 #[test]
@@ -1991,10 +1996,10 @@ fn pick_a_limit_changes_as_its_comments_say() {
         "--require",
         "peak_over_limit<=2",
     ]);
-    assert_eq!(recommended(&md, "token_bucket"), (5, 5));
+    assert_eq!(recommended(&md, "token_bucket"), (5, Some(5)));
     let (cells, md) = pick_a_limit(&["--set", "traffic[0].rate=4/1s"]);
-    assert_eq!(recommended(&md, "sliding_window"), (15, 5));
-    assert_eq!(recommended(&md, "token_bucket"), (20, 5));
+    assert_eq!(recommended(&md, "sliding_window"), (15, None));
+    assert_eq!(recommended(&md, "token_bucket"), (20, Some(5)));
     let share = |l: &str, limit: u64| -> f64 {
         cells[&(l.to_string(), limit, 5)]["within_limit_rejected_share"]
             .parse()

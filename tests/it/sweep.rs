@@ -908,10 +908,15 @@ fn the_recommendation_is_the_brute_force_choice_over_sweep_csv() {
             .min_by_key(|r| r[col("defaults.limit")].parse::<u64>().unwrap())
             .expect("some point qualifies");
         let section = md.split(&format!("## {name}\n")).nth(1).unwrap();
-        let expected = format!(
-            "**Recommended: defaults.limit={}, limiter[0].capacity={}**",
-            best[0], best[1]
-        );
+        // DESIGN §9: a limiter's recommendation names only the axes that
+        // can change it — limiter[0].capacity is the token bucket's.
+        let expected = match name {
+            "token_bucket" => format!(
+                "**Recommended: defaults.limit={}, limiter[0].capacity={}**",
+                best[0], best[1]
+            ),
+            _ => format!("**Recommended: defaults.limit={}**", best[0]),
+        };
         assert!(section.contains(&expected), "{expected}\n{section}");
         assert!(section.contains("Its neighbours on the grid"), "{section}");
         assert!(
@@ -1029,4 +1034,37 @@ fn merged_shards_are_the_unsharded_sweep_byte_for_byte() {
         .arg(&out);
     assert_input_error(&mut cmd, &["scenarios differ"]);
     assert_no_output(&out);
+}
+
+/// DESIGN §9: a limiter's recommendation names only the axes that can
+/// change it; a limiter no axis can change gets none.
+#[test]
+fn a_limiter_no_axis_changes_is_recommended_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = scenario_in(tmp.path(), "a", SMALL);
+    let out = tmp.path().join("sweep");
+    sweep(
+        &s,
+        &out,
+        &[
+            "--vary",
+            "limiter[0].capacity=2,20",
+            "--require",
+            "rejected_share<=1",
+            "--quiet",
+            "--no-plots",
+        ],
+    )
+    .success();
+    let md = read_text(&out.join("recommendation.md"));
+    let second = md.split("\n## sliding_log\n").nth(1).expect("its section");
+    assert!(
+        second.contains("No axis of the grid is sliding_log's or shared"),
+        "{md}"
+    );
+    let first = md.split("\n## token_bucket\n").nth(1).unwrap();
+    assert!(
+        first.contains("**Recommended: limiter[0].capacity="),
+        "{md}"
+    );
 }
