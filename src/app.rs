@@ -63,6 +63,12 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Explain(args) => explain_command(args),
         Command::Show { name } => crate::onboard::show(&name),
         Command::Export(ExportCommand::Redis(args)) => export_redis(args),
+        Command::Export(ExportCommand::Nginx(args)) => {
+            let s = load(&args.scenario, &[])?;
+            let text = crate::export::nginx(&s, &args.limiter, args.key.as_deref())?;
+            io::stdout().lock().write_all(text.as_bytes())?;
+            Ok(())
+        }
         Command::Init(args) => {
             crate::onboard::init_command(&args.name, args.file.as_deref(), args.force)
         }

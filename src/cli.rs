@@ -108,6 +108,23 @@ pub enum ExportCommand {
         after_help = "Examples:\n  ratesim export redis gcra > gcra.lua\n  ratesim export redis --all scripts/\n\nAlgorithms: token_bucket, gcra, leaky_bucket, fixed_window, sliding_log, sliding_counter,\nsmooth_bursty. Call a script as EVALSHA sha 1 KEY now_us cost limit window_us [extra ...]\n(its header says which extras, in which order, and the ranges it is exact in); it replies\n{outcome, wait_us}: 1 admitted, 2 delayed by wait_us, 0 rejected with retry-after wait_us\n(-1: never). Each decides exactly as `ratesim run` does at microsecond timestamps.\nArguments are checked first: numbers in plain ASCII digits within the header's range,\nwords from its list; anything else (1.5, 1e3, 0x10, -1, too large) is an error reply\n\"ERR ALGORITHM: ARGUMENT ...\" and the key is untouched. A caller whose now_us is behind\nthe key's stored time (another gateway's clock ahead) is answered on its own clock: its\nwait adds the difference (each header says how)."
     )]
     Redis(ExportRedisArgs),
+    /// A scenario's leaky-bucket limiters as nginx limit_req_zone / limit_req lines
+    #[command(
+        after_help = "Examples:\n  ratesim export nginx replay.toml\n  ratesim export nginx s.toml --limiter api --key '$binary_remote_addr'\n\nEach leaky_bucket limiter (every one, or each --limiter NAME) becomes a limit_req_zone\n(rate as whole r/s or r/m) and a limit_req (burst = queue; nodelay when delay = queue,\nelse delay=); a chain's members are the limit_req lines of one location, in order. The key\nis the variable the limiter was imported with (its nginx log source's client or ip), else\n--key VAR; key_by = \"global\" is $server_name. A limiter nginx cannot run exactly is exit 2\nnaming it and why. `ratesim import` of the output gives back limiters that decide the same."
+    )]
+    Nginx(ExportNginxArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ExportNginxArgs {
+    /// The scenario: a path or a built-in name
+    pub scenario: String,
+    /// Export only this limiter or chain (repeatable)
+    #[arg(long, value_name = "NAME")]
+    pub limiter: Vec<String>,
+    /// The key variable of limiters that read no nginx log
+    #[arg(long, value_name = "VAR")]
+    pub key: Option<String>,
 }
 
 #[derive(Debug, clap::Args)]

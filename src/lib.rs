@@ -30,6 +30,8 @@ pub mod sweep;
 pub use ratesim_core::{
     cache, calendar, clock, deploy, engine, limiter, metrics, population, traffic,
 };
-pub use ratesim_input::{accesslog, builtin, error, import, overrides, scenario, InputError};
+pub use ratesim_input::{
+    accesslog, builtin, error, export, import, overrides, scenario, InputError,
+};
 pub use ratesim_report as report;
 pub use ratesim_rundir as rundir;

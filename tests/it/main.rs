@@ -12,6 +12,7 @@ mod conformance;
 mod distributed;
 mod engine;
 mod engine_support;
+mod export;
 mod fuzz;
 mod onboard;
 mod properties;

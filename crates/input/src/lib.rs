@@ -15,6 +15,7 @@
 
 pub mod accesslog;
 pub mod builtin;
+pub mod export;
 pub mod fields;
 pub mod import;
 pub mod origin;

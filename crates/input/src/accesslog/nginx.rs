@@ -242,6 +242,11 @@ impl NginxFormat {
         &self.template.names[self.client]
     }
 
+    /// The variable the address is read from, if the format has one.
+    pub fn ip_name(&self) -> Option<&str> {
+        self.ip.map(|i| self.template.names[i].as_str())
+    }
+
     pub fn literals(&self) -> impl Iterator<Item = &str> {
         self.template.segs.iter().filter_map(|s| match s {
             Seg::Lit(l) => Some(l.as_str()),

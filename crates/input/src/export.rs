@@ -1,0 +1,197 @@
+//! `ratesim export nginx S`: a scenario's nginx-shaped limiters back as the
+//! configuration that runs them (DESIGN §9) — the reverse of
+//! [`crate::import::nginx`], so that importing an export gives back
+//! limiters that decide the same.
+//!
+//! | ratesim | nginx |
+//! |---|---|
+//! | `leaky_bucket`, `rate` a whole number per second or minute | `limit_req_zone KEY zone=NAME:10m rate=Nr/s` (`r/m`) |
+//! | `queue` | `burst=` |
+//! | `delay = queue` (> 0) | `nodelay` |
+//! | `0 < delay < queue` | `delay=` |
+//! | `key_by = "client"` / `"ip"` | the variable the limiter was imported with (its nginx log source's `client` / `ip`), else `--key VAR` |
+//! | `key_by = "global"` | `$server_name`: one key for the server block |
+//! | a chain's members | the `limit_req` lines of one location, in order |
+//!
+//! A limiter nginx cannot run exactly — another algorithm, a rate that is
+//! no whole number per second or minute, a shared store — is an error
+//! naming it and why.
+
+use std::fmt::Write as _;
+
+use crate::accesslog::{AccessLog, Format};
+use crate::error::{quoted, InputError};
+use crate::limiter::{leaky_bucket, Algorithm};
+use crate::scenario::{KeyBy, Scenario};
+use crate::traffic::Pattern;
+
+/// nginx's zone size in the export: 10m holds about 160 000 keys.
+const ZONE_SIZE: &str = "10m";
+
+/// The nginx configuration of `names` (every limiter nginx can run, and
+/// every chain of them, when empty); `key` names the key variable of a
+/// limiter imported from no nginx log.
+pub fn nginx(s: &Scenario, names: &[String], key: Option<&str>) -> Result<String, InputError> {
+    for n in names {
+        if !s.limiters.iter().any(|l| &l.name == n) {
+            let known: Vec<&str> = s.limiters.iter().map(|l| l.name.as_str()).collect();
+            return Err(InputError::new(format!(
+                "--limiter {}: no limiter of {} has this name; names: {}",
+                quoted(n),
+                s.name,
+                known.join(", ")
+            )));
+        }
+    }
+    // Groups of limiters that share a location: a chain's members, or one
+    // limiter alone.
+    let mut groups: Vec<(String, Vec<usize>)> = Vec::new();
+    let wanted = |name: &str| names.is_empty() || names.iter().any(|n| n == name);
+    for (i, l) in s.limiters.iter().enumerate() {
+        match &l.chain {
+            Some(c)
+                if wanted(&l.name)
+                    || c.members
+                        .iter()
+                        .any(|&m| names.contains(&s.limiters[m].name)) =>
+            {
+                groups.push((format!("chain {}", l.name), c.members.clone()));
+            }
+            Some(_) => {}
+            None if l.member_of.is_some() => {}
+            None if !names.is_empty() && !wanted(&l.name) => {}
+            None if names.is_empty() && !matches!(l.algorithm, Algorithm::LeakyBucket(_)) => {}
+            None => groups.push((format!("limiter {}", l.name), vec![i])),
+        }
+    }
+    if groups.is_empty() {
+        return Err(InputError::new(format!(
+            "{}: no leaky_bucket limiter to export (nginx's limit_req is a leaky bucket)",
+            s.name
+        )));
+    }
+    let mut zones = String::new();
+    let mut locations = String::new();
+    for (what, members) in &groups {
+        let _ = writeln!(locations, "    # {what}");
+        for &m in members {
+            let l = &s.limiters[m];
+            let Algorithm::LeakyBucket(c) = l.algorithm else {
+                return Err(InputError::new(format!(
+                    "limiter {}: {} — nginx's limit_req is a leaky bucket; export the limiter as a leaky_bucket, or to Envoy",
+                    quoted(&l.name),
+                    l.algorithm.name()
+                )));
+            };
+            if !l.deployment.is_plain() {
+                return Err(InputError::new(format!(
+                    "limiter {}: deployed on {} instances or a shared store; nginx's zones are one server's",
+                    quoted(&l.name),
+                    l.deployment.instances
+                )));
+            }
+            let rate = nginx_rate(&c).ok_or_else(|| {
+                InputError::new(format!(
+                    "limiter {}: rate {} is no whole number of requests per second or per minute, which is all nginx's rate= takes",
+                    quoted(&l.name),
+                    c.rate
+                ))
+            })?;
+            let variable = match l.key_by {
+                KeyBy::Global => "$server_name".to_string(),
+                by => match key.map(str::to_string).or_else(|| logged_key(s, m, by)) {
+                    Some(v) => v,
+                    None => {
+                        return Err(InputError::new(format!(
+                            "limiter {}: keyed by {}, and it reads no nginx log that names the variable; give it with --key VAR, e.g. --key '$binary_remote_addr'",
+                            quoted(&l.name),
+                            by.as_str()
+                        )))
+                    }
+                },
+            };
+            let zone = zone_name(&l.name);
+            let _ = writeln!(
+                zones,
+                "    limit_req_zone {variable} zone={zone}:{ZONE_SIZE} rate={rate};"
+            );
+            let mut line = format!("    limit_req zone={zone}");
+            if c.queue > 0 {
+                let _ = write!(line, " burst={}", c.queue);
+            }
+            if c.queue > 0 && c.delay >= c.queue {
+                line.push_str(" nodelay");
+            } else if c.delay > 0 {
+                let _ = write!(line, " delay={}", c.delay);
+            }
+            let _ = writeln!(locations, "{line};");
+        }
+    }
+    let mut out = format!(
+        "# Exported by `ratesim export nginx` from scenario {}.\n# In the http block:\n",
+        quoted(&s.name)
+    );
+    out.push_str(&zones);
+    out.push_str("# In the location each group protects (a chain's zones together, in order):\n");
+    out.push_str(&locations);
+    Ok(out)
+}
+
+/// `rate=` of a leaky bucket: `Nr/s` or `Nr/m` when exact.
+fn nginx_rate(c: &leaky_bucket::Config) -> Option<String> {
+    let (tokens, per) = (c.rate.tokens(), c.rate.per_ns());
+    for (unit, ns) in [("s", 1_000_000_000u128), ("m", 60_000_000_000)] {
+        if (tokens * ns) % per == 0 && tokens * ns / per > 0 {
+            return Some(format!("{}r/{unit}", tokens * ns / per));
+        }
+    }
+    None
+}
+
+/// The key variable limiter `m` was imported with: its nginx log
+/// sources' `client` (or `ip`), when they agree.
+fn logged_key(s: &Scenario, m: usize, by: KeyBy) -> Option<String> {
+    let mut found: Option<String> = None;
+    for &i in &s.limiters[m].traffic {
+        let Pattern::Trace(t) = &s.traffic[i].pattern else {
+            return None;
+        };
+        let log = AccessLog::of(&**t)?;
+        // Lines picked by a map's value: the key is the map's result, which
+        // the export cannot write back.
+        if log.options.select.is_some() {
+            return None;
+        }
+        let Format::Nginx(n) = &*log.format else {
+            return None;
+        };
+        let v = match by {
+            KeyBy::Ip => n.ip_name()?,
+            _ => n.client_name(),
+        };
+        // nginx keys by the address's binary form; the log shows it as text.
+        let v = if v == "$remote_addr" {
+            "$binary_remote_addr"
+        } else {
+            v
+        };
+        match &found {
+            Some(f) if f != v => return None,
+            _ => found = Some(v.to_string()),
+        }
+    }
+    found
+}
+
+/// A zone name nginx accepts: letters, digits, `_` and `-`.
+fn zone_name(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,200 @@
+//! `ratesim export nginx` (DESIGN §9): a scenario's leaky buckets back as
+//! nginx configuration; `ratesim import` of the export decides the same.
+
+use std::fs;
+use std::process::Command;
+
+use crate::common::*;
+
+/// Two nginx zones in a chain (per address and per server) over Poisson
+/// clients, as `implementation = "nginx"` limiters.
+const LAYERED: &str = r#"name = "layered"
+duration = "20s"
+seed = 11
+
+[defaults]
+limit = 5
+window = "1s"
+
+[[limiter]]
+name = "perip"
+implementation = "nginx"
+rate = "5/1s"
+queue = 5
+delay = 5
+
+[[limiter]]
+name = "perserver"
+implementation = "nginx"
+key_by = "global"
+rate = "40/1s"
+queue = 10
+delay = 3
+
+[[chain]]
+name = "c"
+limiters = ["perip", "perserver"]
+mode = "all_or_nothing"
+
+[[traffic]]
+pattern = "poisson"
+clients = 12
+rate = "4/1s"
+"#;
+
+fn ratesim_in(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+    ratesim().current_dir(dir).args(args).output().unwrap()
+}
+
+#[test]
+fn an_exported_chain_imported_again_decides_the_same() {
+    let tmp = tempfile::tempdir().unwrap();
+    fs::write(tmp.path().join("s.toml"), LAYERED).unwrap();
+    let o = ratesim_in(
+        tmp.path(),
+        &["export", "nginx", "s.toml", "--key", "$binary_remote_addr"],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let export = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        export.contains("limit_req_zone $binary_remote_addr zone=perip:10m rate=5r/s;")
+            && export.contains("limit_req_zone $server_name zone=perserver:10m rate=40r/s;")
+            && export.contains("limit_req zone=perip burst=5 nodelay;\n    limit_req zone=perserver burst=10 delay=3;"),
+        "{export}"
+    );
+    // Into a server block, as the comments say, and imported again.
+    let lines = |prefix: &str| -> String {
+        export
+            .lines()
+            .filter(|l| l.trim_start().starts_with(prefix))
+            .map(|l| format!("{l}\n"))
+            .collect()
+    };
+    let conf = format!(
+        "http {{\n{}    server {{\n        server_name rt;\n        location / {{\n{}        }}\n    }}\n}}\n",
+        lines("limit_req_zone"),
+        lines("limit_req zone")
+    );
+    fs::write(tmp.path().join("nginx.conf"), &conf).unwrap();
+    write_nginx_check(&tmp.path().join("nginx.conf"));
+    let o = ratesim_in(tmp.path(), &["import", "nginx.conf"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let imported = String::from_utf8(o.stdout).unwrap();
+    // The imported limiters and chain, beside the originals, on the same
+    // traffic.
+    let start = imported.find("\n[[limiter]]\n").unwrap();
+    let end = imported.find("\n# Placeholder traffic").unwrap();
+    let both = format!(
+        "{}{}\n",
+        LAYERED.replace(
+            "[[traffic]]",
+            &format!("{}\n[[traffic]]", &imported[start..end])
+        ),
+        ""
+    );
+    fs::write(tmp.path().join("both.toml"), &both).unwrap();
+    let o = ratesim_in(
+        tmp.path(),
+        &[
+            "run",
+            "both.toml",
+            "--decisions",
+            "--no-plots",
+            "--quiet",
+            "--out",
+            "out",
+        ],
+    );
+    assert!(
+        o.status.success(),
+        "{}\n{both}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let (_, rows) = csv_rows(&tmp.path().join("out/decisions.csv"));
+    let of = |name: &str| -> Vec<Vec<String>> {
+        rows.iter()
+            .filter(|r| r[0] == name)
+            .map(|r| r[1..8].to_vec())
+            .collect()
+    };
+    let original = of("c");
+    assert!(original.iter().any(|r| r[4] == "rejected"));
+    assert!(original.iter().any(|r| r[4] == "delayed"));
+    assert_eq!(of("location /"), original, "{imported}");
+}
+
+/// `nginx -t` accepts the export inside a minimal configuration, when
+/// nginx is installed: `RATESIM_NGINX`, else `/usr/sbin/nginx` or `nginx`
+/// (`.ci/run` installs it, and sets `RATESIM_REQUIRE_NGINX`).
+fn write_nginx_check(conf: &std::path::Path) {
+    let named = std::env::var("RATESIM_NGINX").ok();
+    let nginx = named
+        .iter()
+        .map(String::as_str)
+        .chain(["/usr/sbin/nginx", "nginx"])
+        .find(|n| Command::new(n).arg("-v").output().is_ok())
+        .map(str::to_string);
+    let Some(nginx) = nginx else {
+        assert!(
+            std::env::var_os("RATESIM_REQUIRE_NGINX").is_none(),
+            "RATESIM_REQUIRE_NGINX is set and there is no nginx"
+        );
+        eprintln!("SKIPPED nginx -t: no nginx");
+        return;
+    };
+    let prefix = tempfile::tempdir().unwrap();
+    let text = fs::read_to_string(conf).unwrap();
+    let full = format!(
+        "daemon off;\npid nginx.pid;\nerror_log stderr;\nevents {{}}\n{}",
+        text.replacen("http {\n", "http {\n    access_log off;\n", 1)
+    );
+    fs::write(prefix.path().join("nginx.conf"), full).unwrap();
+    let o = Command::new(nginx)
+        .args(["-t", "-q", "-p"])
+        .arg(prefix.path())
+        .args(["-c", "nginx.conf", "-e", "stderr"])
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "nginx -t refuses the export: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+#[test]
+fn what_nginx_cannot_run_exactly_is_refused_naming_why() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bad = |toml: &str, args: &[&str], needles: &[&str]| {
+        fs::write(tmp.path().join("b.toml"), toml).unwrap();
+        let mut all = vec!["export", "nginx", "b.toml"];
+        all.extend(args);
+        let o = ratesim_in(tmp.path(), &all);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        for n in needles {
+            assert!(err.contains(n), "{n}: {err}");
+        }
+        assert!(o.stdout.is_empty());
+    };
+    let key = ["--key", "$binary_remote_addr"];
+    bad(
+        &LAYERED.replace("rate = \"5/1s\"", "rate = \"5/7s\""),
+        &key,
+        &["\"perip\"", "rate 1/1.4s", "per second or per minute"],
+    );
+    bad(LAYERED, &[], &["\"perip\"", "--key"]);
+    bad(
+        LAYERED,
+        &["--limiter", "nope"],
+        &["--limiter \"nope\"", "names: perip"],
+    );
+    bad(
+        &LAYERED.replace(
+            "implementation = \"nginx\"\nrate = \"5/1s\"\nqueue = 5\ndelay = 5",
+            "algorithm = \"token_bucket\"",
+        ),
+        &key,
+        &["\"perip\"", "token_bucket", "leaky bucket"],
+    );
+}
