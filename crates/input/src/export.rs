@@ -110,6 +110,13 @@ pub fn nginx(s: &Scenario, names: &[String], key: Option<&str>) -> Result<String
                     }
                 },
             };
+            if c.arithmetic == leaky_bucket::Arithmetic::Exact {
+                let _ = writeln!(
+                    locations,
+                    "    # {}: ratesim's exact shaper; nginx computes in whole milliseconds (implementation = \"nginx\" is what it runs), the same decisions on whole-millisecond traffic",
+                    l.name
+                );
+            }
             let zone = zone_name(&l.name);
             let _ = writeln!(
                 zones,
