@@ -276,19 +276,10 @@ impl<'a, 's> Run<'a, 's> {
             cache: vec![Vec::new(); spec.deployment.instances as usize],
             local_ids: vec![HashMap::new(); spec.deployment.instances as usize],
             routed: 0,
-            recorder: Recorder::new(
-                scenario.defaults.window,
-                spec.policy.limit,
-                scenario.output.resolution,
-                scenario.duration,
-                scenario.population.clients(),
-            )
-            .with_sources(scenario.traffic.len()),
+            recorder: recorder(scenario, spec),
             sink,
             retries: scenario.traffic.iter().map(|t| t.retry).collect(),
-            sees: (0..scenario.traffic.len())
-                .map(|s| spec.traffic.contains(&s))
-                .collect(),
+            sees: sees(scenario, spec),
             queue: Queue::new(),
             events: Vec::new(),
             free: Vec::new(),
@@ -358,11 +349,7 @@ impl<'a, 's> Run<'a, 's> {
 
     /// The key the limiter decides `a` on.
     fn key_of(&self, a: &Arrival) -> u32 {
-        match self.key_by {
-            KeyBy::Client => a.client,
-            KeyBy::Ip => a.ip,
-            KeyBy::Global => 0,
-        }
+        key_of(self.key_by, a)
     }
 
     /// Takes the next of its own events.
@@ -481,7 +468,7 @@ impl<'a, 's> Run<'a, 's> {
         if self.chain.is_some() {
             let instance = self.route(&job);
             let lane = self.chain.as_deref_mut().expect("a chain's run");
-            let (decision, by) = lane.decide(&job, now, instance);
+            let (decision, by) = lane.decide(&job, now, instance, &mut self.local_ids);
             self.by = by;
             return self.finish(job, a.client, now, Nanos::ZERO, decision);
         }
@@ -603,11 +590,10 @@ impl<'a, 's> Run<'a, 's> {
 /// instance a [`Chain`] of the members, and what each member is asked and
 /// decides, recorded for the member's own row.
 struct ChainLane {
-    /// One per instance (the members' deployment is local).
+    /// One per instance (the members' deployment is local); each
+    /// instance's dense key ids are its run's (`Run::local_ids`), shared
+    /// by the members.
     chains: Vec<Chain>,
-    /// Per instance (when there are several): its own dense ids for the
-    /// keys it has seen, whatever member they are keys of.
-    local_ids: Vec<HashMap<u32, u32>>,
     /// Per member: its index in the scenario, its key, the sources it
     /// sees, and its recorder.
     members: Vec<usize>,
@@ -642,30 +628,12 @@ impl ChainLane {
                     )
                 })
                 .collect(),
-            local_ids: vec![HashMap::new(); instances],
             members: spec.members.clone(),
             key_by: members.iter().map(|m| m.key_by).collect(),
-            sees: members
-                .iter()
-                .map(|m| {
-                    (0..scenario.traffic.len())
-                        .map(|s| m.traffic.contains(&s))
-                        .collect()
-                })
-                .collect(),
+            sees: members.iter().map(|m| sees(scenario, m)).collect(),
             recorders: members
                 .iter()
-                .map(|m| {
-                    Recorder::new(
-                        scenario.defaults.window,
-                        m.policy.limit,
-                        scenario.output.resolution,
-                        scenario.duration,
-                        scenario.population.clients(),
-                    )
-                    .with_sources(scenario.traffic.len())
-                    .for_member()
-                })
+                .map(|m| recorder(scenario, m).for_member())
                 .collect(),
             keys: vec![None; n],
             local: vec![None; n],
@@ -677,23 +645,17 @@ impl ChainLane {
     /// member behind it. Each member asked records its own part: its
     /// decision when it rejected or the chain passed, else only that it
     /// was asked.
-    fn decide(&mut self, job: &Job, now: Nanos, instance: u32) -> (Decision, Option<u32>) {
+    fn decide(
+        &mut self,
+        job: &Job,
+        now: Nanos,
+        instance: u32,
+        local_ids: &mut [HashMap<u32, u32>],
+    ) -> (Decision, Option<u32>) {
         let a = job.arrival;
-        let several = self.chains.len() > 1;
         for (i, key) in self.keys.iter_mut().enumerate() {
-            *key = self.sees[i][job.source as usize].then(|| match self.key_by[i] {
-                KeyBy::Client => a.client,
-                KeyBy::Ip => a.ip,
-                KeyBy::Global => 0,
-            });
-            self.local[i] = match *key {
-                Some(k) if several => {
-                    let ids = &mut self.local_ids[instance as usize];
-                    let next = ids.len() as u32;
-                    Some(*ids.entry(k).or_insert(next))
-                }
-                other => other,
-            };
+            *key = self.sees[i][job.source as usize].then(|| key_of(self.key_by[i], &a));
+            self.local[i] = key.map(|k| local_key(local_ids, instance, k));
         }
         let decided =
             self.chains[instance as usize].decide(&self.local, now, a.cost, &mut self.own);
@@ -747,4 +709,44 @@ impl ChainLane {
             })
             .collect()
     }
+}
+
+/// The key a limiter keyed `by` decides `a` on.
+fn key_of(by: KeyBy, a: &Arrival) -> u32 {
+    match by {
+        KeyBy::Client => a.client,
+        KeyBy::Ip => a.ip,
+        KeyBy::Global => 0,
+    }
+}
+
+/// `key` as instance `instance`'s state knows it: itself on a single
+/// instance, else the instance's own dense id for it (`local_ids`, one map
+/// per instance), so an instance's state grows with its own keys.
+fn local_key(local_ids: &mut [HashMap<u32, u32>], instance: u32, key: u32) -> u32 {
+    if local_ids.len() <= 1 {
+        return key;
+    }
+    let ids = &mut local_ids[instance as usize];
+    let next = ids.len() as u32;
+    *ids.entry(key).or_insert(next)
+}
+
+/// Which of `scenario`'s sources `spec` sees, by source index.
+fn sees(scenario: &Scenario, spec: &crate::scenario::LimiterSpec) -> Vec<bool> {
+    (0..scenario.traffic.len())
+        .map(|s| spec.traffic.contains(&s))
+        .collect()
+}
+
+/// A fresh recorder for `spec`'s row, counting per source too.
+fn recorder(scenario: &Scenario, spec: &crate::scenario::LimiterSpec) -> Recorder {
+    Recorder::new(
+        scenario.defaults.window,
+        spec.policy.limit,
+        scenario.output.resolution,
+        scenario.duration,
+        scenario.population.clients(),
+    )
+    .with_sources(scenario.traffic.len())
 }

@@ -33,12 +33,7 @@ pub(super) struct Cached {
 impl Run<'_, '_> {
     /// `key` as instance `instance`'s state knows it.
     pub(super) fn local_key(&mut self, instance: u32, key: u32) -> u32 {
-        if self.dep.instances == 1 {
-            return key;
-        }
-        let ids = &mut self.local_ids[instance as usize];
-        let next = ids.len() as u32;
-        *ids.entry(key).or_insert(next)
+        super::local_key(&mut self.local_ids, instance, key)
     }
 
     /// The instance `job`'s attempt reaches.
