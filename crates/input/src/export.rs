@@ -176,12 +176,7 @@ fn logged_key(s: &Scenario, m: usize, by: KeyBy) -> Option<String> {
             KeyBy::Ip => n.ip_name()?,
             _ => n.client_name(),
         };
-        // nginx keys by the address's binary form; the log shows it as text.
-        let v = if v == "$remote_addr" {
-            "$binary_remote_addr"
-        } else {
-            v
-        };
+        let v = crate::import::zone_key(v);
         match &found {
             Some(f) if f != v => return None,
             _ => found = Some(v.to_string()),

@@ -195,6 +195,23 @@ fn wrap(text: &str, width: usize) -> Vec<String> {
     lines
 }
 
+/// nginx keys a zone by `$binary_remote_addr`; a log records the address
+/// as `$remote_addr`. The log variable a zone key is read from…
+pub fn logged(key: &str) -> String {
+    match key {
+        "$binary_remote_addr" => "$remote_addr".to_string(),
+        k => k.to_string(),
+    }
+}
+
+/// …and back: the zone key of a log variable (for `ratesim export`).
+pub fn zone_key(logged: &str) -> &str {
+    match logged {
+        "$remote_addr" => "$binary_remote_addr",
+        v => v,
+    }
+}
+
 /// A location as part of a name: `= /api/v1` → `api-v1`; `None` for `/`.
 fn location_slug(location: &str) -> Option<String> {
     let slug = location

@@ -555,10 +555,7 @@ fn walk(
             ],
             key_by: if constant_key { "global" } else { "client" },
             location: here.location.clone(),
-            client_field: (!constant_key).then(|| match z.key.as_str() {
-                "$binary_remote_addr" => "$remote_addr".to_string(),
-                k => k.to_string(),
-            }),
+            client_field: (!constant_key).then(|| super::logged(&z.key)),
             zone: Some(zone_name.clone()),
             gateway: Gateway::Nginx,
             rejected_status: Some(

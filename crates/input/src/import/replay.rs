@@ -215,11 +215,7 @@ pub(super) fn replay(imp: &Import, options: &ImportOptions) -> Result<Replay, In
                 i
             }
             None => {
-                let base = match &key.location {
-                    Some(loc) => location_slug(loc).unwrap_or_else(|| "root".into()),
-                    None => "log".to_string(),
-                };
-                let name = unique(&mut taken, &base);
+                let name = unique(&mut taken, &source_base(&key.location));
                 sources.push(Source { name, ..key });
                 sources.len() - 1
             }
@@ -284,12 +280,11 @@ enum Key {
     Var(String),
 }
 
-/// The log variable nginx keys on: `$binary_remote_addr` is logged as
-/// `$remote_addr`.
-fn logged(var: &str) -> String {
-    match var {
-        "$binary_remote_addr" => "$remote_addr".to_string(),
-        v => v.to_string(),
+/// A source's name before it is made unique: its location's slug.
+fn source_base(location: &Option<String>) -> String {
+    match location {
+        Some(loc) => location_slug(loc).unwrap_or_else(|| "root".into()),
+        None => "log".to_string(),
     }
 }
 
@@ -359,7 +354,7 @@ fn plan_group(
             return if result.is_empty() {
                 Ok(Key::Empty)
             } else if one_variable(result) {
-                Ok(Key::Var(logged(result)))
+                Ok(Key::Var(super::logged(result)))
             } else {
                 Err(InputError::new(format!(
                     "{at}: map {} ({}:{}) gives {} — ratesim replays a map whose results are empty or one variable",
@@ -454,10 +449,7 @@ fn plan_group(
         }
         other => other.clone(),
     };
-    let base = match &location {
-        Some(loc) => location_slug(loc).unwrap_or_else(|| "root".into()),
-        None => "log".to_string(),
-    };
+    let base = source_base(&location);
     for (c, class) in classes.iter().enumerate() {
         let asked: Vec<usize> = (0..members.len())
             .filter(|&i| keys[i][c] != Key::Empty)
