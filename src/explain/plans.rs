@@ -11,6 +11,7 @@ use std::fmt::Write as _;
 use anyhow::{anyhow, Context as _};
 
 use super::{wrap, Context, Topic};
+use crate::rundir::summary::SourceRow;
 use crate::scenario::Load as _;
 use crate::scenario::Scenario;
 
@@ -25,24 +26,18 @@ fn scenario() -> Result<Scenario, crate::InputError> {
     Scenario::load("plans")
 }
 
-/// `sources.csv`'s counts: (limiter, source) → column → value.
-type Rows = HashMap<(String, String), HashMap<String, u64>>;
+/// `sources.csv`'s rows, by (limiter, source), as the run directory's
+/// model reads them.
+type Rows = HashMap<(String, String), SourceRow>;
 
 fn read_sources(dir: &std::path::Path) -> anyhow::Result<Rows> {
     let path = dir.join(crate::rundir::SOURCES_CSV);
     let mut rdr =
         csv::Reader::from_path(&path).with_context(|| format!("cannot read {}", path.display()))?;
-    let head: Vec<String> = rdr.headers()?.iter().map(str::to_string).collect();
     let mut rows = Rows::new();
-    for r in rdr.records() {
-        let r = r?;
-        let counts = head
-            .iter()
-            .zip(r.iter())
-            .skip(2)
-            .filter_map(|(h, v)| Some((h.clone(), v.parse::<u64>().ok()?)))
-            .collect();
-        rows.insert((r[0].to_string(), r[1].to_string()), counts);
+    for r in rdr.deserialize::<SourceRow>() {
+        let r = r.with_context(|| format!("{}", path.display()))?;
+        rows.insert((r.limiter.clone(), r.source.clone()), r);
     }
     Ok(rows)
 }
@@ -70,10 +65,10 @@ fn explain(ctx: &Context) -> anyhow::Result<String> {
         .ok_or_else(|| anyhow!("the scenario has no chain"))?;
     let chain = &s.limiters[chain_index].name;
     let rows = read_sources(ctx.dir)?;
-    let get = |l: &str, src: &str, col: &str| -> u64 {
+    let empty = SourceRow::default();
+    let get = |l: &str, src: &str| -> &SourceRow {
         rows.get(&(l.to_string(), src.to_string()))
-            .and_then(|r| r.get(col).copied())
-            .unwrap_or(0)
+            .unwrap_or(&empty)
     };
     let members: Vec<&str> = spec
         .members
@@ -111,15 +106,15 @@ fn explain(ctx: &Context) -> anyhow::Result<String> {
     header.push("passed".into());
     let mut table: Vec<Vec<String>> = vec![header];
     for (k, src) in sources.iter().enumerate() {
-        let mut row = vec![src.to_string(), count(get(chain, src, "attempts"))];
+        let mut row = vec![src.to_string(), count(get(chain, src).attempts)];
         for (m, name) in members.iter().enumerate() {
             row.push(if sees(m, k) {
-                count(get(name, src, "rejected"))
+                count(get(name, src).rejected)
             } else {
                 "-".into()
             });
         }
-        row.push(count(get(chain, src, "passed")));
+        row.push(count(get(chain, src).passed));
         table.push(row);
     }
     let widths: Vec<usize> = (0..table[0].len())
@@ -153,24 +148,24 @@ fn explain(ctx: &Context) -> anyhow::Result<String> {
         let hit: Vec<String> = sources
             .iter()
             .enumerate()
-            .filter(|&(k, src)| sees(m, k) && get(name, src, "rejected") > 0)
+            .filter(|&(k, src)| sees(m, k) && get(name, src).rejected > 0)
             .map(|(_, src)| {
                 format!(
                     "{src}: {} of {} attempts ({} of {} clients)",
-                    count(get(name, src, "rejected")),
-                    count(get(chain, src, "attempts")),
-                    get(name, src, "clients_limited"),
-                    get(chain, src, "clients")
+                    count(get(name, src).rejected),
+                    count(get(chain, src).attempts),
+                    get(name, src).clients_limited,
+                    get(chain, src).clients
                 )
             })
             .collect();
         let overruled: u64 = sources
             .iter()
             .map(|src| {
-                get(name, src, "attempts")
-                    - get(name, src, "admitted")
-                    - get(name, src, "delayed")
-                    - get(name, src, "rejected")
+                get(name, src).attempts
+                    - get(name, src).admitted
+                    - get(name, src).delayed
+                    - get(name, src).rejected
             })
             .sum();
         let text = if hit.is_empty() {
@@ -185,26 +180,24 @@ fn explain(ctx: &Context) -> anyhow::Result<String> {
     let mut by_shared: Vec<String> = Vec::new();
     let mut shared_layers: Vec<&str> = Vec::new();
     for (k, src) in sources.iter().enumerate() {
-        let limited = get(chain, src, "clients_limited");
+        let limited = get(chain, src).clients_limited;
         let own: Vec<usize> = (0..members.len())
             .filter(|&m| sees(m, k) && s.limiters[spec.members[m]].traffic.len() < sources.len())
             .collect();
-        if limited == 0
-            || own.is_empty()
-            || own.iter().any(|&m| get(members[m], src, "rejected") > 0)
+        if limited == 0 || own.is_empty() || own.iter().any(|&m| get(members[m], src).rejected > 0)
         {
             continue;
         }
         by_shared.push(format!(
             "{limited} of the {} {src} clients ({} rejected none)",
-            get(chain, src, "clients"),
+            get(chain, src).clients,
             own.iter()
                 .map(|&m| members[m])
                 .collect::<Vec<_>>()
                 .join(", ")
         ));
         for m in (0..members.len()).filter(|&m| sees(m, k) && !own.contains(&m)) {
-            if get(members[m], src, "rejected") > 0 && !shared_layers.contains(&members[m]) {
+            if get(members[m], src).rejected > 0 && !shared_layers.contains(&members[m]) {
                 shared_layers.push(members[m]);
             }
         }
@@ -225,15 +218,15 @@ fn explain(ctx: &Context) -> anyhow::Result<String> {
         );
     }
     for layer in &shared_layers {
-        let total: u64 = sources.iter().map(|src| get(layer, src, "rejected")).sum();
-        if let Some(top) = sources.iter().max_by_key(|src| get(layer, src, "rejected")) {
+        let total: u64 = sources.iter().map(|src| get(layer, src).rejected).sum();
+        if let Some(top) = sources.iter().max_by_key(|src| get(layer, src).rejected) {
             let _ = writeln!(
                 out,
                 "- {}",
                 wrap(
                     &format!(
                         "Most of {layer}'s rejections are {top}'s: {} of {}.",
-                        count(get(layer, top, "rejected")),
+                        count(get(layer, top).rejected),
                         count(total)
                     ),
                     74,
@@ -247,7 +240,7 @@ fn explain(ctx: &Context) -> anyhow::Result<String> {
     if spec.mode == crate::limiter::chain::ChainMode::AllOrNothing {
         'pairs: for (k, src) in sources.iter().enumerate() {
             for i in 0..members.len() {
-                let rejected = get(members[i], src, "rejected");
+                let rejected = get(members[i], src).rejected;
                 if !sees(i, k) || rejected == 0 {
                     continue;
                 }
@@ -259,8 +252,8 @@ fn explain(ctx: &Context) -> anyhow::Result<String> {
                             &format!(
                                 "All or nothing: {} was asked about only {} of the {} attempts of {src} — the {} that {} rejected were counted by no layer.",
                                 members[j],
-                                count(get(members[j], src, "attempts")),
-                                count(get(chain, src, "attempts")),
+                                count(get(members[j], src).attempts),
+                                count(get(chain, src).attempts),
                                 count(rejected),
                                 members[i]
                             ),
