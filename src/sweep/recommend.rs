@@ -236,7 +236,7 @@ pub fn render(t: &SweepTable, grid: &Grid, c: &Criteria, scenario: &str) -> Stri
             ));
             continue;
         }
-        // DESIGN §9: only the axes that can change this limiter.
+        // docs/semantics.md §7: only the axes that can change this limiter.
         let own = axes_of(t, grid, &name);
         if !own.contains(&true) {
             out.push_str(&format!(
@@ -333,7 +333,7 @@ pub fn render(t: &SweepTable, grid: &Grid, c: &Criteria, scenario: &str) -> Stri
     out
 }
 
-/// Which of the grid's axes can change limiter `name`'s rows (DESIGN §9):
+/// Which of the grid's axes can change limiter `name`'s rows (docs/semantics.md §7):
 /// every axis but another limiter's own field (`limiter[OTHER]…`,
 /// `chain[OTHER]…`). A chain's axes are its own and its members'.
 pub fn axes_of(t: &SweepTable, grid: &Grid, name: &str) -> Vec<bool> {

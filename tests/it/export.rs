@@ -1,4 +1,4 @@
-//! `ratesim export nginx` (DESIGN §9): a scenario's leaky buckets back as
+//! `ratesim export nginx` (docs/semantics.md §8): a scenario's leaky buckets back as
 //! nginx configuration; `ratesim import` of the export decides the same.
 
 use std::fs;

@@ -1890,7 +1890,7 @@ fn pick_a_limit(extra: &[&str]) -> (Cells, String) {
 /// The recommended (limit, burst) of `limiter` in recommendation.md; the
 /// burst is `None` where the axis is another limiter's (the token
 /// bucket's capacity for the sliding window), which the recommendation
-/// does not name (DESIGN §9).
+/// does not name (docs/semantics.md §7).
 fn recommended(md: &str, limiter: &str) -> (u64, Option<u64>) {
     let section = md
         .split(&format!("## {limiter}\n"))

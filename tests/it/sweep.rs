@@ -908,7 +908,7 @@ fn the_recommendation_is_the_brute_force_choice_over_sweep_csv() {
             .min_by_key(|r| r[col("defaults.limit")].parse::<u64>().unwrap())
             .expect("some point qualifies");
         let section = md.split(&format!("## {name}\n")).nth(1).unwrap();
-        // DESIGN §9: a limiter's recommendation names only the axes that
+        // docs/semantics.md §7: a limiter's recommendation names only the axes that
         // can change it — limiter[0].capacity is the token bucket's.
         let expected = match name {
             "token_bucket" => format!(
@@ -1036,7 +1036,7 @@ fn merged_shards_are_the_unsharded_sweep_byte_for_byte() {
     assert_no_output(&out);
 }
 
-/// DESIGN §9: a limiter's recommendation names only the axes that can
+/// docs/semantics.md §7: a limiter's recommendation names only the axes that can
 /// change it; a limiter no axis can change gets none.
 #[test]
 fn a_limiter_no_axis_changes_is_recommended_nothing() {

@@ -1,5 +1,5 @@
 //! `ratesim export nginx S`: a scenario's nginx-shaped limiters back as the
-//! configuration that runs them (DESIGN §9) — the reverse of
+//! configuration that runs them (docs/semantics.md §8) — the reverse of
 //! [`crate::import::nginx`], so that importing an export gives back
 //! limiters that decide the same.
 //!

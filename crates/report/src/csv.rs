@@ -210,7 +210,7 @@ mod tests {
 
     #[test]
     fn sources_columns_are_the_designs() {
-        // docs/semantics.md §3 (DESIGN §9), and SourceRow's fields in that order.
+        // docs/semantics.md §3, and SourceRow's fields in that order.
         let design = "limiter,source,clients,attempts,logical_requests,admitted,delayed,rejected,passed,passed_per_s,clients_limited,clients_limited_share,rejected_share";
         let mut w = csv::Writer::from_writer(Vec::new());
         w.serialize(crate::rundir::summary::SourceRow::default())

@@ -236,13 +236,13 @@ pub struct LimiterSummary {
     #[serde(default)]
     pub overruled: u64,
     /// Of the clients with a request, the share with at least one rejected
-    /// attempt (4 decimals; DESIGN §9): how many people the limit ever
+    /// attempt (4 decimals; docs/semantics.md §3): how many people the limit ever
     /// turned away.
     #[serde(default)]
     pub clients_limited_share: Option<Decimal>,
 }
 
-/// One row of `sources.csv` (docs/semantics.md §3, DESIGN §9): what one limiter did
+/// One row of `sources.csv` (docs/semantics.md §3): what one limiter did
 /// to one source's requests. Its fields from `clients` on are also
 /// `sweep.csv`'s `COLUMN[SOURCE]` columns.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]

@@ -1,4 +1,4 @@
-//! Per source (DESIGN §9, docs/semantics.md §3's `sources.csv`): what one
+//! Per source (docs/semantics.md §3's `sources.csv`): what one
 //! limiter did to each `[[traffic]]` source's requests, and how many of the
 //! source's clients it ever rejected. Two bits per client in the span of
 //! client ids the source uses, not per request: a generated source's
