@@ -254,6 +254,7 @@ pub fn render(t: &SweepTable, grid: &Grid, c: &Criteria, scenario: &str) -> Stri
                     t.point_of[r]
                 ));
                 out.push_str(&numbers(t, c, r));
+                out.push_str(&per_source(t, r));
                 let rows = t.rows_of(&name);
                 let neighbours: Vec<usize> = grid
                     .neighbours_along(t.point_of[r], &own)
@@ -298,7 +299,7 @@ pub fn render(t: &SweepTable, grid: &Grid, c: &Criteria, scenario: &str) -> Stri
                 out.push_str("**No point meets every requirement.**\n\n");
                 let broken = broken(t, c, closest);
                 out.push_str(&format!(
-                    "Closest: {} (point {}), which breaks {}.\n\n",
+                    "Closest: {} (point {}), which breaks {}.\n",
                     at(closest),
                     t.point_of[closest],
                     broken
@@ -307,7 +308,8 @@ pub fn render(t: &SweepTable, grid: &Grid, c: &Criteria, scenario: &str) -> Stri
                         .collect::<Vec<_>>()
                         .join(", ")
                 ));
-                out.push_str("The best each requirement reaches anywhere on the grid:\n\n");
+                out.push_str(&per_source(t, closest));
+                out.push_str("\nThe best each requirement reaches anywhere on the grid:\n\n");
                 for q in &c.require {
                     let rows = t.rows_of(&name);
                     let best = rows
@@ -376,6 +378,69 @@ pub fn axes_of(t: &SweepTable, grid: &Grid, name: &str) -> Vec<bool> {
             }
         })
         .collect()
+}
+
+/// The sources of a sweep, from its `clients[SOURCE]` columns, in order.
+pub fn sources(t: &SweepTable) -> Vec<String> {
+    t.columns
+        .iter()
+        .filter_map(|c| c.strip_prefix("clients[")?.strip_suffix(']'))
+        .map(str::to_string)
+        .collect()
+}
+
+/// What row `r` means for every source, in plain numbers (docs/semantics.md
+/// §9): what passes, per second and per client, and how many of its
+/// clients were ever limited — each figure a `COLUMN[SOURCE]` cell of the
+/// row, or a quotient of two. Empty when the sweep has no source columns.
+fn per_source(t: &SweepTable, r: usize) -> String {
+    let names = sources(t);
+    if names.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("\nWhat it means for each source:\n\n");
+    for s in &names {
+        let cell = |c: &str| -> Option<&str> {
+            let i = t.column(&format!("{c}[{s}]"))?;
+            t.rows[r].get(i).map(String::as_str)
+        };
+        let num = |c: &str| cell(c).and_then(|v| v.parse::<f64>().ok());
+        let (Some(clients), Some(per_s), Some(limited), Some(attempts)) = (
+            num("clients"),
+            num("passed_per_s"),
+            num("clients_limited"),
+            num("attempts"),
+        ) else {
+            out.push_str(&format!("- `{s}`: not seen by this limiter\n"));
+            continue;
+        };
+        let each = if clients > 1.0 {
+            format!(", {}/s per client", trim(per_s / clients, 2))
+        } else {
+            String::new()
+        };
+        let rejected = num("rejected").unwrap_or(0.0);
+        out.push_str(&format!(
+            "- `{s}` ({} client{}): {}/s pass{each}; {} of {} ever limited ({}%); {}% of {} attempts rejected\n",
+            trim(clients, 0),
+            if clients == 1.0 { "" } else { "s" },
+            trim(per_s, 2),
+            trim(limited, 0),
+            trim(clients, 0),
+            trim(percent(limited, clients), 2),
+            trim(percent(rejected, attempts), 2),
+            trim(attempts, 0),
+        ));
+    }
+    out
+}
+
+fn percent(part: f64, whole: f64) -> f64 {
+    if whole == 0.0 {
+        0.0
+    } else {
+        100.0 * part / whole
+    }
 }
 
 /// The chosen point's numbers: every requirement, the objective, and the

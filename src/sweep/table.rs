@@ -4,7 +4,10 @@
 //!
 //! A metric is a column of `sweep.csv` (a varied path, or a column of
 //! `summary.csv`) or one of [`DERIVED`]. Cells are decimal text; an empty
-//! cell (nothing to measure: no rejections, nothing delayed) reads as 0.
+//! cell (nothing to measure: no rejections, nothing delayed; a source the
+//! limiter does not see) reads as 0. A source's share
+//! (`clients_limited_share[S]`, `rejected_share[S]`) is the exact quotient
+//! of its counts, not its rounded text.
 
 use std::path::Path;
 
@@ -149,7 +152,14 @@ impl Metric {
             number(v)
         };
         match self {
-            Metric::Column(c) => cell(c),
+            Metric::Column(c) => match exact_share(c) {
+                // A source's share, exact from its counts rather than its
+                // 4-decimal text: 3 of 299 clients is more than 0.01.
+                Some((part, whole)) if t.column(&part).is_some() && t.column(&whole).is_some() => {
+                    Some(ratio(cell(&part)?, cell(&whole)?))
+                }
+                _ => cell(c),
+            },
             Metric::Derived("rejected_share") => Some(ratio(cell("rejected")?, cell("attempts")?)),
             Metric::Derived("passed_share") => Some(ratio(
                 cell("admitted")? + cell("delayed")?,
@@ -174,6 +184,21 @@ impl Metric {
             Metric::Derived(_) => self.value(t, r).map(|v| trim(v, 4)).unwrap_or_default(),
         }
     }
+}
+
+/// The counts a `sources.csv` share column of `sweep.csv` is the quotient
+/// of (docs/semantics.md §9): `clients_limited_share[S]` is
+/// `clients_limited[S] / clients[S]`, `rejected_share[S]` is
+/// `rejected[S] / attempts[S]`.
+fn exact_share(column: &str) -> Option<(String, String)> {
+    let (name, rest) = column.split_once('[')?;
+    let source = rest.strip_suffix(']')?;
+    let (part, whole) = match name {
+        "clients_limited_share" => ("clients_limited", "clients"),
+        "rejected_share" => ("rejected", "attempts"),
+        _ => return None,
+    };
+    Some((format!("{part}[{source}]"), format!("{whole}[{source}]")))
 }
 
 fn ratio(a: f64, b: f64) -> f64 {

@@ -1918,66 +1918,65 @@ fn pick_a_limit_recommends_what_its_comments_say() {
     says(
         "pick-a-limit",
         &[
-            "300 well-behaved users (Poisson, one request a second on average, honouring Retry-After), 100 more behind 10 NAT addresses, and 3 scrapers that send 60 a second each",
-            "runs every limit from 5 to 30 per second against every token-bucket burst (capacity) of 5, 10, 20 and 40",
-            "a scraper passes up to burst + limit − 1 in a second, or the 60 it sends if that is less (1.8× the limit at limit 5, burst 5; 8.8× with burst 40)",
-            "Holding that to 1.2× takes a burst of at most limit / 5 + 1: the smallest limit that does it here is 20, with burst 5",
-            "a scraper passes exactly the limit in every second (1× in every cell; its burst columns are equal, it has none)",
-            "at 5 it rejects 0.11% of their attempts (a Poisson user now and then sends 6 in a second), from 10 up none — so it is recommended at 10",
-            "Every token bucket of the grid rejects none of the users' attempts",
+            "300 users loading pages (each page a burst of requests at 20 a second for 0.3 s on average, then 6 s of reading on average; they honour Retry-After) and 3 scrapers that send 60 a second each",
+            "runs the limits 1, 2, 3, 4, 6, 8, 10, 15 and 20 per second against the token-bucket bursts (capacity) 10, 20, 30, 40 and 60",
+            "at most 1% of the users are ever limited and the three scrapers together pass at most 30 a second (10 each)",
+            "The token bucket is recommended at limit 2, burst 60: 2 of the 299 users who sent anything are ever limited (0.67%), and each scraper passes 179 requests in the minute — the burst once, then the limit — 2.98 a second",
+            "at limit 2 a burst of 40 limits 22 of them",
+            "The sliding window meets no point",
+            "At limit 10 (the scrapers' 10 a second each) 263 of the 299 users are limited; even at 20, 85",
         ],
     );
     let (cells, md) = pick_a_limit(&[]);
-    let limits = [5u64, 10, 15, 20, 25, 30];
-    let bursts = [5u64, 10, 20, 40];
+    let limits = [1u64, 2, 3, 4, 6, 8, 10, 15, 20];
+    let bursts = [10u64, 20, 30, 40, 60];
     assert_eq!(cells.len(), 2 * limits.len() * bursts.len());
-    let get = |l: &str, limit: u64, burst: u64, col: &str| -> String {
-        cells[&(l.to_string(), limit, burst)][col].clone()
-    };
-    let peak = |l: &str, limit: u64, burst: u64| -> u64 {
-        get(l, limit, burst, "peak_in_window").parse().unwrap()
+    let get = |l: &str, limit: u64, burst: u64, col: &str| -> u64 {
+        let v = &cells[&(l.to_string(), limit, burst)][col];
+        v.parse().unwrap_or_else(|_| panic!("{col} = {v:?}"))
     };
     for &limit in &limits {
         for &burst in &bursts {
-            // The worst key is a scraper: burst + limit − 1 through a bucket,
-            // exactly the limit through the window.
+            // A steady scraper passes a full bucket once, then the refill
+            // (its first request at 0 takes a token the refill has not
+            // replaced by the minute's end); through the window, the limit
+            // every second.
             assert_eq!(
-                peak("token_bucket", limit, burst),
-                (burst + limit - 1).min(60)
-            );
-            assert_eq!(peak("sliding_window", limit, burst), limit);
-            assert_eq!(
-                get("token_bucket", limit, burst, "within_limit_rejected_share"),
-                "0"
-            );
-            // The window has no burst: every column of a row is the same.
-            let row = |b: u64| {
-                let mut r = cells[&("sliding_window".to_string(), limit, b)].clone();
-                r.remove("limiter[0].capacity");
-                r
-            };
-            assert_eq!(row(burst), row(5), "limit {limit}, burst {burst}");
-            // The smallest burst meets 1.2× exactly when burst ≤ limit/5 + 1.
-            let meets = (burst + limit - 1) * 5 <= 6 * limit;
-            assert_eq!(
-                meets,
-                burst * 5 <= limit + 5,
+                get("token_bucket", limit, burst, "passed[scrapers]"),
+                3 * (burst + 60 * limit - 1),
                 "limit {limit}, burst {burst}"
             );
+            assert_eq!(
+                get("sliding_window", limit, burst, "passed[scrapers]"),
+                3 * 60 * limit
+            );
+            assert_eq!(get("token_bucket", limit, burst, "clients[users]"), 299);
         }
     }
-    assert_eq!(
-        get("sliding_window", 5, 5, "within_limit_rejected_share"),
-        "0.001132"
-    );
-    for &limit in &limits[1..] {
-        assert_eq!(
-            get("sliding_window", limit, 5, "within_limit_rejected_share"),
-            "0"
-        );
+    assert_eq!(get("token_bucket", 2, 60, "clients_limited[users]"), 2);
+    assert_eq!(get("token_bucket", 2, 60, "passed[scrapers]"), 3 * 179);
+    assert_eq!(get("token_bucket", 2, 40, "clients_limited[users]"), 22);
+    assert_eq!(get("sliding_window", 10, 10, "clients_limited[users]"), 263);
+    assert_eq!(get("sliding_window", 20, 10, "clients_limited[users]"), 85);
+    // Every sliding-window point breaks a requirement: more than 1% of the
+    // users (3 of 299), or the scrapers above 30 a second together.
+    for &limit in &limits {
+        let limited = get("sliding_window", limit, 10, "clients_limited[users]");
+        assert!(limited * 100 > 299 || 3 * limit > 30, "limit {limit}");
     }
-    assert_eq!(recommended(&md, "token_bucket"), (20, Some(5)));
-    assert_eq!(recommended(&md, "sliding_window"), (10, None));
+    assert_eq!(recommended(&md, "token_bucket"), (2, Some(60)));
+    let window = md.split("## sliding_window\n").nth(1).unwrap();
+    assert!(
+        window.contains("**No point meets every requirement.**"),
+        "{md}"
+    );
+    // recommendation.md says it per source, in these numbers.
+    for line in [
+        "- `users` (299 clients): 282.15/s pass, 0.94/s per client; 2 of 299 ever limited (0.67%); 0.09% of 16945 attempts rejected",
+        "- `scrapers` (3 clients): 8.95/s pass, 2.98/s per client; 3 of 3 ever limited (100%); 95.03% of 10800 attempts rejected",
+    ] {
+        assert!(md.contains(line), "{line}\nnot in\n{md}");
+    }
 }
 
 #[test]
@@ -1985,27 +1984,12 @@ fn pick_a_limit_changes_as_its_comments_say() {
     says(
         "pick-a-limit",
         &[
-            "ratesim sweep pick-a-limit --require within_limit_rejected_share<=0.001 --require peak_over_limit<=2",
-            "and the token bucket's recommendation drops to limit 5 (burst 5)",
-            "--set traffic[0].rate=4/1s — and the small limits start to reject them: the sliding window's recommendation rises to 15, the token bucket's stays at 20",
+            "ratesim sweep pick-a-limit --set traffic[0].off=3s",
+            "and the token bucket's recommendation rises to limit 4 (burst 60)",
         ],
     );
-    let (_, md) = pick_a_limit(&[
-        "--require",
-        "within_limit_rejected_share<=0.001",
-        "--require",
-        "peak_over_limit<=2",
-    ]);
-    assert_eq!(recommended(&md, "token_bucket"), (5, Some(5)));
-    let (cells, md) = pick_a_limit(&["--set", "traffic[0].rate=4/1s"]);
-    assert_eq!(recommended(&md, "sliding_window"), (15, None));
-    assert_eq!(recommended(&md, "token_bucket"), (20, Some(5)));
-    let share = |l: &str, limit: u64| -> f64 {
-        cells[&(l.to_string(), limit, 5)]["within_limit_rejected_share"]
-            .parse()
-            .unwrap()
-    };
-    assert!(share("sliding_window", 5) > 0.001 && share("sliding_window", 10) > 0.001);
+    let (_, md) = pick_a_limit(&["--set", "traffic[0].off=3s"]);
+    assert_eq!(recommended(&md, "token_bucket"), (4, Some(60)));
 }
 
 // ---------------------------------------------------------------------------
