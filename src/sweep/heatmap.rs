@@ -3,9 +3,10 @@
 //! Rows are the first varied path's values, columns the second's; each
 //! cell is coloured by the metric (one colour scale for every limiter of
 //! the sweep, so their heatmaps compare) and carries its value. Paths
-//! after the second stay at their first value. When the sweep has a
-//! recommendation, its point is outlined. Read it for the region that
-//! meets the policy: the light cells, and where they end.
+//! after the second stay at their first value. When the sweep has
+//! requirements, the cells that meet every one are framed in green and
+//! the recommended point is outlined in black. Read it for the region that
+//! meets the policy: the framed cells, and where they end.
 
 use std::path::Path;
 
@@ -44,17 +45,25 @@ pub struct Heat {
     pub scale: (f64, f64),
     /// The recommended cell, if it is on this slice.
     pub chosen: Option<(usize, usize)>,
+    /// `feasible[row][col]`: the cell meets every requirement; empty when
+    /// the sweep has none.
+    pub feasible: Vec<Vec<bool>>,
     /// Paths after the second, with the value they are fixed at.
     pub fixed: Vec<(String, String)>,
 }
 
+/// The frame of a cell that meets every requirement.
+pub(crate) const FEASIBLE: RGBColor = RGBColor(0x1B, 0x7F, 0x3B);
+
 /// One heatmap per limiter; `chosen[l]` is limiter `l`'s recommended
-/// point.
+/// point; `meets(row)` whether a row meets every requirement (`None`
+/// without requirements).
 pub(crate) fn heat_series(
     t: &SweepTable,
     grid: &Grid,
     metric: &Metric,
     chosen: &[Option<usize>],
+    meets: Option<&dyn Fn(usize) -> bool>,
 ) -> Vec<Heat> {
     let (ra, ca) = (&grid.axes[0], &grid.axes[1]);
     let fixed: Vec<(String, String)> = grid.axes[2..]
@@ -66,6 +75,12 @@ pub(crate) fn heat_series(
         .enumerate()
         .map(|(l, (name, color))| {
             let mut cells = vec![vec![None; ca.values.len()]; ra.values.len()];
+            // A chain's member is not recommended apart from its chain.
+            let meets = meets.filter(|_| t.chain_of(&name).is_none());
+            let mut feasible = match meets {
+                Some(_) => vec![vec![false; ca.values.len()]; ra.values.len()],
+                None => Vec::new(),
+            };
             let mut pick = None;
             for (p, r) in t.rows_of(&name) {
                 let c = grid.coords(p);
@@ -73,6 +88,9 @@ pub(crate) fn heat_series(
                     continue;
                 }
                 cells[c[0]][c[1]] = metric.value(t, r).map(|v| (v, metric.text(t, r)));
+                if let Some(meets) = meets {
+                    feasible[c[0]][c[1]] = meets(r);
+                }
                 if chosen.get(l).copied().flatten() == Some(p) {
                     pick = Some((c[0], c[1]));
                 }
@@ -88,6 +106,7 @@ pub(crate) fn heat_series(
                 cells,
                 scale: (0.0, 0.0),
                 chosen: pick,
+                feasible,
                 fixed: fixed.clone(),
             }
         })
@@ -147,6 +166,13 @@ pub fn caption(h: &Heat, grid: &Grid) -> String {
                 .join(", ")
         )
     };
+    let feasible = if h.feasible.is_empty() {
+        String::new()
+    } else {
+        let n: usize = h.feasible.iter().flatten().filter(|&&f| f).count();
+        let all: usize = h.feasible.iter().map(Vec::len).sum();
+        format!(" {n} of its {all} cells meet every requirement (framed in green).")
+    };
     let chosen = match h.chosen {
         Some((r, c)) => format!(
             " The outlined cell is the recommendation: `{}={}`, `{}={}`.",
@@ -156,7 +182,7 @@ pub fn caption(h: &Heat, grid: &Grid) -> String {
     };
     let _ = grid;
     format!(
-        "{}: `{}` over `{}` (rows) × `{}` (columns){fixed}; colours from {} (lightest) to {} (darkest), the same scale for every limiter.{chosen}",
+        "{}: `{}` over `{}` (rows) × `{}` (columns){fixed}; colours from {} (lightest) to {} (darkest), the same scale for every limiter.{feasible}{chosen}",
         h.limiter,
         h.metric,
         h.rows_path,
@@ -184,6 +210,15 @@ pub(crate) fn draw_heatmap(scenario: &str, h: &Heat, path: &Path) -> anyhow::Res
         ));
     }
     let mut legend = vec![(style::Mark::Swatch(h.color), style::drawable(&h.limiter))];
+    if !h.feasible.is_empty() {
+        legend.push((
+            style::Mark::Outlined {
+                fill: WHITE,
+                line: FEASIBLE,
+            },
+            "meets every requirement".to_string(),
+        ));
+    }
     if h.chosen.is_some() {
         legend.push((
             style::Mark::Outlined {
@@ -233,6 +268,15 @@ pub(crate) fn draw_heatmap(scenario: &str, h: &Heat, path: &Path) -> anyhow::Res
                     body.draw(&Rectangle::new(rect, style::GRID.filled()))?;
                 }
             }
+        }
+    }
+    for (r, row) in h.feasible.iter().enumerate() {
+        for (c, _) in row.iter().enumerate().filter(|(_, &f)| f) {
+            let (ax, ay) = (x0 + c as i32 * cw, y0 + r as i32 * ch);
+            body.draw(&Rectangle::new(
+                [(ax + 6, ay + 6), (ax + cw - 7, ay + ch - 7)],
+                FEASIBLE.stroke_width(3),
+            ))?;
         }
     }
     if let Some((r, c)) = h.chosen {
@@ -312,8 +356,8 @@ pub(crate) fn draw_heatmap(scenario: &str, h: &Heat, path: &Path) -> anyhow::Res
     }
     body.draw(&Text::new(
         style::drawable(&h.metric),
-        (bx - 4, by0 - 12),
-        style::anchored(style::text(13, style::MUTED), HPos::Left, VPos::Bottom),
+        (w - 6, by0 - 12),
+        style::anchored(style::text(13, style::MUTED), HPos::Right, VPos::Bottom),
     ))?;
     root.present()?;
     Ok(())

@@ -5,6 +5,8 @@
 //! sharing one unit; else the values in order, evenly spaced); y is the
 //! metric at that point. Read it for the knee: where rejections stop
 //! falling, where the peak crosses the limit, where state starts to grow.
+//! A requirement on the metric is a dashed line at its bound, and each
+//! limiter's recommended point a ring on its line.
 
 use std::path::Path;
 
@@ -23,6 +25,8 @@ pub struct LimiterLine {
     pub color: RGBColor,
     /// The metric at each x, `None` where the cell is not a number.
     pub ys: Vec<Option<f64>>,
+    /// The x index of the limiter's recommended point.
+    pub chosen: Option<usize>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -36,6 +40,8 @@ pub struct Lines {
     /// Whether `xs` are the values themselves (else their positions).
     pub numeric: bool,
     pub lines: Vec<LimiterLine>,
+    /// The requirements on this metric: their bounds and their text.
+    pub thresholds: Vec<(f64, String)>,
 }
 
 /// The x positions of an axis' values: the numbers when all are numbers
@@ -85,33 +91,44 @@ pub(crate) fn limiter_colors(t: &SweepTable) -> Vec<(String, RGBColor)> {
         .collect()
 }
 
-/// The series of `metric` over a one-path grid; `None` when the metric is
-/// 0 (or empty) everywhere: nothing to draw.
+/// The series of `metric` over a one-path grid, with the requirements on
+/// it (`thresholds`) and each limiter's recommended point (`chosen[l]`,
+/// a point index); `None` when the metric is 0 (or empty) everywhere and
+/// nothing requires it: nothing to draw.
 pub(crate) fn line_series(
     t: &SweepTable,
     grid: &Grid,
     metric: &Metric,
     about: &str,
+    thresholds: Vec<(f64, String)>,
+    chosen: &[Option<usize>],
 ) -> Option<Lines> {
     let axis = grid.axes.first()?;
     let (xs, numeric) = positions(&axis.values);
     let lines: Vec<LimiterLine> = limiter_colors(t)
         .into_iter()
-        .map(|(name, color)| {
+        .enumerate()
+        .map(|(l, (name, color))| {
             let mut ys = vec![None; xs.len()];
             for (p, r) in t.rows_of(&name) {
                 if let Some(slot) = ys.get_mut(p) {
                     *slot = metric.value(t, r);
                 }
             }
-            LimiterLine { name, color, ys }
+            let chosen = chosen.get(l).copied().flatten();
+            LimiterLine {
+                name,
+                color,
+                ys,
+                chosen,
+            }
         })
         .collect();
     let any = lines
         .iter()
         .flat_map(|l| &l.ys)
         .any(|y| y.is_some_and(|y| y != 0.0));
-    any.then(|| Lines {
+    (any || !thresholds.is_empty()).then(|| Lines {
         metric: metric.name().to_string(),
         about: about.to_string(),
         path: axis.path.clone(),
@@ -119,6 +136,7 @@ pub(crate) fn line_series(
         labels: axis.values.clone(),
         numeric,
         lines,
+        thresholds,
     })
 }
 
@@ -140,23 +158,53 @@ pub fn caption(s: &Lines) -> String {
             ))
         })
         .collect();
-    format!(
+    let mut text = format!(
         "`{}` ({}) as `{}` varies: {}.",
         s.metric,
         s.about,
         s.path,
         parts.join("; ")
-    )
+    );
+    for (_, q) in &s.thresholds {
+        text.push_str(&format!(" The dashed line is the requirement `{q}`."));
+    }
+    let chosen: Vec<String> = s
+        .lines
+        .iter()
+        .filter_map(|l| Some(format!("{} at {}", l.name, s.labels[l.chosen?])))
+        .collect();
+    if !chosen.is_empty() {
+        text.push_str(&format!(
+            " Ringed: the recommended point, {}.",
+            chosen.join("; ")
+        ));
+    }
+    text
 }
 
 pub(crate) fn draw_line(scenario: &str, s: &Lines, path: &Path) -> anyhow::Result<()> {
     let root = BitMapBackend::new(path, SIZE).into_drawing_area();
     root.fill(&WHITE)?;
-    let legend: Vec<(Mark, String)> = s
+    let mut legend: Vec<(Mark, String)> = s
         .lines
         .iter()
         .map(|l| (Mark::Line(l.color), style::drawable(&l.name)))
         .collect();
+    for (_, q) in &s.thresholds {
+        legend.push((
+            Mark::Dashed(style::INK),
+            format!("required: {}", style::drawable(q)),
+        ));
+    }
+    if s.lines.iter().any(|l| l.chosen.is_some()) {
+        legend.push((
+            Mark::Outlined {
+                fill: WHITE,
+                line: style::INK,
+            },
+            "ring: recommended point".to_string(),
+        ));
+    }
     let body = style::header(
         &root,
         &style::drawable(&format!("{scenario} — {} as {} varies", s.metric, s.path)),
@@ -167,6 +215,7 @@ pub(crate) fn draw_line(scenario: &str, s: &Lines, path: &Path) -> anyhow::Resul
         .lines
         .iter()
         .flat_map(|l| l.ys.iter().flatten())
+        .chain(s.thresholds.iter().map(|(b, _)| b))
         .fold(0f64, |a, &b| a.max(b));
     let top = if top <= 0.0 { 1.0 } else { top * 1.12 };
     let (x0, x1) = match (s.xs.first(), s.xs.last()) {
@@ -220,6 +269,17 @@ pub(crate) fn draw_line(scenario: &str, s: &Lines, path: &Path) -> anyhow::Resul
                 .collect();
         chart.draw_series(LineSeries::new(points.clone(), l.color.stroke_width(3)))?;
         chart.draw_series(points.iter().map(|&p| Circle::new(p, 4, l.color.filled())))?;
+        if let Some(p) = l.chosen.and_then(|i| Some((s.xs[i], l.ys[i]?))) {
+            chart.draw_series(std::iter::once(Circle::new(p, 11, l.color.stroke_width(3))))?;
+        }
+    }
+    for (bound, _) in &s.thresholds {
+        chart.draw_series(DashedLineSeries::new(
+            vec![(x0, *bound), (x1, *bound)],
+            10,
+            6,
+            style::INK.stroke_width(2),
+        ))?;
     }
     root.present()?;
     Ok(())

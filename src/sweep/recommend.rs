@@ -204,7 +204,8 @@ pub fn choose(t: &SweepTable, c: &Criteria, name: &str) -> Choice {
     }
 }
 
-fn qualifies(t: &SweepTable, c: &Criteria, r: usize) -> bool {
+/// Whether row `r` meets every requirement.
+pub(crate) fn qualifies(t: &SweepTable, c: &Criteria, r: usize) -> bool {
     c.require
         .iter()
         .all(|q| q.metric.value(t, r).is_some_and(|v| q.met(v)))

@@ -5,7 +5,8 @@
 //! One varied path: a line chart per deciding metric ([`LINE_METRICS`]),
 //! x = the varied value, one line per limiter. Two or more: a heatmap per
 //! limiter of `--metric` (default `rejected_share`) over the first two
-//! paths, the later ones fixed at their first value.
+//! paths, the later ones fixed at their first value: of `--metric`, else of
+//! the first requirement's metric, else `rejected_share`.
 
 use std::fs;
 use std::path::Path;
@@ -102,27 +103,63 @@ pub fn render_dir(dir: &Path, m: &Manifest, plots: bool) -> anyhow::Result<Optio
 
     if plots {
         style::ensure_fonts()?;
-        let charts = if m.grid.axes.len() == 1 {
-            line_charts(&t, m, dir)?
+        let (charts, flat) = if m.grid.axes.len() == 1 {
+            line_charts(&t, m, criteria.as_ref(), dir)?
         } else {
-            heatmaps(&t, m, criteria.as_ref(), dir)?
+            (heatmaps(&t, m, criteria.as_ref(), dir)?, Vec::new())
         };
         for (file, caption) in charts {
             md.push_str(&format!("![{file}]({file})\n\n{caption}\n\n"));
+        }
+        if !flat.is_empty() {
+            md.push_str(&format!(
+                "Not drawn, being 0 at every point for every limiter: {}.\n\n",
+                flat.join(", ")
+            ));
         }
     }
     fs::write(dir.join(SUMMARY), md).with_context(|| format!("cannot write {SUMMARY}"))?;
     Ok(recommendation)
 }
 
-fn line_charts(t: &SweepTable, m: &Manifest, dir: &Path) -> anyhow::Result<Vec<(String, String)>> {
-    let series: Vec<line::Lines> = LINE_METRICS
+/// Charts drawn: each file with its caption.
+type Charts = Vec<(String, String)>;
+
+/// The line charts, and the metrics not drawn (0 everywhere).
+fn line_charts(
+    t: &SweepTable,
+    m: &Manifest,
+    criteria: Option<&Criteria>,
+    dir: &Path,
+) -> anyhow::Result<(Charts, Vec<String>)> {
+    // The deciding metrics, then every required metric not among them.
+    let mut metrics: Vec<(Metric, String)> = LINE_METRICS
         .iter()
         .filter_map(|(name, about)| {
-            let metric = Metric::parse(name, &t.columns, "").ok()?;
-            line::line_series(t, &m.grid, &metric, about)
+            Some((Metric::parse(name, &t.columns, "").ok()?, about.to_string()))
         })
         .collect();
+    for q in criteria.map(|c| c.require.as_slice()).unwrap_or_default() {
+        if !metrics.iter().any(|(m, _)| *m == q.metric) {
+            metrics.push((q.metric.clone(), format!("required: {}", q.text)));
+        }
+    }
+    let chosen = chosen_points(t, m, criteria);
+    let mut series: Vec<line::Lines> = Vec::new();
+    let mut flat: Vec<String> = Vec::new();
+    for (metric, about) in &metrics {
+        let thresholds = criteria
+            .map(|c| c.require.as_slice())
+            .unwrap_or_default()
+            .iter()
+            .filter(|q| q.metric == *metric)
+            .map(|q| (q.bound, q.text.clone()))
+            .collect();
+        match line::line_series(t, &m.grid, metric, about, thresholds, &chosen) {
+            Some(s) => series.push(s),
+            None => flat.push(format!("`{}`", metric.name())),
+        }
+    }
     let drawn: Vec<(String, String)> = series
         .par_iter()
         .map(|s| {
@@ -132,7 +169,24 @@ fn line_charts(t: &SweepTable, m: &Manifest, dir: &Path) -> anyhow::Result<Vec<(
             Ok((file, line::caption(s)))
         })
         .collect::<anyhow::Result<_>>()?;
-    Ok(drawn)
+    Ok((drawn, flat))
+}
+
+/// Each limiter's recommended point, in `t.limiters()` order (none for a
+/// chain's member, which is not recommended apart from its chain).
+/// Nor for a limiter that no axis can change, which has nothing chosen.
+fn chosen_points(t: &SweepTable, m: &Manifest, criteria: Option<&Criteria>) -> Vec<Option<usize>> {
+    t.limiters()
+        .iter()
+        .map(|l| match criteria.map(|c| recommend::choose(t, c, l)) {
+            Some(Choice::Best(r))
+                if t.chain_of(l).is_none() && recommend::axes_of(t, &m.grid, l).contains(&true) =>
+            {
+                Some(t.point_of[r])
+            }
+            _ => None,
+        })
+        .collect()
 }
 
 fn heatmaps(
@@ -141,17 +195,21 @@ fn heatmaps(
     criteria: Option<&Criteria>,
     dir: &Path,
 ) -> anyhow::Result<Vec<(String, String)>> {
-    let name = m.metric.as_deref().unwrap_or(DEFAULT_METRIC);
-    let metric = Metric::parse(name, &t.columns, "--metric")?;
-    let limiters = t.limiters();
-    let chosen: Vec<Option<usize>> = limiters
-        .iter()
-        .map(|l| match criteria.map(|c| recommend::choose(t, c, l)) {
-            Some(Choice::Best(r)) if t.chain_of(l).is_none() => Some(t.point_of[r]),
-            _ => None,
-        })
-        .collect();
-    let series = heatmap::heat_series(t, &m.grid, &metric, &chosen);
+    // The decisive metric: `--metric`, else the first requirement's.
+    let metric = match (&m.metric, criteria.and_then(|c| c.require.first())) {
+        (Some(name), _) => Metric::parse(name, &t.columns, "--metric")?,
+        (None, Some(q)) => q.metric.clone(),
+        (None, None) => Metric::parse(DEFAULT_METRIC, &t.columns, "--metric")?,
+    };
+    let chosen = chosen_points(t, m, criteria);
+    let meets = |r: usize| criteria.is_some_and(|c| recommend::qualifies(t, c, r));
+    let series = heatmap::heat_series(
+        t,
+        &m.grid,
+        &metric,
+        &chosen,
+        criteria.map(|_| &meets as &dyn Fn(usize) -> bool),
+    );
     series
         .par_iter()
         .enumerate()

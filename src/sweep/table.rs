@@ -172,10 +172,15 @@ impl Metric {
         }
     }
 
-    /// The metric's text in row `r`: the cell as written, or a derived
-    /// value to 4 decimals.
+    /// The metric's text in row `r`: the cell as written (a source's share
+    /// as the exact quotient it is compared as, to 6 decimals), or a
+    /// derived value to 4 decimals.
     pub fn text(&self, t: &SweepTable, r: usize) -> String {
         match self {
+            // A source's share as compared: exact, to 6 decimals.
+            Metric::Column(c) if exact_share(c).is_some() => {
+                self.value(t, r).map(|v| trim(v, 6)).unwrap_or_default()
+            }
             Metric::Column(c) => t
                 .column(c)
                 .and_then(|i| t.rows[r].get(i))

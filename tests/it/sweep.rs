@@ -861,6 +861,126 @@ fn one_varied_path_draws_lines_two_draw_heatmaps_more_fix_the_rest() {
     assert!(md.contains("peak_over_limit"), "{md}");
 }
 
+/// A two-source scenario for per-source requirements: users and one
+/// steady scraper.
+const SOURCES: &str = r#"name = "src"
+seed = 5
+duration = "4s"
+
+[defaults]
+limit = 10
+window = "1s"
+
+[[limiter]]
+algorithm = "token_bucket"
+
+[[limiter]]
+algorithm = "sliding_log"
+
+[[traffic]]
+name = "users"
+pattern = "poisson"
+clients = 20
+rate = "3/1s"
+
+[[traffic]]
+name = "scraper"
+pattern = "steady"
+rate = "40/1s"
+"#;
+
+#[test]
+fn charts_draw_the_requirements_and_the_recommended_point() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = scenario_in(tmp.path(), "a", SOURCES);
+    let goal = [
+        "--require",
+        "clients_limited_share[users]<=0.1",
+        "--require",
+        "passed_per_s[scraper]<=12",
+        "--minimize",
+        "passed_per_s[scraper]",
+    ];
+    // One path: a line chart per required metric, with its threshold and
+    // the recommended point; what is 0 everywhere is named, not drawn.
+    let one = tmp.path().join("one");
+    let mut args = vec!["--quiet", "--vary", "defaults.limit=2,4,8,16"];
+    args.extend(goal);
+    sweep(&s, &one, &args).success();
+    let md = read_text(&one.join("summary.md"));
+    let rec = read_text(&one.join("recommendation.md"));
+    for (f, q) in [
+        (
+            "sweep-clients_limited_share-users.png",
+            "clients_limited_share[users]<=0.1",
+        ),
+        (
+            "sweep-passed_per_s-scraper.png",
+            "passed_per_s[scraper]<=12",
+        ),
+    ] {
+        assert_eq!(png_size(&one.join(f)), (1200, 700));
+        let caption = md.split(&format!("![{f}]({f})")).nth(1).unwrap();
+        let caption = caption.trim_start().lines().next().unwrap();
+        assert!(
+            caption.contains(&format!("The dashed line is the requirement `{q}`.")),
+            "{caption}"
+        );
+        for name in ["token_bucket", "sliding_log"] {
+            let section = rec.split(&format!("## {name}\n")).nth(1).unwrap();
+            let at = section
+                .lines()
+                .find_map(|l| l.strip_prefix("**Recommended: defaults.limit="))
+                .map(|l| l.split('*').next().unwrap().to_string());
+            match at {
+                Some(v) => assert!(caption.contains(&format!("{name} at {v}")), "{caption}"),
+                None => assert!(!caption.contains(&format!("{name} at ")), "{caption}"),
+            }
+        }
+    }
+    assert!(
+        md.contains("Not drawn, being 0 at every point for every limiter: `collateral_share`, `delay_p99_ms`."),
+        "{md}"
+    );
+    assert!(!one.join("sweep-delay_p99_ms.png").exists());
+
+    // Two paths: each heatmap is of the first requirement's metric, and
+    // says how many of its cells meet every requirement — the count over
+    // sweep.csv, from the counts.
+    let two = tmp.path().join("two");
+    let mut args = vec![
+        "--quiet",
+        "--vary",
+        "defaults.limit=2,4,8,16",
+        "--vary",
+        "limiter[0].capacity=1,10,40",
+    ];
+    args.extend(goal);
+    sweep(&s, &two, &args).success();
+    let md = read_text(&two.join("summary.md"));
+    let (head, rows) = csv_rows(&two.join("sweep.csv"));
+    let col = |n: &str| head.iter().position(|h| h == n).unwrap();
+    let num = |r: &Vec<String>, n: &str| -> f64 { r[col(n)].parse().unwrap() };
+    for name in ["token_bucket", "sliding_log"] {
+        let meets = rows
+            .iter()
+            .filter(|r| r[col("limiter")] == name)
+            .filter(|r| {
+                num(r, "clients_limited[users]") <= 0.1 * num(r, "clients[users]")
+                    && num(r, "passed_per_s[scraper]") <= 12.0
+            })
+            .count();
+        let caption = md
+            .lines()
+            .find(|l| l.starts_with(&format!("{name}: `clients_limited_share[users]`")))
+            .unwrap_or_else(|| panic!("no heatmap caption for {name}:\n{md}"));
+        assert!(
+            caption.contains(&format!(" {meets} of its 12 cells meet every requirement")),
+            "{meets}: {caption}"
+        );
+    }
+}
+
 // ---------------------------------------------------------------------------
 // 4. the recommendation
 // ---------------------------------------------------------------------------

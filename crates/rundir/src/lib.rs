@@ -86,8 +86,24 @@ pub const RUN_CHARTS: &[&str] = &[
 pub(crate) const SWEEP_FILES: &[&str] = &[SWEEP_CSV, SWEEP_JSON, RECOMMENDATION_MD];
 
 /// A sweep's line chart of one metric.
+/// A per-source metric `COLUMN[SOURCE]` is `sweep-COLUMN-SOURCE.png`, and
+/// any character of the source's name other than a letter, a digit, `_`
+/// or `-` is `_`.
 pub fn sweep_line_png(metric: &str) -> String {
-    format!("sweep-{metric}.png")
+    let name: String = match metric.split_once('[') {
+        Some((column, rest)) => format!("{column}-{}", rest.trim_end_matches(']')),
+        None => metric.to_string(),
+    }
+    .chars()
+    .map(|c| {
+        if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+            c
+        } else {
+            '_'
+        }
+    })
+    .collect();
+    format!("sweep-{name}.png")
 }
 
 /// A sweep's heatmap of limiter `i`.
