@@ -1,5 +1,5 @@
-//! `sweep.json`: what a sweep directory holds — the scenario (its name and
-//! a hash of its text), the `--set` overrides, the grid, the shard, the
+//! `sweep.json`: what a sweep directory holds — the scenario (its name, its
+//! text and a hash of it, and where its file was), the `--set` overrides, the grid, the shard, the
 //! recommendation flags, and which points `sweep.csv` has rows for. `sweep
 //! merge` checks shards against each other with it; the charts,
 //! `recommendation.md` and `summary.md` are drawn from it and `sweep.csv`
@@ -25,6 +25,13 @@ pub struct Manifest {
     pub scenario: String,
     /// FNV-1a (64-bit) of the scenario's TOML text, in hex.
     pub scenario_hash: String,
+    /// The scenario's TOML text, for `recommended.toml`.
+    #[serde(default)]
+    pub scenario_text: String,
+    /// The scenario file's absolute path (its traces are relative to it);
+    /// none for a built-in.
+    #[serde(default)]
+    pub scenario_file: Option<String>,
     /// `--set PATH=VALUE` applied at every point, in order.
     pub set: Vec<String>,
     pub grid: Grid,

@@ -26,6 +26,7 @@ pub mod line;
 pub mod manifest;
 pub mod merge;
 pub mod recommend;
+pub mod recommended;
 pub mod render;
 pub mod table;
 
@@ -142,6 +143,16 @@ impl Plan {
             ratesim: env!("CARGO_PKG_VERSION").to_string(),
             scenario: self.name.clone(),
             scenario_hash: manifest::fingerprint(&self.file.text),
+            scenario_text: self.file.text.clone(),
+            scenario_file: match &self.file.origin {
+                crate::scenario::Origin::File(p) => Some(
+                    std::fs::canonicalize(p)
+                        .unwrap_or_else(|_| p.clone())
+                        .display()
+                        .to_string(),
+                ),
+                crate::scenario::Origin::Builtin(_) => None,
+            },
             set: self
                 .sets
                 .iter()

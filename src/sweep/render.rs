@@ -18,6 +18,7 @@ use super::heatmap;
 use super::line;
 use super::manifest::Manifest;
 use super::recommend::{self, Choice, Criteria};
+use super::recommended;
 use super::table::{Metric, SweepTable};
 use super::CSV;
 use crate::report::charts::style;
@@ -68,10 +69,28 @@ pub fn render_dir(dir: &Path, m: &Manifest, plots: bool) -> anyhow::Result<Optio
     let recommendation = criteria
         .as_ref()
         .map(|c| recommend::render(&t, &m.grid, c, &m.scenario));
-    if let Some(text) = &recommendation {
-        fs::write(dir.join(RECOMMENDATION), text)
-            .with_context(|| format!("cannot write {RECOMMENDATION}"))?;
-    }
+    // docs/semantics.md §7: the scenario at the recommended points, or why not.
+    let recommendation = match (recommendation, criteria.as_ref()) {
+        (Some(mut text), Some(c)) => {
+            match recommended::render(&t, m, c) {
+                Ok(toml) => {
+                    fs::write(dir.join(recommended::FILE), toml)
+                        .with_context(|| format!("cannot write {}", recommended::FILE))?;
+                    text.push_str(&format!(
+                        "\n[{0}]({0}) is the scenario at these points: `ratesim run {0}` runs it as is.\n",
+                        recommended::FILE
+                    ));
+                }
+                Err(why) => {
+                    text.push_str(&format!("\n{} is not written: {why}.\n", recommended::FILE))
+                }
+            }
+            fs::write(dir.join(RECOMMENDATION), &text)
+                .with_context(|| format!("cannot write {RECOMMENDATION}"))?;
+            Some(text)
+        }
+        (r, _) => r,
+    };
     let mut md = format!("# {} — ratesim sweep\n\n", m.scenario);
     md.push_str(&format!(
         "{} point{} × {} limiter{} ({} rows in `{CSV}`). Varied:\n\n",

@@ -1046,6 +1046,91 @@ fn the_recommendation_is_the_brute_force_choice_over_sweep_csv() {
     }
 }
 
+/// Per-source requirements and objective: each limiter's recommended point
+/// is the brute-force best over sweep.csv (shares from their counts), and
+/// recommended.toml runs as is and gives every limiter its row at its own
+/// point — here the two are recommended different `defaults.limit`s.
+#[test]
+fn recommended_toml_reproduces_each_limiters_brute_force_best_row() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = scenario_in(tmp.path(), "a", SOURCES);
+    let out = tmp.path().join("rec");
+    sweep(
+        &s,
+        &out,
+        &[
+            "--vary",
+            "defaults.limit=2,3,4,6,8,12,16",
+            "--vary",
+            "limiter[0].capacity=1,4,16",
+            "--require",
+            "clients_limited_share[users]<=0.25",
+            "--maximize",
+            "passed_per_s[users]",
+            "--no-plots",
+            "--quiet",
+        ],
+    )
+    .success();
+    let (head, rows) = csv_rows(&out.join("sweep.csv"));
+    let col = |n: &str| head.iter().position(|h| h == n).unwrap();
+    let num = |r: &Vec<String>, n: &str| -> f64 { r[col(n)].parse().unwrap() };
+    let md = read_text(&out.join("recommendation.md"));
+    let mut best_rows = Vec::new();
+    for name in ["token_bucket", "sliding_log"] {
+        let mut best: Option<&Vec<String>> = None;
+        for r in rows.iter().filter(|r| r[col("limiter")] == name) {
+            if num(r, "clients_limited[users]") > 0.25 * num(r, "clients[users]") {
+                continue;
+            }
+            // The most, ties to the first point in sweep order.
+            if best.is_none_or(|b| num(r, "passed_per_s[users]") > num(b, "passed_per_s[users]")) {
+                best = Some(r);
+            }
+        }
+        let best = best.expect("some point qualifies");
+        let section = md.split(&format!("## {name}\n")).nth(1).unwrap();
+        let expected = match name {
+            "token_bucket" => format!(
+                "**Recommended: defaults.limit={}, limiter[0].capacity={}**",
+                best[0], best[1]
+            ),
+            _ => format!("**Recommended: defaults.limit={}**", best[0]),
+        };
+        assert!(section.contains(&expected), "{expected}\n{section}");
+        best_rows.push(best.clone());
+    }
+    assert_ne!(
+        best_rows[0][0], best_rows[1][0],
+        "the limiters should be recommended different limits, so that one is pinned"
+    );
+    let toml = read_text(&out.join("recommended.toml"));
+    assert!(!toml.lines().any(|l| l.trim() == "[sweep]"), "{toml}");
+    assert!(
+        md.contains("`ratesim run recommended.toml` runs it as is"),
+        "{md}"
+    );
+    let run = tmp.path().join("run");
+    ratesim()
+        .arg("run")
+        .arg(out.join("recommended.toml"))
+        .args(["--quiet", "--no-plots", "--out"])
+        .arg(&run)
+        .assert()
+        .success();
+    let (run_head, run_rows) = csv_rows(&run.join("summary.csv"));
+    assert_eq!(run_rows.len(), 2);
+    for (ran, best) in run_rows.iter().zip(&best_rows) {
+        let swept: Vec<&String> = best[2..2 + run_head.len()].iter().collect();
+        assert_eq!(
+            ran.iter().collect::<Vec<_>>(),
+            swept,
+            "{}: recommended.toml's row differs from its recommended point's",
+            ran[0]
+        );
+    }
+}
+
 #[test]
 fn when_no_point_qualifies_it_says_which_requirement_came_closest() {
     let tmp = tempfile::tempdir().unwrap();
@@ -1094,6 +1179,7 @@ fn merged_shards_are_the_unsharded_sweep_byte_for_byte() {
     ];
     let whole = tmp.path().join("whole");
     sweep(&s, &whole, &args).success();
+    assert!(whole.join("recommended.toml").is_file());
     let mut shards = Vec::new();
     for k in 1..=4 {
         let d = tmp.path().join(format!("shard{k}"));

@@ -51,6 +51,8 @@ pub const SWEEP_CSV: &str = "sweep.csv";
 pub const SWEEP_JSON: &str = "sweep.json";
 /// The recommended point per limiter, with its neighbours.
 pub const RECOMMENDATION_MD: &str = "recommendation.md";
+/// A sweep's scenario at each limiter's recommended point.
+pub const RECOMMENDED_TOML: &str = "recommended.toml";
 
 /// One row per limiter and source it sees (docs/semantics.md §3).
 pub const SOURCES_CSV: &str = "sources.csv";
@@ -83,7 +85,8 @@ pub const RUN_CHARTS: &[&str] = &[
 
 /// Every file a sweep directory may hold besides its marker, `summary.md`
 /// and its charts.
-pub(crate) const SWEEP_FILES: &[&str] = &[SWEEP_CSV, SWEEP_JSON, RECOMMENDATION_MD];
+pub(crate) const SWEEP_FILES: &[&str] =
+    &[SWEEP_CSV, SWEEP_JSON, RECOMMENDATION_MD, RECOMMENDED_TOML];
 
 /// A sweep's line chart of one metric.
 /// A per-source metric `COLUMN[SOURCE]` is `sweep-COLUMN-SOURCE.png`, and
