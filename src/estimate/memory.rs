@@ -282,10 +282,11 @@ pub(super) fn limiter_memory(
     m.keys = m.keys.saturating_add(slots * RECORDER_SLOT);
     // Per source it sees, two bit sets over the source's span of client
     // ids (seen, limited: sources.csv), each at most twice the span as it
-    // doubles.
+    // doubles; each part of a split trace may span the trace's clients.
     for &i in &l.traffic {
         let span = source_clients(&s.traffic[i].pattern).min(clients.max(1));
-        m.keys = m.keys.saturating_add(span.div_ceil(64) * 8 * 2 * 2);
+        let parts = s.traffic[i].count() as u128;
+        m.keys = m.keys.saturating_add(span.div_ceil(64) * 8 * 2 * 2 * parts);
     }
     let buckets = crate::scenario::planned_buckets(s.output.resolution, s.duration)
         .min(crate::scenario::MAX_BUCKETS + 1) as u128;

@@ -75,8 +75,9 @@ fn explain(ctx: &Context) -> anyhow::Result<String> {
         .iter()
         .map(|&m| s.limiters[m].name.as_str())
         .collect();
-    let sources: Vec<&str> = s.traffic.iter().map(|t| t.name.as_str()).collect();
-    let sees = |m: usize, src: usize| s.limiters[spec.members[m]].traffic.contains(&src);
+    // Each source with its [[traffic]], which the members see or not.
+    let sources: Vec<(usize, &str)> = s.sources().collect();
+    let sees = |m: usize, traffic: usize| s.limiters[spec.members[m]].traffic.contains(&traffic);
 
     let mut out = String::new();
     let _ = writeln!(
@@ -105,7 +106,7 @@ fn explain(ctx: &Context) -> anyhow::Result<String> {
     header.extend(members.iter().map(|m| format!("by {m}")));
     header.push("passed".into());
     let mut table: Vec<Vec<String>> = vec![header];
-    for (k, src) in sources.iter().enumerate() {
+    for &(k, src) in &sources {
         let mut row = vec![src.to_string(), count(get(chain, src).attempts)];
         for (m, name) in members.iter().enumerate() {
             row.push(if sees(m, k) {
@@ -147,9 +148,8 @@ fn explain(ctx: &Context) -> anyhow::Result<String> {
     for (m, name) in members.iter().enumerate() {
         let hit: Vec<String> = sources
             .iter()
-            .enumerate()
-            .filter(|&(k, src)| sees(m, k) && get(name, src).rejected > 0)
-            .map(|(_, src)| {
+            .filter(|&&(k, src)| sees(m, k) && get(name, src).rejected > 0)
+            .map(|&(_, src)| {
                 format!(
                     "{src}: {} of {} attempts ({} of {} clients)",
                     count(get(name, src).rejected),
@@ -161,7 +161,7 @@ fn explain(ctx: &Context) -> anyhow::Result<String> {
             .collect();
         let overruled: u64 = sources
             .iter()
-            .map(|src| {
+            .map(|&(_, src)| {
                 get(name, src).attempts
                     - get(name, src).admitted
                     - get(name, src).delayed
@@ -179,10 +179,10 @@ fn explain(ctx: &Context) -> anyhow::Result<String> {
     // Per source: limited by its own plan's layer, or by one they share?
     let mut by_shared: Vec<String> = Vec::new();
     let mut shared_layers: Vec<&str> = Vec::new();
-    for (k, src) in sources.iter().enumerate() {
+    for &(k, src) in &sources {
         let limited = get(chain, src).clients_limited;
         let own: Vec<usize> = (0..members.len())
-            .filter(|&m| sees(m, k) && s.limiters[spec.members[m]].traffic.len() < sources.len())
+            .filter(|&m| sees(m, k) && s.limiters[spec.members[m]].traffic.len() < s.traffic.len())
             .collect();
         if limited == 0 || own.is_empty() || own.iter().any(|&m| get(members[m], src).rejected > 0)
         {
@@ -218,8 +218,14 @@ fn explain(ctx: &Context) -> anyhow::Result<String> {
         );
     }
     for layer in &shared_layers {
-        let total: u64 = sources.iter().map(|src| get(layer, src).rejected).sum();
-        if let Some(top) = sources.iter().max_by_key(|src| get(layer, src).rejected) {
+        let total: u64 = sources
+            .iter()
+            .map(|&(_, src)| get(layer, src).rejected)
+            .sum();
+        if let Some(&(_, top)) = sources
+            .iter()
+            .max_by_key(|&&(_, src)| get(layer, src).rejected)
+        {
             let _ = writeln!(
                 out,
                 "- {}",
@@ -238,7 +244,7 @@ fn explain(ctx: &Context) -> anyhow::Result<String> {
 
     // All or nothing: what a layer after a rejecting one never sees.
     if spec.mode == crate::limiter::chain::ChainMode::AllOrNothing {
-        'pairs: for (k, src) in sources.iter().enumerate() {
+        'pairs: for &(k, src) in &sources {
             for i in 0..members.len() {
                 let rejected = get(members[i], src).rejected;
                 if !sees(i, k) || rejected == 0 {

@@ -52,7 +52,8 @@ fn outcome(d: Decision) -> &'static str {
 /// One limiter's comparison, filled as the run goes.
 pub struct AgreementSink {
     limiter: String,
-    /// Per source of the scenario: its requests, if the limiter reads it.
+    /// Per `[[traffic]]` of the scenario: its requests, if the limiter
+    /// reads it (a log split into sources by `source` is read whole).
     requests: Vec<Option<Requests>>,
     /// The log tells delays apart from passes (nginx `$limit_req_status`).
     delays: bool,
@@ -138,7 +139,7 @@ impl DecisionSink for AgreementSink {
         if a.attempt != 1 {
             return Ok(());
         }
-        let requests = self.requests[a.source as usize]
+        let requests = self.requests[a.traffic as usize]
             .as_mut()
             .expect("a decision on a source the limiter reads");
         let Some(r) = requests.next_request()? else {

@@ -93,7 +93,8 @@ pub struct Plan {
     pub metric: Option<String>,
     /// The scenario's name (of the base point).
     pub name: String,
-    /// Its `[[traffic]]` sources' names, for the `COLUMN[SOURCE]` columns.
+    /// Its sources' names ([`Scenario::source_names`]), for the
+    /// `COLUMN[SOURCE]` columns.
     pub sources: Vec<String>,
 }
 
@@ -229,7 +230,7 @@ pub fn plan(args: &SweepArgs) -> Result<Plan, InputError> {
 
     let plan = Plan {
         name: base.name.clone(),
-        sources: base.traffic.iter().map(|s| s.name.clone()).collect(),
+        sources: base.source_names(),
         file,
         table,
         sets,
@@ -348,8 +349,7 @@ pub(crate) fn check_table(
     let grid = parse_grid(&spec.vary, &format!("{}: [sweep] vary", file.place))?;
     let mut columns: Vec<String> = grid.axes.iter().map(|a| a.path.clone()).collect();
     columns.extend(report::csv::summary_columns());
-    let names: Vec<String> = base.traffic.iter().map(|s| s.name.clone()).collect();
-    columns.extend(source_columns(&names));
+    columns.extend(source_columns(&base.source_names()));
     let within = |e: InputError| e.within(format!("{}: the scenario's [sweep] table", file.place));
     let goal = Goal {
         require: spec.require,
@@ -377,6 +377,15 @@ fn check_points(plan: &Plan, points: &[usize]) -> Result<(u128, u128), InputErro
                     e.message()
                 ))
             })?;
+            let names = s.source_names();
+            if names != plan.sources {
+                return Err(InputError::new(format!(
+                    "point {i} ({}): its sources are {}, the scenario's {}; sweep.csv has one set of COLUMN[SOURCE] columns, so every point must have the same sources",
+                    plan.grid.describe(i),
+                    names.join(", "),
+                    plan.sources.join(", ")
+                )));
+            }
             let e = Estimate::of_run(&s, false);
             Ok((e.decisions, e.memory_bytes()))
         })
@@ -395,10 +404,13 @@ fn check_points(plan: &Plan, points: &[usize]) -> Result<(u128, u128), InputErro
 /// the limiter does not see).
 fn run_point(plan: &Plan, i: usize) -> anyhow::Result<Vec<u8>> {
     let s = plan.scenario(i)?;
+    let names = s.source_names();
     anyhow::ensure!(
-        s.traffic.iter().map(|t| &t.name).eq(plan.sources.iter()),
-        "point {i} ({}): its [[traffic]] names differ from the scenario's; a sweep keeps them",
-        plan.grid.describe(i)
+        names == plan.sources,
+        "point {i} ({}): its sources differ from the scenario's ({} here, {} there); a sweep keeps them",
+        plan.grid.describe(i),
+        names.join(", "),
+        plan.sources.join(", ")
     );
     let runs = engine::simulate_all(&s, Vec::new(), &|_, _, _| {})?;
     let report = Report::new(&s, runs, s.echo());
@@ -421,12 +433,11 @@ fn run_point(plan: &Plan, i: usize) -> anyhow::Result<Vec<u8>> {
     let mut out = line(head, &source_columns(&plan.sources))?;
     let width = crate::rundir::summary::SourceRow::SWEPT.len();
     for (r, l) in rows.into_iter().zip(&report.limiters) {
-        let mut cells = vec![String::new(); width * s.traffic.len()];
+        let mut cells = vec![String::new(); width * names.len()];
         for row in &l.sources {
-            let k = s
-                .traffic
+            let k = names
                 .iter()
-                .position(|t| t.name == row.source)
+                .position(|n| *n == row.source)
                 .expect("a source of the scenario");
             cells[k * width..(k + 1) * width].clone_from_slice(&row.swept());
         }

@@ -73,9 +73,58 @@ pub struct Source {
     pub name: String,
     pub pattern: Pattern,
     pub retry: Retry,
+    /// The sources a trace splits into by `source = "FIELD"`
+    /// (docs/semantics.md §3), named, in the order of their part numbers
+    /// (see [`crate::traffic::Stream::next_in_part`]); empty when it is one
+    /// source, named `name`.
+    pub parts: Vec<String>,
+}
+
+impl Source {
+    /// The names of the sources it is: its parts, else itself.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        let own = self.parts.is_empty().then_some(self.name.as_str());
+        own.into_iter().chain(self.parts.iter().map(String::as_str))
+    }
+
+    /// How many sources it is (at least 1).
+    pub fn count(&self) -> usize {
+        self.parts.len().max(1)
+    }
 }
 
 impl Scenario {
+    /// Every source of the scenario, each with the index of the
+    /// `[[traffic]]` it comes from: each `[[traffic]]` in order, a split
+    /// trace as its parts. A source's position here is its id, which
+    /// every arrival carries, and the order of `sources.csv`'s rows
+    /// (docs/semantics.md §3).
+    pub fn sources(&self) -> impl Iterator<Item = (usize, &str)> {
+        self.traffic
+            .iter()
+            .enumerate()
+            .flat_map(|(t, s)| s.names().map(move |n| (t, n)))
+    }
+
+    /// The names of [`Scenario::sources`], in order.
+    pub fn source_names(&self) -> Vec<String> {
+        self.sources().map(|(_, n)| n.to_string()).collect()
+    }
+
+    /// The id of each `[[traffic]]`'s first source (see
+    /// [`Scenario::sources`]); its others follow it.
+    pub fn first_sources(&self) -> Vec<u32> {
+        let mut next = 0u32;
+        self.traffic
+            .iter()
+            .map(|s| {
+                let first = next;
+                next += s.count() as u32;
+                first
+            })
+            .collect()
+    }
+
     /// The run directory when the CLI gives none: `[output] dir`, else
     /// `output/<name>`.
     pub fn default_out_dir(&self) -> PathBuf {

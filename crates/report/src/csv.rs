@@ -109,7 +109,8 @@ pub struct DecisionLog<'a, W: Write> {
     key_buf: String,
     /// A chain's members, for the `by` column.
     members: Vec<&'a str>,
-    /// The scenario's sources, for the `source` column.
+    /// The scenario's sources by id ([`Scenario::sources`]), for the
+    /// `source` column.
     sources: Vec<&'a str>,
 }
 
@@ -131,12 +132,12 @@ impl<'a, W: Write> DecisionLog<'a, W> {
     }
 
     /// The log of limiter `index` of `scenario`: `source` names each
-    /// attempt's `[[traffic]]`; a chain's names in `by` the member that
-    /// rejected or set the delay.
+    /// attempt's source (its `[[traffic]]`, or the part of a split trace);
+    /// a chain's names in `by` the member that rejected or set the delay.
     pub fn of(out: W, scenario: &'a Scenario, index: usize) -> Self {
         let spec = &scenario.limiters[index];
         let mut log = DecisionLog::new(out, &spec.name, spec.key_by, &scenario.population);
-        log.sources = scenario.traffic.iter().map(|t| t.name.as_str()).collect();
+        log.sources = scenario.sources().map(|(_, name)| name).collect();
         if let Some(c) = &spec.chain {
             log.members = c
                 .members

@@ -217,16 +217,17 @@ impl Report {
                     },
                 };
                 let peak_at = r.peak_at.map(|(t, k)| (t, key_name(k)));
-                let mut seen = spec.traffic.clone();
-                seen.sort_unstable();
-                let sources = seen
-                    .iter()
-                    .map(|&s| {
+                // The sources of the [[traffic]] it sees, in id order.
+                let sources = scenario
+                    .sources()
+                    .enumerate()
+                    .filter(|(_, (t, _))| spec.traffic.contains(t))
+                    .map(|(s, (_, name))| {
                         let c = r.sources.get(s).cloned().unwrap_or_default();
                         let passed = c.admitted + c.delayed;
                         SourceRow {
                             limiter: spec.name.clone(),
-                            source: scenario.traffic[s].name.clone(),
+                            source: name.to_string(),
                             clients: c.clients,
                             attempts: c.attempts,
                             logical_requests: c.logical,

@@ -25,10 +25,20 @@ use crate::traffic::{Arrival, Pattern, Stream, StreamCtx};
 /// How many arrivals ahead the generator asks for their streams' state.
 const PREFETCH_AHEAD: usize = 8;
 
+/// A finished stream's pending arrival: never taken.
+const NO_ARRIVAL: Arrival = Arrival {
+    time: Nanos::ZERO,
+    client: 0,
+    ip: 0,
+    cost: 0,
+};
+
 /// One first attempt, as every limiter that sees its source takes it.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Shared {
     pub arrival: Arrival,
+    /// Its source's id (see [`Scenario::sources`]): its `[[traffic]]`'s
+    /// own, or a part's of a split trace.
     pub source: u32,
     /// The request's index within its stream.
     pub request: u64,
@@ -38,13 +48,20 @@ pub(super) struct Shared {
     pub pushed: u64,
 }
 
-/// How one source's streams are held.
+/// How one `[[traffic]]`'s streams are held.
 enum Gen<'a> {
     /// Boxed streams, each with its next arrival and how many it gave.
     Streams {
         streams: Vec<Box<dyn Stream>>,
         pending: Vec<Arrival>,
         requests: Vec<u64>,
+    },
+    /// A recording's one stream, with its next arrival and that arrival's
+    /// part (see [`Stream::next_in_part`]), and how many it gave.
+    Recorded {
+        stream: Box<dyn Stream>,
+        pending: (Arrival, u32),
+        requests: u64,
     },
     /// Poisson clients, each an 8-byte clock (its next arrival time is its
     /// time on the queue, and it counts its draws): no generator buffer
@@ -58,18 +75,21 @@ enum Gen<'a> {
 /// The merged streams of the sources some limiter sees.
 pub(super) struct Arrivals<'a> {
     ctx: StreamCtx,
-    /// Per source (`None`: no limiter sees it).
+    /// Per `[[traffic]]` (`None`: no limiter sees it).
     gens: Vec<Option<Gen<'a>>>,
-    /// Per source, the index of its first stream (a stream's source is
+    /// Per `[[traffic]]`, the index of its first stream (a stream's is
     /// the last whose first is at most the stream's index).
     first: Vec<u32>,
+    /// Per `[[traffic]]`, the id of its first source (its part 0).
+    first_source: Vec<u32>,
     /// Payload: the stream.
     queue: Queue,
 }
 
 impl<'a> Arrivals<'a> {
-    /// The streams of every source in `sources` (in source order).
-    pub(super) fn new(scenario: &'a Scenario, sources: &[bool]) -> anyhow::Result<Arrivals<'a>> {
+    /// The streams of every `[[traffic]]` whose flag in `seen` is set (in
+    /// scenario order).
+    pub(super) fn new(scenario: &'a Scenario, seen: &[bool]) -> anyhow::Result<Arrivals<'a>> {
         let ctx = StreamCtx {
             seed: scenario.seed,
             end: scenario.duration,
@@ -78,7 +98,7 @@ impl<'a> Arrivals<'a> {
         let (mut gens, mut first, mut streams_so_far) = (Vec::new(), Vec::new(), 0usize);
         for (src, traffic) in scenario.traffic.iter().enumerate() {
             first.push(streams_so_far as u32);
-            if !sources[src] {
+            if !seen[src] {
                 gens.push(None);
                 continue;
             }
@@ -96,6 +116,19 @@ impl<'a> Arrivals<'a> {
                     streams_so_far += clocks.len();
                     Gen::Poisson { poisson: p, clocks }
                 }
+                Pattern::Trace(t) => {
+                    let mut stream = t.open(ctx)?;
+                    let next = stream.next_in_part()?;
+                    if let Some((a, _)) = next {
+                        queue.push(a.time, base as u32);
+                    }
+                    streams_so_far += 1;
+                    Gen::Recorded {
+                        stream,
+                        pending: next.unwrap_or((NO_ARRIVAL, 0)),
+                        requests: 0,
+                    }
+                }
                 pattern => {
                     let mut streams = pattern.streams(src, ctx)?;
                     let mut pending = Vec::with_capacity(streams.len());
@@ -104,12 +137,7 @@ impl<'a> Arrivals<'a> {
                         if let Some(a) = next {
                             queue.push(a.time, (base + i) as u32);
                         }
-                        pending.push(next.unwrap_or(Arrival {
-                            time: Nanos::ZERO,
-                            client: 0,
-                            ip: 0,
-                            cost: 0,
-                        }));
+                        pending.push(next.unwrap_or(NO_ARRIVAL));
                     }
                     streams_so_far += streams.len();
                     let requests = vec![0; streams.len()];
@@ -126,6 +154,7 @@ impl<'a> Arrivals<'a> {
             ctx,
             gens,
             first,
+            first_source: scenario.first_sources(),
             queue,
         })
     }
@@ -135,8 +164,8 @@ impl<'a> Arrivals<'a> {
         self.queue.pushed()
     }
 
-    /// The source of stream `i`.
-    fn source_of(&self, i: u32) -> u32 {
+    /// The `[[traffic]]` of stream `i`.
+    fn traffic_of(&self, i: u32) -> u32 {
         (self.first.partition_point(|&f| f <= i) - 1) as u32
     }
 
@@ -161,12 +190,12 @@ impl<'a> Arrivals<'a> {
             let Some((time, index, i)) = self.queue.pop_numbered() else {
                 break;
             };
-            let src = self.source_of(i);
+            let src = self.traffic_of(i);
             let j = (i - self.first[src as usize]) as usize;
             let gen = self.gens[src as usize]
                 .as_mut()
                 .expect("a queued stream's source is generated");
-            let (arrival, request, next) = match gen {
+            let (arrival, part, request, next) = match gen {
                 Gen::Streams {
                     streams,
                     pending,
@@ -179,7 +208,21 @@ impl<'a> Arrivals<'a> {
                     }
                     let request = requests[j];
                     requests[j] += 1;
-                    (arrival, request, next.map(|n| n.time))
+                    (arrival, 0, request, next.map(|n| n.time))
+                }
+                Gen::Recorded {
+                    stream,
+                    pending,
+                    requests,
+                } => {
+                    let (arrival, part) = *pending;
+                    let next = stream.next_in_part()?;
+                    if let Some(n) = next {
+                        *pending = n;
+                    }
+                    let request = *requests;
+                    *requests += 1;
+                    (arrival, part, request, next.map(|(n, _)| n.time))
                 }
                 Gen::Poisson { poisson, clocks } => {
                     let (client, ip) = poisson.clients.get(j);
@@ -192,7 +235,7 @@ impl<'a> Arrivals<'a> {
                     // The arrival taken came of the clock's latest draw.
                     let request = clocks[j].draws() - 1;
                     let next = poisson.tick(src as usize, j, time, &mut clocks[j], self.ctx);
-                    (arrival, request, next)
+                    (arrival, 0, request, next)
                 }
             };
             if let Some(t) = next {
@@ -201,7 +244,7 @@ impl<'a> Arrivals<'a> {
             }
             out.push(Shared {
                 arrival,
-                source: src,
+                source: self.first_source[src as usize] + part,
                 request,
                 index,
                 pushed: self.queue.pushed(),

@@ -38,7 +38,10 @@ use shared_store::Cached;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Attempt {
     pub arrival: Arrival,
-    /// The `[[traffic]]` source it came from.
+    /// The index of the `[[traffic]]` it came from.
+    pub traffic: u32,
+    /// Its source's id: its position in [`Scenario::sources`] (a split
+    /// trace's part, else its `[[traffic]]`'s own).
     pub source: u32,
     /// The id the limiter keyed on (client id, ip id, or 0 for global).
     pub key: u32,
@@ -70,6 +73,7 @@ pub(crate) const PROGRESS_EVERY: u64 = 1 << 16;
 struct Job {
     /// The current attempt; `arrival.time` is when it reaches an instance.
     arrival: Arrival,
+    /// Its source's id (see [`Attempt`]).
     source: u32,
     /// The request's index within its stream.
     request: u64,
@@ -169,10 +173,13 @@ fn drive(
     progress: &(dyn Fn(usize, Nanos, u64) + Sync),
 ) -> anyhow::Result<Vec<Vec<(usize, LimiterRun)>>> {
     use rayon::prelude::*;
-    let sources: Vec<bool> = (0..scenario.traffic.len())
-        .map(|s| runs.iter().any(|r| r.sees[s]))
+    // A [[traffic]]'s sources are seen together: look at its first.
+    let seen: Vec<bool> = scenario
+        .first_sources()
+        .iter()
+        .map(|&s| runs.iter().any(|r| r.sees[s as usize]))
         .collect();
-    let mut arrivals = Arrivals::new(scenario, &sources)?;
+    let mut arrivals = Arrivals::new(scenario, &seen)?;
     for run in &mut runs {
         run.pushed = arrivals.pushed();
     }
@@ -223,8 +230,10 @@ struct Run<'a, 's> {
     /// Attempts routed so far (round robin).
     routed: u64,
     recorder: Recorder,
+    /// Per source id: its `[[traffic]]`'s index and retry policy, and
+    /// whether this limiter sees it.
+    traffic_of: Vec<u32>,
     retries: Vec<Retry>,
-    /// Which sources this limiter sees.
     sees: Vec<bool>,
     /// Events other than first attempts (retries, store operations): a
     /// small queue whose payloads name a slot of `events`.
@@ -278,7 +287,11 @@ impl<'a, 's> Run<'a, 's> {
             routed: 0,
             recorder: recorder(scenario, spec),
             sink,
-            retries: scenario.traffic.iter().map(|t| t.retry).collect(),
+            traffic_of: scenario.sources().map(|(t, _)| t as u32).collect(),
+            retries: scenario
+                .sources()
+                .map(|(t, _)| scenario.traffic[t].retry)
+                .collect(),
             sees: sees(scenario, spec),
             queue: Queue::new(),
             events: Vec::new(),
@@ -439,9 +452,12 @@ impl<'a, 's> Run<'a, 's> {
         self.queue.push(at, slot as u32);
     }
 
+    /// Seeded by the `[[traffic]]`, not the source: splitting a trace
+    /// into sources changes no draw.
     fn rng(&self, job: &Job, tag: [u8; 4]) -> impl FnMut() -> rand_chacha::ChaCha8Rng {
         let (seed, j) = (self.scenario.seed, *job);
-        move || event_rng(seed, j.source, j.arrival.client, j.request, j.attempt, tag)
+        let traffic = self.traffic_of[j.source as usize];
+        move || event_rng(seed, traffic, j.arrival.client, j.request, j.attempt, tag)
     }
 
     fn handle(&mut self, now: Nanos, event: Event) -> anyhow::Result<()> {
@@ -549,6 +565,7 @@ impl<'a, 's> Run<'a, 's> {
         if let Some(sink) = self.sink.as_deref_mut() {
             sink.record(&Attempt {
                 arrival: a,
+                traffic: self.traffic_of[job.source as usize],
                 source: job.source,
                 key,
                 attempt: job.attempt,
@@ -732,14 +749,17 @@ fn local_key(local_ids: &mut [HashMap<u32, u32>], instance: u32, key: u32) -> u3
     *ids.entry(key).or_insert(next)
 }
 
-/// Which of `scenario`'s sources `spec` sees, by source index.
+/// Which of `scenario`'s sources `spec` sees, by source id: those of the
+/// `[[traffic]]` it sees.
 fn sees(scenario: &Scenario, spec: &crate::scenario::LimiterSpec) -> Vec<bool> {
-    (0..scenario.traffic.len())
-        .map(|s| spec.traffic.contains(&s))
+    scenario
+        .sources()
+        .map(|(t, _)| spec.traffic.contains(&t))
         .collect()
 }
 
-/// A fresh recorder for `spec`'s row, counting per source too.
+/// A fresh recorder for `spec`'s row, counting per source too (every
+/// source of [`Scenario::sources`], by id).
 fn recorder(scenario: &Scenario, spec: &crate::scenario::LimiterSpec) -> Recorder {
     Recorder::new(
         scenario.defaults.window,
@@ -748,5 +768,5 @@ fn recorder(scenario: &Scenario, spec: &crate::scenario::LimiterSpec) -> Recorde
         scenario.duration,
         scenario.population.clients(),
     )
-    .with_sources(scenario.traffic.len())
+    .with_sources(scenario.sources().count())
 }

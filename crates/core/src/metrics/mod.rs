@@ -92,7 +92,7 @@ pub struct Recorder {
     /// its own, and their cost (see [`Recorder::collateral`]).
     collateral: u64,
     collateral_cost: u64,
-    /// Per `[[traffic]]` source, in scenario order (see
+    /// Per source, by id (see [`crate::scenario::Scenario::sources`] and
     /// [`Recorder::with_sources`]).
     pub sources: Vec<SourceCounts>,
     /// A chain member's recorder ([`Recorder::for_member`]).

@@ -1,8 +1,9 @@
-//! Per source (docs/semantics.md §3's `sources.csv`): what one
-//! limiter did to each `[[traffic]]` source's requests, and how many of the
-//! source's clients it ever rejected. Two bits per client in the span of
-//! client ids the source uses, not per request: a generated source's
-//! clients are one run of ids, so the bits cover that run only.
+//! Per source (docs/semantics.md §3's `sources.csv`): what one limiter did
+//! to each source's requests (a `[[traffic]]`, or a part of a trace split
+//! by `source`), and how many of the source's clients it ever rejected.
+//! Two bits per client in the span of client ids the source uses, not per
+//! request: a generated source's clients are one run of ids, so the bits
+//! cover that run only.
 
 use crate::limiter::Decision;
 

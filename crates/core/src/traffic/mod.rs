@@ -54,6 +54,14 @@ pub struct Arrival {
 /// Arrivals of one client (or one trace) in non-decreasing time order.
 pub trait Stream: Send {
     fn next(&mut self) -> anyhow::Result<Option<Arrival>>;
+
+    /// The next arrival and the part of its `[[traffic]]` that sent it:
+    /// a trace split by `source = "FIELD"` is one source per part
+    /// (docs/semantics.md §3), numbered as [`crate::scenario::Source::parts`]
+    /// names them. Every other stream is one part, 0.
+    fn next_in_part(&mut self) -> anyhow::Result<Option<(Arrival, u32)>> {
+        Ok(self.next()?.map(|a| (a, 0)))
+    }
 }
 
 /// A validated `[[traffic]]` source.

@@ -195,6 +195,7 @@ impl Load for Scenario {
                 name: source_name,
                 pattern,
                 retry,
+                parts: Vec::new(),
             });
         }
 
