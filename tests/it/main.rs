@@ -21,5 +21,6 @@ mod redis_scripts;
 mod robust;
 mod robust_traffic;
 mod scenario_claims;
+mod sources;
 mod sweep;
 mod variants;

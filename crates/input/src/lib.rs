@@ -10,7 +10,8 @@
 //!   files it reads come from;
 //! - [`accesslog`]: recorded traffic — a CSV trace's sibling formats,
 //!   nginx, Envoy and JSON-lines access logs — as one
-//!   [`ratesim_core::traffic::Recorded`] source each;
+//!   [`ratesim_core::traffic::Recorded`] source each, or several when
+//!   [`split`] by a field's value;
 //! - [`import`]: nginx and Envoy configurations → a scenario.
 
 pub mod accesslog;
@@ -21,6 +22,7 @@ pub mod import;
 pub mod origin;
 pub mod overrides;
 pub mod scenario;
+pub mod split;
 pub mod trace_data;
 
 pub use origin::{Origin, RecordedKeys};

@@ -181,6 +181,7 @@ impl Load for Scenario {
                 origin: &origin,
                 population: &mut population,
                 index,
+                name: &source_name,
                 default_prefix,
                 reads_default_limit: false,
             };
@@ -191,13 +192,20 @@ impl Load for Scenario {
                 None => Retry::NONE,
             };
             f.finish()?;
+            let parts = match &pattern {
+                Pattern::Trace(t) => traffic::trace::split(&**t)
+                    .map(|s| s.names().to_vec())
+                    .unwrap_or_default(),
+                _ => Vec::new(),
+            };
             traffic.push(Source {
                 name: source_name,
                 pattern,
                 retry,
-                parts: Vec::new(),
+                parts,
             });
         }
+        check_source_names(&traffic)?;
 
         for (spec, (path, wanted)) in limiters.iter_mut().zip(wanted_traffic) {
             spec.traffic = match wanted {
@@ -270,6 +278,50 @@ impl Load for Scenario {
             population,
             inputs,
         })
+    }
+}
+
+/// Every source's name is unique across the scenario (docs/semantics.md
+/// §3): a split trace's sources are named by its field's values, which
+/// must meet no other `[[traffic]]`'s name nor another split's value.
+fn check_source_names(traffic: &[Source]) -> Result<(), InputError> {
+    let q = crate::error::quoted;
+    let mut parts: HashMap<&str, usize> = HashMap::new();
+    for (t, s) in traffic.iter().enumerate() {
+        let Some(field) = split_by(s) else {
+            continue;
+        };
+        for name in &s.parts {
+            let named = traffic
+                .iter()
+                .position(|other| other.name == *name)
+                .filter(|&o| o != t);
+            if let Some(o) = named {
+                return Err(InputError::new(format!(
+                    "traffic[{t}].source: {} gives a source named {}, the name of traffic[{o}] — source names must be unique across the scenario; give traffic[{o}] another `name`",
+                    q(field),
+                    q(name)
+                )));
+            }
+            if let Some(&o) = parts.get(name.as_str()).filter(|&&o| o != t) {
+                return Err(InputError::new(format!(
+                    "traffic[{t}].source: {} gives a source named {}, as traffic[{o}].source ({}) does — source names must be unique across the scenario; split one of them by another field",
+                    q(field),
+                    q(name),
+                    q(split_by(&traffic[o]).unwrap_or_default())
+                )));
+            }
+            parts.insert(name, t);
+        }
+    }
+    Ok(())
+}
+
+/// The field a `[[traffic]]` splits into sources by, if it does.
+fn split_by(s: &Source) -> Option<&str> {
+    match &s.pattern {
+        Pattern::Trace(t) => traffic::trace::split(&**t).map(|s| s.field.as_str()),
+        _ => None,
     }
 }
 

@@ -95,6 +95,7 @@ mod tests {
                 origin: &crate::Origin::File("b.toml".into()),
                 population: &mut population,
                 index: 0,
+                name: "boundary",
                 default_prefix: "boundary-".to_string(),
                 reads_default_limit: false,
             };

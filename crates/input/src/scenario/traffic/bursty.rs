@@ -134,6 +134,7 @@ mod tests {
                 origin: &crate::Origin::File("s.toml".into()),
                 population: &mut population,
                 index: 0,
+                name: "bursty",
                 default_prefix: "c".to_string(),
                 reads_default_limit: false,
             };

@@ -26,7 +26,7 @@ use crate::Origin;
 
 /// Every pattern name with a one-line description, for `ratesim list`.
 pub const PATTERNS: &[(&str, &str)] = &[
-    ("trace", "replay a recorded CSV (time or time_ns, client, ip, cost) exactly, or an access log: format = \"nginx\", \"envoy\", \"jsonl\""),
+    ("trace", "replay a recorded CSV (time or time_ns, client, ip, cost) exactly, or an access log: format = \"nginx\", \"envoy\", \"jsonl\"; source = \"FIELD\" splits it into one source per value"),
     ("steady", "`clients` clients, each at a fixed `rate`, with a fixed, spread or random phase"),
     ("poisson", "`clients` clients, each with exponential gaps at `rate` (seeded)"),
     ("boundary", "`burst` requests just before and just after each window boundary"),
@@ -43,6 +43,9 @@ pub struct ParseCtx<'a> {
     pub population: &'a mut Population,
     /// Position of this source among `[[traffic]]`.
     pub index: usize,
+    /// Its name: a trace split by `source` names the source of an empty
+    /// value so.
+    pub name: &'a str,
     /// Default prefix for synthetic client names.
     pub default_prefix: String,
     /// Set by a pattern that takes a parameter from `[defaults] limit`

@@ -5,6 +5,8 @@
 //! to ns, e.g. `12.000000001`) or `time_ns` (integer); `client`; optional
 //! `ip` (default: the client); optional `cost` (positive integer, default 1).
 //! Rows must be in non-decreasing time order; ties are replayed in file order.
+//! With `source = "COLUMN"` the trace is one source per distinct value of
+//! that column (see [`crate::split`]), and the column is accepted.
 //!
 //! The file is read once when the scenario loads — every row is validated,
 //! and clients and addresses are interned — and streamed again for each
@@ -30,6 +32,7 @@ use crate::clock::{parse_seconds, Nanos, MAX_NANOS};
 use crate::error::{quoted, InputError};
 use crate::fields::{Fields, MAX_COUNT};
 use crate::population::Population;
+use crate::split::Split;
 use crate::traffic::{Arrival, Recorded, Stream, StreamCtx};
 use crate::{RecordedKeys, TraceData};
 
@@ -102,9 +105,15 @@ pub struct Trace {
     pub data: TraceData,
     columns: Columns,
     ids: Arc<RecordedKeys>,
+    /// The sources it splits into by `source = "COLUMN"`, if it does.
+    split: Option<Arc<Split>>,
     last: Nanos,
     rows: u64,
 }
+
+/// Why a trace cannot be read: the field of its `[[traffic]]` to fix
+/// (`path`, or `source` for the column it splits by) and the message.
+type ReadError = (&'static str, String);
 
 /// Column positions found in the header.
 #[derive(Debug, Clone, Copy)]
@@ -115,6 +124,8 @@ struct Columns {
     client: usize,
     ip: Option<usize>,
     cost: Option<usize>,
+    /// The column a split trace's source is read from.
+    source: Option<usize>,
 }
 
 /// One parsed row; strings borrow from the record.
@@ -123,6 +134,8 @@ struct Row<'r> {
     client: &'r str,
     ip: &'r str,
     cost: u64,
+    /// The value of the `source` column ("" when there is none).
+    source: &'r str,
 }
 
 const ACCEPTED_COLUMNS: &str = "time (seconds) or time_ns, client, ip (optional), cost (optional)";
@@ -140,41 +153,81 @@ fn reader(r: Box<dyn Read + Send>) -> csv::Reader<Box<dyn Read + Send>> {
 }
 
 impl Columns {
-    fn from_header(header: &ByteRecord) -> Result<Columns, String> {
+    /// The columns of `header` (of the trace `shown`); `split_by` names
+    /// the `source` column, which may be any column, one of the others too.
+    fn from_header(
+        header: &ByteRecord,
+        split_by: Option<&str>,
+        shown: &str,
+    ) -> Result<Columns, ReadError> {
         let (mut time, mut time_ns, mut client, mut ip, mut cost) = (None, None, None, None, None);
+        let mut source = None;
+        let path = |e: String| ("path", e);
+        if let Some(wanted) = split_by {
+            if !header.iter().any(|n| n == wanted.as_bytes()) {
+                let names: Vec<String> = header
+                    .iter()
+                    .map(|n| String::from_utf8_lossy(n).into_owned())
+                    .collect();
+                return Err((
+                    "source",
+                    format!(
+                        "{} — {} has no such column; its header has {}",
+                        quoted(wanted),
+                        quoted(shown),
+                        crate::error::quote(&names.join(", "))
+                    ),
+                ));
+            }
+        }
         for (i, name) in header.iter().enumerate() {
             let name = String::from_utf8_lossy(name);
+            if split_by == Some(name.as_ref()) && source.replace(i).is_some() {
+                return Err(path(format!(
+                    "line 1: column {} appears twice",
+                    quoted(&name)
+                )));
+            }
             let slot = match name.as_ref() {
                 "time" => &mut time,
                 "time_ns" => &mut time_ns,
                 "client" => &mut client,
                 "ip" => &mut ip,
                 "cost" => &mut cost,
+                other if split_by == Some(other) => continue,
                 other => {
-                    return Err(format!(
-                        "line 1: unknown column {} — accepted: {ACCEPTED_COLUMNS}",
+                    return Err(path(format!(
+                        "line 1: unknown column {} — accepted: {ACCEPTED_COLUMNS}; a column that splits the trace into sources is named by `source = {}`",
+                        quoted(other),
                         quoted(other)
-                    ))
+                    )))
                 }
             };
             if slot.replace(i).is_some() {
-                return Err(format!("line 1: column {} appears twice", quoted(&name)));
+                return Err(path(format!(
+                    "line 1: column {} appears twice",
+                    quoted(&name)
+                )));
             }
         }
         let (time, seconds) = match (time, time_ns) {
             (Some(t), None) => (t, true),
             (None, Some(t)) => (t, false),
             (Some(_), Some(_)) => {
-                return Err("line 1: has both time and time_ns — give one of them".into())
+                return Err(path(
+                    "line 1: has both time and time_ns — give one of them".into(),
+                ))
             }
             (None, None) => {
-                return Err(format!(
+                return Err(path(format!(
                     "line 1: no time or time_ns column — the header must name {ACCEPTED_COLUMNS}"
-                ))
+                )))
             }
         };
         let client = client.ok_or_else(|| {
-            format!("line 1: no client column — the header must name {ACCEPTED_COLUMNS}")
+            path(format!(
+                "line 1: no client column — the header must name {ACCEPTED_COLUMNS}"
+            ))
         })?;
         Ok(Columns {
             time,
@@ -182,6 +235,7 @@ impl Columns {
             client,
             ip,
             cost,
+            source,
         })
     }
 
@@ -233,11 +287,16 @@ impl Columns {
             }
             _ => 1,
         };
+        let source = match self.source {
+            Some(i) => field(i, "the source column")?,
+            None => "",
+        };
         Ok(Row {
             time,
             client,
             ip,
             cost,
+            source,
         })
     }
 }
@@ -252,7 +311,24 @@ pub fn parse(f: &mut Fields, ctx: &mut ParseCtx) -> Result<Arc<dyn Recorded>, In
         .origin
         .resolve(path)
         .map_err(|e| InputError::new(format!("{}: {} — {e}", f.at("path"), quoted(path))))?;
+    let split = match f.opt_str("source")? {
+        Some("") => {
+            return Err(f.error(
+                "source",
+                &toml::Value::String(String::new()),
+                "name the field whose value names each request's source, e.g. \"kind\"",
+            ))
+        }
+        Some(field) => Some(Split::new(field, ctx.name)),
+        None => None,
+    };
     if let Some(format) = f.opt_str("format")?.filter(|&format| format != "csv") {
+        if split.is_some() {
+            return Err(InputError::new(format!(
+                "{}: applies to CSV traces only for now",
+                f.at("source")
+            )));
+        }
         return Ok(Arc::new(AccessLog::parse(
             f,
             format,
@@ -261,9 +337,19 @@ pub fn parse(f: &mut Fields, ctx: &mut ParseCtx) -> Result<Arc<dyn Recorded>, In
             ctx.population,
         )?));
     }
-    let trace = Trace::read(path, data, ctx.population)
-        .map_err(|e| InputError::new(format!("{}: {} {e}", f.at("path"), quoted(path))))?;
+    let trace = Trace::read(path, data, ctx.population, split).map_err(|(key, e)| match key {
+        "source" => InputError::new(format!("{}: {e}", f.at("source"))),
+        _ => InputError::new(format!("{}: {} {e}", f.at("path"), quoted(path))),
+    })?;
     Ok(Arc::new(trace))
+}
+
+/// How a recorded source splits into sources by `source`
+/// (docs/semantics.md §3), if it does.
+pub fn split(r: &dyn Recorded) -> Option<&Split> {
+    r.as_any()
+        .downcast_ref::<Trace>()
+        .and_then(|t| t.split.as_deref())
 }
 
 /// The file a recorded source reads, if it is not shipped in the binary.
@@ -287,13 +373,24 @@ pub fn echo(r: &dyn Recorded) -> Value {
         .as_any()
         .downcast_ref::<Trace>()
         .expect("a recorded source is a CSV trace or an access log");
-    json!({ "pattern": "trace", "path": t.shown, "rows": t.rows })
+    let mut echo = json!({ "pattern": "trace", "path": t.shown, "rows": t.rows });
+    if let Some(split) = &t.split {
+        echo["source"] = json!(split.field);
+        echo["sources"] = json!(split.names().len());
+    }
+    echo
 }
 
 impl Trace {
     /// The trace at `data` (`shown` as the scenario names it), read once
-    /// (see [`Trace::scan`]).
-    fn read(shown: &str, data: TraceData, population: &mut Population) -> Result<Trace, String> {
+    /// (see [`Trace::scan`]), split into sources by `split`'s column if
+    /// given.
+    fn read(
+        shown: &str,
+        data: TraceData,
+        population: &mut Population,
+        split: Option<Split>,
+    ) -> Result<Trace, ReadError> {
         let mut trace = Trace {
             shown: shown.to_string(),
             data,
@@ -303,28 +400,34 @@ impl Trace {
                 client: 0,
                 ip: None,
                 cost: None,
+                source: None,
             },
             ids: Arc::default(),
+            split: None,
             last: Nanos::ZERO,
             rows: 0,
         };
-        trace.scan(population)?;
+        trace.scan(population, split)?;
         Ok(trace)
     }
 
     /// Reads the whole file once: validates every row, interns every client
-    /// and address, and finds the last time.
-    fn scan(&mut self, population: &mut Population) -> Result<(), String> {
+    /// and address (and each value of the `source` column), and finds the
+    /// last time.
+    fn scan(&mut self, population: &mut Population, split: Option<Split>) -> Result<(), ReadError> {
+        let path = |e: String| ("path", e);
         let r = self
             .data
             .open()
-            .map_err(|e| format!("cannot be read: {e}"))?;
+            .map_err(|e| path(format!("cannot be read: {e}")))?;
         let mut rdr = reader(r);
         let header = match rdr.byte_headers() {
             Ok(h) => h.clone(),
-            Err(e) => return Err(self.failure(&e, Some(1))),
+            Err(e) => return Err(path(self.failure(&e, Some(1)))),
         };
-        self.columns = Columns::from_header(&header)?;
+        let split_by = split.as_ref().map(|s| s.field.as_str());
+        self.columns = Columns::from_header(&header, split_by, &self.shown)?;
+        let mut split = split;
         let mut ids = RecordedKeys::default();
         let mut rec = ByteRecord::new();
         let mut last = Nanos::ZERO;
@@ -333,29 +436,36 @@ impl Trace {
             match rdr.read_byte_record(&mut rec) {
                 Ok(false) => break,
                 Ok(true) => {}
-                Err(e) => return Err(self.failure(&e, None)),
+                Err(e) => return Err(path(self.failure(&e, None))),
             }
             let row = match self.columns.row(&rec) {
                 Ok(row) => row,
-                Err(e) => return Err(self.at_line(rec.position(), &e)),
+                Err(e) => return Err(path(self.at_line(rec.position(), &e))),
             };
             if row.time < last {
-                return Err(self.at_line(
+                return Err(path(self.at_line(
                     rec.position(),
                     &format!(
                         "time goes backwards ({} after {}); rows must be in non-decreasing time order",
                         row.time, last
                     ),
-                ));
+                )));
             }
             last = row.time;
             rows += 1;
             ids.intern(population, row.client, row.ip);
+            if let Some(split) = split.as_mut() {
+                if let Err(e) = split.intern(row.source) {
+                    let at = self.at_line(rec.position(), &e);
+                    return Err(("source", format!("{} {at}", quoted(&self.shown))));
+                }
+            }
         }
         if rows == 0 {
-            return Err("has a header but no rows".to_string());
+            return Err(path("has a header but no rows".to_string()));
         }
         self.ids = Arc::new(ids);
+        self.split = split.map(Arc::new);
         self.last = last;
         self.rows = rows;
         Ok(())
@@ -419,6 +529,7 @@ impl Recorded for Trace {
             rec: ByteRecord::new(),
             columns: self.columns,
             ids: Arc::clone(&self.ids),
+            split: self.split.clone(),
             end: ctx.end,
             shown: self.shown.clone(),
         }))
@@ -444,12 +555,17 @@ pub(crate) struct TraceStream {
     rec: ByteRecord,
     columns: Columns,
     ids: Arc<RecordedKeys>,
+    split: Option<Arc<Split>>,
     end: Nanos,
     shown: String,
 }
 
 impl Stream for TraceStream {
     fn next(&mut self) -> anyhow::Result<Option<Arrival>> {
+        Ok(self.next_in_part()?.map(|(a, _)| a))
+    }
+
+    fn next_in_part(&mut self) -> anyhow::Result<Option<(Arrival, u32)>> {
         // Every row was validated when the scenario loaded.
         let changed = || anyhow::anyhow!("trace {} changed since it was loaded", self.shown);
         if !self
@@ -464,12 +580,19 @@ impl Stream for TraceStream {
             return Ok(None);
         }
         let (client, ip) = self.ids.get(row.client, row.ip).ok_or_else(changed)?;
-        Ok(Some(Arrival {
-            time: row.time,
-            client,
-            ip,
-            cost: row.cost,
-        }))
+        let part = match &self.split {
+            Some(split) => split.get(row.source).ok_or_else(changed)?,
+            None => 0,
+        };
+        Ok(Some((
+            Arrival {
+                time: row.time,
+                client,
+                ip,
+                cost: row.cost,
+            },
+            part,
+        )))
     }
 }
 
@@ -480,7 +603,7 @@ mod tests {
     /// Scans `bytes` as a trace file's contents.
     fn scan(bytes: Vec<u8>) -> Result<Trace, String> {
         let data = TraceData::Embedded(Box::leak(bytes.into_boxed_slice()));
-        Trace::read("t.csv", data, &mut Population::default())
+        Trace::read("t.csv", data, &mut Population::default(), None).map_err(|(_, e)| e)
     }
 
     /// Hands out at most 7 bytes per read, so lines straddle reads.
