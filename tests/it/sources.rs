@@ -358,3 +358,174 @@ fn a_sweep_whose_points_split_into_other_sources_is_bad_input() {
     );
     assert_no_output(&out);
 }
+
+/// `TRACE`'s requests as `format`'s log lines, `kind` in the field that
+/// `source` names (`-` or no field for the empty one), and the table lines
+/// that read it.
+fn as_log(format: &str) -> (String, &'static str) {
+    let mut log = String::new();
+    for row in TRACE.lines().skip(1) {
+        let f: Vec<&str> = row.split(',').collect();
+        let ms = (f[0].parse::<f64>().unwrap() * 1000.0).round() as u64;
+        let (client, kind) = (f[1], f[2]);
+        let shown = if kind.is_empty() { "-" } else { kind };
+        log.push_str(&match format {
+            "nginx" => format!(
+                "{}.{:03} {client} {shown} \"GET /a HTTP/1.1\"\n",
+                1_796_085_720 + ms / 1000,
+                ms % 1000
+            ),
+            "envoy" => format!(
+                "[2026-12-01T00:42:0{}.{:03}Z] {client} {shown}\n",
+                ms / 1000,
+                ms % 1000
+            ),
+            _ if kind.is_empty() => format!(
+                "{{\"ts\": {}, \"user\": \"{client}\"}}\n",
+                1_796_085_720_000 + ms
+            ),
+            _ => format!(
+                "{{\"ts\": {}, \"user\": \"{client}\", \"kind\": \"{kind}\"}}\n",
+                1_796_085_720_000 + ms
+            ),
+        });
+    }
+    let table = match format {
+        "nginx" => "path = \"web.log\"\nformat = \"nginx\"\nlog_format = '$msec $http_x_client $http_x_kind \"$request\"'\nclient = \"$http_x_client\"\nsource = \"$http_x_kind\"",
+        // An Envoy command is named in any case, as for `client`.
+        "envoy" => "path = \"web.log\"\nformat = \"envoy\"\nlog_format = \"[%START_TIME%] %REQ(X-CLIENT)% %REQ(X-KIND)%\"\nclient = \"%REQ(X-CLIENT)%\"\nsource = \"%REQ(x-kind)%\"",
+        _ => "path = \"web.log\"\nformat = \"jsonl\"\ntime = \"ts\"\ntime_unit = \"ms\"\nclient = \"user\"\nsource = \"kind\"",
+    };
+    (log, table)
+}
+
+#[test]
+fn access_logs_split_by_a_logged_variable_as_the_csv_by_its_column() {
+    let csv = run(SCENARIO, &[("trace.csv", TRACE)]);
+    for format in ["nginx", "envoy", "jsonl"] {
+        let (log, table) = as_log(format);
+        let scenario = SCENARIO.replace("path = \"trace.csv\"\nsource = \"kind\"", table);
+        let tmp = run(&scenario, &[("web.log", &log)]);
+        // The same sources, counts and decisions: nginx's and Envoy's `-`
+        // and a JSON line without the field are the empty value ("web").
+        for file in ["sources.csv", "decisions.csv", "summary.csv"] {
+            assert_same_file(
+                &csv.path().join("out").join(file),
+                &tmp.path().join("out").join(file),
+            );
+        }
+        let json: serde_json::Value =
+            serde_json::from_str(&read_text(&tmp.path().join("out/summary.json"))).unwrap();
+        assert_eq!(json["scenario"]["traffic"][0]["sources"], 3, "{format}");
+    }
+}
+
+#[test]
+fn a_log_variable_to_split_by_is_checked_as_only_and_except_check_theirs() {
+    let (log, table) = as_log("nginx");
+    let scenario = SCENARIO.replace("path = \"trace.csv\"\nsource = \"kind\"", table);
+    // As for `only`/`except`: the variable must be one of log_format's.
+    assert_bad_scenario(
+        &scenario.replace("source = \"$http_x_kind\"", "source = \"$http_x_plan\""),
+        &[("web.log", &log)],
+        &["traffic[0].source: \"$http_x_plan\" is not in log_format, which has $msec, $http_x_client, $http_x_kind, $request"],
+    );
+    let (log, table) = as_log("envoy");
+    let scenario = SCENARIO.replace("path = \"trace.csv\"\nsource = \"kind\"", table);
+    assert_bad_scenario(
+        &scenario.replace("%REQ(x-kind)%", "%REQ(X-PLAN)%"),
+        &[("web.log", &log)],
+        &["traffic[0].source: \"%REQ(X-PLAN)%\" is not in log_format, which has %START_TIME%, %REQ(X-CLIENT)%, %REQ(X-KIND)%"],
+    );
+    // A JSON field no line has is most likely misnamed.
+    let (log, table) = as_log("jsonl");
+    let scenario = SCENARIO.replace("path = \"trace.csv\"\nsource = \"kind\"", table);
+    assert_bad_scenario(
+        &scenario.replace("source = \"kind\"", "source = \"knd\""),
+        &[("web.log", &log)],
+        &["traffic[0].source: \"web.log\" has no line with a value of \"knd\" to split by"],
+    );
+}
+
+// The real nginx log (tests/fixtures/nginx/), split by client: the gateway
+// agreement and every decision are the split log's too.
+#[test]
+fn splitting_a_replayed_nginx_log_keeps_its_agreement_with_nginx() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let imported = ratesim()
+        .current_dir(manifest_dir())
+        .args([
+            "import",
+            "tests/fixtures/nginx/nginx.conf",
+            "--trace",
+            "access.log",
+        ])
+        .output()
+        .unwrap();
+    assert!(imported.status.success());
+    let whole = String::from_utf8(imported.stdout).unwrap();
+    let location = "location = '= /delay'\n";
+    assert!(whole.contains(location), "{whole}");
+    let split = whole.replace(
+        location,
+        &format!("{location}source = \"$http_x_client\"\n"),
+    );
+    fs::copy(
+        manifest_dir().join("tests/fixtures/nginx/access.log"),
+        dir.join("access.log"),
+    )
+    .unwrap();
+    let mut outs = Vec::new();
+    for (name, text) in [("whole", &whole), ("split", &split)] {
+        let path = dir.join(format!("{name}.toml"));
+        fs::write(&path, text).unwrap();
+        let out = dir.join(name);
+        ratesim()
+            .arg("run")
+            .arg(&path)
+            .args(["--decisions", "--no-plots", "--quiet", "--out"])
+            .arg(&out)
+            .assert()
+            .success();
+        outs.push(out);
+    }
+    for file in ["agreement.csv", "disagreements.csv", "summary.csv"] {
+        assert_same_file(&outs[0].join(file), &outs[1].join(file));
+    }
+    // The /delay lines per client (awk '{print $5, $6}' access.log):
+    // a 120, b 180, c 150, heavy 296, the clients in order of their first
+    // /delay line; together the unsplit source's counts.
+    let rows = |out: &Path| -> Vec<Vec<String>> {
+        csv_rows(&out.join("sources.csv"))
+            .1
+            .into_iter()
+            .filter(|r| r[0] == "delay-delay3")
+            .collect()
+    };
+    let (whole_rows, split_rows) = (rows(&outs[0]), rows(&outs[1]));
+    assert_eq!(whole_rows.len(), 1);
+    let per_client: Vec<(&str, &str)> = split_rows
+        .iter()
+        .map(|r| (r[1].as_str(), r[3].as_str()))
+        .collect();
+    assert_eq!(
+        per_client,
+        [("a", "120"), ("b", "180"), ("c", "150"), ("heavy", "296")]
+    );
+    for column in 3..=8 {
+        let sum: u64 = split_rows
+            .iter()
+            .map(|r| r[column].parse::<u64>().unwrap())
+            .sum();
+        assert_eq!(sum.to_string(), whole_rows[0][column], "column {column}");
+    }
+    // Each decision on /delay names its client as its source.
+    let (_, decisions) = csv_rows(&outs[1].join("decisions.csv"));
+    let delay: Vec<&Vec<String>> = decisions
+        .iter()
+        .filter(|r| r[0] == "delay-delay3")
+        .collect();
+    assert_eq!(delay.len(), 746);
+    assert!(delay.iter().all(|r| r[9] == r[3]));
+}

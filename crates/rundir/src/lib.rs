@@ -166,6 +166,12 @@ pub struct AccessLogSource {
     pub select: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lines_not_selected: Option<u64>,
+    /// The field a split source is split by (`source`), and into how many
+    /// sources (docs/semantics.md §3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sources: Option<u64>,
 }
 
 fn is_zero(n: &u64) -> bool {

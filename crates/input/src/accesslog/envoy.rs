@@ -35,6 +35,8 @@ pub struct EnvoyFormat {
     client: usize,
     ip: Option<usize>,
     path: Option<usize>,
+    /// The field a split source is split by (`source`).
+    source: Option<usize>,
 }
 
 /// A command's canonical text: header names upper-cased, so
@@ -157,8 +159,23 @@ impl EnvoyFormat {
             client,
             ip,
             path,
+            source: None,
             template,
         })
+    }
+
+    /// Splits the source by the command `name`'s value (`source`); an
+    /// error names the commands the format has.
+    pub fn split_by(&mut self, name: &str) -> Result<(), String> {
+        let i = self.template.field(&canonical(name)).ok_or_else(|| {
+            format!(
+                "{} is not in log_format, which has {}",
+                crate::error::quoted(name),
+                self.template.names.join(", ")
+            )
+        })?;
+        self.source = Some(i);
+        Ok(())
     }
 
     pub fn has_verdict(&self) -> bool {
@@ -216,6 +233,10 @@ impl EnvoyFormat {
                 .path
                 .map(|i| v[i].split('?').next().unwrap_or_default()),
             selector: None,
+            // Envoy logs an absent value as `-`.
+            source: self
+                .source
+                .map(|i| Cow::Borrowed(if v[i] == "-" { "" } else { v[i] })),
         })
     }
 }

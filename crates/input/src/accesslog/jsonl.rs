@@ -54,6 +54,8 @@ pub struct JsonlFormat {
     pub client: String,
     pub ip: Option<String>,
     pub cost: Option<String>,
+    /// The field a split source is split by (`source`).
+    pub source: Option<String>,
 }
 
 /// A field's value as text: a string unquoted, a number as written.
@@ -116,6 +118,11 @@ impl JsonlFormat {
                 }
             },
         };
+        // A line without the field (or with null) has an empty value.
+        let source = match &self.source {
+            Some(n) => Some(field(n)?.unwrap_or_default()),
+            None => None,
+        };
         Ok(Parsed {
             stamp,
             duration: 0,
@@ -125,6 +132,7 @@ impl JsonlFormat {
             verdict: None,
             path: None,
             selector: None,
+            source,
         })
     }
 }
@@ -140,6 +148,7 @@ mod tests {
             client: "user".into(),
             ip: Some("addr".into()),
             cost: Some("weight".into()),
+            source: None,
         }
     }
 

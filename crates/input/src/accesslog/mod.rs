@@ -28,8 +28,13 @@
 //!   characters, or, with `on_bad_line = "skip"`, counted and skipped.
 //! - **gzip** logs are read as they are (by their magic bytes).
 //!
-//! Memory: one entry per distinct key, plus the lines inside the reorder
-//! window (and, with `spread`, the seconds inside it): never the whole log.
+//! - **Sources.** `source = "FIELD"` (an nginx variable, an Envoy command,
+//!   a JSON field) splits the log into one source per distinct value, as
+//!   [`crate::split`] says (docs/semantics.md §3); `-` is an empty value.
+//!
+//! Memory: one entry per distinct key (and source value), plus the lines
+//! inside the reorder window (and, with `spread`, the seconds inside it):
+//! never the whole log.
 
 pub mod envoy;
 mod format;
@@ -53,6 +58,7 @@ use crate::clock::Nanos;
 use crate::error::{quoted, InputError};
 use crate::fields::Fields;
 use crate::population::Population;
+use crate::split::Split;
 use crate::traffic::{Arrival, Recorded, Stream, StreamCtx};
 use crate::{RecordedKeys, TraceData};
 
@@ -67,6 +73,8 @@ pub struct AccessLog {
     pub format: Arc<Format>,
     pub options: LogOptions,
     ids: Arc<RecordedKeys>,
+    /// The sources it splits into by `source = "FIELD"`, if it does.
+    split: Option<Arc<Split>>,
     last: Nanos,
     rows: u64,
     /// Bad lines skipped (`on_bad_line = "skip"`).
@@ -92,6 +100,8 @@ pub struct Request {
     pub time: Nanos,
     pub client: u32,
     pub ip: u32,
+    /// Its source's part number in a split log (else 0).
+    pub part: u32,
     pub cost: u64,
     pub verdict: Option<Verdict>,
     /// The gateway's delay (its logged duration) of a delayed request.
@@ -103,13 +113,15 @@ pub struct Request {
 impl AccessLog {
     /// Parses the access-log fields of a `[[traffic]]` trace source whose
     /// `format` is `format`, and reads the log once (validating every line
-    /// and interning every key).
+    /// and interning every key), split into sources by `split`'s field if
+    /// given.
     pub fn parse(
         f: &mut Fields,
         format: &str,
         shown: &str,
         data: TraceData,
         population: &mut Population,
+        split: Option<Split>,
     ) -> Result<AccessLog, InputError> {
         let err = |f: &Fields, key: &str, e: String| InputError::new(format!("{}: {e}", f.at(key)));
         let time = f.opt_str("time")?;
@@ -144,6 +156,7 @@ impl AccessLog {
                     client: client.unwrap_or("client").to_string(),
                     ip: ip.map(str::to_string),
                     cost: Some(f.opt_str("cost")?.unwrap_or("cost").to_string()),
+                    source: None,
                 })
             }
             other => {
@@ -242,6 +255,18 @@ impl AccessLog {
             }
         };
         let select = parse_select(f, &mut fmt)?;
+        if let Some(split) = &split {
+            let by = split.field.as_str();
+            match &mut fmt {
+                Format::Nginx(n) => n.split_by(by),
+                Format::Envoy(e) => e.split_by(by),
+                Format::Jsonl(j) => {
+                    j.source = Some(by.to_string());
+                    Ok(())
+                }
+            }
+            .map_err(|e| err(f, "source", e))?;
+        }
         let mut log = AccessLog {
             shown: shown.to_string(),
             data,
@@ -254,6 +279,7 @@ impl AccessLog {
                 select,
             },
             ids: Arc::default(),
+            split: None,
             last: Nanos::ZERO,
             rows: 0,
             skipped: 0,
@@ -263,8 +289,8 @@ impl AccessLog {
             empty_key: 0,
             with_verdict: 0,
         };
-        log.scan(population)
-            .map_err(|e| InputError::new(format!("{}: {} {e}", f.at("path"), quoted(shown))))?;
+        log.scan(population, split)
+            .map_err(|(key, e)| InputError::new(format!("{}: {} {e}", f.at(key), quoted(shown))))?;
         Ok(log)
     }
 
@@ -272,25 +298,63 @@ impl AccessLog {
         Lines::new(self.data.open()?)
     }
 
-    fn scan(&mut self, population: &mut Population) -> Result<(), String> {
+    /// Reads the log once; an error names the field of the `[[traffic]]`
+    /// to fix (`path`, or `source` for the field it splits by).
+    fn scan(
+        &mut self,
+        population: &mut Population,
+        mut split: Option<Split>,
+    ) -> Result<(), (&'static str, String)> {
         let lines = self
             .open_lines()
-            .map_err(|e| format!("cannot be read: {e}"))?;
+            .map_err(|e| ("path", format!("cannot be read: {e}")))?;
         let mut ids = RecordedKeys::default();
         let mut p = Pipeline::new(lines, &self.format, &self.options);
         let (mut rows, mut last, mut verdicts) = (0u64, Nanos::ZERO, 0u64);
-        let mut intern = |c: &str, i: &str| Some(ids.intern(population, c, i));
-        while let Some(r) = p.next(&mut intern)? {
-            rows += 1;
-            last = r.time;
-            verdicts += r.verdict.is_some() as u64;
+        // Whether a failure is the split's (too many values), and how many
+        // replayed lines had a value to split by.
+        let (mut split_failed, mut valued) = (false, 0u64);
+        let mut intern = |c: &str, i: &str, s: &str| {
+            let (client, ip) = ids.intern(population, c, i);
+            let part = match split.as_mut() {
+                Some(split) => {
+                    valued += !s.is_empty() as u64;
+                    split.intern(s).inspect_err(|_| split_failed = true)?
+                }
+                None => 0,
+            };
+            Ok((client, ip, part))
+        };
+        loop {
+            match p.next(&mut intern) {
+                Ok(Some(r)) => {
+                    rows += 1;
+                    last = r.time;
+                    verdicts += r.verdict.is_some() as u64;
+                }
+                Ok(None) => break,
+                Err(e) if split_failed => return Err(("source", e)),
+                Err(e) => return Err(("path", e)),
+            }
         }
+        // A JSON line may lack any field, so a misnamed one passes every
+        // line; the variables of nginx and Envoy formats were checked.
+        if let (Some(split), 0, Format::Jsonl(_)) = (&split, valued, &*self.format) {
+            return Err((
+                "source",
+                format!(
+                    "has no line with a value of {} to split by — is it the field's name?",
+                    quoted(&split.field)
+                ),
+            ));
+        }
+        let path = |e: String| ("path", e);
         if rows == 0 {
             let inside = match &self.options.location {
                 Some(l) if p.filtered > 0 => format!(" inside location {:?}", l.shown()),
                 _ => String::new(),
             };
-            return Err(if p.unselected > 0 {
+            return Err(path(if p.unselected > 0 {
                 format!(
                     "has no line{inside} whose {} ({} lines are not)",
                     self.options
@@ -310,9 +374,10 @@ impl AccessLog {
                 format!("has no line{inside}")
             } else {
                 "has no requests".to_string()
-            });
+            }));
         }
         self.ids = Arc::new(ids);
+        self.split = split.map(Arc::new);
         self.rows = rows;
         self.last = last;
         self.skipped = p.skipped;
@@ -340,6 +405,7 @@ impl AccessLog {
         Ok(Requests {
             pipeline: Pipeline::new(lines, &self.format, &self.options),
             ids: Arc::clone(&self.ids),
+            split: self.split.clone(),
             shown: self.shown.clone(),
         })
     }
@@ -393,6 +459,8 @@ impl AccessLog {
             },
             select: self.options.select.as_ref().map(Select::shown),
             lines_not_selected: self.options.select.as_ref().map(|_| self.unselected),
+            source: self.split.as_ref().map(|s| s.field.clone()),
+            sources: self.split.as_ref().map(|s| s.names().len() as u64),
         };
         // An object of plain fields: it always serializes.
         serde_json::to_value(echo).unwrap_or_default()
@@ -401,6 +469,11 @@ impl AccessLog {
     /// The access log a trace source replays, if it replays one.
     pub fn of(trace: &dyn Recorded) -> Option<&AccessLog> {
         trace.as_any().downcast_ref()
+    }
+
+    /// How it splits into sources by `source`, if it does.
+    pub fn split(&self) -> Option<&Split> {
+        self.split.as_deref()
     }
 }
 
@@ -426,13 +499,21 @@ impl Recorded for AccessLog {
 pub struct Requests {
     pipeline: Pipeline,
     ids: Arc<RecordedKeys>,
+    split: Option<Arc<Split>>,
     shown: String,
 }
 
 impl Requests {
     pub fn next_request(&mut self) -> anyhow::Result<Option<Request>> {
-        let ids = &self.ids;
-        let mut lookup = |c: &str, i: &str| ids.get(c, i);
+        let (ids, split) = (&self.ids, &self.split);
+        let mut lookup = |c: &str, i: &str, s: &str| {
+            let (client, ip) = ids.get(c, i).ok_or("changed since it was read")?;
+            let part = match split {
+                Some(split) => split.get(s).ok_or("changed since it was read")?,
+                None => 0,
+            };
+            Ok((client, ip, part))
+        };
         self.pipeline
             .next(&mut lookup)
             .map_err(|_| anyhow::anyhow!("trace {} changed since it was loaded", self.shown))
@@ -446,13 +527,20 @@ struct LogStream {
 
 impl Stream for LogStream {
     fn next(&mut self) -> anyhow::Result<Option<Arrival>> {
+        Ok(self.next_in_part()?.map(|(a, _)| a))
+    }
+
+    fn next_in_part(&mut self) -> anyhow::Result<Option<(Arrival, u32)>> {
         Ok(match self.requests.next_request()? {
-            Some(r) if r.time <= self.end => Some(Arrival {
-                time: r.time,
-                client: r.client,
-                ip: r.ip,
-                cost: r.cost,
-            }),
+            Some(r) if r.time <= self.end => Some((
+                Arrival {
+                    time: r.time,
+                    client: r.client,
+                    ip: r.ip,
+                    cost: r.cost,
+                },
+                r.part,
+            )),
             _ => None,
         })
     }

@@ -51,6 +51,8 @@ pub struct NginxFormat {
     path: Option<(usize, bool)>,
     /// The field lines are selected by (`only`, `except`).
     select: Option<usize>,
+    /// The field a split source is split by (`source`).
+    source: Option<usize>,
 }
 
 /// Splits an nginx format string into literals and `$variables`
@@ -201,6 +203,7 @@ impl NginxFormat {
             ip,
             path,
             select: None,
+            source: None,
             template,
         })
     }
@@ -208,15 +211,26 @@ impl NginxFormat {
     /// Selects lines by the variable `name` (`only`, `except`); an error
     /// names the variables the format has.
     pub fn select_by(&mut self, name: &str) -> Result<(), String> {
-        let i = self.template.field(name).ok_or_else(|| {
+        self.select = Some(self.variable(name)?);
+        Ok(())
+    }
+
+    /// Splits the source by the variable `name`'s value (`source`); an
+    /// error names the variables the format has.
+    pub fn split_by(&mut self, name: &str) -> Result<(), String> {
+        self.source = Some(self.variable(name)?);
+        Ok(())
+    }
+
+    /// The field of the variable `name`.
+    fn variable(&self, name: &str) -> Result<usize, String> {
+        self.template.field(name).ok_or_else(|| {
             format!(
                 "{} is not in log_format, which has {}",
                 crate::error::quoted(name),
                 self.template.names.join(", ")
             )
-        })?;
-        self.select = Some(i);
-        Ok(())
+        })
     }
 
     /// The time field has whole seconds only.
@@ -324,6 +338,10 @@ impl NginxFormat {
             verdict,
             path,
             selector: self.select.map(|i| v[i]),
+            // nginx logs an empty variable as `-`.
+            source: self
+                .source
+                .map(|i| Cow::Borrowed(if v[i] == "-" { "" } else { v[i] })),
         })
     }
 }

@@ -43,6 +43,11 @@ pub struct Parsed<'l> {
     /// The value of the variable the source selects lines by (`only`,
     /// `except`), when it has one.
     pub selector: Option<&'l str>,
+    /// The value of the field a split source is split by (`source`,
+    /// docs/semantics.md §3): empty when the line has none (nginx and
+    /// Envoy log an empty value as `-`; a JSON line may lack the field or
+    /// hold null).
+    pub source: Option<Cow<'l, str>>,
 }
 
 #[cfg(test)]

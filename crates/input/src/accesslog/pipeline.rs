@@ -95,6 +95,8 @@ struct Pending {
     ghost: bool,
     client: u32,
     ip: u32,
+    /// Its source's part number, when the source is split (else 0).
+    part: u32,
     cost: u64,
     verdict: Option<Verdict>,
     line: u64,
@@ -108,8 +110,10 @@ struct InSecond {
     p: Pending,
 }
 
-/// Names a request's client and address by their ids (`None`: unknown).
-type Intern<'a> = &'a mut dyn FnMut(&str, &str) -> Option<(u32, u32)>;
+/// A request's keys as ids: its client's, its address's and its source's
+/// part number (from the client, the address and the `source` field's
+/// value, "" when there is none); an error says why not, without the line.
+pub(super) type Intern<'a> = &'a mut dyn FnMut(&str, &str, &str) -> Result<(u32, u32, u32), String>;
 
 /// Lines → requests in replay order.
 pub(super) struct Pipeline {
@@ -283,15 +287,16 @@ impl Pipeline {
                         Some(Ok(ip)) => ip,
                         _ => client,
                     };
-                    let Some(ids) = intern(client, ip) else {
-                        return Err(format!("line {line_no}: changed since it was read"));
-                    };
-                    Some(ids)
+                    let source = parsed.source.as_deref().unwrap_or("");
+                    match intern(client, ip, source) {
+                        Ok(ids) => Some(ids),
+                        Err(e) => return Err(format!("line {line_no}: {e}")),
+                    }
                 }
             }
         };
         let ghost = keys.is_none();
-        let (client, ip) = keys.unwrap_or((0, 0));
+        let (client, ip, part) = keys.unwrap_or((0, 0, 0));
         let (rank, delay) = match parsed.verdict {
             None | Some(Verdict::Passed) => (0, 0),
             Some(Verdict::Delayed) => (1, parsed.duration),
@@ -305,6 +310,7 @@ impl Pipeline {
             ghost,
             client,
             ip,
+            part,
             cost: parsed.cost,
             verdict: parsed.verdict,
             line: line_no,
@@ -380,6 +386,7 @@ impl Pipeline {
                         time: Nanos(rel),
                         client: top.client,
                         ip: top.ip,
+                        part: top.part,
                         cost: top.cost,
                         verdict: top.verdict,
                         delay: top.delay,
@@ -410,7 +417,7 @@ mod tests {
             select: None,
         };
         let mut p = Pipeline::new(lines, &Arc::new(format), &options);
-        let mut intern = |_: &str, _: &str| Some((0, 0));
+        let mut intern = |_: &str, _: &str, _: &str| Ok((0, 0, 0));
         let mut out = Vec::new();
         let r = loop {
             match p.next(&mut intern) {

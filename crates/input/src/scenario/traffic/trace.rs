@@ -323,18 +323,13 @@ pub fn parse(f: &mut Fields, ctx: &mut ParseCtx) -> Result<Arc<dyn Recorded>, In
         None => None,
     };
     if let Some(format) = f.opt_str("format")?.filter(|&format| format != "csv") {
-        if split.is_some() {
-            return Err(InputError::new(format!(
-                "{}: applies to CSV traces only for now",
-                f.at("source")
-            )));
-        }
         return Ok(Arc::new(AccessLog::parse(
             f,
             format,
             path,
             data,
             ctx.population,
+            split,
         )?));
     }
     let trace = Trace::read(path, data, ctx.population, split).map_err(|(key, e)| match key {
@@ -347,9 +342,10 @@ pub fn parse(f: &mut Fields, ctx: &mut ParseCtx) -> Result<Arc<dyn Recorded>, In
 /// How a recorded source splits into sources by `source`
 /// (docs/semantics.md §3), if it does.
 pub fn split(r: &dyn Recorded) -> Option<&Split> {
-    r.as_any()
-        .downcast_ref::<Trace>()
-        .and_then(|t| t.split.as_deref())
+    match r.as_any().downcast_ref::<Trace>() {
+        Some(t) => t.split.as_deref(),
+        None => AccessLog::of(r)?.split(),
+    }
 }
 
 /// The file a recorded source reads, if it is not shipped in the binary.
