@@ -382,8 +382,8 @@ fn check_points(plan: &Plan, points: &[usize]) -> Result<(u128, u128), InputErro
                 return Err(InputError::new(format!(
                     "point {i} ({}): its sources are {}, the scenario's {}; sweep.csv has one set of COLUMN[SOURCE] columns, so every point must have the same sources",
                     plan.grid.describe(i),
-                    names.join(", "),
-                    plan.sources.join(", ")
+                    crate::error::quote(&names.join(", ")),
+                    crate::error::quote(&plan.sources.join(", "))
                 )));
             }
             let e = Estimate::of_run(&s, false);
