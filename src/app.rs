@@ -65,7 +65,13 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Export(ExportCommand::Redis(args)) => export_redis(args),
         Command::Export(ExportCommand::Nginx(args)) => {
             let s = load(&args.scenario, &[])?;
-            let text = crate::export::nginx(&s, &args.limiter, args.key.as_deref())?;
+            let text = crate::export::nginx::config(&s, &args.limiter, args.key.as_deref())?;
+            io::stdout().lock().write_all(text.as_bytes())?;
+            Ok(())
+        }
+        Command::Export(ExportCommand::Envoy(args)) => {
+            let s = load(&args.scenario, &[])?;
+            let text = crate::export::envoy::config(&s, &args.limiter)?;
             io::stdout().lock().write_all(text.as_bytes())?;
             Ok(())
         }

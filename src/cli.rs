@@ -113,6 +113,20 @@ pub enum ExportCommand {
         after_help = "Examples:\n  ratesim export nginx replay.toml\n  ratesim export nginx s.toml --limiter api --key '$binary_remote_addr'\n\nEach leaky_bucket limiter (every one, or each --limiter NAME) becomes a limit_req_zone\n(rate as whole r/s or r/m) and a limit_req (burst = queue; nodelay when delay = queue,\nelse delay=); a chain's members are the limit_req lines of one location, in order. The key\nis the variable the limiter was imported with (its nginx log source's client or ip), else\n--key VAR; key_by = \"global\" is $server_name. A limiter nginx cannot run exactly is exit 2\nnaming it and why. `ratesim import` of the output gives back limiters that decide the same."
     )]
     Nginx(ExportNginxArgs),
+    /// A scenario's token-bucket limiters as Envoy local_ratelimit filters
+    #[command(
+        after_help = "Examples:\n  ratesim export envoy replay.toml\n  ratesim export envoy s.toml --limiter edge > envoy.yaml\n\nEach token_bucket or interval_bucket limiter with key_by = \"global\" (every one, or each\n--limiter NAME) becomes an envoy.filters.http.local_ratelimit filter (stat_prefix = its name,\nenabled and enforced at 100%) in a listener of its own: max_tokens = capacity, and the rate as\nthe smallest exact tokens_per_fill per fill_interval of whole milliseconds, at least 50 ms\n(100/1s: 5 per 0.05s); an interval_bucket keeps its own three. A limiter Envoy cannot run\nexactly (another algorithm, a key per client or address, an interval under 50 ms or of no whole\nms, a deployment, a chain) is exit 2 naming it and why. `ratesim import` of the output (with\n--envoy-timer for interval buckets) gives back limiters that decide the same."
+    )]
+    Envoy(ExportEnvoyArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ExportEnvoyArgs {
+    /// The scenario: a path or a built-in name
+    pub scenario: String,
+    /// Export only this limiter (repeatable)
+    #[arg(long, value_name = "NAME")]
+    pub limiter: Vec<String>,
 }
 
 #[derive(Debug, clap::Args)]

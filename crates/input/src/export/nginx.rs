@@ -31,18 +31,8 @@ const ZONE_SIZE: &str = "10m";
 /// The nginx configuration of `names` (every limiter nginx can run, and
 /// every chain of them, when empty); `key` names the key variable of a
 /// limiter imported from no nginx log.
-pub fn nginx(s: &Scenario, names: &[String], key: Option<&str>) -> Result<String, InputError> {
-    for n in names {
-        if !s.limiters.iter().any(|l| &l.name == n) {
-            let known: Vec<&str> = s.limiters.iter().map(|l| l.name.as_str()).collect();
-            return Err(InputError::new(format!(
-                "--limiter {}: no limiter of {} has this name; names: {}",
-                quoted(n),
-                s.name,
-                known.join(", ")
-            )));
-        }
-    }
+pub fn config(s: &Scenario, names: &[String], key: Option<&str>) -> Result<String, InputError> {
+    super::check_names(s, names)?;
     // Groups of limiters that share a location: a chain's members, or one
     // limiter alone.
     let mut groups: Vec<(String, Vec<usize>)> = Vec::new();

@@ -1,0 +1,34 @@
+//! `ratesim export`: a scenario's limiters back as the configuration of the
+//! gateway or store that runs them (docs/semantics.md §8) — the reverse of
+//! [`crate::import`], so that importing an export gives back limiters that
+//! decide the same.
+//!
+//! | file | target | limiters |
+//! |---|---|---|
+//! | [`nginx`] | `limit_req_zone` / `limit_req` | `leaky_bucket`, and chains of them |
+//! | [`envoy`] | `envoy.filters.http.local_ratelimit` | `token_bucket`, `interval_bucket` with `key_by = "global"` |
+//!
+//! A limiter the target cannot run exactly is an error naming it and why;
+//! nothing is written then.
+
+pub mod envoy;
+pub mod nginx;
+
+use crate::error::{quoted, InputError};
+use crate::scenario::Scenario;
+
+/// Every `--limiter NAME` names a limiter (or chain) of `s`.
+fn check_names(s: &Scenario, names: &[String]) -> Result<(), InputError> {
+    for n in names {
+        if !s.limiters.iter().any(|l| &l.name == n) {
+            let known: Vec<&str> = s.limiters.iter().map(|l| l.name.as_str()).collect();
+            return Err(InputError::new(format!(
+                "--limiter {}: no limiter of {} has this name; names: {}",
+                quoted(n),
+                s.name,
+                known.join(", ")
+            )));
+        }
+    }
+    Ok(())
+}
