@@ -214,18 +214,51 @@ fn export_redis(args: ExportRedisArgs) -> anyhow::Result<()> {
         }
         return Ok(());
     }
-    let name = args.algorithm.unwrap_or_default();
-    let script = crate::redis::script(&name).ok_or_else(|| {
-        InputError::new(format!(
-            "export redis: {} — no script for that algorithm; scripts: {}",
-            crate::error::quoted(&name),
-            known()
-        ))
-    })?;
+    let target = args.target.unwrap_or_default();
+    let text = match args.limiter {
+        Some(limiter) => {
+            let s = load(&target, &[])?;
+            let call = crate::export::redis::call(&s, &limiter)?;
+            let script = crate::redis::script(call.algorithm).ok_or_else(|| {
+                InputError::new(format!(
+                    "limiter {}: {} has no script; scripts: {}",
+                    crate::error::quoted(&limiter),
+                    call.algorithm,
+                    known()
+                ))
+            })?;
+            call.render(&script.sha())
+        }
+        None => match crate::redis::script(&target) {
+            Some(script) => script.text.to_string(),
+            None => return Err(not_a_script(&target, &known()).into()),
+        },
+    };
     let mut out = io::stdout().lock();
-    out.write_all(script.text.as_bytes())?;
+    out.write_all(text.as_bytes())?;
     out.flush()?;
     Ok(())
+}
+
+/// Why `export redis TARGET` (no --limiter) prints nothing: TARGET is a
+/// scenario, which needs --limiter NAME, or no algorithm with a script.
+fn not_a_script(target: &str, known: &str) -> InputError {
+    let quoted = crate::error::quoted(target);
+    if Path::new(target).is_file() || builtin::find(target).is_some() {
+        let names = match load(target, &[]) {
+            Ok(s) => {
+                let names: Vec<&str> = s.limiters.iter().map(|l| l.name.as_str()).collect();
+                format!(" (its limiters: {})", names.join(", "))
+            }
+            Err(_) => String::new(),
+        };
+        return InputError::new(format!(
+            "export redis {quoted}: a scenario — add --limiter NAME to print that limiter's EVALSHA call{names}; without --limiter, name an algorithm: {known}"
+        ));
+    }
+    InputError::new(format!(
+        "export redis: {quoted} — no script for that algorithm; scripts: {known}"
+    ))
 }
 
 fn list() -> anyhow::Result<()> {

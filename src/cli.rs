@@ -103,9 +103,9 @@ pub struct ImportArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum ExportCommand {
-    /// The Redis Lua scripts: one algorithm's on stdout, or all into a directory
+    /// The Redis Lua scripts: one algorithm's on stdout, all into a directory, or a limiter's call
     #[command(
-        after_help = "Examples:\n  ratesim export redis gcra > gcra.lua\n  ratesim export redis --all scripts/\n\nAlgorithms: token_bucket, gcra, leaky_bucket, fixed_window, sliding_log, sliding_counter,\nsmooth_bursty. Call a script as EVALSHA sha 1 KEY now_us cost limit window_us [extra ...]\n(its header says which extras, in which order, and the ranges it is exact in); it replies\n{outcome, wait_us}: 1 admitted, 2 delayed by wait_us, 0 rejected with retry-after wait_us\n(-1: never). Each decides exactly as `ratesim run` does at microsecond timestamps.\nArguments are checked first: numbers in plain ASCII digits within the header's range,\nwords from its list; anything else (1.5, 1e3, 0x10, -1, too large) is an error reply\n\"ERR ALGORITHM: ARGUMENT ...\" and the key is untouched. A caller whose now_us is behind\nthe key's stored time (another gateway's clock ahead) is answered on its own clock: its\nwait adds the difference (each header says how)."
+        after_help = "Examples:\n  ratesim export redis gcra > gcra.lua\n  ratesim export redis --all scripts/\n  ratesim export redis s.toml --limiter api     the EVALSHA call of limiter api\n\nWith --limiter NAME the positional is a scenario, and the output is that limiter's call,\nEVALSHA <sha> 1 {KEY} {now_us} {cost} <limit> <window_us> [extra ...], after comment lines\nnaming its script; {KEY}, {now_us} and {cost} are the caller's to fill in. A limiter no script\nruns exactly (interval_bucket, nginx arithmetic, a window of no whole us, parameters outside\nthe script's exact range, a deployment of several instances, a chain) is exit 2 naming why.\n\nAlgorithms: token_bucket, gcra, leaky_bucket, fixed_window, sliding_log, sliding_counter,\nsmooth_bursty. Call a script as EVALSHA sha 1 KEY now_us cost limit window_us [extra ...]\n(its header says which extras, in which order, and the ranges it is exact in); it replies\n{outcome, wait_us}: 1 admitted, 2 delayed by wait_us, 0 rejected with retry-after wait_us\n(-1: never). Each decides exactly as `ratesim run` does at microsecond timestamps.\nArguments are checked first: numbers in plain ASCII digits within the header's range,\nwords from its list; anything else (1.5, 1e3, 0x10, -1, too large) is an error reply\n\"ERR ALGORITHM: ARGUMENT ...\" and the key is untouched. A caller whose now_us is behind\nthe key's stored time (another gateway's clock ahead) is answered on its own clock: its\nwait adds the difference (each header says how)."
     )]
     Redis(ExportRedisArgs),
     /// A scenario's leaky-bucket limiters as nginx limit_req_zone / limit_req lines
@@ -143,9 +143,17 @@ pub struct ExportNginxArgs {
 
 #[derive(Debug, clap::Args)]
 pub struct ExportRedisArgs {
-    /// The algorithm whose script to print
-    #[arg(required_unless_present = "all", conflicts_with = "all")]
-    pub algorithm: Option<String>,
+    /// The algorithm whose script to print; with --limiter, the scenario
+    /// (a path or a built-in name)
+    #[arg(
+        required_unless_present = "all",
+        conflicts_with = "all",
+        value_name = "ALGORITHM|SCENARIO"
+    )]
+    pub target: Option<String>,
+    /// Print the EVALSHA call of this limiter of SCENARIO instead
+    #[arg(long, value_name = "NAME", conflicts_with = "all")]
+    pub limiter: Option<String>,
     /// Write every script into DIR as ALGORITHM.lua instead
     #[arg(long, value_name = "DIR")]
     pub all: Option<PathBuf>,

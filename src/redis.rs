@@ -64,6 +64,14 @@ pub struct Script {
     pub text: &'static str,
 }
 
+impl Script {
+    /// The SHA1 of the script's text, in lowercase hex: what `SCRIPT LOAD`
+    /// returns and `EVALSHA` takes.
+    pub fn sha(&self) -> String {
+        sha1_smol::Sha1::from(self.text).digest().to_string()
+    }
+}
+
 /// The script of `algorithm`, if it has one.
 pub fn script(algorithm: &str) -> Option<&'static Script> {
     SCRIPTS.iter().find(|s| s.algorithm == algorithm)

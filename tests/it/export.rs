@@ -470,3 +470,353 @@ fn what_envoy_cannot_run_exactly_is_refused_naming_why() {
         &["\"slow\"", "inside chain \"both\""],
     );
 }
+
+// ---------------------------------------------------------------------------
+// `ratesim export redis S --limiter NAME`
+// ---------------------------------------------------------------------------
+
+/// One limiter of every algorithm with a script, each knob somewhere, over
+/// a trace in whole microseconds (`trace.csv`, written by the test).
+const REDIS: &str = r#"name = "redis"
+
+[defaults]
+limit = 5
+window = "1s"
+
+[[limiter]]
+name = "tb"
+algorithm = "token_bucket"
+capacity = 4
+rate = "3/1s"
+
+[[limiter]]
+name = "gcra"
+algorithm = "gcra"
+burst = 3
+rate = "7/2s"
+
+[[limiter]]
+name = "all"
+algorithm = "gcra"
+key_by = "global"
+burst = 10
+rate = "12/1s"
+
+[[limiter]]
+name = "shaper"
+algorithm = "leaky_bucket"
+rate = "4/1s"
+queue = 3
+delay = 1
+
+[[limiter]]
+name = "window"
+algorithm = "fixed_window"
+align = "first_hit"
+count_rejected = true
+
+[[limiter]]
+name = "log"
+algorithm = "sliding_log"
+key_by = "ip"
+boundary = "inclusive"
+
+[[limiter]]
+name = "counter"
+algorithm = "sliding_counter"
+weight = "floor"
+window = "700ms"
+
+[[limiter]]
+name = "guava"
+algorithm = "smooth_bursty"
+capacity = 3
+
+[[limiter]]
+name = "store"
+algorithm = "token_bucket"
+capacity = 2
+deployment = { scope = "global" }
+
+[[traffic]]
+pattern = "trace"
+path = "trace.csv"
+"#;
+
+/// 400 requests over about 12 s from five clients (two behind one
+/// address): bursts at one µs, steps of 1 µs, pauses long enough for keys
+/// to become fresh, costs of 1 to 3. `(time_us, cost)` per line, and the
+/// CSV.
+fn redis_trace() -> (Vec<(u64, u64)>, String) {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(41);
+    let clients = [
+        ("ann", "192.0.2.1"),
+        ("bo", "192.0.2.2"),
+        ("cy", "192.0.2.3"),
+        ("di", "192.0.2.3"),
+        ("ed", "192.0.2.5"),
+    ];
+    let mut t = 0u64;
+    let mut lines = Vec::new();
+    let mut csv = String::from("time_ns,client,ip,cost\n");
+    for _ in 0..400 {
+        t += match rng.random_range(0..10) {
+            0..=2 => 0,
+            3 => 1,
+            4..=7 => rng.random_range(1..=120_000),
+            8 => rng.random_range(200_000..=400_000),
+            _ => rng.random_range(1_000_000..=2_500_000) / 20,
+        };
+        let (client, ip) = clients[rng.random_range(0..clients.len())];
+        let cost = if rng.random_bool(0.8) {
+            1
+        } else {
+            rng.random_range(2..=3)
+        };
+        lines.push((t, cost));
+        csv.push_str(&format!("{},{client},{ip},{cost}\n", t * 1000));
+    }
+    (lines, csv)
+}
+
+/// The `EVALSHA` line of `ratesim export redis`'s output, split: the sha
+/// and the arguments after `{cost}`.
+fn evalsha_line(text: &str) -> (String, Vec<String>) {
+    let lines: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(lines.len(), 1, "one EVALSHA line: {text}");
+    let words: Vec<&str> = lines[0].split(' ').collect();
+    assert_eq!(words[0], "EVALSHA", "{text}");
+    assert_eq!(&words[2..6], ["1", "{KEY}", "{now_us}", "{cost}"], "{text}");
+    (
+        words[1].to_string(),
+        words[6..].iter().map(|w| w.to_string()).collect(),
+    )
+}
+
+/// The arguments `ratesim export redis S --limiter NAME` prints, given to
+/// the shipped script on a real redis-server, decide every request of a
+/// trace as `ratesim run` does (outcome, and its wait rounded up to whole
+/// µs), and the printed sha is the one `SCRIPT LOAD` returns. As in
+/// `redis_scripts.rs`, the expiry each call asks for is applied in virtual
+/// time. Skipped without a server, as the other Redis tests are.
+#[test]
+fn the_exported_evalsha_call_decides_as_ratesim_run_on_a_real_redis() {
+    use crate::redis_scripts::{connect, observed, server};
+    let tmp = tempfile::tempdir().unwrap();
+    let (trace, csv) = redis_trace();
+    fs::write(tmp.path().join("trace.csv"), csv).unwrap();
+    fs::write(tmp.path().join("s.toml"), REDIS).unwrap();
+    // The calls, which need no server.
+    let names = [
+        "tb", "gcra", "all", "shaper", "window", "log", "counter", "guava", "store",
+    ];
+    let calls: Vec<(&str, String, Vec<String>)> = names
+        .iter()
+        .map(|name| {
+            let o = ratesim_in(
+                tmp.path(),
+                &["export", "redis", "s.toml", "--limiter", name],
+            );
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            let text = String::from_utf8(o.stdout).unwrap();
+            let script = text
+                .split("the script redis/")
+                .nth(1)
+                .and_then(|r| r.split(".lua").next())
+                .unwrap_or_else(|| panic!("no script named: {text}"))
+                .to_string();
+            let (sha, args) = evalsha_line(&text);
+            assert_eq!(sha.len(), 40, "{text}");
+            (*name, script, [vec![sha], args].concat())
+        })
+        .collect();
+    let args_of = |name: &str| calls.iter().find(|c| c.0 == name).unwrap().2[1..].join(" ");
+    assert_eq!(args_of("tb"), "3 1000000 4");
+    assert_eq!(args_of("gcra"), "7 2000000 3");
+    assert_eq!(args_of("shaper"), "1 250000 3 1");
+    assert_eq!(args_of("window"), "5 1000000 1 first_hit");
+    assert_eq!(args_of("log"), "5 1000000 0 inclusive");
+    assert_eq!(args_of("counter"), "5 700000 0 floor");
+    assert_eq!(args_of("guava"), "1 200000 3 empty");
+
+    let o = ratesim_in(
+        tmp.path(),
+        &[
+            "run",
+            "s.toml",
+            "--decisions",
+            "--no-plots",
+            "--quiet",
+            "--out",
+            "out",
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (head, rows) = csv_rows(&tmp.path().join("out/decisions.csv"));
+    assert_eq!(
+        &head[..8],
+        [
+            "limiter",
+            "time_ns",
+            "key",
+            "client",
+            "attempt",
+            "outcome",
+            "delay_ns",
+            "retry_after_ns"
+        ]
+    );
+
+    let Some(server) = server() else { return };
+    let mut conn = connect(&server).expect("a connection");
+    for (name, script, call) in &calls {
+        let text = ratesim::redis::script(script).unwrap().text;
+        let loaded: String = redis::cmd("SCRIPT")
+            .arg("LOAD")
+            .arg(text)
+            .query(&mut conn)
+            .unwrap();
+        assert_eq!(&loaded, &call[0], "{name}: the printed sha");
+        // The script with its expiry captured, as redis_scripts.rs runs it.
+        let sha: String = redis::cmd("SCRIPT")
+            .arg("LOAD")
+            .arg(observed(text))
+            .query(&mut conn)
+            .unwrap();
+        let mine: Vec<&Vec<String>> = rows.iter().filter(|r| r[0] == *name).collect();
+        assert_eq!(mine.len(), trace.len(), "{name}");
+        let mut expires_at: std::collections::HashMap<String, u64> = Default::default();
+        let mut seen = std::collections::HashSet::new();
+        let mut outcomes = [0usize; 3];
+        for (i, (row, &(t, cost))) in mine.iter().zip(&trace).enumerate() {
+            assert_eq!(row[1], (t * 1000).to_string(), "{name}: request {i}");
+            let key = format!("export:{name}:{}", row[2]);
+            if seen.insert(key.clone()) {
+                // A server kept from an earlier run may hold it.
+                let _: i64 = redis::cmd("DEL").arg(&key).query(&mut conn).unwrap();
+            }
+            if expires_at.get(&key).is_some_and(|&at| t >= at) {
+                let _: i64 = redis::cmd("PEXPIRE")
+                    .arg(&key)
+                    .arg(0)
+                    .query(&mut conn)
+                    .unwrap();
+                expires_at.remove(&key);
+            }
+            let us = |ns: &str| ns.parse::<u64>().unwrap().div_ceil(1000) as i64;
+            let want = match row[5].as_str() {
+                "admitted" => (1, 0),
+                "delayed" => (2, us(&row[6])),
+                "rejected" if row[7].is_empty() => (0, -1),
+                "rejected" => (0, us(&row[7])),
+                other => panic!("{other}"),
+            };
+            let (outcome, wait, ms): (i64, i64, i64) = redis::cmd("EVALSHA")
+                .arg(&sha)
+                .arg(1)
+                .arg(&key)
+                .arg(t)
+                .arg(cost)
+                .arg(&call[1..])
+                .query(&mut conn)
+                .unwrap_or_else(|e| panic!("{name} request {i}: {e}"));
+            assert_eq!(
+                (outcome, wait),
+                want,
+                "{name}: request {i} (t = {t} us, key {}, cost {cost})",
+                row[2]
+            );
+            outcomes[outcome as usize] += 1;
+            if ms >= 0 {
+                expires_at.insert(key, t + ms as u64 * 1000);
+            }
+        }
+        assert!(
+            outcomes[0] > 0 && outcomes[1] > 0,
+            "{name}: admitted and rejected something: {outcomes:?}"
+        );
+        if *name == "shaper" {
+            assert!(outcomes[2] > 0, "the shaper delayed something");
+        }
+    }
+}
+
+#[test]
+fn what_no_redis_script_runs_exactly_is_refused_naming_why() {
+    let tmp = tempfile::tempdir().unwrap();
+    fs::write(tmp.path().join("trace.csv"), redis_trace().1).unwrap();
+    let bad = |toml: &str, args: &[&str], needles: &[&str]| {
+        fs::write(tmp.path().join("b.toml"), toml).unwrap();
+        let mut all = vec!["export", "redis", "b.toml"];
+        all.extend(args);
+        let o = ratesim_in(tmp.path(), &all);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        for n in needles {
+            assert!(err.contains(n), "{n}: {err}");
+        }
+        assert!(o.stdout.is_empty());
+    };
+    let tb = "name = \"tb\"\nalgorithm = \"token_bucket\"\ncapacity = 4\nrate = \"3/1s\"";
+    let with_tb = |table: &str| REDIS.replace(tb, &format!("name = \"tb\"\n{table}"));
+    let limiter = ["--limiter", "tb"];
+    bad(
+        REDIS,
+        &[],
+        &["\"b.toml\": a scenario", "--limiter NAME", "tb, gcra, all"],
+    );
+    bad(
+        REDIS,
+        &["--limiter", "nope"],
+        &["--limiter \"nope\"", "names: tb"],
+    );
+    bad(
+        &with_tb(
+            "implementation = \"envoy-timer\"\nfill_interval = \"100ms\"\ntokens_per_fill = 1",
+        ),
+        &limiter,
+        &["\"tb\"", "interval_bucket", "no Redis script"],
+    );
+    bad(
+        &with_tb("implementation = \"nginx\""),
+        &limiter,
+        &["\"tb\"", "nginx's arithmetic"],
+    );
+    bad(
+        &with_tb("algorithm = \"fixed_window\"\nwindow = \"1500ns\""),
+        &limiter,
+        &["\"tb\"", "window 1.5us", "whole number of microseconds"],
+    );
+    bad(
+        &with_tb("algorithm = \"token_bucket\"\ncapacity = 1000000000000\nrate = \"1/10ms\""),
+        &limiter,
+        &[
+            "\"tb\"",
+            "(capacity + cost) * window_us + limit",
+            "exact range",
+        ],
+    );
+    bad(
+        &with_tb("algorithm = \"token_bucket\"\ndeployment = { instances = 3 }"),
+        &limiter,
+        &["\"tb\"", "3 instances", "scope = \"global\""],
+    );
+    bad(
+        &with_tb(
+            "algorithm = \"token_bucket\"\ndeployment = { scope = \"global\", atomic = false }",
+        ),
+        &limiter,
+        &["\"tb\"", "read-then-write", "atomic = true"],
+    );
+    let chain = REDIS.replace(
+        "[[traffic]]",
+        "[[chain]]\nname = \"both\"\nlimiters = [\"tb\", \"gcra\"]\nmode = \"all_or_nothing\"\n\n[[traffic]]",
+    );
+    bad(
+        &chain,
+        &["--limiter", "both"],
+        &["chain \"both\"", "together"],
+    );
+    bad(&chain, &limiter, &["\"tb\"", "inside chain \"both\""]);
+}

@@ -17,7 +17,9 @@
 //! The server: `RATESIM_REDIS=host:port` (what `.ci/run` starts), else a
 //! `redis-server` on PATH started here on a free loopback port with no
 //! persistence, else the tests are skipped with a message — unless
-//! `RATESIM_REQUIRE_REDIS` is set, as `.ci/run` sets it.
+//! `RATESIM_REQUIRE_REDIS` is set, as `.ci/run` sets it. `export.rs` runs
+//! the calls `ratesim export redis S --limiter NAME` prints on the same
+//! server, with [`observed`] scripts.
 
 use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
@@ -40,7 +42,7 @@ use ratesim::limiter::{
 // The server
 // ---------------------------------------------------------------------------
 
-struct Server {
+pub(crate) struct Server {
     child: Option<Child>,
     url: String,
 }
@@ -62,7 +64,7 @@ fn free_port() -> u16 {
 }
 
 /// A redis-server to test against, or `None` (skipped) when there is none.
-fn server() -> Option<Server> {
+pub(crate) fn server() -> Option<Server> {
     if let Ok(addr) = std::env::var("RATESIM_REDIS") {
         return Some(Server {
             child: None,
@@ -108,7 +110,7 @@ fn server() -> Option<Server> {
     }
 }
 
-fn connect(s: &Server) -> redis::RedisResult<redis::Connection> {
+pub(crate) fn connect(s: &Server) -> redis::RedisResult<redis::Connection> {
     redis::Client::open(s.url.as_str())?.get_connection()
 }
 
@@ -302,7 +304,7 @@ fn expected(decision: Decision) -> (i64, i64) {
 /// trace runs slower than real time, so a real expiry would fire early;
 /// the caller applies it at its virtual moment instead. Nothing else of
 /// the script's text changes.
-fn observed(script: &str) -> String {
+pub(crate) fn observed(script: &str) -> String {
     const PEXPIRE: &str = "redis.call('PEXPIRE', KEYS[1], ";
     assert!(script.contains(PEXPIRE) || script.contains("no expiry"));
     let body = script.replace(PEXPIRE, "expire_in(");
