@@ -34,8 +34,13 @@
 -- Every intermediate stays an exact integer below 2^53 when
 --   now_us + burst * window_us / limit < 2^53,  burst * window_us + limit < 2^53.
 --
--- State: hash KEY {u, f} = TAT.
--- Expiry: PEXPIRE to TAT: from then on the key decides as a fresh one
+-- State: KEY is a plain string holding TAT: "u" when TAT is a whole
+-- microsecond (always, when window_us / limit is whole), else "u:f".
+-- (Redis keeps "u" as an integer: a smaller key than a hash or "u:f".)
+-- A hash {u, f}, as earlier versions of this script kept TAT, is read as
+-- the same TAT and replaced by the string; a string that is no TAT is an
+-- error reply "ERR gcra: KEY holds ...", and the key is untouched.
+-- Expiry: SET ... PX to TAT: from then on the key decides as a fresh one
 -- (TAT <= now). Garbage collection only; the time is the caller's.
 
 local function int(x) return string.format('%d', x) end
@@ -88,9 +93,18 @@ local function intervals(n)
   return u, scaled - u * limit
 end
 
-local stored = redis.call('HMGET', KEYS[1], 'u', 'f')
-local tu, tf = 0, 0
-if stored[1] then tu, tf = tonumber(stored[1]), tonumber(stored[2]) end
+local stored, tu, tf = redis.pcall('GET', KEYS[1]), 0, 0
+if type(stored) == 'table' then
+  -- Not a string: the hash {u, f} of an earlier version of this script.
+  stored = redis.call('HMGET', KEYS[1], 'u', 'f')
+  if stored[1] then tu, tf = tonumber(stored[1]), tonumber(stored[2]) end
+elseif stored then
+  local u, f = string.match(stored, '^(%d+):?(%d*)$')
+  if not u then
+    return redis.error_reply(string.format('ERR gcra: KEY holds %q, which is no TAT', stored))
+  end
+  tu, tf = tonumber(u), tonumber(f) or 0
+end
 
 -- Earliest conforming moment: TAT - (burst - cost) * T.
 local du, df = intervals(burst - cost)
@@ -104,7 +118,7 @@ if now > tu or (now == tu and tf == 0) then tu, tf = now, 0 end
 local cu, cf = intervals(cost)
 tu, tf = tu + cu, tf + cf
 if tf >= limit then tu, tf = tu + 1, tf - limit end
-redis.call('HSET', KEYS[1], 'u', int(tu), 'f', int(tf))
 local fresh_in_us = tu - now + (tf > 0 and 1 or 0)
-redis.call('PEXPIRE', KEYS[1], int(math.max(1, idiv(fresh_in_us + 999, 1000))))
+local tat = tf > 0 and int(tu) .. ':' .. int(tf) or int(tu)
+redis.call('SET', KEYS[1], tat, 'PX', int(math.max(1, idiv(fresh_in_us + 999, 1000))))
 return {1, 0}

@@ -10,7 +10,10 @@
 # microseconds) and key name (21 bytes), prints `MEMORY USAGE key SAMPLES 0`
 # (key name, value, dict entry and robj included; the expires-dict entry of
 # a PEXPIREd key is not), then the sliding log's sorted set at several
-# sizes across its listpack → skiplist conversion, and stops the server.
+# sizes across its listpack → skiplist conversion, then the memory per key
+# in all (INFO used_memory over a million keys, each with its expiry; the
+# server's active expiry is off so none expires while they are written),
+# and stops the server.
 #
 # Needs redis-server and redis-cli (Debian: apt-get install redis-server).
 set -euo pipefail
@@ -21,7 +24,7 @@ KEY="ratesim:client-000042"        # 21 bytes: a realistic key name
 NOW_US=1700000000123456            # a Unix time in microseconds (16 digits)
 
 redis-server --bind 127.0.0.1 --port "$PORT" --save '' --appendonly no \
-    --daemonize no --loglevel warning >/dev/null &
+    --daemonize no --loglevel warning --enable-debug-command local >/dev/null &
 PID=$!
 trap 'kill "$PID" 2>/dev/null; wait "$PID" 2>/dev/null || true' EXIT
 cli() { redis-cli -p "$PORT" "$@"; }
@@ -43,6 +46,11 @@ measure() {
 }
 measure token_bucket 5
 measure gcra 5
+# GCRA at 3 per second: T = 333 333 1/3 us, so TAT keeps a fraction ("u:f").
+sha=$(cli SCRIPT LOAD "$(cat redis/gcra.lua)")
+cli DEL "$KEY" >/dev/null
+cli EVALSHA "$sha" 1 "$KEY" "$NOW_US" 1 3 1000000 3 >/dev/null
+printf '%-34s %s\n' "gcra 3 (3 per s: TAT u:f)" "$(cli MEMORY USAGE "$KEY" SAMPLES 0)"
 measure leaky_bucket 5 0
 measure fixed_window 0 epoch
 measure fixed_window 1 first_hit
@@ -68,3 +76,22 @@ for n in 1 2 5 64 128 129 300 1000; do
   done | cli >/dev/null
   printf '%-34s %s\n' "sliding_log, $n entries" "$(cli MEMORY USAGE "$KEY" SAMPLES 0)"
 done
+
+# In all: INFO used_memory over a million keys (21-byte names), one
+# admitted request each, divided by the keys.
+cli DEBUG SET-ACTIVE-EXPIRE 0 >/dev/null
+in_all() {
+  local algorithm=$1 limit=$2 extra=$3 keys=1000000 sha before after
+  sha=$(cli -x SCRIPT LOAD <"redis/$algorithm.lua")
+  cli FLUSHALL >/dev/null
+  before=$(cli INFO memory | tr -d '\r' | sed -n 's/^used_memory://p')
+  awk -v sha="$sha" -v now="$NOW_US" -v limit="$limit" -v extra="$extra" -v n="$keys" \
+    'BEGIN { for (i = 0; i < n; i++)
+      printf "EVALSHA %s 1 ratesim:client-%06d %s 1 %s 1000000 %s\r\n", sha, i, now, limit, extra }' |
+    cli --pipe >/dev/null
+  after=$(cli INFO memory | tr -d '\r' | sed -n 's/^used_memory://p')
+  printf '%-34s %s\n' "in all: $algorithm $limit per s" "$(( (after - before) / keys ))"
+}
+in_all token_bucket 5 5
+in_all gcra 5 5
+in_all gcra 3 3

@@ -231,7 +231,10 @@ fn explain(ctx: &Context) -> anyhow::Result<String> {
         s,
         "{}\n",
         wrap(
-            "Where you meet it: the Rust governor crate and redis-cell (whose max_burst = b is burst b + 1). Choose GCRA when state per key is what you pay for in a store that keeps it as one number (8 bytes against the bucket's 16 here), and a token bucket when you want a balance you can read. ratesim's Redis scripts keep both as a small hash of the same size (the README's Redis memory figures), so in Redis as shipped the choice is about reading the balance, not bytes.",
+            &format!(
+                "Where you meet it: the Rust governor crate and redis-cell (whose max_burst = b is burst b + 1). {} Choose a token bucket when you want a balance you can read.",
+                in_redis(ctx.scenario, gcra)
+            ),
             78,
             0
         )
@@ -251,6 +254,30 @@ fn explain(ctx: &Context) -> anyhow::Result<String> {
     Ok(s)
 }
 
+/// When GCRA's state is what you pay for, with the Redis scripts' measured
+/// sizes (the README's Redis memory figures): GCRA's key is one integer
+/// when its emission interval is whole microseconds, else as large as the
+/// token bucket's hash.
+fn in_redis(scenario: &Scenario, gcra: usize) -> String {
+    use crate::limiter::redis_bytes::{GCRA, GCRA_IN_ALL, HASH, HASH_IN_ALL, VERSION};
+    use crate::limiter::Algorithm;
+    let Algorithm::Gcra(c) = scenario.limiters[gcra].algorithm else {
+        return String::new();
+    };
+    let interval = c.rate.time_for(1);
+    let bytes = c.redis_bytes();
+    if bytes < HASH {
+        format!(
+            "Choose GCRA when state per key is what you pay for — millions of keys in Redis: ratesim's GCRA script keeps the TAT as one plain string, which Redis stores as an integer in {bytes} bytes (MEMORY USAGE, Redis {VERSION}) to the token bucket's {HASH}-byte hash whenever the emission interval is whole microseconds, as here ({interval}); with expiry and Redis' own tables, {GCRA_IN_ALL} bytes a key against {HASH_IN_ALL}, so a million keys take {} MB less for the same decisions.",
+            HASH_IN_ALL - GCRA_IN_ALL
+        )
+    } else {
+        format!(
+            "Choose GCRA when state per key is what you pay for in a store that keeps one number. In Redis, ratesim's GCRA script keeps its TAT in {bytes} bytes — an integer of {GCRA} when the emission interval is whole microseconds, but here it is {interval}, so the TAT carries a fraction and takes as many bytes as the token bucket's {HASH}-byte hash."
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -262,5 +289,31 @@ mod tests {
         assert!(g.attempts > 10_000, "{g:?}");
         assert!(g.rejected > 0, "the scenario must reject something: {g:?}");
         assert_eq!(g.same, g.attempts, "{g:?}");
+    }
+
+    #[test]
+    fn gcra_is_advised_for_millions_of_redis_keys_only_when_its_key_is_smaller() {
+        let whole = scenario().unwrap();
+        let text = in_redis(&whole, 1);
+        assert!(
+            text.contains("millions of keys in Redis")
+                && text.contains("72 bytes")
+                && text.contains("104-byte hash")
+                && text.contains("(100ms)")
+                && text.contains("32 MB less"),
+            "{text}"
+        );
+        // 3 per second: T = 333.33… ms, and the TAT keeps a fraction.
+        let fraction = Scenario::parse(
+            &SCENARIO.replace("limit = 10", "limit = 3"),
+            "gcra",
+            Origin::File(std::path::PathBuf::from("explain-gcra.toml")),
+        )
+        .unwrap();
+        let text = in_redis(&fraction, 1);
+        assert!(
+            !text.contains("millions") && text.contains("as many bytes as the token bucket's"),
+            "{text}"
+        );
     }
 }

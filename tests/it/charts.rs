@@ -453,6 +453,14 @@ fn explain_gcra_shows_every_decision_is_the_token_buckets() {
         text.contains("16 bytes") && text.contains("8 bytes"),
         "{text}"
     );
+    // In Redis: GCRA's one integer against the token bucket's hash.
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains("millions of keys in Redis")
+            && flat.contains("stores as an integer in 72 bytes")
+            && flat.contains("128 bytes a key against 160"),
+        "{text}"
+    );
     assert!(dir.join("outcomes.png").is_file());
 }
 

@@ -306,11 +306,18 @@ fn expected(decision: Decision) -> (i64, i64) {
 /// the script's text changes.
 pub(crate) fn observed(script: &str) -> String {
     const PEXPIRE: &str = "redis.call('PEXPIRE', KEYS[1], ";
-    assert!(script.contains(PEXPIRE) || script.contains("no expiry"));
-    let body = script.replace(PEXPIRE, "expire_in(");
+    // GCRA's one string: `SET KEY value PX ms`.
+    const SET_PX: &str = "redis.call('SET', KEYS[1], ";
+    assert!(script.contains(PEXPIRE) || script.contains(SET_PX) || script.contains("no expiry"));
+    let body = script
+        .replace(PEXPIRE, "expire_in(")
+        .replace(SET_PX, "set_px(");
     format!(
         "local expiry = -1\n\
          local function expire_in(ms) expiry = tonumber(ms) return 1 end\n\
+         local function set_px(value, px, ms)\n\
+           assert(px == 'PX') redis.call('SET', KEYS[1], value) return expire_in(ms)\n\
+         end\n\
          local function decide()\n{body}\nend\n\
          local r = decide()\n\
          return {{r[1], r[2], expiry}}\n"
@@ -758,6 +765,7 @@ fn state(conn: &mut redis::Connection, key: &str) -> Vec<String> {
     let content: Vec<String> = match kind.as_str() {
         "none" => Vec::new(),
         "hash" => redis::cmd("HGETALL").arg(key).query(conn).unwrap(),
+        "string" => vec![redis::cmd("GET").arg(key).query(conn).unwrap()],
         "zset" => redis::cmd("ZRANGE")
             .arg(key)
             .arg(0)
@@ -1184,13 +1192,142 @@ fn a_gcra_caller_behind_waits_to_the_same_tat_on_its_own_clock_and_tat_never_mov
     let rest = ["1", "5", "1000000", "3"];
     assert_eq!(at(conn, "gcra", key, AHEAD, &rest), [1, 0]);
     assert_eq!(at(conn, "gcra", key, BEHIND, &rest), [1, 0]);
-    assert_eq!(field(conn, key, "u"), "1400000");
+    let tat: String = redis::cmd("GET").arg(key).query(conn).unwrap();
+    assert_eq!(tat, "1400000");
 
     // Burst 2, as the header says: GCRA keeps no time of the last update,
     // so the caller is decided at its own now against TAT = 1 200 000: it
     // conforms at TAT − T = 1 000 000, 50 000 after its now (a token
     // bucket read at its stored time would admit it).
     rejected_behind(conn, "gcra", &["1", "5", "1000000", "2"], [0, 50_000]);
+}
+
+/// GCRA's key is one plain string: its TAT, an integer Redis stores in
+/// fewer bytes than the token bucket's hash when the emission interval is
+/// whole µs, else `"u:f"`. A hash `{u, f}`, as the script kept the TAT
+/// before, is read as the same TAT (and replaced); a value that is no TAT
+/// is an error reply, and the key is untouched.
+#[test]
+fn gcra_keeps_its_tat_as_one_string_and_reads_the_hash_it_kept_before() {
+    let Some(server) = server() else { return };
+    let conn = &mut connect(&server).expect("a connection");
+    const NOW: &str = "1700000000123456";
+    let get = |conn: &mut redis::Connection, key: &str| -> String {
+        redis::cmd("GET").arg(key).query(conn).unwrap()
+    };
+    let encoding = |conn: &mut redis::Connection, key: &str| -> String {
+        redis::cmd("OBJECT")
+            .arg("ENCODING")
+            .arg(key)
+            .query(conn)
+            .unwrap()
+    };
+    let bytes = |conn: &mut redis::Connection, key: &str| -> u64 {
+        redis::cmd("MEMORY")
+            .arg("USAGE")
+            .arg(key)
+            .arg("SAMPLES")
+            .arg(0)
+            .query(conn)
+            .unwrap()
+    };
+    for key in [
+        "gcra:string:whole",
+        "gcra:string:fraction",
+        "gcra:string:tb",
+    ] {
+        let _: i64 = redis::cmd("DEL").arg(key).query(conn).unwrap();
+    }
+    // 5 per second: T = 200 000 µs, TAT a whole µs.
+    let whole = "gcra:string:whole";
+    assert_eq!(
+        at(conn, "gcra", whole, NOW, &["1", "5", "1000000", "5"]),
+        [1, 0]
+    );
+    assert_eq!(get(conn, whole), "1700000000323456");
+    assert_eq!(encoding(conn, whole), "int");
+    let tb = "gcra:string:tb";
+    assert_eq!(
+        at(conn, "token_bucket", tb, NOW, &["1", "5", "1000000", "5"]),
+        [1, 0]
+    );
+    assert!(
+        bytes(conn, whole) < bytes(conn, tb),
+        "GCRA {} bytes, the token bucket {}",
+        bytes(conn, whole),
+        bytes(conn, tb)
+    );
+    // 3 per second: T = 333 333 1/3 µs.
+    let fraction = "gcra:string:fraction";
+    assert_eq!(
+        at(conn, "gcra", fraction, NOW, &["1", "3", "1000000", "3"]),
+        [1, 0]
+    );
+    assert_eq!(get(conn, fraction), "1700000000456789:1");
+
+    // The same TAT as a hash and as the string decide every request alike:
+    // TAT = 1 700 000 001 123 456 2/3, T = 333 333 1/3, burst 3.
+    let tat = ("1700000001123456", "2");
+    let rest = ["3", "1000000", "3"];
+    for (i, (now, cost, outcome)) in [
+        ("1700000000456789", "1", 0), // TAT − 2·T = …456 790, 1 µs early
+        ("1700000000456790", "1", 1),
+        ("1700000000790123", "2", 0), // TAT − T = …790 123 1/3
+        ("1700000000790124", "2", 1),
+        ("1700000001456793", "3", 1), // after TAT: as a fresh key
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let (hash, string) = (format!("gcra:hash:{i}"), format!("gcra:str:{i}"));
+        let _: i64 = redis::cmd("DEL")
+            .arg(&hash)
+            .arg(&string)
+            .query(conn)
+            .unwrap();
+        let _: i64 = redis::cmd("HSET")
+            .arg(&hash)
+            .arg("u")
+            .arg(tat.0)
+            .arg("f")
+            .arg(tat.1)
+            .query(conn)
+            .unwrap();
+        let _: () = redis::cmd("SET")
+            .arg(&string)
+            .arg(format!("{}:{}", tat.0, tat.1))
+            .query(conn)
+            .unwrap();
+        let args: Vec<&str> = [cost].into_iter().chain(rest).collect();
+        let from_hash = at(conn, "gcra", &hash, now, &args);
+        assert_eq!(from_hash[0], outcome, "{now} {cost}: {from_hash:?}");
+        assert_eq!(
+            from_hash,
+            at(conn, "gcra", &string, now, &args),
+            "{now} {cost}"
+        );
+        if outcome == 1 {
+            assert_eq!(state(conn, &hash), state(conn, &string), "{now} {cost}");
+            assert_eq!(state(conn, &hash)[0], "string");
+        } else {
+            assert_eq!(state(conn, &hash)[0], "hash", "a refusal changes nothing");
+        }
+    }
+
+    // Not a TAT.
+    let foreign = "gcra:string:foreign";
+    let _: () = redis::cmd("SET")
+        .arg(foreign)
+        .arg("hello")
+        .query(conn)
+        .unwrap();
+    let err = eval(conn, "gcra", foreign, &[NOW, "1", "5", "1000000", "5"]).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("gcra: KEY holds \"hello\", which is no TAT"),
+        "{err}"
+    );
+    assert_eq!(get(conn, foreign), "hello");
 }
 
 #[test]

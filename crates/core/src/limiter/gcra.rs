@@ -38,13 +38,16 @@
 //! (TAT 0). At `TAT − τ ≤ t < TAT` one request of cost 1 conforms, but a
 //! request of cost `burst` (or a burst of `burst` requests) does not, where
 //! a new key passes it. The key is charged [`state_bytes::GCRA`] (8 bytes)
-//! until then — the moment `redis/gcra.lua` sets its `PEXPIRE` to.
+//! until then — the moment `redis/gcra.lua` expires its key at. In Redis
+//! that key is one plain string, [`redis_bytes::GCRA`] (72 bytes: an
+//! integer) when the emission interval is whole microseconds.
 //!
 //! **Exactness.** With `rate = n/d`, `T = d/n` ns; the TAT is kept
 //! multiplied by `n`, so every quantity is an integer, and only the
 //! retry-after is rounded (up).
 //!
 //! [`state_bytes::GCRA`]: super::state_bytes::GCRA
+//! [`redis_bytes::GCRA`]: super::redis_bytes::GCRA
 
 use super::{redis_bytes, span, state_bytes, wait_until_scaled, Decision, Ledger, Rule, Stored};
 use crate::clock::{Nanos, Rate};
@@ -63,12 +66,28 @@ pub struct GcraRule {
 /// GCRA per key.
 pub type Gcra = Stored<GcraRule>;
 
+impl Config {
+    /// The bytes `redis/gcra.lua` keeps per key: its TAT as a plain string,
+    /// an integer ([`redis_bytes::GCRA`]) when the emission interval is
+    /// whole microseconds (so is every TAT), else mostly `"u:f"`
+    /// ([`redis_bytes::GCRA_FRACTION`], charged so throughout).
+    pub fn redis_bytes(&self) -> u64 {
+        if self.rate.per_ns() % (self.rate.tokens() * 1000) == 0 {
+            redis_bytes::GCRA
+        } else {
+            redis_bytes::GCRA_FRACTION
+        }
+    }
+}
+
 impl Gcra {
     pub fn new(cfg: Config) -> Self {
-        Stored::of(
-            GcraRule { cfg },
-            Ledger::fixed::<{ state_bytes::GCRA }, { redis_bytes::HASH }>(),
-        )
+        let ledger = if cfg.redis_bytes() == redis_bytes::GCRA {
+            Ledger::fixed::<{ state_bytes::GCRA }, { redis_bytes::GCRA }>()
+        } else {
+            Ledger::fixed::<{ state_bytes::GCRA }, { redis_bytes::GCRA_FRACTION }>()
+        };
+        Stored::of(GcraRule { cfg }, ledger)
     }
 }
 
@@ -151,6 +170,26 @@ mod tests {
         let mut g = gcra(3, "10/1s");
         g.decide(7, Nanos(0), 1);
         assert_eq!(g.footprint(Nanos(1)).peak_bytes, 8);
+    }
+
+    /// `redis/gcra.lua` keeps the TAT as one integer (72 bytes measured)
+    /// when the emission interval is whole µs, else mostly as `"u:f"`
+    /// (104, the size of the hash it replaced).
+    #[test]
+    fn gcra_in_redis_is_one_integer_when_its_emission_interval_is_whole_microseconds() {
+        use crate::limiter::redis_bytes::{GCRA, GCRA_FRACTION, HASH};
+        for (rate, bytes) in [
+            ("10/1s", GCRA),
+            ("20/1s", GCRA),
+            ("5/1m", GCRA),
+            ("3/1s", GCRA_FRACTION),
+            ("1/1500ns", GCRA_FRACTION),
+        ] {
+            let mut g = gcra(3, rate);
+            g.decide(0, Nanos(0), 1);
+            assert_eq!(g.footprint(Nanos(1)).redis_peak_total, bytes, "{rate}");
+        }
+        const { assert!(GCRA < HASH, "GCRA's key is smaller than the token bucket's") };
     }
 
     #[test]

@@ -105,18 +105,31 @@ pub mod state_bytes {
 /// on a key named `ratesim:client-000042` (21 bytes) with 16-digit
 /// microsecond timestamps — the value, the key's name, its robj and dict
 /// entry; not the expires-dict entry a `PEXPIRE` adds nor the hash table's
-/// bucket arrays (INFO `used_memory` over 10 000 such keys says about
-/// 125–140 bytes per key in all, so these figures are a floor).
-/// `scripts/redis-memory.sh` runs each script and reproduces them.
+/// bucket arrays (INFO `used_memory` over a million such keys says 56
+/// bytes per key more in all: [`HASH_IN_ALL`], [`GCRA_IN_ALL`]; these
+/// figures are a floor). `scripts/redis-memory.sh` runs each script and
+/// reproduces them.
 pub mod redis_bytes {
 
     /// The Redis the figures below were measured on.
     pub const VERSION: &str = "7.0.15";
     /// A small hash of two or three integer fields — what the token bucket
-    /// (`b`, `l`), GCRA (`u`, `f`), fixed window (`s`, `c`), sliding
-    /// counter (`k`, `p`, `c`) and smooth bursty (`t`, `l`) scripts keep;
-    /// also the interval bucket, which has no script.
+    /// (`b`, `l`), fixed window (`s`, `c`), sliding counter (`k`, `p`,
+    /// `c`) and smooth bursty (`t`, `l`) scripts keep; also the interval
+    /// bucket, which has no script.
     pub const HASH: u64 = 104;
+    /// GCRA's key: a plain string holding its TAT, which Redis keeps as an
+    /// integer when the TAT is a whole microsecond — always, when the
+    /// emission interval is (see [`GCRA_FRACTION`] otherwise).
+    pub const GCRA: u64 = 72;
+    /// GCRA's key when its TAT has a fraction of a microsecond (`"u:f"`,
+    /// an embedded string): as many bytes as the hash it replaced.
+    pub const GCRA_FRACTION: u64 = 104;
+    /// In all, per key — `INFO used_memory` over a million keys, each with
+    /// its expiry — for a [`HASH`] key (and a [`GCRA_FRACTION`] one) and
+    /// for a [`GCRA`] key.
+    pub const HASH_IN_ALL: u64 = 160;
+    pub const GCRA_IN_ALL: u64 = 128;
     /// The leaky bucket script's hash (`n` and the waiting slots `q`) with
     /// nothing waiting; each waiting request adds some 30 bytes more, which
     /// the figure leaves out.
