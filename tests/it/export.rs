@@ -46,6 +46,49 @@ fn ratesim_in(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
     ratesim().current_dir(dir).args(args).output().unwrap()
 }
 
+/// The `[[limiter]]` (and `[[chain]]`) tables of an imported scenario.
+fn imported_limiters(imported: &str) -> &str {
+    let start = imported.find("\n[[limiter]]\n").unwrap();
+    let end = imported.find("\n# Placeholder traffic").unwrap();
+    &imported[start..end]
+}
+
+/// Runs `toml` with `limiters` added before its traffic, in `dir`: each
+/// limiter's decisions (`decisions.csv` columns `time_ns` to
+/// `retry_after_ns`), by name.
+fn decisions_beside(
+    dir: &std::path::Path,
+    toml: &str,
+    limiters: &str,
+) -> impl Fn(&str) -> Vec<Vec<String>> {
+    let both = toml.replace("[[traffic]]", &format!("{limiters}\n[[traffic]]"));
+    fs::write(dir.join("both.toml"), &both).unwrap();
+    let o = ratesim_in(
+        dir,
+        &[
+            "run",
+            "both.toml",
+            "--decisions",
+            "--no-plots",
+            "--quiet",
+            "--out",
+            "out",
+        ],
+    );
+    assert!(
+        o.status.success(),
+        "{}\n{both}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let (_, rows) = csv_rows(&dir.join("out/decisions.csv"));
+    move |name: &str| -> Vec<Vec<String>> {
+        rows.iter()
+            .filter(|r| r[0] == name)
+            .map(|r| r[1..8].to_vec())
+            .collect()
+    }
+}
+
 #[test]
 fn an_exported_chain_imported_again_decides_the_same() {
     let tmp = tempfile::tempdir().unwrap();
@@ -82,41 +125,7 @@ fn an_exported_chain_imported_again_decides_the_same() {
     let imported = String::from_utf8(o.stdout).unwrap();
     // The imported limiters and chain, beside the originals, on the same
     // traffic.
-    let start = imported.find("\n[[limiter]]\n").unwrap();
-    let end = imported.find("\n# Placeholder traffic").unwrap();
-    let both = format!(
-        "{}{}\n",
-        LAYERED.replace(
-            "[[traffic]]",
-            &format!("{}\n[[traffic]]", &imported[start..end])
-        ),
-        ""
-    );
-    fs::write(tmp.path().join("both.toml"), &both).unwrap();
-    let o = ratesim_in(
-        tmp.path(),
-        &[
-            "run",
-            "both.toml",
-            "--decisions",
-            "--no-plots",
-            "--quiet",
-            "--out",
-            "out",
-        ],
-    );
-    assert!(
-        o.status.success(),
-        "{}\n{both}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let (_, rows) = csv_rows(&tmp.path().join("out/decisions.csv"));
-    let of = |name: &str| -> Vec<Vec<String>> {
-        rows.iter()
-            .filter(|r| r[0] == name)
-            .map(|r| r[1..8].to_vec())
-            .collect()
-    };
+    let of = decisions_beside(tmp.path(), LAYERED, imported_limiters(&imported));
     let original = of("c");
     assert!(original.iter().any(|r| r[4] == "rejected"));
     assert!(original.iter().any(|r| r[4] == "delayed"));
@@ -315,35 +324,8 @@ fn envoy_round_trip(toml: &str, import_args: &[&str], names: &[&str]) -> (String
     let o = ratesim_in(tmp.path(), &args);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let imported = String::from_utf8(o.stdout).unwrap();
-    let start = imported.find("\n[[limiter]]\n").unwrap();
-    let end = imported.find("\n# Placeholder traffic").unwrap();
-    let limiters = imported[start..end].replace("name = '", "name = 'rt-");
-    let both = toml.replace("[[traffic]]", &format!("{limiters}\n[[traffic]]"));
-    fs::write(tmp.path().join("both.toml"), &both).unwrap();
-    let o = ratesim_in(
-        tmp.path(),
-        &[
-            "run",
-            "both.toml",
-            "--decisions",
-            "--no-plots",
-            "--quiet",
-            "--out",
-            "out",
-        ],
-    );
-    assert!(
-        o.status.success(),
-        "{}\n{both}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let (_, rows) = csv_rows(&tmp.path().join("out/decisions.csv"));
-    let of = |name: &str| -> Vec<Vec<String>> {
-        rows.iter()
-            .filter(|r| r[0] == name)
-            .map(|r| r[1..8].to_vec())
-            .collect()
-    };
+    let limiters = imported_limiters(&imported).replace("name = '", "name = 'rt-");
+    let of = decisions_beside(tmp.path(), toml, &limiters);
     for name in names {
         let original = of(name);
         assert!(
