@@ -5,7 +5,7 @@
 //! `recommendation.md` and `summary.md` are drawn from it and `sweep.csv`
 //! alone.
 
-use std::path::Path;
+use std::path::{Component, Path, PathBuf};
 
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
@@ -28,8 +28,10 @@ pub struct Manifest {
     /// The scenario's TOML text, for `recommended.toml`.
     #[serde(default)]
     pub scenario_text: String,
-    /// The scenario file's absolute path (its traces are relative to it);
-    /// none for a built-in.
+    /// The scenario file's path from the sweep directory (`../s.toml`), so
+    /// that `recommended.toml` finds its traces; none for a built-in. A
+    /// relative path keeps `sweep.json` the same wherever the two are, as
+    /// long as they lie the same way to each other.
     #[serde(default)]
     pub scenario_file: Option<String>,
     /// `--set PATH=VALUE` applied at every point, in order.
@@ -123,6 +125,39 @@ impl Manifest {
     }
 }
 
+/// `path` as an absolute path without `.` or `..`: canonical when it
+/// exists, else its parent's canonical path and its name (a sweep
+/// directory not made yet).
+pub(crate) fn absolute(path: &Path) -> std::io::Result<PathBuf> {
+    if let Ok(p) = std::fs::canonicalize(path) {
+        return Ok(p);
+    }
+    let name = path.file_name().ok_or_else(|| {
+        std::io::Error::new(std::io::ErrorKind::InvalidInput, "a path without a name")
+    })?;
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    Ok(std::fs::canonicalize(parent)?.join(name))
+}
+
+/// The path of `to` from the directory `from`, both absolute and
+/// canonical: `../a/s.toml` from `/x/out` to `/x/a/s.toml`.
+pub(crate) fn relative(from: &Path, to: &Path) -> PathBuf {
+    let (f, t): (Vec<Component>, Vec<Component>) =
+        (from.components().collect(), to.components().collect());
+    let common = f.iter().zip(&t).take_while(|(a, b)| a == b).count();
+    let mut out = PathBuf::new();
+    for _ in common..f.len() {
+        out.push("..");
+    }
+    for c in &t[common..] {
+        out.push(c);
+    }
+    out
+}
+
 /// FNV-1a, 64-bit, in hex: a stable fingerprint of a scenario's text.
 pub(crate) fn fingerprint(text: &str) -> String {
     format!("{:016x}", crate::deploy::fnv1a(text))
@@ -131,6 +166,14 @@ pub(crate) fn fingerprint(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn relative_paths_climb_to_the_common_directory() {
+        let r = |a: &str, b: &str| relative(Path::new(a), Path::new(b));
+        assert_eq!(r("/x/out", "/x/a/s.toml"), PathBuf::from("../a/s.toml"));
+        assert_eq!(r("/x", "/x/s.toml"), PathBuf::from("s.toml"));
+        assert_eq!(r("/x/y/z", "/s.toml"), PathBuf::from("../../../s.toml"));
+    }
 
     #[test]
     fn the_fingerprint_is_fnv1a() {

@@ -116,6 +116,12 @@ pub fn command(args: SweepMergeArgs) -> anyhow::Result<()> {
     let mut manifest = first.clone();
     manifest.shard = Shard::WHOLE;
     manifest.rows = rows;
+    // The scenario, as the first shard found it, from the merged directory.
+    manifest.scenario_file = first.scenario_file.as_ref().and_then(|rel| {
+        let file = super::manifest::absolute(&args.dirs[0].join(rel)).ok()?;
+        let dir = super::manifest::absolute(&args.out).ok()?;
+        Some(super::manifest::relative(&dir, &file).display().to_string())
+    });
     let staging = Staging::new(&args.out, &args.dirs)?;
     super::finish(
         staging,

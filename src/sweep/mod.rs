@@ -139,21 +139,25 @@ impl Plan {
         c
     }
 
-    fn manifest(&self, rows: Vec<(usize, usize)>) -> Manifest {
+    /// The manifest of a sweep into the directory `out`.
+    fn manifest(&self, rows: Vec<(usize, usize)>, out: &Path) -> Manifest {
+        let scenario_file = match &self.file.origin {
+            crate::scenario::Origin::File(p) => {
+                match (manifest::absolute(p), manifest::absolute(out)) {
+                    (Ok(file), Ok(dir)) => {
+                        Some(manifest::relative(&dir, &file).display().to_string())
+                    }
+                    _ => None,
+                }
+            }
+            crate::scenario::Origin::Builtin(_) => None,
+        };
         Manifest {
             ratesim: env!("CARGO_PKG_VERSION").to_string(),
             scenario: self.name.clone(),
             scenario_hash: manifest::fingerprint(&self.file.text),
             scenario_text: self.file.text.clone(),
-            scenario_file: match &self.file.origin {
-                crate::scenario::Origin::File(p) => Some(
-                    std::fs::canonicalize(p)
-                        .unwrap_or_else(|_| p.clone())
-                        .display()
-                        .to_string(),
-                ),
-                crate::scenario::Origin::Builtin(_) => None,
-            },
+            scenario_file,
             set: self
                 .sets
                 .iter()
@@ -570,7 +574,7 @@ pub fn command(args: SweepArgs) -> anyhow::Result<()> {
         }
     }
     csv_out.extend_from_slice(&body);
-    let manifest = plan.manifest(rows);
+    let manifest = plan.manifest(rows, &out);
     finish(
         staging,
         &out,

@@ -17,8 +17,8 @@
 //! Shared axes other than `defaults.*` cannot differ per limiter: when the
 //! recommended limiters disagree on one, the header says so. The `[sweep]`
 //! table is left out (`ratesim run` would check its grid against limiters
-//! that no longer read `[defaults]`), and a trace's relative `path` is made
-//! absolute from the scenario file's directory.
+//! that no longer read `[defaults]`), and a trace's relative `path` is
+//! made relative to the sweep directory, where this file lies.
 
 use std::path::Path;
 
@@ -46,14 +46,14 @@ struct Pick {
 }
 
 /// The text of `recommended.toml`, or why it cannot be written.
-pub fn render(t: &SweepTable, m: &Manifest, c: &Criteria) -> Result<String, String> {
+pub fn render(t: &SweepTable, m: &Manifest, c: &Criteria, dir: &Path) -> Result<String, String> {
     if m.scenario_text.is_empty() {
         return Err(format!(
             "this sweep's {} does not hold the scenario's text (written by an older ratesim)",
             super::manifest::FILE
         ));
     }
-    let file = scenario_file(m)?;
+    let file = scenario_file(m, dir)?;
     let sets = overrides::parse_all(&m.set, "--set").map_err(|e| e.message().to_string())?;
     let mut table = file.table().map_err(|e| e.message().to_string())?;
     overrides::apply(&mut table, &sets).map_err(|e| e.message().to_string())?;
@@ -162,8 +162,15 @@ pub fn render(t: &SweepTable, m: &Manifest, c: &Criteria) -> Result<String, Stri
 
     // A file that runs as is, checked: every limiter decides as at its point.
     table.remove("sweep");
-    absolute_paths(&mut table, &file.origin);
-    let check = file.scenario(&table).map_err(|e| e.message().to_string())?;
+    trace_paths_from(&mut table, m.scenario_file.as_deref());
+    // Read as `dir/recommended.toml`, whose trace paths are from `dir`.
+    let mut itself = file.clone();
+    if let Origin::File(_) = itself.origin {
+        itself.origin = Origin::File(dir.join(FILE));
+    }
+    let check = itself
+        .scenario(&table)
+        .map_err(|e| e.message().to_string())?;
     for l in check.limiters.iter().filter(|l| l.chain.is_none()) {
         let governs = |p: &&Pick| {
             p.name == l.name
@@ -213,10 +220,11 @@ pub fn render(t: &SweepTable, m: &Manifest, c: &Criteria) -> Result<String, Stri
 }
 
 /// The scenario a manifest was swept from: its text, read from where it
-/// was (a file, for trace paths; else the built-in of its name).
-fn scenario_file(m: &Manifest) -> Result<ScenarioFile, String> {
+/// lies from the sweep directory `dir` (a file, for trace paths; else the
+/// built-in of its name).
+fn scenario_file(m: &Manifest, dir: &Path) -> Result<ScenarioFile, String> {
     let origin = match &m.scenario_file {
-        Some(path) => Origin::File(path.into()),
+        Some(rel) => Origin::File(dir.join(rel)),
         None => Origin::Builtin(
             builtin::find(&m.scenario)
                 .ok_or_else(|| format!("no built-in scenario {}", m.scenario))?,
@@ -225,7 +233,7 @@ fn scenario_file(m: &Manifest) -> Result<ScenarioFile, String> {
     Ok(ScenarioFile {
         text: m.scenario_text.clone(),
         stem: m.scenario.clone(),
-        place: origin.shown(),
+        place: m.scenario.clone(),
         origin,
     })
 }
@@ -257,19 +265,21 @@ fn pin(table: &mut Table, i: usize, params: &Json) -> Result<(), String> {
     Ok(())
 }
 
-/// Makes every `[[traffic]]` `path` absolute, from the scenario file's
-/// directory (a built-in's stay as they are).
-fn absolute_paths(table: &mut Table, origin: &Origin) {
-    let Origin::File(file) = origin else { return };
-    let base = file.parent().unwrap_or(Path::new(""));
+/// Makes every relative `[[traffic]]` `path` relative to the sweep
+/// directory instead of the scenario file (`rel`, the scenario's path from
+/// there), since a trace's path is read from the file that names it.
+fn trace_paths_from(table: &mut Table, rel: Option<&str>) {
+    let Some(base) = rel.and_then(|r| Path::new(r).parent()) else {
+        return;
+    };
     let Some(traffic) = table.get_mut("traffic").and_then(Value::as_array_mut) else {
         return;
     };
     for t in traffic.iter_mut().filter_map(Value::as_table_mut) {
         if let Some(Value::String(p)) = t.get("path") {
             if Path::new(p).is_relative() {
-                let full = base.join(p);
-                t.insert("path".into(), Value::String(full.display().to_string()));
+                let from_dir = base.join(p).display().to_string();
+                t.insert("path".into(), Value::String(from_dir));
             }
         }
     }

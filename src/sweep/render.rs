@@ -72,7 +72,7 @@ pub fn render_dir(dir: &Path, m: &Manifest, plots: bool) -> anyhow::Result<Optio
     // docs/semantics.md §7: the scenario at the recommended points, or why not.
     let recommendation = match (recommendation, criteria.as_ref()) {
         (Some(mut text), Some(c)) => {
-            match recommended::render(&t, m, c) {
+            match recommended::render(&t, m, c, dir) {
                 Ok(toml) => {
                     fs::write(dir.join(recommended::FILE), toml)
                         .with_context(|| format!("cannot write {}", recommended::FILE))?;

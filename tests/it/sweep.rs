@@ -1131,6 +1131,89 @@ fn recommended_toml_reproduces_each_limiters_brute_force_best_row() {
     }
 }
 
+/// recommended.toml reads its trace from wherever it lies beside the
+/// sweep, written unsharded or merged: its path is from the sweep
+/// directory, and sweep.json names the scenario relative to it too.
+#[test]
+fn recommended_toml_finds_its_trace_from_the_sweep_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut trace = String::from("time,client\n");
+    for i in 0..200u32 {
+        trace.push_str(&format!("{}.{:03},c{}\n", i / 20, (i % 20) * 50, i % 3));
+    }
+    fs::create_dir_all(tmp.path().join("a/traces")).unwrap();
+    fs::write(tmp.path().join("a/traces/t.csv"), trace).unwrap();
+    let s = scenario_in(
+        tmp.path(),
+        "a",
+        "name = \"tr\"\nduration = \"10s\"\n[defaults]\nlimit = 5\nwindow = \"1s\"\n[[limiter]]\nalgorithm = \"token_bucket\"\n[[traffic]]\npattern = \"trace\"\npath = \"traces/t.csv\"\n",
+    );
+    let args = [
+        "--vary",
+        "defaults.limit=2,4,8",
+        "--require",
+        "rejected_share<=0.5",
+        "--no-plots",
+        "--quiet",
+    ];
+    let whole = tmp.path().join("deep/er/whole");
+    fs::create_dir_all(whole.parent().unwrap()).unwrap();
+    sweep(&s, &whole, &args).success();
+    let json = read_text(&whole.join("sweep.json"));
+    assert!(
+        json.contains("\"scenario_file\": \"../../../a/sw.toml\""),
+        "{json}"
+    );
+    let toml = read_text(&whole.join("recommended.toml"));
+    assert!(
+        toml.contains("path = \"../../../a/traces/t.csv\""),
+        "{toml}"
+    );
+    let mut shards = Vec::new();
+    for k in 1..=2 {
+        let d = tmp.path().join(format!("s{k}"));
+        let mut a = args.to_vec();
+        let shard = format!("{k}/2");
+        a.extend(["--shard", &shard]);
+        sweep(&s, &d, &a).success();
+        shards.push(d);
+    }
+    let merged = tmp.path().join("deep/merged");
+    ratesim()
+        .args(["sweep", "merge"])
+        .args(&shards)
+        .args(["--quiet", "--no-plots", "--out"])
+        .arg(&merged)
+        .assert()
+        .success();
+    let toml = read_text(&merged.join("recommended.toml"));
+    assert!(toml.contains("path = \"../../a/traces/t.csv\""), "{toml}");
+    // Run from elsewhere, each gives the recommended point's row.
+    let (head, rows) = csv_rows(&whole.join("sweep.csv"));
+    let md = read_text(&whole.join("recommendation.md"));
+    let limit = md
+        .split("**Recommended: defaults.limit=")
+        .nth(1)
+        .and_then(|r| r.split('*').next())
+        .expect("a recommendation")
+        .to_string();
+    let row = rows.iter().find(|r| r[0] == limit).unwrap();
+    for dir in [&whole, &merged] {
+        let out = tmp.path().join("runs").join(dir.file_name().unwrap());
+        ratesim()
+            .current_dir(tmp.path().join("a/traces"))
+            .arg("run")
+            .arg(dir.join("recommended.toml"))
+            .args(["--quiet", "--no-plots", "--out"])
+            .arg(&out)
+            .assert()
+            .success();
+        let (run_head, run_rows) = csv_rows(&out.join("summary.csv"));
+        assert_eq!(run_head[..], head[1..1 + run_head.len()]);
+        assert_eq!(run_rows[0][..], row[1..1 + run_head.len()]);
+    }
+}
+
 #[test]
 fn when_no_point_qualifies_it_says_which_requirement_came_closest() {
     let tmp = tempfile::tempdir().unwrap();
