@@ -50,6 +50,9 @@ pub struct Heat {
     pub feasible: Vec<Vec<bool>>,
     /// Paths after the second, with the value they are fixed at.
     pub fixed: Vec<(String, String)>,
+    /// Whether the rows' path, the columns' path, is another limiter's
+    /// field, drawn as one row or column (`any`).
+    pub not_own: [bool; 2],
 }
 
 /// The frame of a cell that meets every requirement.
@@ -74,11 +77,29 @@ pub(crate) fn heat_series(
         .into_iter()
         .enumerate()
         .map(|(l, (name, color))| {
-            let mut cells = vec![vec![None; ca.values.len()]; ra.values.len()];
+            // An axis that cannot change this limiter (another limiter's
+            // field) is drawn as one row or column standing for every value.
+            let own = super::recommend::axes_of(t, grid, &name);
+            let (one_row, one_col) = (!own[0], !own[1]);
+            let values = |a: &super::grid::Axis, one: bool| {
+                if one {
+                    vec!["any".to_string()]
+                } else {
+                    a.values.clone()
+                }
+            };
+            let (row_values, col_values) = (values(ra, one_row), values(ca, one_col));
+            let at = |c: &[usize]| {
+                (
+                    if one_row { 0 } else { c[0] },
+                    if one_col { 0 } else { c[1] },
+                )
+            };
+            let mut cells = vec![vec![None; col_values.len()]; row_values.len()];
             // A chain's member is not recommended apart from its chain.
             let meets = meets.filter(|_| t.chain_of(&name).is_none());
             let mut feasible = match meets {
-                Some(_) => vec![vec![false; ca.values.len()]; ra.values.len()],
+                Some(_) => vec![vec![false; col_values.len()]; row_values.len()],
                 None => Vec::new(),
             };
             let mut pick = None;
@@ -87,12 +108,16 @@ pub(crate) fn heat_series(
                 if c[2..].iter().any(|&v| v != 0) {
                     continue;
                 }
-                cells[c[0]][c[1]] = metric.value(t, r).map(|v| (v, metric.text(t, r)));
-                if let Some(meets) = meets {
-                    feasible[c[0]][c[1]] = meets(r);
-                }
                 if chosen.get(l).copied().flatten() == Some(p) {
-                    pick = Some((c[0], c[1]));
+                    pick = Some(at(&c));
+                }
+                if (one_row && c[0] != 0) || (one_col && c[1] != 0) {
+                    continue;
+                }
+                let (i, j) = at(&c);
+                cells[i][j] = metric.value(t, r).map(|v| (v, metric.text(t, r)));
+                if let Some(meets) = meets {
+                    feasible[i][j] = meets(r);
                 }
             }
             Heat {
@@ -101,13 +126,14 @@ pub(crate) fn heat_series(
                 metric: metric.name().to_string(),
                 rows_path: ra.path.clone(),
                 cols_path: ca.path.clone(),
-                row_values: ra.values.clone(),
-                col_values: ca.values.clone(),
+                row_values,
+                col_values,
                 cells,
                 scale: (0.0, 0.0),
                 chosen: pick,
                 feasible,
                 fixed: fixed.clone(),
+                not_own: [one_row, one_col],
             }
         })
         .collect();
@@ -173,16 +199,52 @@ pub fn caption(h: &Heat, grid: &Grid) -> String {
         let all: usize = h.feasible.iter().map(Vec::len).sum();
         format!(" {n} of its {all} cells meet every requirement (framed in green).")
     };
+    let not_own: Vec<String> = [&h.rows_path, &h.cols_path]
+        .iter()
+        .zip(h.not_own)
+        .filter(|(_, n)| *n)
+        .map(|(p, _)| format!("`{p}`"))
+        .collect();
+    let not_own = if not_own.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " {} is another limiter's and cannot change {}: one {} stands for every value (`any`).",
+            not_own.join(" and "),
+            h.limiter,
+            match h.not_own {
+                [true, true] => "cell",
+                [true, false] => "row",
+                _ => "column",
+            }
+        )
+    };
+    let shown = |values: &[String], i: usize, path: &str, not: bool| {
+        if not {
+            None
+        } else {
+            Some(format!("`{path}={}`", values[i]))
+        }
+    };
     let chosen = match h.chosen {
-        Some((r, c)) => format!(
-            " The outlined cell is the recommendation: `{}={}`, `{}={}`.",
-            h.rows_path, h.row_values[r], h.cols_path, h.col_values[c]
-        ),
+        Some((r, c)) => {
+            let at: Vec<String> = [
+                shown(&h.row_values, r, &h.rows_path, h.not_own[0]),
+                shown(&h.col_values, c, &h.cols_path, h.not_own[1]),
+            ]
+            .into_iter()
+            .flatten()
+            .collect();
+            format!(
+                " The outlined cell is the recommendation: {}.",
+                at.join(", ")
+            )
+        }
         None => String::new(),
     };
     let _ = grid;
     format!(
-        "{}: `{}` over `{}` (rows) × `{}` (columns){fixed}; colours from {} (lightest) to {} (darkest), the same scale for every limiter.{feasible}{chosen}",
+        "{}: `{}` over `{}` (rows) × `{}` (columns){fixed}; colours from {} (lightest) to {} (darkest), the same scale for every limiter.{not_own}{feasible}{chosen}",
         h.limiter,
         h.metric,
         h.rows_path,
@@ -199,6 +261,14 @@ pub(crate) fn draw_heatmap(scenario: &str, h: &Heat, path: &Path) -> anyhow::Res
         "{} of limiter {} at each point: rows are {}, columns {}; darker is higher. Every limiter's heatmap shares this scale.",
         h.metric, h.limiter, h.rows_path, h.cols_path
     )];
+    for (path, not) in [&h.rows_path, &h.cols_path].iter().zip(h.not_own) {
+        if not {
+            sub.push(format!(
+                "{path} is another limiter's and cannot change {}: one line stands for every value (any).",
+                h.limiter
+            ));
+        }
+    }
     if !h.fixed.is_empty() {
         sub.push(format!(
             "Fixed at their first value: {}.",
