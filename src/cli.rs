@@ -110,7 +110,7 @@ pub enum ExportCommand {
     Redis(ExportRedisArgs),
     /// A scenario's leaky-bucket limiters as nginx limit_req_zone / limit_req lines
     #[command(
-        after_help = "Examples:\n  ratesim export nginx replay.toml\n  ratesim export nginx s.toml --limiter api --key '$binary_remote_addr'\n\nEach leaky_bucket limiter (every one, or each --limiter NAME) becomes a limit_req_zone\n(rate as whole r/s or r/m) and a limit_req (burst = queue; nodelay when delay = queue,\nelse delay=); a chain's members are the limit_req lines of one location, in order. The key\nis the variable the limiter was imported with (its nginx log source's client or ip), else\n--key VAR; key_by = \"global\" is $server_name. A limiter nginx cannot run exactly is exit 2\nnaming it and why. `ratesim import` of the output gives back limiters that decide the same."
+        after_help = "Examples:\n  ratesim export nginx replay.toml\n  ratesim export nginx s.toml --limiter api --key '$binary_remote_addr'\n\nEach leaky_bucket limiter of nginx's arithmetic (implementation = \"nginx\"; every one, or each\n--limiter NAME) becomes a limit_req_zone (rate as whole r/s or r/m) and a limit_req (burst = queue; nodelay when delay = queue,\nelse delay=); a chain's members are the limit_req lines of one location, in order. The key\nis the variable the limiter was imported with (its nginx log source's client or ip), else\n--key VAR; key_by = \"global\" is $server_name. A limiter nginx cannot run exactly (another\nalgorithm, ratesim's exact leaky-bucket arithmetic, a rate nginx cannot write) is exit 2\nnaming it and why. `ratesim import` of the output gives back limiters that decide the same."
     )]
     Nginx(ExportNginxArgs),
     /// A scenario's token-bucket limiters as Envoy local_ratelimit filters
@@ -259,7 +259,7 @@ pub struct SweepArgs {
     /// Recommend, per limiter, the qualifying point with the most COLUMN
     #[arg(long, value_name = "COLUMN")]
     pub maximize: Option<String>,
-    /// The column the heatmaps colour (default rejected_share)
+    /// The column the heatmaps colour (default: the first --require's, else rejected_share)
     #[arg(long, value_name = "COLUMN")]
     pub metric: Option<String>,
     /// Do not draw the PNG charts

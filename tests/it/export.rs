@@ -206,32 +206,29 @@ fn what_nginx_cannot_run_exactly_is_refused_naming_why() {
         &key,
         &["\"perip\"", "token_bucket", "leaky bucket"],
     );
-}
-
-/// A leaky bucket of ratesim's exact arithmetic exports with a word on
-/// nginx's whole milliseconds; an `implementation = "nginx"` one without.
-#[test]
-fn an_exact_shaper_is_exported_with_a_word_on_milliseconds() {
-    let tmp = tempfile::tempdir().unwrap();
-    let exact = LAYERED.replace(
-        "implementation = \"nginx\"\nrate = \"5/1s\"",
-        "algorithm = \"leaky_bucket\"\nrate = \"5/1s\"",
+    // ratesim's exact shaper decides otherwise than nginx's whole
+    // milliseconds: refused, pointing at the nginx arithmetic.
+    bad(
+        &LAYERED.replace(
+            "implementation = \"nginx\"\nrate = \"5/1s\"",
+            "algorithm = \"leaky_bucket\"\nrate = \"5/1s\"",
+        ),
+        &key,
+        &[
+            "\"perip\"",
+            "exact arithmetic",
+            "implementation = \"nginx\"",
+        ],
     );
-    for (toml, said) in [(exact.as_str(), true), (LAYERED, false)] {
-        fs::write(tmp.path().join("s.toml"), toml).unwrap();
-        let o = ratesim_in(
-            tmp.path(),
-            &["export", "nginx", "s.toml", "--key", "$binary_remote_addr"],
-        );
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        let text = String::from_utf8(o.stdout).unwrap();
-        assert_eq!(
-            text.contains("# perip: ratesim's exact shaper; nginx computes in whole milliseconds"),
-            said,
-            "{text}"
-        );
-        assert!(!text.contains("# perserver: ratesim's exact"), "{text}");
-    }
+    // Two names that make one zone name.
+    bad(
+        &LAYERED
+            .replace("name = \"perserver\"", "name = \"per.ip\"")
+            .replace("name = \"perip\"", "name = \"per_ip\"")
+            .replace("\"perip\", \"perserver\"", "\"per_ip\", \"per.ip\""),
+        &key,
+        &["\"per_ip\"", "\"per.ip\"", "zone per_ip"],
+    );
 }
 
 // ---------------------------------------------------------------------------

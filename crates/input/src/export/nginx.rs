@@ -5,7 +5,7 @@
 //!
 //! | ratesim | nginx |
 //! |---|---|
-//! | `leaky_bucket`, `rate` a whole number per second or minute | `limit_req_zone KEY zone=NAME:10m rate=Nr/s` (`r/m`) |
+//! | `leaky_bucket` with nginx's arithmetic (`implementation = "nginx"`), `rate` a whole number per second or minute | `limit_req_zone KEY zone=NAME:10m rate=Nr/s` (`r/m`) |
 //! | `queue` | `burst=` |
 //! | `delay = queue` (> 0) | `nodelay` |
 //! | `0 < delay < queue` | `delay=` |
@@ -13,9 +13,10 @@
 //! | `key_by = "global"` | `$server_name`: one key for the server block |
 //! | a chain's members | the `limit_req` lines of one location, in order |
 //!
-//! A limiter nginx cannot run exactly — another algorithm, a rate that is
-//! no whole number per second or minute, a shared store — is an error
-//! naming it and why.
+//! A limiter nginx cannot run exactly — another algorithm, ratesim's exact
+//! leaky-bucket arithmetic (nginx's is whole milliseconds), a rate that is
+//! no whole number per second or minute, a shared store, two limiters
+//! whose names make one zone name — is an error naming it and why.
 
 use std::fmt::Write as _;
 
@@ -62,6 +63,7 @@ pub fn config(s: &Scenario, names: &[String], key: Option<&str>) -> Result<Strin
     }
     let mut zones = String::new();
     let mut locations = String::new();
+    let mut zone_names: Vec<(String, String)> = Vec::new();
     for (what, members) in &groups {
         let _ = writeln!(locations, "    # {what}");
         for &m in members {
@@ -101,13 +103,20 @@ pub fn config(s: &Scenario, names: &[String], key: Option<&str>) -> Result<Strin
                 },
             };
             if c.arithmetic == leaky_bucket::Arithmetic::Exact {
-                let _ = writeln!(
-                    locations,
-                    "    # {}: ratesim's exact shaper; nginx computes in whole milliseconds (implementation = \"nginx\" is what it runs), the same decisions on whole-millisecond traffic",
-                    l.name
-                );
+                return Err(InputError::new(format!(
+                    "limiter {}: a leaky bucket of exact arithmetic — nginx computes in whole milliseconds and thousandths of a request (docs/semantics.md §5), so it would decide otherwise; model what nginx runs with implementation = \"nginx\" (or arithmetic = \"nginx\"), then export that",
+                    quoted(&l.name)
+                )));
             }
             let zone = zone_name(&l.name);
+            if let Some(other) = zone_names.iter().find(|(z, _)| *z == zone) {
+                return Err(InputError::new(format!(
+                    "limiters {} and {} would both be zone {zone} (a zone name keeps letters, digits, _ and -); rename one",
+                    quoted(&other.1),
+                    quoted(&l.name)
+                )));
+            }
+            zone_names.push((zone.clone(), l.name.clone()));
             let _ = writeln!(
                 zones,
                 "    limit_req_zone {variable} zone={zone}:{ZONE_SIZE} rate={rate};"
