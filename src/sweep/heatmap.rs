@@ -243,14 +243,21 @@ pub fn caption(h: &Heat, grid: &Grid) -> String {
         None => String::new(),
     };
     let _ = grid;
+    let colours = if h.scale.1 > h.scale.0 {
+        format!(
+            "colours from {} (lightest) to {} (darkest), the same scale for every limiter",
+            super::table::trim(h.scale.0, 4),
+            super::table::trim(h.scale.1, 4)
+        )
+    } else {
+        format!(
+            "every cell of every limiter is {}: one colour",
+            super::table::trim(h.scale.0, 4)
+        )
+    };
     format!(
-        "{}: `{}` over `{}` (rows) × `{}` (columns){fixed}; colours from {} (lightest) to {} (darkest), the same scale for every limiter.{not_own}{feasible}{chosen}",
-        h.limiter,
-        h.metric,
-        h.rows_path,
-        h.cols_path,
-        super::table::trim(h.scale.0, 4),
-        super::table::trim(h.scale.1, 4)
+        "{}: `{}` over `{}` (rows) × `{}` (columns){fixed}; {colours}.{not_own}{feasible}{chosen}",
+        h.limiter, h.metric, h.rows_path, h.cols_path,
     )
 }
 
@@ -445,4 +452,158 @@ fn label_step(
         widest = widest.max(area.estimate_text_size(v, s)?.0 as i32);
     }
     Ok(((widest + 10) / cw.max(1) + 1).max(1) as usize)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sweep::grid::Axis;
+    use crate::sweep::line::line_series;
+
+    /// Two limiters over limit × capacity (capacity the token bucket's):
+    /// `rejected` falls with the limit for both, and with the capacity for
+    /// the bucket.
+    fn sweep() -> (SweepTable, Grid) {
+        let axis = |path: &str, values: &[&str]| Axis {
+            path: path.into(),
+            values: values.iter().map(|v| v.to_string()).collect(),
+            arg: String::new(),
+        };
+        let grid = Grid {
+            axes: vec![
+                axis("defaults.limit", &["1", "2", "4"]),
+                axis("limiter[0].capacity", &["1", "8"]),
+            ],
+        };
+        let columns = [
+            "defaults.limit",
+            "limiter[0].capacity",
+            "limiter",
+            "algorithm",
+            "attempts",
+            "rejected",
+        ];
+        let mut rows = Vec::new();
+        let mut point_of = Vec::new();
+        for p in 0..6 {
+            let c = grid.coords(p);
+            let (limit, cap) = (
+                grid.axes[0].values[c[0]].clone(),
+                grid.axes[1].values[c[1]].clone(),
+            );
+            let tb = 60 - 15 * c[0] - 10 * c[1];
+            let sl = 60 - 15 * c[0];
+            for (name, algo, rejected) in [("tb", "token_bucket", tb), ("sl", "sliding_log", sl)] {
+                rows.push(
+                    [
+                        limit.clone(),
+                        cap.clone(),
+                        name.into(),
+                        algo.into(),
+                        "100".into(),
+                        rejected.to_string(),
+                    ]
+                    .to_vec(),
+                );
+                point_of.push(p);
+            }
+        }
+        let t = SweepTable {
+            columns: columns.iter().map(|c| c.to_string()).collect(),
+            rows,
+            point_of,
+        };
+        (t, grid)
+    }
+
+    #[test]
+    fn heatmaps_frame_what_meets_and_draw_anothers_axis_once() {
+        let (t, grid) = sweep();
+        let metric = Metric::Derived("rejected_share");
+        let meets = |r: usize| metric.value(&t, r).is_some_and(|v| v <= 0.4);
+        let maps = heat_series(&t, &grid, &metric, &[Some(3), Some(4)], Some(&meets));
+        let (tb, sl) = (&maps[0], &maps[1]);
+        // The bucket: 0.6 0.5 / 0.45 0.35 / 0.3 0.2 → the last three meet.
+        assert_eq!(
+            tb.feasible,
+            vec![vec![false, false], vec![false, true], vec![true, true]]
+        );
+        assert_eq!(tb.chosen, Some((1, 1)));
+        assert_eq!(tb.not_own, [false, false]);
+        // The window: one column, `any`; point 4 is (limit 4, capacity 1).
+        assert_eq!(sl.col_values, vec!["any"]);
+        assert_eq!(sl.not_own, [false, true]);
+        assert_eq!(sl.feasible, vec![vec![false], vec![false], vec![true]]);
+        assert_eq!(sl.chosen, Some((2, 0)));
+        let caption = caption(sl, &grid);
+        assert!(
+            caption.contains("1 of its 3 cells meet every requirement"),
+            "{caption}"
+        );
+        assert!(
+            caption.contains("The outlined cell is the recommendation: `defaults.limit=4`."),
+            "{caption}"
+        );
+    }
+
+    #[test]
+    fn lines_carry_each_requirement_and_the_recommended_points() {
+        let (t, mut grid) = sweep();
+        // One path: the limit, at capacity 1 (points 0, 2, 4 of the table
+        // become 0, 1, 2 of a one-path grid).
+        grid.axes.truncate(1);
+        let rows: Vec<usize> = (0..t.rows.len()).filter(|&r| t.rows[r][1] == "1").collect();
+        let t = SweepTable {
+            columns: t.columns.clone(),
+            rows: rows.iter().map(|&r| t.rows[r].clone()).collect(),
+            point_of: rows.iter().map(|&r| t.point_of[r] / 2).collect(),
+        };
+        let metric = Metric::Derived("rejected_share");
+        let s = line_series(
+            &t,
+            &grid,
+            &metric,
+            "",
+            vec![(0.4, "rejected_share<=0.4".into())],
+            &[Some(2), None],
+        )
+        .expect("something to draw");
+        assert_eq!(s.thresholds, vec![(0.4, "rejected_share<=0.4".to_string())]);
+        assert_eq!(s.lines[0].chosen, Some(2));
+        assert_eq!(s.lines[1].chosen, None);
+        assert_eq!(s.lines[0].ys, vec![Some(0.6), Some(0.45), Some(0.3)]);
+        let caption = crate::sweep::line::caption(&s);
+        assert!(
+            caption.contains("The dashed line is the requirement `rejected_share<=0.4`."),
+            "{caption}"
+        );
+        assert!(
+            caption.contains("Ringed: the recommended point, tb at 4."),
+            "{caption}"
+        );
+        // A metric 0 everywhere is drawn only when something requires it.
+        let zero = Metric::Column("attempts".into());
+        let t0 = SweepTable {
+            rows: t
+                .rows
+                .iter()
+                .map(|r| {
+                    let mut r = r.clone();
+                    r[4] = "0".into();
+                    r
+                })
+                .collect(),
+            ..t.clone()
+        };
+        assert!(line_series(&t0, &grid, &zero, "", Vec::new(), &[]).is_none());
+        assert!(line_series(
+            &t0,
+            &grid,
+            &zero,
+            "",
+            vec![(1.0, "attempts<=1".into())],
+            &[]
+        )
+        .is_some());
+    }
 }

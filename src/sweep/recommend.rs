@@ -51,10 +51,14 @@ pub struct Requirement {
 impl Requirement {
     pub fn parse(text: &str, columns: &[String]) -> Result<Requirement, InputError> {
         let bad = |why: &str| InputError::new(format!("--require {}: {why}", quoted(text)));
-        let (name, op, bound) = if let Some((n, b)) = text.split_once("<=") {
-            (n, Op::AtMost, b)
-        } else if let Some((n, b)) = text.split_once(">=") {
-            (n, Op::AtLeast, b)
+        // The operator after the column: a source's name may hold `<=`
+        // (`rejected_share[p<=q]<=0.5`).
+        let from = text.rfind(']').map_or(0, |i| i + 1);
+        let at = |op: &str| text[from..].find(op).map(|i| from + i);
+        let (name, op, bound) = if let Some(i) = at("<=") {
+            (&text[..i], Op::AtMost, &text[i + 2..])
+        } else if let Some(i) = at(">=") {
+            (&text[..i], Op::AtLeast, &text[i + 2..])
         } else {
             return Err(bad(
                 "expected COLUMN<=X or COLUMN>=X, e.g. rejected_share<=0.001",
@@ -269,6 +273,11 @@ pub fn render(t: &SweepTable, grid: &Grid, c: &Criteria, scenario: &str) -> Stri
                     let broken = broken(t, c, n);
                     let why = if broken.is_empty() {
                         match &c.objective {
+                            Some((m, _)) if m.value(t, n) == m.value(t, r) => format!(
+                                "meets every requirement, and `{}` is {} here too, but comes later in sweep order",
+                                m.name(),
+                                m.text(t, n)
+                            ),
                             Some((m, larger)) => format!(
                                 "meets every requirement, but `{}` is {} ({} here)",
                                 m.name(),
@@ -472,4 +481,24 @@ fn numbers(t: &SweepTable, c: &Criteria, r: usize) -> String {
         }
     }
     lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_operator_is_the_one_after_the_column() {
+        let columns = vec![
+            "rejected_share[p<=q]".to_string(),
+            "rejected_share[a>=b]".to_string(),
+        ];
+        let q = Requirement::parse("rejected_share[p<=q]<=0.5", &columns).unwrap();
+        assert_eq!(q.metric, Metric::Column("rejected_share[p<=q]".into()));
+        assert_eq!((q.op, q.bound), (Op::AtMost, 0.5));
+        let q = Requirement::parse("rejected_share[a>=b]>=0.25", &columns).unwrap();
+        assert_eq!(q.metric, Metric::Column("rejected_share[a>=b]".into()));
+        assert_eq!((q.op, q.bound), (Op::AtLeast, 0.25));
+        assert!(Requirement::parse("rejected_share[p<=q]", &columns).is_err());
+    }
 }

@@ -238,8 +238,19 @@ fn scenario_file(m: &Manifest, dir: &Path) -> Result<ScenarioFile, String> {
     })
 }
 
+/// The fields of a `[[limiter]]` table that are not the algorithm's
+/// parameters (README "Limiters").
+const KEPT: &[&str] = &[
+    "name",
+    "algorithm",
+    "implementation",
+    "key_by",
+    "traffic",
+    "deployment",
+];
+
 /// Writes `params` (a limiter's resolved parameters) into the `i`-th
-/// `[[limiter]]` table.
+/// `[[limiter]]` table, in place of the parameters it gave.
 fn pin(table: &mut Table, i: usize, params: &Json) -> Result<(), String> {
     let entry = table
         .get_mut("limiter")
@@ -250,6 +261,9 @@ fn pin(table: &mut Table, i: usize, params: &Json) -> Result<(), String> {
     let Json::Object(fields) = params else {
         return Err("parameters that are not a table".into());
     };
+    // Every parameter the table gave (an implementation's own names, such
+    // as redis-cell's max_burst, among them) gives way to the resolved ones.
+    entry.retain(|k, _| KEPT.contains(&k));
     for (k, v) in fields {
         let v = match v {
             Json::Bool(b) => Value::Boolean(*b),

@@ -2,11 +2,11 @@
 //! from `sweep.csv` and `sweep.json` alone (so `sweep merge` draws them
 //! byte for byte as the unsharded sweep does).
 //!
-//! One varied path: a line chart per deciding metric ([`LINE_METRICS`]),
-//! x = the varied value, one line per limiter. Two or more: a heatmap per
-//! limiter of `--metric` (default `rejected_share`) over the first two
-//! paths, the later ones fixed at their first value: of `--metric`, else of
-//! the first requirement's metric, else `rejected_share`.
+//! One varied path: a line chart per deciding metric ([`LINE_METRICS`])
+//! and per required metric, x = the varied value, one line per limiter.
+//! Two or more: a heatmap per limiter over the first two paths, the later
+//! ones fixed at their first value, of `--metric`, else of the first
+//! requirement's metric, else `rejected_share`.
 
 use std::fs;
 use std::path::Path;
@@ -76,10 +76,20 @@ pub fn render_dir(dir: &Path, m: &Manifest, plots: bool) -> anyhow::Result<Optio
                 Ok(toml) => {
                     fs::write(dir.join(recommended::FILE), toml)
                         .with_context(|| format!("cannot write {}", recommended::FILE))?;
-                    text.push_str(&format!(
-                        "\n[{0}]({0}) is the scenario at these points: `ratesim run {0}` runs it as is.\n",
-                        recommended::FILE
-                    ));
+                    let shipped = m.scenario_file.is_none()
+                        && crate::builtin::find(&m.scenario).is_some_and(|b| !b.files.is_empty());
+                    text.push_str(&if shipped {
+                        format!(
+                            "\n[{0}]({0}) is the scenario at these points. It reads trace files that ship inside ratesim: `ratesim init {1}` writes them; put {0} beside them and `ratesim run {0}`.\n",
+                            recommended::FILE,
+                            m.scenario
+                        )
+                    } else {
+                        format!(
+                            "\n[{0}]({0}) is the scenario at these points: `ratesim run {0}` runs it as is.\n",
+                            recommended::FILE
+                        )
+                    });
                 }
                 Err(why) => {
                     text.push_str(&format!("\n{} is not written: {why}.\n", recommended::FILE))
@@ -179,10 +189,24 @@ fn line_charts(
             None => flat.push(format!("`{}`", metric.name())),
         }
     }
+    // Two metrics whose names make one file name (`x[a.b]`, `x[a_b]`):
+    // the later gets `-2`, `-3`, …
+    let mut files: Vec<String> = Vec::new();
+    for s in &series {
+        let base = crate::rundir::sweep_line_png(&s.metric);
+        let mut file = base.clone();
+        let mut k = 2;
+        while files.contains(&file) {
+            file = format!("{}-{k}.png", base.trim_end_matches(".png"));
+            k += 1;
+        }
+        files.push(file);
+    }
     let drawn: Vec<(String, String)> = series
         .par_iter()
-        .map(|s| {
-            let file = crate::rundir::sweep_line_png(&s.metric);
+        .zip(&files)
+        .map(|(s, file)| {
+            let file = file.clone();
             line::draw_line(&m.scenario, s, &dir.join(&file))
                 .with_context(|| format!("cannot draw {file}"))?;
             Ok((file, line::caption(s)))

@@ -1139,6 +1139,77 @@ fn recommended_toml_reproduces_each_limiters_brute_force_best_row() {
             ran[0]
         );
     }
+    // And its sources.csv rows are the point's COLUMN[SOURCE] cells.
+    let (src_head, src_rows) = csv_rows(&run.join("sources.csv"));
+    assert_eq!(src_rows.len(), 4);
+    for r in &src_rows {
+        let best = &best_rows[if r[0] == "token_bucket" { 0 } else { 1 }];
+        for (c, v) in src_head.iter().zip(r).skip(2) {
+            assert_eq!(
+                v,
+                &best[col(&format!("{c}[{}]", r[1]))],
+                "{} {} {c}",
+                r[0],
+                r[1]
+            );
+        }
+    }
+}
+
+/// A limiter whose implementation names its own parameter (redis-cell's
+/// `max_burst`) is pinned at its point all the same: its parameters give
+/// way to the resolved ones, whatever the limiters' order.
+#[test]
+fn recommended_toml_pins_a_limiter_given_by_its_implementations_names() {
+    let tmp = tempfile::tempdir().unwrap();
+    let text = "name = \"preset\"\nseed = 3\nduration = \"10s\"\n[defaults]\nlimit = 10\nwindow = \"1s\"\n[[limiter]]\nname = \"tb\"\nalgorithm = \"token_bucket\"\ncapacity = 40\n[[limiter]]\nname = \"cell\"\nimplementation = \"redis-cell\"\nmax_burst = 4\n[[traffic]]\nname = \"users\"\npattern = \"poisson\"\nclients = 10\nrate = \"5/1s\"\n";
+    let s = scenario_in(tmp.path(), "a", text);
+    let out = tmp.path().join("rec");
+    sweep(
+        &s,
+        &out,
+        &[
+            "--vary",
+            "defaults.limit=2,4,6,8,10",
+            "--vary",
+            "limiter[0].capacity=5,40",
+            "--require",
+            "rejected_share<=0.05",
+            "--minimize",
+            "defaults.limit",
+            "--no-plots",
+            "--quiet",
+        ],
+    )
+    .success();
+    let md = read_text(&out.join("recommendation.md"));
+    let toml = read_text(&out.join("recommended.toml"));
+    assert!(
+        toml.contains("# cell no longer reads [defaults]") && !toml.contains("max_burst"),
+        "{md}\n{toml}"
+    );
+    let run = tmp.path().join("run");
+    ratesim()
+        .arg("run")
+        .arg(out.join("recommended.toml"))
+        .args(["--quiet", "--no-plots", "--out"])
+        .arg(&run)
+        .assert()
+        .success();
+    let (head, rows) = csv_rows(&out.join("sweep.csv"));
+    let (run_head, run_rows) = csv_rows(&run.join("summary.csv"));
+    for ran in &run_rows {
+        let section = md.split(&format!("## {}\n", ran[0])).nth(1).unwrap();
+        let point: usize = section
+            .split("(point ")
+            .nth(1)
+            .and_then(|p| p.split(')').next())
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("no point for {}: {section}", ran[0]));
+        let swept = rows.iter().filter(|r| r[2] == ran[0]).nth(point).unwrap();
+        assert_eq!(&swept[2..2 + run_head.len()], &ran[..], "{}", ran[0]);
+        assert_eq!(head[2], "limiter");
+    }
 }
 
 /// recommended.toml reads its trace from wherever it lies beside the
