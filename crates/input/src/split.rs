@@ -6,7 +6,7 @@
 //! looks a value up without allocating, and memory grows with distinct
 //! values, never with requests.
 
-use std::collections::HashMap;
+use crate::origin::KeyIds;
 
 /// The most sources one trace splits into.
 pub const MAX_PARTS: usize = 1000;
@@ -18,7 +18,7 @@ pub struct Split {
     pub field: String,
     /// The `[[traffic]]`'s own name: the source of an empty value.
     own: String,
-    ids: HashMap<Box<str>, u32>,
+    ids: KeyIds,
     names: Vec<String>,
 }
 
@@ -29,16 +29,16 @@ impl Split {
         Split {
             field: field.to_string(),
             own: own.to_string(),
-            ids: HashMap::new(),
+            ids: KeyIds::default(),
             names: Vec::new(),
         }
     }
 
     /// The name of the source of `value`: the value, or the
     /// `[[traffic]]`'s own name when it is empty.
-    fn name<'v>(&'v self, value: &'v str) -> &'v str {
+    fn name<'v>(&'v self, value: &'v [u8]) -> &'v [u8] {
         if value.is_empty() {
-            &self.own
+            self.own.as_bytes()
         } else {
             value
         }
@@ -48,7 +48,7 @@ impl Split {
     /// an error, without the line, past [`MAX_PARTS`].
     pub fn intern(&mut self, value: &str) -> Result<u32, String> {
         let name = if value.is_empty() { &*self.own } else { value };
-        if let Some(&id) = self.ids.get(name) {
+        if let Some(&id) = self.ids.get(name.as_bytes()) {
             return Ok(id);
         }
         if self.names.len() == MAX_PARTS {
@@ -60,13 +60,13 @@ impl Split {
             ));
         }
         let id = self.names.len() as u32;
-        self.ids.insert(name.into(), id);
+        self.ids.insert(name.as_bytes().into(), id);
         self.names.push(name.to_string());
         Ok(id)
     }
 
-    /// The part number of `value`, if validation saw it.
-    pub fn get(&self, value: &str) -> Option<u32> {
+    /// The part number of `value` (its bytes), if it was interned.
+    pub fn get(&self, value: &[u8]) -> Option<u32> {
         self.ids.get(self.name(value)).copied()
     }
 
@@ -91,7 +91,7 @@ mod tests {
         assert_eq!(ids, [0, 1, 0, 2, 2, 3]);
         assert_eq!(s.names(), ["users", "scrapers", "web", "bots"]);
         assert_eq!(
-            (s.get("scrapers"), s.get(""), s.get("nope")),
+            (s.get(b"scrapers"), s.get(b""), s.get(b"nope")),
             (Some(1), Some(2), None)
         );
     }

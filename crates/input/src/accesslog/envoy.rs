@@ -11,9 +11,12 @@
 //! | `%DOWNSTREAM_REMOTE_ADDRESS%` (port dropped), `%REQ(X-…)%`, any other | a key, named by `client` / `ip` |
 
 use std::borrow::Cow;
+use std::ops::Range;
 
+use super::parsed::{utf8, EmptyKey, Key, LineError};
 use super::template::Template;
 use super::{time, Parsed, Verdict};
+use crate::error::quoted;
 
 /// Envoy's default access-log format (without its final newline).
 pub(crate) const DEFAULT: &str = "[%START_TIME%] \"%REQ(:METHOD)% %REQ(X-ENVOY-ORIGINAL-PATH?:PATH)% %PROTOCOL%\" %RESPONSE_CODE% %RESPONSE_FLAGS% %BYTES_RECEIVED% %BYTES_SENT% %DURATION% %RESP(X-ENVOY-UPSTREAM-SERVICE-TIME)% \"%REQ(X-FORWARDED-FOR)%\" \"%REQ(USER-AGENT)%\" \"%REQ(X-REQUEST-ID)%\" \"%REQ(:AUTHORITY)%\" \"%UPSTREAM_HOST%\"";
@@ -191,34 +194,58 @@ impl EnvoyFormat {
         &self.template.names[self.client]
     }
 
-    pub fn parse<'l>(&self, line: &'l str) -> Result<Parsed<'l>, String> {
-        let v = self.template.matches(line)?;
-        let name = |i: usize| &self.template.names[i];
-        let raw = v[self.time];
-        let (stamp, _) = time::rfc3339(raw)
-            .map_err(|e| format!("%START_TIME% {} {e}", crate::error::quoted(raw)))?;
+    /// Reads one line; `values` is scratch space for the fields' byte
+    /// ranges. Only the fields read are checked for UTF-8.
+    pub fn parse<'l>(
+        &'l self,
+        line: &'l [u8],
+        values: &mut Vec<Range<usize>>,
+    ) -> Result<Parsed<'l>, LineError> {
+        values.clear();
+        values.resize(self.template.names.len(), 0..0);
+        self.template
+            .match_into(line, values)
+            .map_err(|m| self.template.message(m))?;
+        let v = |i: usize| &line[values[i].clone()];
+        let name = |i: usize| self.template.names[i].as_str();
+        let raw = v(self.time);
+        let stamp = match time::rfc3339_fast(raw) {
+            Some((t, _)) => t,
+            None => {
+                let raw = utf8(raw)?;
+                time::rfc3339(raw)
+                    .map_err(|e| format!("%START_TIME% {} {e}", quoted(raw)))?
+                    .0
+            }
+        };
         let verdict = match (self.flags, self.status) {
-            (Some(i), _) => Some(if v[i].split(',').any(|f| f == "RL") {
+            (Some(i), _) => Some(if v(i).split(|&b| b == b',').any(|f| f == b"RL") {
                 Verdict::Rejected
             } else {
                 Verdict::Passed
             }),
-            (None, Some(i)) => Some(if v[i] == "429" {
+            (None, Some(i)) => Some(if v(i) == b"429" {
                 Verdict::Rejected
             } else {
                 Verdict::Passed
             }),
             (None, None) => None,
         };
-        let key = |i: usize| -> super::Key<'l> {
-            let mut s = v[i];
+        let key = |i: usize| -> Key<'l> {
+            let mut s = v(i);
             if name(i).starts_with("%DOWNSTREAM_") && !name(i).ends_with("WITHOUT_PORT%") {
                 s = strip_port(s);
             }
             match s {
-                "" | "-" => Err(format!("{} is empty", name(i))),
+                b"" | b"-" => Err(EmptyKey(name(i))),
                 s => Ok(Cow::Borrowed(s)),
             }
+        };
+        let path = match self.path {
+            Some(i) => {
+                Some(utf8(v(i).split(|&b| b == b'?').next().unwrap_or_default())?.as_bytes())
+            }
+            None => None,
         };
         // docs/semantics.md §8: `%START_TIME%` is the request's start, so it
         // is the arrival; `%DURATION%` is not subtracted.
@@ -229,24 +256,22 @@ impl EnvoyFormat {
             ip: self.ip.map(key),
             cost: 1,
             verdict,
-            path: self
-                .path
-                .map(|i| v[i].split('?').next().unwrap_or_default()),
+            path,
             selector: None,
             // Envoy logs an absent value as `-`.
             source: self
                 .source
-                .map(|i| Cow::Borrowed(if v[i] == "-" { "" } else { v[i] })),
+                .map(|i| Cow::Borrowed(if v(i) == b"-" { &b""[..] } else { v(i) })),
         })
     }
 }
 
 /// `10.0.0.1:5678` → `10.0.0.1`; `[::1]:80` → `[::1]`.
-fn strip_port(s: &str) -> &str {
-    match s.rfind(':') {
+fn strip_port(s: &[u8]) -> &[u8] {
+    match memchr::memrchr(b':', s) {
         Some(i)
-            if s[i + 1..].bytes().all(|b| b.is_ascii_digit())
-                && (s.starts_with('[') || s[..i].find(':').is_none()) =>
+            if s[i + 1..].iter().all(u8::is_ascii_digit)
+                && (s.starts_with(b"[") || memchr::memchr(b':', &s[..i]).is_none()) =>
         {
             &s[..i]
         }
@@ -258,17 +283,24 @@ fn strip_port(s: &str) -> &str {
 mod tests {
     use super::*;
 
+    impl EnvoyFormat {
+        /// [`EnvoyFormat::parse`] of a line given as text.
+        fn parse_str<'l>(&'l self, line: &'l str) -> Result<Parsed<'l>, LineError> {
+            self.parse(line.as_bytes(), &mut Vec::new())
+        }
+    }
+
     #[test]
     fn the_default_format_reads_start_time_flags_and_forwarded_for() {
         let f = EnvoyFormat::new(DEFAULT, None, None, None).unwrap();
         let line = r#"[2026-12-01T00:42:00.239Z] "GET /api?x=1 HTTP/1.1" 429 RL 0 18 0 - "10.0.0.7" "curl/8" "id-1" "svc" "-""#;
-        let p = f.parse(line).unwrap();
+        let p = f.parse_str(line).unwrap();
         assert_eq!(p.stamp, 1_796_085_720_239_000_000);
         assert_eq!(p.verdict, Some(Verdict::Rejected));
         assert_eq!(p.client_key(), "10.0.0.7");
-        assert_eq!(p.path, Some("/api"));
+        assert_eq!(p.path, Some(&b"/api"[..]));
         let ok = line.replace("429 RL", "200 -");
-        assert_eq!(f.parse(&ok).unwrap().verdict, Some(Verdict::Passed));
+        assert_eq!(f.parse_str(&ok).unwrap().verdict, Some(Verdict::Passed));
     }
 
     // docs/semantics.md §8: %START_TIME% is the request's start,
@@ -277,16 +309,16 @@ mod tests {
     fn the_arrival_is_start_time_and_duration_is_not_subtracted() {
         let f = EnvoyFormat::new(DEFAULT, None, None, None).unwrap();
         let p = f
-            .parse(r#"[2026-12-01T00:42:00.239Z] "GET /api HTTP/1.1" 200 - 0 18 250 - "10.0.0.7" "curl/8" "id-1" "svc" "-""#)
+            .parse_str(r#"[2026-12-01T00:42:00.239Z] "GET /api HTTP/1.1" 200 - 0 18 250 - "10.0.0.7" "curl/8" "id-1" "svc" "-""#)
             .unwrap();
         assert_eq!((p.stamp, p.duration), (1_796_085_720_239_000_000, 0));
     }
 
     #[test]
     fn a_downstream_address_loses_its_port() {
-        assert_eq!(strip_port("10.0.0.1:5678"), "10.0.0.1");
-        assert_eq!(strip_port("[::1]:80"), "[::1]");
-        assert_eq!(strip_port("::1"), "::1");
+        assert_eq!(strip_port(b"10.0.0.1:5678"), b"10.0.0.1");
+        assert_eq!(strip_port(b"[::1]:80"), b"[::1]");
+        assert_eq!(strip_port(b"::1"), b"::1");
         let f = EnvoyFormat::new(
             "%START_TIME% %DOWNSTREAM_REMOTE_ADDRESS% %REQ(x-client)%",
             None,
@@ -295,7 +327,7 @@ mod tests {
         )
         .unwrap();
         let p = f
-            .parse("2026-12-01T00:42:00.239Z 10.0.0.1:5678 alice")
+            .parse_str("2026-12-01T00:42:00.239Z 10.0.0.1:5678 alice")
             .unwrap();
         assert_eq!((p.client_key(), p.ip_key()), ("alice", Some("10.0.0.1")));
     }

@@ -4,7 +4,9 @@
 //! (`nginx`, `envoy`, `jsonl`), into what `parsed.rs` defines; this file
 //! dispatches to them.
 
-use super::{envoy, jsonl, nginx, Parsed};
+use std::ops::Range;
+
+use super::{envoy, jsonl, nginx, LineError, Parsed};
 use crate::clock::Nanos;
 
 /// The longest line a log may have (bytes): as for CSV traces.
@@ -29,10 +31,16 @@ impl Format {
         }
     }
 
-    pub(super) fn parse<'l>(&self, line: &'l str) -> Result<Parsed<'l>, String> {
+    /// Parses one line; `values` is scratch space for the fields' byte
+    /// ranges, kept between lines so that a line allocates nothing.
+    pub(super) fn parse<'l>(
+        &'l self,
+        line: &'l [u8],
+        values: &mut Vec<Range<usize>>,
+    ) -> Result<Parsed<'l>, LineError> {
         match self {
-            Format::Nginx(f) => f.parse(line),
-            Format::Envoy(f) => f.parse(line),
+            Format::Nginx(f) => f.parse(line, values),
+            Format::Envoy(f) => f.parse(line, values),
             Format::Jsonl(f) => f.parse(line),
         }
     }
@@ -101,10 +109,10 @@ impl Location {
         s.starts_with('/').then(|| Location::Prefix(s.to_string()))
     }
 
-    pub(super) fn matches(&self, path: &str) -> bool {
+    pub(super) fn matches(&self, path: &[u8]) -> bool {
         match self {
-            Location::Exact(p) => path == p,
-            Location::Prefix(p) => path.starts_with(p.as_str()),
+            Location::Exact(p) => path == p.as_bytes(),
+            Location::Prefix(p) => path.starts_with(p.as_bytes()),
         }
     }
 
@@ -140,9 +148,12 @@ pub struct Select {
 }
 
 impl Select {
-    pub fn matches(&self, logged: &str) -> bool {
-        let v = if logged == "-" { "" } else { logged };
-        self.values.iter().any(|x| x.eq_ignore_ascii_case(v)) != self.except
+    pub fn matches(&self, logged: &[u8]) -> bool {
+        let v = if logged == b"-" { b"" } else { logged };
+        self.values
+            .iter()
+            .any(|x| x.as_bytes().eq_ignore_ascii_case(v))
+            != self.except
     }
 
     pub fn shown(&self) -> String {

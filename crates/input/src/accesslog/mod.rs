@@ -25,7 +25,8 @@
 //!   replayed and is no bad line; nor is an nginx line whose key is empty,
 //!   since nginx does not account it. Both still set the time base.
 //! - **Bad lines** are errors naming the line and quoting its first 80
-//!   characters, or, with `on_bad_line = "skip"`, counted and skipped.
+//!   characters, or, with `on_bad_line = "skip"`, counted and skipped. A
+//!   line is read as bytes: only the fields ratesim reads must be UTF-8.
 //! - **gzip** logs are read as they are (by their magic bytes).
 //!
 //! - **Sources.** `source = "FIELD"` (an nginx variable, an Envoy command,
@@ -39,15 +40,18 @@
 pub mod envoy;
 mod format;
 pub mod jsonl;
+mod lines;
 pub mod nginx;
 mod parsed;
 mod pipeline;
 pub mod template;
 pub mod time;
+mod window;
 
 pub use format::{Format, Location, LogOptions, Select, Subsecond, FORMATS, MAX_LINE_BYTES};
-pub use parsed::{Key, Parsed, Verdict};
-use pipeline::{Lines, Pipeline};
+use lines::Lines;
+pub use parsed::{EmptyKey, Key, LineError, Parsed, Verdict};
+use pipeline::{InternError, Pipeline};
 
 use std::io;
 use std::sync::Arc;
@@ -314,12 +318,23 @@ impl AccessLog {
         // Whether a failure is the split's (too many values), and how many
         // replayed lines had a value to split by.
         let (mut split_failed, mut valued) = (false, 0u64);
-        let mut intern = |c: &str, i: &str, s: &str| {
-            let (client, ip) = ids.intern(population, c, i);
+        let mut intern = |c: &[u8], i: &[u8], s: &[u8]| {
+            let (client, ip) = ids
+                .intern(population, c, i)
+                .map_err(|_| InternError::NotUtf8)?;
             let part = match split.as_mut() {
                 Some(split) => {
                     valued += !s.is_empty() as u64;
-                    split.intern(s).inspect_err(|_| split_failed = true)?
+                    match split.get(s) {
+                        Some(part) => part,
+                        None => {
+                            let s = std::str::from_utf8(s).map_err(|_| InternError::NotUtf8)?;
+                            split.intern(s).map_err(|e| {
+                                split_failed = true;
+                                InternError::Refused(e)
+                            })?
+                        }
+                    }
                 }
                 None => 0,
             };
@@ -380,8 +395,8 @@ impl AccessLog {
         self.split = split.map(Arc::new);
         self.rows = rows;
         self.last = last;
-        self.skipped = p.skipped;
-        self.reordered = p.reordered;
+        self.skipped = p.skipped();
+        self.reordered = p.reordered();
         self.filtered = p.filtered;
         self.unselected = p.unselected;
         self.empty_key = p.empty_key;
@@ -506,10 +521,11 @@ pub struct Requests {
 impl Requests {
     pub fn next_request(&mut self) -> anyhow::Result<Option<Request>> {
         let (ids, split) = (&self.ids, &self.split);
-        let mut lookup = |c: &str, i: &str, s: &str| {
-            let (client, ip) = ids.get(c, i).ok_or("changed since it was read")?;
+        let changed = || InternError::Refused("changed since it was read".into());
+        let mut lookup = |c: &[u8], i: &[u8], s: &[u8]| {
+            let (client, ip) = ids.get(c, i).ok_or_else(changed)?;
             let part = match split {
-                Some(split) => split.get(s).ok_or("changed since it was read")?,
+                Some(split) => split.get(s).ok_or_else(changed)?,
                 None => 0,
             };
             Ok((client, ip, part))

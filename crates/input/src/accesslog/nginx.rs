@@ -15,9 +15,12 @@
 //! | any (`$remote_addr`, `$http_x_client`, `$arg_user`, …) | a key, named by `client` / `ip` |
 
 use std::borrow::Cow;
+use std::ops::Range;
 
+use super::parsed::{utf8, EmptyKey, Key, LineError};
 use super::template::{Seg, Template};
-use super::{time, Parsed, Verdict};
+use super::{time, Parsed, Verdict, NS};
+use crate::error::quoted;
 
 /// nginx's predefined `combined` format.
 pub(crate) const COMBINED: &str = "$remote_addr - $remote_user [$time_local] \"$request\" $status $body_bytes_sent \"$http_referer\" \"$http_user_agent\"";
@@ -268,67 +271,108 @@ impl NginxFormat {
         })
     }
 
-    pub fn parse<'l>(&self, line: &'l str) -> Result<Parsed<'l>, String> {
-        let v = self.template.matches(line)?;
-        let name = |i: usize| &self.template.names[i];
-        let raw = v[self.time.0];
-        let stamp = match self.time.1 {
-            TimeKind::Msec => time::epoch(raw, 1_000_000_000),
-            TimeKind::Iso => time::rfc3339(raw).map(|(t, _)| t),
-            TimeKind::Local => time::time_local(raw),
-        }
-        .map_err(|e| format!("{} {} {e}", name(self.time.0), crate::error::quoted(raw)))?;
+    /// Reads one line; `values` is scratch space for the fields' byte
+    /// ranges. Only the fields read are checked for UTF-8.
+    pub fn parse<'l>(
+        &'l self,
+        line: &'l [u8],
+        values: &mut Vec<Range<usize>>,
+    ) -> Result<Parsed<'l>, LineError> {
+        values.clear();
+        values.resize(self.template.names.len(), 0..0);
+        self.template
+            .match_into(line, values)
+            .map_err(|m| self.template.message(m))?;
+        let v = |i: usize| &line[values[i].clone()];
+        let name = |i: usize| self.template.names[i].as_str();
+        let raw = v(self.time.0);
+        let fast = match self.time.1 {
+            TimeKind::Msec => time::epoch_fast(raw, NS),
+            TimeKind::Iso => time::rfc3339_fast(raw).map(|(t, _)| t),
+            TimeKind::Local => time::time_local_fast(raw),
+        };
+        let stamp = match fast {
+            Some(t) => t,
+            None => {
+                let raw = utf8(raw)?;
+                match self.time.1 {
+                    TimeKind::Msec => time::epoch(raw, NS),
+                    TimeKind::Iso => time::rfc3339(raw).map(|(t, _)| t),
+                    TimeKind::Local => time::time_local(raw),
+                }
+                .map_err(|e| format!("{} {} {e}", name(self.time.0), quoted(raw)))?
+            }
+        };
         let duration = match self.duration {
-            Some(i) if v[i] != "-" => time::epoch(v[i], 1_000_000_000)
-                .map_err(|e| format!("{} {} {e}", name(i), crate::error::quoted(v[i])))?,
+            Some(i) if v(i) != b"-" => match time::epoch_fast(v(i), NS) {
+                Some(d) => d,
+                None => {
+                    let raw = utf8(v(i))?;
+                    time::epoch(raw, NS).map_err(|e| format!("{} {} {e}", name(i), quoted(raw)))?
+                }
+            },
             _ => 0,
         };
         let verdict = match (self.limit_req_status, self.status) {
-            (Some(i), _) => match v[i] {
-                "PASSED" => Some(Verdict::Passed),
-                "DELAYED" | "DELAYED_DRY_RUN" => Some(Verdict::Delayed),
-                "REJECTED" | "REJECTED_DRY_RUN" => Some(Verdict::Rejected),
-                "-" | "" => None,
+            (Some(i), _) => match v(i) {
+                b"PASSED" => Some(Verdict::Passed),
+                b"DELAYED" | b"DELAYED_DRY_RUN" => Some(Verdict::Delayed),
+                b"REJECTED" | b"REJECTED_DRY_RUN" => Some(Verdict::Rejected),
+                b"-" | b"" => None,
                 other => {
                     return Err(format!(
                         "$limit_req_status {} — expected PASSED, DELAYED, REJECTED, DELAYED_DRY_RUN, REJECTED_DRY_RUN or -",
-                        crate::error::quoted(other)
-                    ))
+                        quoted(utf8(other)?)
+                    )
+                    .into())
                 }
             },
             // docs/semantics.md §8: the configured limit_req_status is a
             // rejection; any other status is not (a pass or a delay).
-            (None, Some(i)) => {
-                let s = v[i];
-                if s.len() != 3 || !s.bytes().all(|b| b.is_ascii_digit()) {
+            (None, Some(i)) => match *v(i) {
+                [a, b, c] if [a, b, c].iter().all(u8::is_ascii_digit) => {
+                    let status = [a, b, c]
+                        .iter()
+                        .fold(0u16, |n, &d| n * 10 + u16::from(d - b'0'));
+                    Some(if status == self.rejected_status {
+                        Verdict::Rejected
+                    } else {
+                        Verdict::Passed
+                    })
+                }
+                _ => {
                     return Err(format!(
                         "$status {} — expected a 3-digit HTTP status",
-                        crate::error::quoted(s)
-                    ));
+                        quoted(utf8(v(i))?)
+                    )
+                    .into())
                 }
-                Some(if s.parse::<u16>() == Ok(self.rejected_status) {
-                    Verdict::Rejected
-                } else {
-                    Verdict::Passed
-                })
-            }
+            },
             (None, None) => None,
         };
         // nginx logs an empty variable as `-`.
-        let key = |i: usize| -> super::Key<'l> {
-            match v[i] {
-                "" | "-" => Err(format!("{} is empty", name(i))),
+        let key = |i: usize| -> Key<'l> {
+            match v(i) {
+                b"" | b"-" => Err(EmptyKey(name(i))),
                 s => Ok(Cow::Borrowed(s)),
             }
         };
-        let path = self.path.map(|(i, request)| {
-            let p = if request {
-                v[i].split(' ').nth(1).unwrap_or("")
-            } else {
-                v[i]
-            };
-            p.split('?').next().unwrap_or("")
-        });
+        let path = match self.path {
+            Some((i, request)) => {
+                let p = if request {
+                    v(i).split(|&b| b == b' ').nth(1).unwrap_or_default()
+                } else {
+                    v(i)
+                };
+                let p = p.split(|&b| b == b'?').next().unwrap_or_default();
+                Some(utf8(p)?.as_bytes())
+            }
+            None => None,
+        };
+        let selector = match self.select {
+            Some(i) => Some(utf8(v(i))?.as_bytes()),
+            None => None,
+        };
         Ok(Parsed {
             stamp,
             duration,
@@ -337,11 +381,11 @@ impl NginxFormat {
             cost: 1,
             verdict,
             path,
-            selector: self.select.map(|i| v[i]),
+            selector,
             // nginx logs an empty variable as `-`.
             source: self
                 .source
-                .map(|i| Cow::Borrowed(if v[i] == "-" { "" } else { v[i] })),
+                .map(|i| Cow::Borrowed(if v(i) == b"-" { &b""[..] } else { v(i) })),
         })
     }
 }
@@ -350,18 +394,25 @@ impl NginxFormat {
 mod tests {
     use super::*;
 
+    impl NginxFormat {
+        /// [`NginxFormat::parse`] of a line given as text.
+        fn parse_str<'l>(&'l self, line: &'l str) -> Result<Parsed<'l>, LineError> {
+            self.parse(line.as_bytes(), &mut Vec::new())
+        }
+    }
+
     #[test]
     fn the_combined_format_reads_address_and_local_time() {
         let f = NginxFormat::new(COMBINED, None, None, None).unwrap();
         assert!(f.coarse());
         let p = f
-            .parse(r#"10.0.0.1 - - [01/Dec/2026:00:42:00 +0000] "GET /a?x=1 HTTP/1.1" 429 3 "-" "curl/8""#)
+            .parse_str(r#"10.0.0.1 - - [01/Dec/2026:00:42:00 +0000] "GET /a?x=1 HTTP/1.1" 429 3 "-" "curl/8""#)
             .unwrap();
         assert_eq!(p.client_key(), "10.0.0.1");
         assert_eq!(p.stamp, 1_796_085_720_000_000_000);
         // nginx's default limit_req_status is 503: a 429 is not a rejection.
         assert_eq!(p.verdict, Some(Verdict::Passed));
-        assert_eq!(p.path, Some("/a"));
+        assert_eq!(p.path, Some(&b"/a"[..]));
     }
 
     #[test]
@@ -375,14 +426,16 @@ mod tests {
         )
         .unwrap();
         assert!(f.verdict_from_status());
-        let verdict = |f: &NginxFormat, s: &str| f.parse(&line(s)).unwrap().verdict;
+        let verdict = |f: &NginxFormat, s: &str| f.parse_str(&line(s)).unwrap().verdict;
         assert_eq!(verdict(&f, "503"), Some(Verdict::Rejected));
         assert_eq!(verdict(&f, "429"), Some(Verdict::Passed));
         f.rejected_status = 429;
         assert_eq!(verdict(&f, "429"), Some(Verdict::Rejected));
         assert_eq!(verdict(&f, "503"), Some(Verdict::Passed));
         assert_eq!(verdict(&f, "200"), Some(Verdict::Passed));
-        assert!(f.parse(&line("2x0")).unwrap_err().contains("3-digit"));
+        assert!(
+            matches!(f.parse_str(&line("2x0")).unwrap_err(), LineError::Bad(m) if m.contains("3-digit"))
+        );
     }
 
     #[test]
@@ -394,9 +447,9 @@ mod tests {
             None,
         )
         .unwrap();
-        let p = f.parse("1796085720.000 - \"GET /a HTTP/1.1\"").unwrap();
-        assert_eq!(p.client, Err("$http_x_k is empty".to_string()));
-        assert_eq!(p.path, Some("/a"));
+        let p = f.parse_str("1796085720.000 - \"GET /a HTTP/1.1\"").unwrap();
+        assert_eq!(p.client.unwrap_err().to_string(), "$http_x_k is empty");
+        assert_eq!(p.path, Some(&b"/a"[..]));
     }
 
     #[test]
@@ -409,7 +462,7 @@ mod tests {
         )
         .unwrap();
         let p = f
-            .parse(r#"1796085720.339 0.100 200 DELAYED heavy "GET /delay?seq=9 HTTP/1.1""#)
+            .parse_str(r#"1796085720.339 0.100 200 DELAYED heavy "GET /delay?seq=9 HTTP/1.1""#)
             .unwrap();
         assert_eq!(
             (p.stamp, p.duration),

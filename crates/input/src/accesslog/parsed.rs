@@ -21,13 +21,58 @@ impl Verdict {
     }
 }
 
-/// A key field of a line: its value, or why it has none (`"$http_x_key is
-/// empty"`). Whether a line without a key is a bad line or a request no
+/// A key field of a line: its value's bytes (UTF-8 is checked when a key
+/// is first seen, not on every line), or, when it is empty, the field's
+/// name. Whether a line without a key is a bad line or a request no
 /// limiter counts depends on the format and on the line's location, so
 /// the reorder pipeline decides, not the parser.
-pub type Key<'l> = Result<Cow<'l, str>, String>;
+pub type Key<'l> = Result<Cow<'l, [u8]>, EmptyKey<'l>>;
 
-/// One line, parsed; strings borrow from it where they can.
+/// The field of an empty key: says `$http_x_key is empty`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EmptyKey<'l>(pub &'l str);
+
+impl std::fmt::Display for EmptyKey<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} is empty", self.0)
+    }
+}
+
+/// Why a line is a bad line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LineError {
+    /// A field it reads is not UTF-8.
+    NotUtf8,
+    /// The message, without the line.
+    Bad(String),
+}
+
+impl LineError {
+    /// The bad line's message: a line that is not UTF-8 anywhere says so
+    /// first, whatever else is wrong with it (a valid line of the format
+    /// may hold other bytes only in fields ratesim does not read).
+    pub fn message(self, line: &[u8]) -> String {
+        match self {
+            LineError::Bad(m) if std::str::from_utf8(line).is_ok() => m,
+            _ => NOT_UTF8.to_string(),
+        }
+    }
+}
+
+impl From<String> for LineError {
+    fn from(m: String) -> LineError {
+        LineError::Bad(m)
+    }
+}
+
+pub(super) const NOT_UTF8: &str = "is not valid UTF-8";
+
+/// `bytes` as text, or the line is bad.
+pub(super) fn utf8(bytes: &[u8]) -> Result<&str, LineError> {
+    std::str::from_utf8(bytes).map_err(|_| LineError::NotUtf8)
+}
+
+/// One line, parsed; values borrow from it where they can.
 #[derive(Debug, Clone)]
 pub struct Parsed<'l> {
     /// The logged time, ns since the Unix epoch.
@@ -38,29 +83,29 @@ pub struct Parsed<'l> {
     pub ip: Option<Key<'l>>,
     pub cost: u64,
     pub verdict: Option<Verdict>,
-    /// The request path (no query), when the format has one.
-    pub path: Option<&'l str>,
+    /// The request path (no query), when the format has one: UTF-8.
+    pub path: Option<&'l [u8]>,
     /// The value of the variable the source selects lines by (`only`,
-    /// `except`), when it has one.
-    pub selector: Option<&'l str>,
+    /// `except`), when it has one: UTF-8.
+    pub selector: Option<&'l [u8]>,
     /// The value of the field a split source is split by (`source`,
     /// docs/semantics.md §3): empty when the line has none (nginx and
     /// Envoy log an empty value as `-`; a JSON line may lack the field or
-    /// hold null).
-    pub source: Option<Cow<'l, str>>,
+    /// hold null). UTF-8 is checked when a value is first seen.
+    pub source: Option<Cow<'l, [u8]>>,
 }
 
 #[cfg(test)]
 impl Parsed<'_> {
     /// The client key of a line that has one.
     pub(super) fn client_key(&self) -> &str {
-        self.client.as_deref().expect("a client key")
+        std::str::from_utf8(self.client.as_deref().expect("a client key")).expect("UTF-8")
     }
 
     /// The address key of a line that has one.
     pub(super) fn ip_key(&self) -> Option<&str> {
         self.ip
             .as_ref()
-            .map(|i| i.as_deref().expect("an address key"))
+            .map(|i| std::str::from_utf8(i.as_deref().expect("an address key")).expect("UTF-8"))
     }
 }

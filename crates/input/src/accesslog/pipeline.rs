@@ -1,106 +1,19 @@
-//! The reorder pipeline: a log's lines, read one at a time, parsed, and
-//! handed on in arrival order within the `reorder` window
-//! (docs/semantics.md §8), with whole-second stamps placed by `subsecond`.
-//! It holds the lines inside the window, never the whole log.
+//! The reorder pipeline: a log's lines, read one at a time ([`Lines`]),
+//! parsed, and handed on in arrival order within the `reorder` window
+//! ([`Window`], docs/semantics.md §8), with whole-second stamps placed by
+//! `subsecond`. It holds the lines inside the window, never the whole log,
+//! and allocates nothing per line once its buffers have grown.
 
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
-use std::io::{self, BufRead, BufReader, Read};
+use std::collections::BTreeMap;
+use std::ops::Range;
 use std::sync::Arc;
 
-use super::{Format, LogOptions, Request, Subsecond, Verdict, MAX_LINE_BYTES, NS};
+use super::lines::Lines;
+use super::parsed::NOT_UTF8;
+use super::window::{Pending, Window};
+use super::{Format, LogOptions, Request, Subsecond, Verdict, NS};
 use crate::clock::{Nanos, MAX_NANOS};
 use crate::error::quoted;
-
-/// Lines of a (possibly gzip-compressed) log, each at most
-/// [`MAX_LINE_BYTES`].
-pub(super) struct Lines {
-    r: Box<dyn BufRead + Send>,
-    line: u64,
-    buf: Vec<u8>,
-}
-
-impl Lines {
-    pub(super) fn new(r: Box<dyn Read + Send>) -> io::Result<Lines> {
-        let mut b = BufReader::with_capacity(1 << 16, r);
-        let gz = b.fill_buf()?.starts_with(&[0x1f, 0x8b]);
-        let r: Box<dyn BufRead + Send> = if gz {
-            Box::new(BufReader::with_capacity(
-                1 << 16,
-                flate2::read::MultiGzDecoder::new(b),
-            ))
-        } else {
-            Box::new(b)
-        };
-        Ok(Lines {
-            r,
-            line: 0,
-            buf: Vec::new(),
-        })
-    }
-
-    /// The next line without its ending; `Err` for a read error or a line
-    /// over the cap.
-    pub(super) fn next(&mut self) -> Result<Option<&[u8]>, String> {
-        self.buf.clear();
-        self.line += 1;
-        loop {
-            let avail = self
-                .r
-                .fill_buf()
-                .map_err(|e| format!("line {}: cannot be read: {e}", self.line))?;
-            if avail.is_empty() {
-                if self.buf.is_empty() {
-                    return Ok(None);
-                }
-                break;
-            }
-            let (take, done) = match avail.iter().position(|&b| b == b'\n') {
-                Some(i) => (i + 1, true),
-                None => (avail.len(), false),
-            };
-            self.buf.extend_from_slice(&avail[..take]);
-            self.r.consume(take);
-            if self.buf.len() > MAX_LINE_BYTES + 1 {
-                return Err(format!(
-                    "line {}: longer than {MAX_LINE_BYTES} bytes, the longest line a log may have",
-                    self.line
-                ));
-            }
-            if done {
-                break;
-            }
-        }
-        if self.buf.last() == Some(&b'\n') {
-            self.buf.pop();
-        }
-        if self.buf.last() == Some(&b'\r') {
-            self.buf.pop();
-        }
-        Ok(Some(&self.buf))
-    }
-}
-
-/// A request waiting in the reorder window, ordered by arrival, then the
-/// verdict rule, then log order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-struct Pending {
-    arrival: u64,
-    rank: u8,
-    delay: u64,
-    seq: u64,
-    /// A line outside `location`, or one whose key is empty (nginx): it
-    /// sets the time base (the whole log's earliest arrival, shared by
-    /// every source reading the log) and is not replayed.
-    ghost: bool,
-    client: u32,
-    ip: u32,
-    /// Its source's part number, when the source is split (else 0).
-    part: u32,
-    cost: u64,
-    verdict: Option<Verdict>,
-    line: u64,
-}
 
 /// A line of a whole-second stamp waiting for its second to be complete
 /// (`subsecond = "spread"`).
@@ -110,27 +23,27 @@ struct InSecond {
     p: Pending,
 }
 
+/// Why a request's keys have no ids.
+pub(super) enum InternError {
+    /// A key is not UTF-8: the line is a bad line.
+    NotUtf8,
+    /// The message, without the line: the log cannot be replayed.
+    Refused(String),
+}
+
 /// A request's keys as ids: its client's, its address's and its source's
-/// part number (from the client, the address and the `source` field's
-/// value, "" when there is none); an error says why not, without the line.
-pub(super) type Intern<'a> = &'a mut dyn FnMut(&str, &str, &str) -> Result<(u32, u32, u32), String>;
+/// part number (from the bytes of the client, the address and the
+/// `source` field's value, empty when there is none).
+pub(super) type Intern<'a> =
+    &'a mut dyn FnMut(&[u8], &[u8], &[u8]) -> Result<(u32, u32, u32), InternError>;
 
 /// Lines → requests in replay order.
 pub(super) struct Pipeline {
     lines: Lines,
     format: Arc<Format>,
-    options: LogOptions,
-    heap: BinaryHeap<Reverse<Pending>>,
-    seconds: BTreeMap<u64, Vec<InSecond>>,
-    /// Seconds below this are complete (spread).
-    done_below: u64,
-    max_second: u64,
-    latest: Option<(u64, u64)>,
-    base: Option<u64>,
-    seq: u64,
-    eof: bool,
-    pub(super) skipped: u64,
-    pub(super) reordered: u64,
+    /// The fields' byte ranges of the line being parsed.
+    values: Vec<Range<usize>>,
+    order: Order,
     pub(super) filtered: u64,
     /// Lines `only`/`except` passed over.
     pub(super) unselected: u64,
@@ -138,30 +51,35 @@ pub(super) struct Pipeline {
     pub(super) empty_key: u64,
 }
 
-impl Pipeline {
-    pub(super) fn new(lines: Lines, format: &Arc<Format>, options: &LogOptions) -> Pipeline {
-        Pipeline {
-            lines,
-            format: Arc::clone(format),
-            options: options.clone(),
-            heap: BinaryHeap::new(),
-            seconds: BTreeMap::new(),
-            done_below: 0,
-            max_second: 0,
-            latest: None,
-            base: None,
-            seq: 0,
-            eof: false,
-            skipped: 0,
-            reordered: 0,
-            filtered: 0,
-            unselected: 0,
-            empty_key: 0,
-        }
-    }
+/// The parsed requests on their way to replay order.
+struct Order {
+    options: LogOptions,
+    window: Window,
+    seconds: BTreeMap<u64, Vec<InSecond>>,
+    /// Seconds below this are complete (spread).
+    done_below: u64,
+    max_second: u64,
+    latest: Option<(u64, u64)>,
+    base: Option<u64>,
+    eof: bool,
+    skipped: u64,
+    reordered: u64,
+}
 
+/// A line of whitespace only (as `str::trim` sees it).
+fn blank(line: &[u8]) -> bool {
+    // `char::is_whitespace` in ASCII: \t \n \v \f \r and the space.
+    let ws = |b: &u8| matches!(b, b'\t'..=b'\r' | b' ');
+    match line.first() {
+        None => true,
+        Some(b) if !ws(b) && b.is_ascii() => false,
+        _ => line.iter().all(ws) || std::str::from_utf8(line).is_ok_and(|t| t.trim().is_empty()),
+    }
+}
+
+impl Order {
     /// A bad line: the error, or (skipping) a count.
-    fn bad(&mut self, line: u64, why: &str, text: &str) -> Result<(), String> {
+    fn bad(&mut self, line: u64, why: &str, text: &[u8]) -> Result<(), String> {
         if self.options.skip_bad {
             self.skipped += 1;
             return Ok(());
@@ -169,7 +87,7 @@ impl Pipeline {
         let shown = if text.is_empty() {
             String::new()
         } else {
-            format!(": {}", quoted(text))
+            format!(": {}", quoted(&String::from_utf8_lossy(text)))
         };
         Err(format!(
             "line {line}: {why}{shown} (on_bad_line = \"skip\" skips bad lines)"
@@ -177,7 +95,7 @@ impl Pipeline {
     }
 
     /// Puts a request with its final arrival into the reorder window.
-    fn push(&mut self, p: Pending, text: &str) -> Result<(), String> {
+    fn push(&mut self, p: Pending, text: &[u8]) -> Result<(), String> {
         let reorder = self.options.reorder.0;
         if let Some((latest, at)) = self.latest {
             if p.arrival.saturating_add(reorder) < latest {
@@ -199,7 +117,7 @@ impl Pipeline {
         if self.latest.is_none_or(|(l, _)| p.arrival > l) {
             self.latest = Some((p.arrival, p.line));
         }
-        self.heap.push(Reverse(p));
+        self.window.push(p);
         Ok(())
     }
 
@@ -219,115 +137,38 @@ impl Pipeline {
                     self.bad(
                         l.p.line,
                         "its duration is longer than its time since 1970",
-                        "",
+                        b"",
                     )?;
                     continue;
                 }
                 l.p.arrival = stamp - l.duration;
-                self.push(l.p, "")?;
+                self.push(l.p, b"")?;
             }
         }
         Ok(())
     }
 
-    /// Reads one line into the window.
-    fn read_one(&mut self, intern: Intern) -> Result<(), String> {
-        let format = Arc::clone(&self.format);
-        let bytes = match self.lines.next()? {
-            None => {
-                self.eof = true;
-                return self.finish_seconds(true);
-            }
-            Some(b) => b.to_vec(),
-        };
-        let line_no = self.lines.line;
-        let Ok(text) = std::str::from_utf8(&bytes) else {
-            return self.bad(
-                line_no,
-                "is not valid UTF-8",
-                &String::from_utf8_lossy(&bytes),
-            );
-        };
-        if text.trim().is_empty() {
-            return Ok(());
-        }
-        let parsed = match format.parse(text) {
-            Ok(p) => p,
-            Err(e) => return self.bad(line_no, &e, text),
-        };
-        // docs/semantics.md §8: a line of another location is no bad line,
-        // whatever its keys; it is not replayed (a ghost: it only sets the
-        // time base). Then a line whose key is empty is, for nginx, a
-        // request the zone does not account: a ghost too.
-        let other_location = match (&self.options.location, parsed.path) {
-            (Some(loc), Some(path)) => !loc.matches(path),
-            _ => false,
-        };
-        let unselected = !other_location
-            && self
-                .options
-                .select
-                .as_ref()
-                .is_some_and(|s| !s.matches(parsed.selector.unwrap_or("")));
-        let keys = if other_location {
-            self.filtered += 1;
-            None
-        } else if unselected {
-            self.unselected += 1;
-            None
-        } else {
-            match (&parsed.client, &parsed.ip) {
-                (Err(_), _) if format.empty_key_is_unaccounted() => {
-                    self.empty_key += 1;
-                    None
-                }
-                (Err(e), _) | (Ok(_), Some(Err(e))) => return self.bad(line_no, e, text),
-                (Ok(client), ip) => {
-                    let ip = match ip {
-                        Some(Ok(ip)) => ip,
-                        _ => client,
-                    };
-                    let source = parsed.source.as_deref().unwrap_or("");
-                    match intern(client, ip, source) {
-                        Ok(ids) => Some(ids),
-                        Err(e) => return Err(format!("line {line_no}: {e}")),
-                    }
-                }
-            }
-        };
-        let ghost = keys.is_none();
-        let (client, ip, part) = keys.unwrap_or((0, 0, 0));
-        let (rank, delay) = match parsed.verdict {
-            None | Some(Verdict::Passed) => (0, 0),
-            Some(Verdict::Delayed) => (1, parsed.duration),
-            Some(Verdict::Rejected) => (2, 0),
-        };
-        let mut p = Pending {
-            arrival: 0,
-            rank,
-            delay,
-            seq: self.seq,
-            ghost,
-            client,
-            ip,
-            part,
-            cost: parsed.cost,
-            verdict: parsed.verdict,
-            line: line_no,
-        };
-        self.seq += 1;
+    /// Places a parsed line's request by its stamp and duration.
+    fn place(
+        &mut self,
+        mut p: Pending,
+        stamp: u64,
+        duration: u64,
+        text: &[u8],
+    ) -> Result<(), String> {
+        let line_no = p.line;
         match self.options.subsecond {
             Some(mode) => {
-                let s = parsed.stamp / NS;
+                let s = stamp / NS;
                 if mode == Subsecond::Start {
-                    if parsed.duration > s * NS {
+                    if duration > s * NS {
                         return self.bad(
                             line_no,
                             "its duration is longer than its time since 1970",
                             text,
                         );
                     }
-                    p.arrival = s * NS - parsed.duration;
+                    p.arrival = s * NS - duration;
                     return self.push(p, text);
                 }
                 if s < self.done_below {
@@ -340,61 +181,176 @@ impl Pipeline {
                         text,
                     );
                 }
-                self.seconds.entry(s).or_default().push(InSecond {
-                    duration: parsed.duration,
-                    p,
-                });
+                self.seconds
+                    .entry(s)
+                    .or_default()
+                    .push(InSecond { duration, p });
                 self.max_second = self.max_second.max(s);
                 self.finish_seconds(false)
             }
             None => {
-                if parsed.duration > parsed.stamp {
+                if duration > stamp {
                     return self.bad(
                         line_no,
                         "its duration is longer than its time since 1970",
                         text,
                     );
                 }
-                p.arrival = parsed.stamp - parsed.duration;
+                p.arrival = stamp - duration;
                 self.push(p, text)
             }
         }
     }
+}
+
+impl Pipeline {
+    pub(super) fn new(lines: Lines, format: &Arc<Format>, options: &LogOptions) -> Pipeline {
+        Pipeline {
+            lines,
+            format: Arc::clone(format),
+            values: Vec::new(),
+            order: Order {
+                options: options.clone(),
+                window: Window::new(options.reorder.0),
+                seconds: BTreeMap::new(),
+                done_below: 0,
+                max_second: 0,
+                latest: None,
+                base: None,
+                eof: false,
+                skipped: 0,
+                reordered: 0,
+            },
+            filtered: 0,
+            unselected: 0,
+            empty_key: 0,
+        }
+    }
+
+    /// Bad lines skipped (`on_bad_line = "skip"`).
+    pub(super) fn skipped(&self) -> u64 {
+        self.order.skipped
+    }
+
+    /// Lines the reorder window moved.
+    pub(super) fn reordered(&self) -> u64 {
+        self.order.reordered
+    }
+
+    /// Reads one line into the window.
+    fn read_one(&mut self, intern: Intern) -> Result<(), String> {
+        let Some((line_no, bytes)) = self.lines.next()? else {
+            self.order.eof = true;
+            return self.order.finish_seconds(true);
+        };
+        if blank(bytes) {
+            return Ok(());
+        }
+        let order = &mut self.order;
+        let parsed = match self.format.parse(bytes, &mut self.values) {
+            Ok(p) => p,
+            Err(e) => return order.bad(line_no, &e.message(bytes), bytes),
+        };
+        // docs/semantics.md §8: a line of another location is no bad line,
+        // whatever its keys; it is not replayed (a ghost: it only sets the
+        // time base). Then a line whose key is empty is, for nginx, a
+        // request the zone does not account: a ghost too.
+        let other_location = match (&order.options.location, parsed.path) {
+            (Some(loc), Some(path)) => !loc.matches(path),
+            _ => false,
+        };
+        let unselected = !other_location
+            && order
+                .options
+                .select
+                .as_ref()
+                .is_some_and(|s| !s.matches(parsed.selector.unwrap_or_default()));
+        let keys = if other_location {
+            self.filtered += 1;
+            None
+        } else if unselected {
+            self.unselected += 1;
+            None
+        } else {
+            match (&parsed.client, &parsed.ip) {
+                (Err(_), _) if self.format.empty_key_is_unaccounted() => {
+                    self.empty_key += 1;
+                    None
+                }
+                (Err(e), _) | (Ok(_), Some(Err(e))) => {
+                    return order.bad(line_no, &e.to_string(), bytes)
+                }
+                (Ok(client), ip) => {
+                    let ip = match ip {
+                        Some(Ok(ip)) => ip,
+                        _ => client,
+                    };
+                    let source = parsed.source.as_deref().unwrap_or_default();
+                    match intern(client, ip, source) {
+                        Ok(ids) => Some(ids),
+                        Err(InternError::NotUtf8) => return order.bad(line_no, NOT_UTF8, bytes),
+                        Err(InternError::Refused(e)) => return Err(format!("line {line_no}: {e}")),
+                    }
+                }
+            }
+        };
+        let (client, ip, part) = keys.unwrap_or((0, 0, 0));
+        let (rank, delay) = match parsed.verdict {
+            None | Some(Verdict::Passed) => (0, 0),
+            Some(Verdict::Delayed) => (1, parsed.duration),
+            Some(Verdict::Rejected) => (2, 0),
+        };
+        let p = Pending {
+            arrival: 0,
+            rank,
+            delay,
+            line: line_no,
+            ghost: keys.is_none(),
+            client,
+            ip,
+            part,
+            cost: parsed.cost,
+            verdict: parsed.verdict,
+        };
+        order.place(p, parsed.stamp, parsed.duration, bytes)
+    }
 
     pub(super) fn next(&mut self, intern: Intern) -> Result<Option<Request>, String> {
         loop {
-            if let Some(&Reverse(top)) = self.heap.peek() {
-                let ready = self.eof
-                    || self.latest.is_some_and(|(l, _)| {
-                        top.arrival.saturating_add(self.options.reorder.0) < l
-                    });
-                if ready {
-                    self.heap.pop();
-                    let base = *self.base.get_or_insert(top.arrival);
-                    if top.ghost {
-                        continue;
-                    }
-                    let rel = top.arrival - base;
-                    if rel > MAX_NANOS {
-                        return Err(format!(
-                            "line {}: arrives more than {} after the first request",
-                            top.line,
-                            Nanos(MAX_NANOS)
-                        ));
-                    }
-                    return Ok(Some(Request {
-                        time: Nanos(rel),
-                        client: top.client,
-                        ip: top.ip,
-                        part: top.part,
-                        cost: top.cost,
-                        verdict: top.verdict,
-                        delay: top.delay,
-                        line: top.line,
-                    }));
+            let (eof, latest, reorder) = (
+                self.order.eof,
+                self.order.latest,
+                self.order.options.reorder.0,
+            );
+            let due = |arrival: u64| {
+                eof || latest.is_some_and(|(l, _)| arrival.saturating_add(reorder) < l)
+            };
+            if let Some(top) = self.order.window.peek(due) {
+                self.order.window.pop();
+                let base = *self.order.base.get_or_insert(top.arrival);
+                if top.ghost {
+                    continue;
                 }
+                let rel = top.arrival - base;
+                if rel > MAX_NANOS {
+                    return Err(format!(
+                        "line {}: arrives more than {} after the first request",
+                        top.line,
+                        Nanos(MAX_NANOS)
+                    ));
+                }
+                return Ok(Some(Request {
+                    time: Nanos(rel),
+                    client: top.client,
+                    ip: top.ip,
+                    part: top.part,
+                    cost: top.cost,
+                    verdict: top.verdict,
+                    delay: top.delay,
+                    line: top.line,
+                }));
             }
-            if self.eof {
+            if eof {
                 return Ok(None);
             }
             self.read_one(intern)?;
@@ -408,7 +364,15 @@ mod tests {
     use super::*;
 
     fn run(format: Format, location: &str, log: &str) -> (Result<Vec<u64>, String>, Pipeline) {
-        let lines = Lines::new(Box::new(io::Cursor::new(log.as_bytes().to_vec()))).unwrap();
+        run_bytes(format, location, log.as_bytes())
+    }
+
+    fn run_bytes(
+        format: Format,
+        location: &str,
+        log: &[u8],
+    ) -> (Result<Vec<u64>, String>, Pipeline) {
+        let lines = Lines::new(Box::new(std::io::Cursor::new(log.to_vec()))).unwrap();
         let options = LogOptions {
             reorder: Nanos(60 * NS),
             subsecond: None,
@@ -417,7 +381,10 @@ mod tests {
             select: None,
         };
         let mut p = Pipeline::new(lines, &Arc::new(format), &options);
-        let mut intern = |_: &str, _: &str, _: &str| Ok((0, 0, 0));
+        let mut intern = |c: &[u8], _: &[u8], _: &[u8]| match std::str::from_utf8(c) {
+            Ok(_) => Ok((0, 0, 0)),
+            Err(_) => Err(InternError::NotUtf8),
+        };
         let mut out = Vec::new();
         let r = loop {
             match p.next(&mut intern) {
@@ -448,7 +415,7 @@ mod tests {
 1796085720.004 k1 \"GET /key/c HTTP/1.1\"\n";
         let (r, p) = run(Format::Nginx(f), "/key/", log);
         assert_eq!(r.unwrap(), vec![2, 5]);
-        assert_eq!((p.filtered, p.empty_key, p.skipped), (2, 1, 0));
+        assert_eq!((p.filtered, p.empty_key, p.skipped()), (2, 1, 0));
     }
 
     #[test]
@@ -467,5 +434,38 @@ mod tests {
         let (r, p) = run(Format::Envoy(f), "/key/", log);
         assert!(r.unwrap_err().contains("line 3: %REQ(X-K)% is empty"));
         assert_eq!(p.filtered, 1);
+    }
+
+    // Only the fields read are checked for UTF-8: other bytes in a field
+    // ratesim skips are no reason to refuse a line nginx wrote.
+    #[test]
+    fn a_line_is_refused_for_bytes_that_are_not_utf8_only_in_a_field_it_reads() {
+        let f = || {
+            Format::Nginx(
+                nginx::NginxFormat::new(
+                    "$msec $http_x_k \"$http_user_agent\" \"$request\"",
+                    None,
+                    Some("$http_x_k"),
+                    None,
+                )
+                .unwrap(),
+            )
+        };
+        let (r, _) = run_bytes(
+            f(),
+            "/",
+            b"1796085720.000 k1 \"\xff\" \"GET /a HTTP/1.1\"\n",
+        );
+        assert_eq!(r.unwrap(), vec![1]);
+        for bad in [
+            &b"1796085720.000 k\xff \"-\" \"GET /a HTTP/1.1\"\n"[..],
+            b"1796085720.000 k1 \"-\" \"GET /\xff HTTP/1.1\"\n",
+            // Another error in a line that is not UTF-8: it says so first.
+            b"x1796085720.000 k1 \"\xff\" \"GET /a HTTP/1.1\"\n",
+        ] {
+            let (r, _) = run_bytes(f(), "/", bad);
+            let e = r.unwrap_err();
+            assert!(e.starts_with("line 1: is not valid UTF-8: \""), "{e}");
+        }
     }
 }

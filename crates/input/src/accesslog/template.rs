@@ -8,6 +8,8 @@
 //! Two fields with nothing between them cannot be told apart and are
 //! refused when the template is compiled.
 
+use memchr::memmem::Finder;
+
 /// One piece of a template.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Seg {
@@ -21,6 +23,38 @@ pub struct Template {
     pub segs: Vec<Seg>,
     /// Distinct field names, in order of first appearance.
     pub names: Vec<String>,
+    /// Per piece, how a line's bytes are matched against it.
+    steps: Vec<Step>,
+}
+
+/// A piece, compiled: a literal's bytes, or a field with the searcher of
+/// the literal that ends it (built once, not per line).
+#[derive(Debug, Clone)]
+enum Step {
+    Lit(Box<[u8]>),
+    Field {
+        field: usize,
+        /// Its first occurrence in the template: the one whose value counts.
+        first: bool,
+        /// The literal after it (none for a last field: it runs to the end).
+        until: Option<Box<Finder<'static>>>,
+    },
+}
+
+/// Where a line stops matching its template: [`Mismatch::message`] says it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mismatch {
+    /// Piece `seg`, a literal, is not at byte `pos`.
+    Expected { seg: usize, pos: usize },
+    /// Field `field` starts at byte `pos` and the literal after it, piece
+    /// `seg`, never comes.
+    EndsInside {
+        field: usize,
+        seg: usize,
+        pos: usize,
+    },
+    /// `extra` bytes follow the template's last literal.
+    Trailing { extra: usize },
 }
 
 impl Template {
@@ -56,7 +90,25 @@ impl Template {
         if names.is_empty() {
             return Err("has no fields".into());
         }
-        Ok(Template { segs, names })
+        let mut seen = vec![false; names.len()];
+        let steps = segs
+            .iter()
+            .enumerate()
+            .map(|(i, seg)| match seg {
+                Seg::Lit(lit) => Step::Lit(lit.as_bytes().into()),
+                Seg::Field(f) => Step::Field {
+                    field: *f,
+                    first: !std::mem::replace(&mut seen[*f], true),
+                    until: match segs.get(i + 1) {
+                        Some(Seg::Lit(next)) => {
+                            Some(Box::new(Finder::new(next.as_bytes()).into_owned()))
+                        }
+                        _ => None,
+                    },
+                },
+            })
+            .collect();
+        Ok(Template { segs, names, steps })
     }
 
     /// The index of field `name`.
@@ -64,52 +116,82 @@ impl Template {
         self.names.iter().position(|n| n == name)
     }
 
-    /// The value of each field in `line` (the first occurrence of a field
-    /// named twice), or what did not match.
-    pub fn matches<'l>(&self, line: &'l str) -> Result<Vec<&'l str>, String> {
-        let mut values = vec![""; self.names.len()];
-        let mut seen = vec![false; self.names.len()];
+    /// Matches `line` left to right, setting `values[f]` to the byte range
+    /// of field `f`'s value (its first occurrence in the template);
+    /// `values` has one range per name. Allocates nothing.
+    pub fn match_into(
+        &self,
+        line: &[u8],
+        values: &mut [std::ops::Range<usize>],
+    ) -> Result<(), Mismatch> {
         let mut pos = 0usize;
-        for (i, seg) in self.segs.iter().enumerate() {
+        for (seg, step) in self.steps.iter().enumerate() {
             let rest = &line[pos..];
-            match seg {
-                Seg::Lit(lit) => {
-                    if !rest.starts_with(lit.as_str()) {
-                        return Err(format!(
-                            "expected {:?} at column {}",
-                            crate::error::quote(lit),
-                            pos + 1
-                        ));
+            match step {
+                Step::Lit(lit) => {
+                    if !rest.starts_with(lit) {
+                        return Err(Mismatch::Expected { seg, pos });
                     }
                     pos += lit.len();
                 }
-                Seg::Field(f) => {
-                    let len = match self.segs.get(i + 1) {
-                        Some(Seg::Lit(next)) => rest.find(next.as_str()).ok_or_else(|| {
-                            format!(
-                                "ends inside {} (no {:?} after column {})",
-                                self.names[*f],
-                                crate::error::quote(next),
-                                pos + 1
-                            )
+                Step::Field {
+                    field,
+                    first,
+                    until,
+                } => {
+                    let len = match until {
+                        Some(finder) => finder.find(rest).ok_or(Mismatch::EndsInside {
+                            field: *field,
+                            seg: seg + 1,
+                            pos,
                         })?,
-                        _ => rest.len(),
+                        None => rest.len(),
                     };
-                    if !seen[*f] {
-                        values[*f] = &rest[..len];
-                        seen[*f] = true;
+                    if *first {
+                        values[*field] = pos..pos + len;
                     }
                     pos += len;
                 }
             }
         }
         if pos != line.len() {
-            return Err(format!(
-                "has {} more characters after the format ends",
-                line.len() - pos
-            ));
+            return Err(Mismatch::Trailing {
+                extra: line.len() - pos,
+            });
         }
-        Ok(values)
+        Ok(())
+    }
+
+    /// What did not match, as a bad line's message says it.
+    pub fn message(&self, m: Mismatch) -> String {
+        let lit = |seg: usize| match &self.segs[seg] {
+            Seg::Lit(l) => crate::error::quote(l),
+            Seg::Field(_) => String::new(),
+        };
+        match m {
+            Mismatch::Expected { seg, pos } => {
+                format!("expected {:?} at column {}", lit(seg), pos + 1)
+            }
+            Mismatch::EndsInside { field, seg, pos } => format!(
+                "ends inside {} (no {:?} after column {})",
+                self.names[field],
+                lit(seg),
+                pos + 1
+            ),
+            Mismatch::Trailing { extra } => {
+                format!("has {extra} more characters after the format ends")
+            }
+        }
+    }
+
+    /// The value of each field in `line` (the first occurrence of a field
+    /// named twice), or what did not match.
+    pub fn matches<'l>(&self, line: &'l str) -> Result<Vec<&'l str>, String> {
+        let mut values = vec![0..0; self.names.len()];
+        self.match_into(line.as_bytes(), &mut values)
+            .map_err(|m| self.message(m))?;
+        // A literal is whole characters, and so is what lies between two.
+        Ok(values.into_iter().map(|r| &line[r]).collect())
     }
 }
 

@@ -449,7 +449,8 @@ impl Trace {
             }
             last = row.time;
             rows += 1;
-            ids.intern(population, row.client, row.ip);
+            ids.intern(population, row.client.as_bytes(), row.ip.as_bytes())
+                .expect("a row's fields are text");
             if let Some(split) = split.as_mut() {
                 if let Err(e) = split.intern(row.source) {
                     let at = self.at_line(rec.position(), &e);
@@ -575,9 +576,12 @@ impl Stream for TraceStream {
         if row.time > self.end {
             return Ok(None);
         }
-        let (client, ip) = self.ids.get(row.client, row.ip).ok_or_else(changed)?;
+        let (client, ip) = self
+            .ids
+            .get(row.client.as_bytes(), row.ip.as_bytes())
+            .ok_or_else(changed)?;
         let part = match &self.split {
-            Some(split) => split.get(row.source).ok_or_else(changed)?,
+            Some(split) => split.get(row.source.as_bytes()).ok_or_else(changed)?,
             None => 0,
         };
         Ok(Some((

@@ -1,0 +1,150 @@
+//! A log's lines, read into one buffer and handed out in place: no copy
+//! and no allocation per line. A gzip log (known by its magic bytes) is
+//! inflated as it is read.
+
+use std::io::{self, Read};
+
+use super::MAX_LINE_BYTES;
+
+/// The buffer: room for several lines of the longest length, so that
+/// a line is moved at most once, when the buffer's end is reached.
+const BUFFER: usize = 4 * MAX_LINE_BYTES;
+
+/// Lines of a (possibly gzip-compressed) log, each at most
+/// [`MAX_LINE_BYTES`].
+pub(super) struct Lines {
+    r: Box<dyn Read + Send>,
+    buf: Box<[u8]>,
+    /// The unread bytes are `buf[start..end]`.
+    start: usize,
+    end: usize,
+    eof: bool,
+    /// The number of the line last handed out (1-based).
+    line: u64,
+}
+
+impl Lines {
+    pub(super) fn new(mut r: Box<dyn Read + Send>) -> io::Result<Lines> {
+        let mut buf = vec![0u8; BUFFER].into_boxed_slice();
+        let mut end = 0;
+        while end < 2 {
+            match r.read(&mut buf[end..]) {
+                Ok(0) => break,
+                Ok(n) => end += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        if buf[..end].starts_with(&[0x1f, 0x8b]) {
+            let head = io::Cursor::new(buf[..end].to_vec());
+            r = Box::new(flate2::read::MultiGzDecoder::new(head.chain(r)));
+            end = 0;
+        }
+        Ok(Lines {
+            r,
+            buf,
+            start: 0,
+            end,
+            eof: false,
+            line: 0,
+        })
+    }
+
+    /// The next line's number and bytes without its ending (`\n` or
+    /// `\r\n`); `Err` for a read error or a line over the cap.
+    pub(super) fn next(&mut self) -> Result<Option<(u64, &[u8])>, String> {
+        self.line += 1;
+        let too_long = |line| {
+            format!(
+                "line {line}: longer than {MAX_LINE_BYTES} bytes, the longest line a log may have"
+            )
+        };
+        let mut searched = self.start;
+        loop {
+            if let Some(i) = memchr::memchr(b'\n', &self.buf[searched..self.end]) {
+                let (start, nl) = (self.start, searched + i);
+                if nl - start > MAX_LINE_BYTES {
+                    return Err(too_long(self.line));
+                }
+                self.start = nl + 1;
+                return Ok(Some((self.line, without_cr(&self.buf[start..nl]))));
+            }
+            searched = self.end;
+            // Without its newline, a line may be one byte longer (the cap
+            // counts the newline as the `\r` of a last line).
+            if self.end - self.start > MAX_LINE_BYTES + 1 {
+                return Err(too_long(self.line));
+            }
+            if self.eof {
+                if self.start == self.end {
+                    return Ok(None);
+                }
+                let start = std::mem::replace(&mut self.start, self.end);
+                return Ok(Some((self.line, without_cr(&self.buf[start..self.end]))));
+            }
+            if self.end == self.buf.len() {
+                self.buf.copy_within(self.start..self.end, 0);
+                (searched, self.end) = (searched - self.start, self.end - self.start);
+                self.start = 0;
+            }
+            match self.r.read(&mut self.buf[self.end..]) {
+                Ok(0) => self.eof = true,
+                Ok(n) => self.end += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(format!("line {}: cannot be read: {e}", self.line)),
+            }
+        }
+    }
+}
+
+/// A line without the `\r` of a `\r\n` ending.
+fn without_cr(line: &[u8]) -> &[u8] {
+    line.strip_suffix(b"\r").unwrap_or(line)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn all(bytes: Vec<u8>) -> Result<Vec<Vec<u8>>, String> {
+        let mut lines = Lines::new(Box::new(io::Cursor::new(bytes))).unwrap();
+        let mut out = Vec::new();
+        while let Some((_, l)) = lines.next()? {
+            out.push(l.to_vec());
+        }
+        Ok(out)
+    }
+
+    #[test]
+    fn lines_end_at_newlines_with_or_without_a_carriage_return() {
+        let got = all(b"a\r\nbb\n\nccc".to_vec()).unwrap();
+        assert_eq!(got, [&b"a"[..], b"bb", b"", b"ccc"]);
+        assert_eq!(all(Vec::new()).unwrap(), Vec::<Vec<u8>>::new());
+    }
+
+    #[test]
+    fn lines_across_the_buffers_end_come_whole_and_the_cap_is_kept() {
+        let line = vec![b'x'; MAX_LINE_BYTES];
+        let mut text = Vec::new();
+        for _ in 0..9 {
+            text.extend_from_slice(&line);
+            text.push(b'\n');
+        }
+        let got = all(text.clone()).unwrap();
+        assert_eq!(got.len(), 9);
+        assert!(got.iter().all(|l| *l == line));
+        text.extend_from_slice(&line);
+        text.extend_from_slice(b"y\n");
+        let e = all(text).unwrap_err();
+        assert!(e.starts_with("line 10: longer than 65536 bytes"), "{e}");
+    }
+
+    #[test]
+    fn a_gzip_log_is_read_as_it_is() {
+        use std::io::Write;
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(b"one\ntwo\n").unwrap();
+        let got = all(gz.finish().unwrap()).unwrap();
+        assert_eq!(got, [&b"one"[..], b"two"]);
+    }
+}

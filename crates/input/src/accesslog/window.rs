@@ -1,0 +1,291 @@
+//! The reorder window's requests, in buckets of arrival time: a push is an
+//! append to its bucket, and a bucket is sorted once, when its earliest
+//! possible arrival is due — O(1) per request in the common case instead
+//! of a heap's O(log n) cache misses, in exactly a heap's order.
+//!
+//! A request is due when it arrives more than `reorder` before the latest
+//! arrival seen (docs/semantics.md §8); a later line arriving before a due
+//! one is a bad line, never pushed. So once the earliest bucket may hold a
+//! due request, no request of an earlier bucket can come: that bucket
+//! becomes `first`, sorted (a late push into it is inserted in place), and
+//! is handed out from its front.
+//!
+//! A bucket's width is the window's `reorder` over `WINDOW` (rounded up
+//! to a power of two), so a window's requests spread over thousands of
+//! buckets and a sort stays small. The next `RING` buckets sit in a
+//! ring, with a bit each saying whether it holds anything, so that
+//! finding the next one skips 64 empty buckets a step; a bucket past the
+//! ring (after a gap in the log) waits in `far` until the ring reaches it.
+
+use std::collections::BTreeMap;
+
+use super::Verdict;
+
+/// A request waiting in the reorder window, ordered by arrival, then the
+/// verdict rule (`rank`, `delay`), then log order (`line`). Lines are
+/// unique, so the order never reaches the fields after `line`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) struct Pending {
+    pub arrival: u64,
+    /// 0 passed (or no verdict), 1 delayed, 2 rejected.
+    pub rank: u8,
+    /// The gateway's delay of a delayed request (else 0).
+    pub delay: u64,
+    /// 1-based line number in the log.
+    pub line: u64,
+    /// A line outside `location`, or one whose key is empty (nginx): it
+    /// sets the time base (the whole log's earliest arrival, shared by
+    /// every source reading the log) and is not replayed.
+    pub ghost: bool,
+    pub client: u32,
+    pub ip: u32,
+    /// Its source's part number, when the source is split (else 0).
+    pub part: u32,
+    pub cost: u64,
+    pub verdict: Option<Verdict>,
+}
+
+/// Buckets a reorder window spans, at most (a power of two).
+const WINDOW: u64 = 1 << 14;
+
+/// Buckets in the ring: four windows' worth.
+const RING: u64 = 4 * WINDOW;
+
+/// The window (see the module documentation).
+pub(super) struct Window {
+    /// Bucket width: `2^shift` ns; a request's bucket is `arrival >> shift`.
+    shift: u32,
+    /// Buckets `base .. base + RING`, bucket `b` at `b % RING`, unsorted.
+    ring: Box<[Vec<Pending>]>,
+    /// A bit per ring bucket: it holds a request.
+    occupied: Box<[u64]>,
+    /// Ring buckets holding a request.
+    in_ring: usize,
+    base: u64,
+    /// Every ring bucket before this one is empty (`base ≤ scan`).
+    scan: u64,
+    /// Buckets from `base + RING` on.
+    far: BTreeMap<u64, Vec<Pending>>,
+    /// The bucket before `base` being handed out: its number, its
+    /// requests sorted, and how many of them were handed out.
+    first: Option<(u64, Vec<Pending>, usize)>,
+    /// Emptied buckets' allocations, for new buckets.
+    spare: Vec<Vec<Pending>>,
+}
+
+impl Window {
+    pub(super) fn new(reorder: u64) -> Window {
+        Window {
+            shift: (reorder / WINDOW)
+                .max(1)
+                .checked_next_power_of_two()
+                .map_or(63, u64::trailing_zeros),
+            ring: (0..RING).map(|_| Vec::new()).collect(),
+            occupied: vec![0; (RING / 64) as usize].into_boxed_slice(),
+            in_ring: 0,
+            base: 0,
+            scan: 0,
+            far: BTreeMap::new(),
+            first: None,
+            spare: Vec::new(),
+        }
+    }
+
+    pub(super) fn push(&mut self, p: Pending) {
+        let b = p.arrival >> self.shift;
+        if b < self.base {
+            // The bucket being handed out (no earlier one can get a
+            // request: see the module documentation), now or again.
+            match &mut self.first {
+                Some((_, sorted, taken)) => {
+                    let at = *taken + sorted[*taken..].partition_point(|q| *q < p);
+                    sorted.insert(at, p);
+                }
+                None => self.first = Some((b, vec![p], 0)),
+            }
+            return;
+        }
+        if b >= self.base + RING {
+            let spare = &mut self.spare;
+            self.far
+                .entry(b)
+                .or_insert_with(|| spare.pop().unwrap_or_default())
+                .push(p);
+            return;
+        }
+        let i = (b % RING) as usize;
+        if self.ring[i].is_empty() {
+            if let Some(v) = self.spare.pop() {
+                self.ring[i] = v;
+            }
+            self.occupied[i / 64] |= 1 << (i % 64);
+            self.in_ring += 1;
+            self.scan = self.scan.min(b);
+        }
+        self.ring[i].push(p);
+    }
+
+    /// The earliest ring bucket holding a request, if any.
+    fn next_occupied(&mut self) -> Option<u64> {
+        if self.in_ring == 0 {
+            return None;
+        }
+        let mut b = self.scan.max(self.base);
+        loop {
+            let i = (b % RING) as usize;
+            let word = self.occupied[i / 64] >> (i % 64);
+            if word != 0 {
+                b += u64::from(word.trailing_zeros());
+                self.scan = b;
+                return Some(b);
+            }
+            b += 64 - (i % 64) as u64;
+        }
+    }
+
+    /// Moves the far buckets the ring now reaches into it.
+    fn reach(&mut self) {
+        while let Some(entry) = self.far.first_entry() {
+            if *entry.key() >= self.base + RING {
+                break;
+            }
+            let (b, v) = entry.remove_entry();
+            let i = (b % RING) as usize;
+            debug_assert!(self.ring[i].is_empty());
+            self.ring[i] = v;
+            self.occupied[i / 64] |= 1 << (i % 64);
+            self.in_ring += 1;
+            self.scan = self.scan.min(b);
+        }
+    }
+
+    /// The earliest request, if it is due: `due(arrival)`, which holds
+    /// for every arrival before one for which it holds.
+    pub(super) fn peek(&mut self, due: impl Fn(u64) -> bool) -> Option<Pending> {
+        loop {
+            if let Some((_, sorted, taken)) = &self.first {
+                if let Some(&p) = sorted.get(*taken) {
+                    return due(p.arrival).then_some(p);
+                }
+                let (_, mut emptied, _) = self.first.take().expect("matched");
+                emptied.clear();
+                self.spare.push(emptied);
+            }
+            let Some(b) = self.next_occupied() else {
+                // Only far buckets, after a gap: the ring moves to them,
+                // starting a window before the first (where requests
+                // logged after it may still arrive).
+                let &b = self.far.keys().next()?;
+                self.base = self.base.max(b.saturating_sub(WINDOW + 1));
+                self.scan = self.base;
+                self.reach();
+                continue;
+            };
+            // The bucket's earliest possible arrival.
+            if !due(b << self.shift) {
+                return None;
+            }
+            let i = (b % RING) as usize;
+            let mut sorted = std::mem::take(&mut self.ring[i]);
+            self.occupied[i / 64] &= !(1 << (i % 64));
+            self.in_ring -= 1;
+            sorted.sort_unstable();
+            self.first = Some((b, sorted, 0));
+            (self.base, self.scan) = (b + 1, b + 1);
+            self.reach();
+        }
+    }
+
+    /// Removes the request [`Window::peek`] gave.
+    pub(super) fn pop(&mut self) {
+        if let Some((_, _, taken)) = &mut self.first {
+            *taken += 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(arrival: u64, line: u64) -> Pending {
+        Pending {
+            arrival,
+            rank: 0,
+            delay: 0,
+            line,
+            ghost: false,
+            client: 0,
+            ip: 0,
+            part: 0,
+            cost: 1,
+            verdict: None,
+        }
+    }
+
+    /// Pushes `arrivals` in order and takes what is due after each, as
+    /// the pipeline does, then everything: the arrivals taken, in order.
+    fn replay(reorder: u64, arrivals: &[u64]) -> Vec<(u64, u64)> {
+        let mut w = Window::new(reorder);
+        let mut latest = None::<u64>;
+        let mut out = Vec::new();
+        let mut take = |w: &mut Window, latest: Option<u64>, eof: bool| {
+            while let Some(p) =
+                w.peek(|a| eof || latest.is_some_and(|l| a.saturating_add(reorder) < l))
+            {
+                w.pop();
+                out.push((p.arrival, p.line));
+            }
+        };
+        for (line, &a) in arrivals.iter().enumerate() {
+            // A line older than the window is a bad line: not pushed.
+            if latest.is_some_and(|l| a.saturating_add(reorder) < l) {
+                continue;
+            }
+            w.push(at(a, line as u64));
+            latest = latest.max(Some(a));
+            take(&mut w, latest, false);
+        }
+        take(&mut w, latest, true);
+        out
+    }
+
+    /// What a heap gives: the accepted requests sorted.
+    fn sorted(reorder: u64, arrivals: &[u64]) -> Vec<(u64, u64)> {
+        let mut latest = None::<u64>;
+        let mut kept: Vec<(u64, u64)> = Vec::new();
+        for (line, &a) in arrivals.iter().enumerate() {
+            if latest.is_some_and(|l| a.saturating_add(reorder) < l) {
+                continue;
+            }
+            kept.push((a, line as u64));
+            latest = latest.max(Some(a));
+        }
+        kept.sort();
+        kept
+    }
+
+    #[test]
+    fn requests_come_out_in_arrival_then_log_order_across_gaps_and_late_lines() {
+        let s = 1_000_000_000u64;
+        let reorder = 60 * s;
+        let mut arrivals = Vec::new();
+        let mut x = 7u64;
+        for i in 0..200_000u64 {
+            // A pseudo-random delay of up to 70 s (some lines too late),
+            // equal arrivals, and two gaps far past the ring.
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let t = i * 3_000_000
+                + if i > 120_000 { 1_000_000 * s } else { 0 }
+                + if i > 150_000 { 10_000_000 * s } else { 0 };
+            arrivals.push((t + 70 * s).saturating_sub((x >> 33) % (70 * s)) / 1000 * 1000);
+        }
+        assert_eq!(replay(reorder, &arrivals), sorted(reorder, &arrivals));
+        for reorder in [0, 1, 999, s / 10] {
+            let few = &arrivals[..5000];
+            assert_eq!(replay(reorder, few), sorted(reorder, few), "{reorder}");
+        }
+    }
+}
