@@ -64,6 +64,10 @@ pub struct Memory {
     pub limiters: u128,
     /// The decision log's buffers (none unless the log is written).
     pub decision_log: u128,
+    /// The recorded sources' files as read — their packed requests and
+    /// names (crates/input/src/recording.rs) — held once per process,
+    /// shared by every run and sweep point that replays them.
+    pub recordings: u128,
 }
 
 /// What a limiter's entries are, for messages.
@@ -92,6 +96,7 @@ impl Memory {
             self.entries,
             self.limiters,
             self.decision_log,
+            self.recordings,
         ]
         .into_iter()
         .fold(0, u128::saturating_add)
@@ -104,11 +109,12 @@ impl Memory {
             (self.entries, 1),
             (self.arrivals, 2),
             (self.limiters.saturating_add(self.decision_log), 3),
+            (self.recordings, 4),
         ];
         let (bytes, part) = parts
             .into_iter()
             .max_by_key(|&(b, _)| b)
-            .expect("four parts");
+            .expect("five parts");
         let what = match part {
             0 => format!(
                 "per-key tables: a recorder slot, a state and a ledger mark for each of {} \
@@ -120,6 +126,7 @@ impl Memory {
                 format!("entries, mostly limiter[{index}]'s {what}")
             }
             2 => "the arrivals' generators (many clients, each with its own stream)".to_string(),
+            4 => "the requests of its traces and logs, read once and kept packed".to_string(),
             _ => "per-limiter buffers (many limiters, a long time series or the decision log)"
                 .to_string(),
         };
@@ -219,8 +226,9 @@ pub(super) const STREAM_CLIENT: u128 = 48;
 /// A Poisson client, besides its event: an 8-byte clock.
 pub(super) const POISSON_CLIENT: u128 = 8;
 
-/// A trace's reader (a 64 KiB buffer and the CSV reader's).
-pub(super) const TRACE_READER: u128 = 80 << 10;
+/// A trace's replay of its recording (the recording itself is in
+/// [`Memory::recordings`]).
+pub(super) const TRACE_REPLAY: u128 = 64;
 
 /// An interned name (a trace's or an access log's client or address, a
 /// NAT address): the population's copy and a trace's map entry.
@@ -465,7 +473,7 @@ pub(super) fn arrival_bytes(p: &Pattern) -> u128 {
     let rng = size_of::<rand_chacha::ChaCha8Rng>() as u128;
     let boxed = |n: usize, stream: u128| (n as u128).saturating_mul(STREAM_CLIENT + malloc(stream));
     match p {
-        Pattern::Trace(_) => TRACE_READER,
+        Pattern::Trace(_) => TRACE_REPLAY,
         Pattern::Poisson(p) => p.clients.len() as u128 * POISSON_CLIENT,
         // Five u128s, the end, the ids and the cost.
         Pattern::Steady(s) => boxed(s.clients.len(), 112),

@@ -142,6 +142,9 @@ impl Estimate {
         let mut events = 0u128;
         for (src, _) in s.traffic.iter().zip(&seen_by_any).filter(|(_, &on)| on) {
             memory.arrivals = memory.arrivals.saturating_add(arrival_bytes(&src.pattern));
+            if let Pattern::Trace(t) = &src.pattern {
+                memory.recordings = memory.recordings.saturating_add(t.memory_bytes().into());
+            }
             events = events.saturating_add(streams(&src.pattern));
         }
         memory.arrivals = memory.arrivals.saturating_add(calendar(events, 16));
@@ -690,6 +693,7 @@ mod tests {
                 // 101 time-series buckets of 80 bytes.
                 limiters: (64 << 10) + 101 * 80,
                 decision_log: 0,
+                recordings: 0,
             }
         );
         assert_eq!(e.memory_bytes(), 8_645_834);

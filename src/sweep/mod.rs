@@ -367,11 +367,19 @@ pub(crate) fn check_table(
     check_axes(file, &table, sets, base, &grid)
 }
 
+/// What the points of a sweep take together: their decisions, the
+/// largest point's memory besides its recordings, and the largest
+/// recordings (read once per process and shared by the points).
+struct PointsCost {
+    decisions: u128,
+    memory: u128,
+    recordings: u128,
+}
+
 /// Checks every point of this shard (in parallel): the first invalid point
-/// in point order is bad input naming the point; returns the decisions of
-/// all of them together and the largest point's estimated memory.
-fn check_points(plan: &Plan, points: &[usize]) -> Result<(u128, u128), InputError> {
-    let checked: Vec<Result<(u128, u128), InputError>> = points
+/// in point order is bad input naming the point.
+fn check_points(plan: &Plan, points: &[usize]) -> Result<PointsCost, InputError> {
+    let checked: Vec<Result<(u128, u128, u128), InputError>> = points
         .par_iter()
         .map(|&i| {
             let s = plan.scenario(i).map_err(|e| {
@@ -391,16 +399,22 @@ fn check_points(plan: &Plan, points: &[usize]) -> Result<(u128, u128), InputErro
                 )));
             }
             let e = Estimate::of_run(&s, false);
-            Ok((e.decisions, e.memory_bytes()))
+            let recordings = e.memory.recordings;
+            Ok((e.decisions, e.memory_bytes() - recordings, recordings))
         })
         .collect();
-    let (mut total, mut largest) = (0u128, 0u128);
+    let mut cost = PointsCost {
+        decisions: 0,
+        memory: 0,
+        recordings: 0,
+    };
     for c in checked {
-        let (decisions, memory) = c?;
-        total = total.saturating_add(decisions);
-        largest = largest.max(memory);
+        let (decisions, memory, recordings) = c?;
+        cost.decisions = cost.decisions.saturating_add(decisions);
+        cost.memory = cost.memory.max(memory);
+        cost.recordings = cost.recordings.max(recordings);
     }
-    Ok((total, largest))
+    Ok(cost)
 }
 
 /// Simulates point `i`: its `summary.csv` bytes, each line followed by
@@ -505,7 +519,11 @@ pub fn command(args: SweepArgs) -> anyhow::Result<()> {
     }
     let plan = plan(&args)?;
     let points = plan.points();
-    let (decisions, largest_memory) = check_points(&plan, &points)?;
+    let PointsCost {
+        decisions,
+        memory: largest_memory,
+        recordings,
+    } = check_points(&plan, &points)?;
     if decisions > BUDGET_DECISIONS && !args.no_budget {
         return Err(InputError::new(format!(
             "this sweep is ≈{decisions} decisions over {} points, more than the {BUDGET_DECISIONS} ratesim makes without --no-budget; use fewer points, shard it (--shard K/N), or pass --no-budget",
@@ -514,16 +532,22 @@ pub fn command(args: SweepArgs) -> anyhow::Result<()> {
         .into());
     }
     // Points run in parallel, one per thread: at most that many at once,
-    // each at most the largest point's memory.
-    let at_once =
-        largest_memory.saturating_mul(rayon::current_num_threads().min(points.len()) as u128);
+    // each at most the largest point's memory, beside the recorded files
+    // they share.
+    let at_once = largest_memory
+        .saturating_mul(rayon::current_num_threads().min(points.len()) as u128)
+        .saturating_add(recordings);
     if let Some(available) = crate::estimate::available_memory().filter(|_| !args.no_budget) {
         if at_once > available as u128 {
             return Err(InputError::new(format!(
-                "this sweep runs {} points at once, up to ≈{} MiB of memory each, more than the {} MiB available; \
+                "this sweep runs {} points at once, up to ≈{} MiB of memory each{}, more than the {} MiB available; \
                  use fewer threads (RAYON_NUM_THREADS), smaller points, or pass --no-budget",
                 rayon::current_num_threads().min(points.len()),
                 crate::estimate::mib(largest_memory),
+                match recordings {
+                    0 => String::new(),
+                    r => format!(" beside ≈{} MiB of recorded requests they share", crate::estimate::mib(r)),
+                },
                 crate::estimate::mib(available as u128)
             ))
             .into());

@@ -8,6 +8,8 @@
 //!   value and what is accepted ([`InputError`]);
 //! - [`origin`], [`trace_data`], [`builtin`]: where a scenario and the
 //!   files it reads come from;
+//! - [`recording`]: a recorded source's file read once per process, and
+//!   [`keys`], how its keys are found;
 //! - [`accesslog`]: recorded traffic — a CSV trace's sibling formats,
 //!   nginx, Envoy and JSON-lines access logs — as one
 //!   [`ratesim_core::traffic::Recorded`] source each, or several when
@@ -19,14 +21,17 @@ pub mod builtin;
 pub mod export;
 pub mod fields;
 pub mod import;
+pub mod keys;
 pub mod origin;
 pub mod overrides;
+pub mod recording;
 pub mod scenario;
 pub mod split;
 pub mod trace_data;
 
-pub use origin::{Origin, RecordedKeys};
+pub use origin::Origin;
 pub use ratesim_core::error::{self, InputError};
+pub use recording::RecordedKeys;
 pub use trace_data::{regular_file, TraceData};
 
 use ratesim_core::{clock, deploy, limiter, population, traffic};

@@ -6,7 +6,7 @@
 //! looks a value up without allocating, and memory grows with distinct
 //! values, never with requests.
 
-use crate::origin::KeyIds;
+use crate::keys::KeyIds;
 
 /// The most sources one trace splits into.
 pub const MAX_PARTS: usize = 1000;
@@ -63,6 +63,11 @@ impl Split {
         self.ids.insert(name.as_bytes().into(), id);
         self.names.push(name.to_string());
         Ok(id)
+    }
+
+    /// The `[[traffic]]`'s own name: the source of an empty value.
+    pub fn own(&self) -> &str {
+        &self.own
     }
 
     /// The part number of `value` (its bytes), if it was interned.

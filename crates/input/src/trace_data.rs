@@ -31,6 +31,52 @@ impl TraceData {
     }
 }
 
+/// What a recorded source's file is, to know it again within a process
+/// (see [`crate::recording`]): a file's path, length and modification
+/// time, and on Unix its device, inode and change time (a file rewritten
+/// in place gets a new change time even if its modification time is set
+/// back); shipped bytes by their place in the binary.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileId {
+    File {
+        path: PathBuf,
+        len: u64,
+        modified: Option<std::time::SystemTime>,
+        /// Device, inode, change time (s, ns).
+        unix: Option<(u64, u64, i64, i64)>,
+    },
+    Embedded(usize, usize),
+}
+
+impl TraceData {
+    /// The file's identity now, if it can be known.
+    pub fn identity(&self) -> Option<FileId> {
+        Some(match self {
+            TraceData::File(path) => {
+                let meta = std::fs::metadata(path).ok()?;
+                FileId::File {
+                    path: path.clone(),
+                    len: meta.len(),
+                    modified: meta.modified().ok(),
+                    unix: unix_identity(&meta),
+                }
+            }
+            TraceData::Embedded(b) => FileId::Embedded(b.as_ptr() as usize, b.len()),
+        })
+    }
+}
+
+#[cfg(unix)]
+fn unix_identity(meta: &std::fs::Metadata) -> Option<(u64, u64, i64, i64)> {
+    use std::os::unix::fs::MetadataExt;
+    Some((meta.dev(), meta.ino(), meta.ctime(), meta.ctime_nsec()))
+}
+
+#[cfg(not(unix))]
+fn unix_identity(_: &std::fs::Metadata) -> Option<(u64, u64, i64, i64)> {
+    None
+}
+
 /// `Ok` if `path` names a regular file (after following symlinks), else
 /// what it is instead — `is a directory, not a file` — without opening it.
 pub fn regular_file(path: &Path) -> Result<(), String> {

@@ -86,6 +86,11 @@ pub trait Recorded: std::fmt::Debug + Send + Sync {
     fn rows(&self) -> u64;
     /// Its arrivals, in replay order.
     fn open(&self, ctx: StreamCtx) -> anyhow::Result<Box<dyn Stream>>;
+    /// The bytes it holds to replay from, shared by every run of the
+    /// process that replays it.
+    fn memory_bytes(&self) -> u64 {
+        0
+    }
     /// For the layer that made it, to see it as what it is.
     fn as_any(&self) -> &dyn std::any::Any;
 }

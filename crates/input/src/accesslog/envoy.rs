@@ -29,7 +29,7 @@ const ADDRESSES: &[&str] = &[
     "%REQ(X-FORWARDED-FOR)%",
 ];
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EnvoyFormat {
     pub template: Template,
     time: usize,

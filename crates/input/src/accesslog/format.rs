@@ -13,7 +13,8 @@ use crate::clock::Nanos;
 pub const MAX_LINE_BYTES: usize = 64 * 1024;
 
 /// A log format with its field choices.
-#[derive(Debug, Clone)]
+/// Equal formats read a line alike (a recording is kept by them).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Format {
     Nginx(nginx::NginxFormat),
     Envoy(envoy::EnvoyFormat),
@@ -124,7 +125,7 @@ impl Location {
     }
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LogOptions {
     pub reorder: Nanos,
     pub subsecond: Option<Subsecond>,

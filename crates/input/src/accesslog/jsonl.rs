@@ -48,7 +48,7 @@ impl Unit {
     }
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JsonlFormat {
     pub time: String,
     pub unit: Unit,

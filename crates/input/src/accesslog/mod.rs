@@ -33,9 +33,12 @@
 //!   a JSON field) splits the log into one source per distinct value, as
 //!   [`crate::split`] says (docs/semantics.md §3); `-` is an empty value.
 //!
-//! Memory: one entry per distinct key (and source value), plus the lines
-//! inside the reorder window (and, with `spread`, the seconds inside it):
-//! never the whole log.
+//! The log is read once per process ([`crate::recording`]): validation
+//! reads it into a recording, which every run, every limiter's agreement
+//! and every sweep point then replays. Memory: while reading, one entry per
+//! distinct key (and source value) and the lines inside the reorder window
+//! (and, with `spread`, the seconds inside it); then the recording, about
+//! 5–6 bytes a line, for as long as the process runs.
 
 pub mod envoy;
 mod format;
@@ -53,7 +56,6 @@ use lines::Lines;
 pub use parsed::{EmptyKey, Key, LineError, Parsed, Verdict};
 use pipeline::{InternError, Pipeline};
 
-use std::io;
 use std::sync::Arc;
 
 use ratesim_rundir::AccessLogSource;
@@ -62,7 +64,9 @@ use crate::clock::Nanos;
 use crate::error::{quoted, InputError};
 use crate::fields::Fields;
 use crate::population::Population;
+use crate::recording::{Cache, Counts, Entry, Ids, Recording, RecordingBuilder, Replay};
 use crate::split::Split;
+use crate::trace_data::FileId;
 use crate::traffic::{Arrival, Recorded, Stream, StreamCtx};
 use crate::{RecordedKeys, TraceData};
 
@@ -76,11 +80,10 @@ pub struct AccessLog {
     pub data: TraceData,
     pub format: Arc<Format>,
     pub options: LogOptions,
-    ids: Arc<RecordedKeys>,
-    /// The sources it splits into by `source = "FIELD"`, if it does.
-    split: Option<Arc<Split>>,
-    last: Nanos,
-    rows: u64,
+    /// The log as read (once per process, see [`crate::recording`]).
+    recording: Arc<Recording>,
+    /// Its keys' ids in this scenario's population.
+    ids: Arc<Ids>,
     /// Bad lines skipped (`on_bad_line = "skip"`).
     pub skipped: u64,
     /// Lines that arrived before a line logged ahead of them: the ones the
@@ -96,6 +99,20 @@ pub struct AccessLog {
     /// Lines that carried the gateway's verdict.
     pub with_verdict: u64,
 }
+
+/// What identifies a log's recording: the file, and everything that
+/// changes what reading it gives.
+#[derive(Debug, PartialEq)]
+struct LogKey {
+    file: FileId,
+    format: Format,
+    options: LogOptions,
+    /// The field it splits by and the `[[traffic]]`'s own name.
+    split: Option<(String, String)>,
+}
+
+/// The logs this process has read.
+static LOGS: Cache<LogKey> = Cache::new();
 
 /// One request of the log, in replay order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -271,157 +288,55 @@ impl AccessLog {
             }
             .map_err(|e| err(f, "source", e))?;
         }
-        let mut log = AccessLog {
+        let options = LogOptions {
+            reorder,
+            subsecond,
+            skip_bad,
+            location,
+            select,
+        };
+        let key = data.identity().map(|file| LogKey {
+            file,
+            format: fmt.clone(),
+            options: options.clone(),
+            split: split
+                .as_ref()
+                .map(|s| (s.field.clone(), s.own().to_string())),
+        });
+        let format = Arc::new(fmt);
+        let recording = LOGS
+            .get(key, || read(&data, &format, &options, split))
+            .map_err(|(key, e)| InputError::new(format!("{}: {} {e}", f.at(key), quoted(shown))))?;
+        let c = recording.counts;
+        Ok(AccessLog {
             shown: shown.to_string(),
             data,
-            format: Arc::new(fmt),
-            options: LogOptions {
-                reorder,
-                subsecond,
-                skip_bad,
-                location,
-                select,
-            },
-            ids: Arc::default(),
-            split: None,
-            last: Nanos::ZERO,
-            rows: 0,
-            skipped: 0,
-            reordered: 0,
-            filtered: 0,
-            unselected: 0,
-            empty_key: 0,
-            with_verdict: 0,
-        };
-        log.scan(population, split)
-            .map_err(|(key, e)| InputError::new(format!("{}: {} {e}", f.at(key), quoted(shown))))?;
-        Ok(log)
-    }
-
-    fn open_lines(&self) -> io::Result<Lines> {
-        Lines::new(self.data.open()?)
-    }
-
-    /// Reads the log once; an error names the field of the `[[traffic]]`
-    /// to fix (`path`, or `source` for the field it splits by).
-    fn scan(
-        &mut self,
-        population: &mut Population,
-        mut split: Option<Split>,
-    ) -> Result<(), (&'static str, String)> {
-        let lines = self
-            .open_lines()
-            .map_err(|e| ("path", format!("cannot be read: {e}")))?;
-        let mut ids = RecordedKeys::default();
-        let mut p = Pipeline::new(lines, &self.format, &self.options);
-        let (mut rows, mut last, mut verdicts) = (0u64, Nanos::ZERO, 0u64);
-        // Whether a failure is the split's (too many values), and how many
-        // replayed lines had a value to split by.
-        let (mut split_failed, mut valued) = (false, 0u64);
-        let mut intern = |c: &[u8], i: &[u8], s: &[u8]| {
-            let (client, ip) = ids
-                .intern(population, c, i)
-                .map_err(|_| InternError::NotUtf8)?;
-            let part = match split.as_mut() {
-                Some(split) => {
-                    valued += !s.is_empty() as u64;
-                    match split.get(s) {
-                        Some(part) => part,
-                        None => {
-                            let s = std::str::from_utf8(s).map_err(|_| InternError::NotUtf8)?;
-                            split.intern(s).map_err(|e| {
-                                split_failed = true;
-                                InternError::Refused(e)
-                            })?
-                        }
-                    }
-                }
-                None => 0,
-            };
-            Ok((client, ip, part))
-        };
-        loop {
-            match p.next(&mut intern) {
-                Ok(Some(r)) => {
-                    rows += 1;
-                    last = r.time;
-                    verdicts += r.verdict.is_some() as u64;
-                }
-                Ok(None) => break,
-                Err(e) if split_failed => return Err(("source", e)),
-                Err(e) => return Err(("path", e)),
-            }
-        }
-        // A JSON line may lack any field, so a misnamed one passes every
-        // line; the variables of nginx and Envoy formats were checked.
-        if let (Some(split), 0, Format::Jsonl(_)) = (&split, valued, &*self.format) {
-            return Err((
-                "source",
-                format!(
-                    "has no line with a value of {} to split by — is it the field's name?",
-                    quoted(&split.field)
-                ),
-            ));
-        }
-        let path = |e: String| ("path", e);
-        if rows == 0 {
-            let inside = match &self.options.location {
-                Some(l) if p.filtered > 0 => format!(" inside location {:?}", l.shown()),
-                _ => String::new(),
-            };
-            return Err(path(if p.unselected > 0 {
-                format!(
-                    "has no line{inside} whose {} ({} lines are not)",
-                    self.options
-                        .select
-                        .as_ref()
-                        .map(Select::shown)
-                        .unwrap_or_default(),
-                    p.unselected
-                )
-            } else if p.empty_key > 0 {
-                format!(
-                    "has no line{inside} whose {} is set ({} lines have it empty)",
-                    self.format.client_field(),
-                    p.empty_key
-                )
-            } else if p.filtered > 0 {
-                format!("has no line{inside}")
-            } else {
-                "has no requests".to_string()
-            }));
-        }
-        self.ids = Arc::new(ids);
-        self.split = split.map(Arc::new);
-        self.rows = rows;
-        self.last = last;
-        self.skipped = p.skipped();
-        self.reordered = p.reordered();
-        self.filtered = p.filtered;
-        self.unselected = p.unselected;
-        self.empty_key = p.empty_key;
-        self.with_verdict = verdicts;
-        Ok(())
+            format,
+            options,
+            ids: Arc::new(recording.ids(population)),
+            recording,
+            skipped: c.skipped,
+            reordered: c.reordered,
+            filtered: c.filtered,
+            unselected: c.unselected,
+            empty_key: c.empty_key,
+            with_verdict: c.with_verdict,
+        })
     }
 
     pub fn last_time(&self) -> Nanos {
-        self.last
+        self.recording.last
     }
 
     pub fn rows(&self) -> u64 {
-        self.rows
+        self.recording.rows
     }
 
     /// The requests in replay order, with their verdicts and lines.
     pub fn requests(&self) -> anyhow::Result<Requests> {
-        let lines = self
-            .open_lines()
-            .map_err(|e| anyhow::anyhow!("cannot read trace {}: {e}", self.shown))?;
         Ok(Requests {
-            pipeline: Pipeline::new(lines, &self.format, &self.options),
+            replay: self.recording.replay(),
             ids: Arc::clone(&self.ids),
-            split: self.split.clone(),
-            shown: self.shown.clone(),
         })
     }
 
@@ -444,7 +359,7 @@ impl AccessLog {
             pattern: "trace".into(),
             path: self.shown.clone(),
             format: self.format.name().into(),
-            rows: self.rows,
+            rows: self.recording.rows,
             reorder: self.options.reorder.to_string(),
             bad_lines_skipped: self.skipped,
             lines_reordered: self.reordered,
@@ -474,8 +389,8 @@ impl AccessLog {
             },
             select: self.options.select.as_ref().map(Select::shown),
             lines_not_selected: self.options.select.as_ref().map(|_| self.unselected),
-            source: self.split.as_ref().map(|s| s.field.clone()),
-            sources: self.split.as_ref().map(|s| s.names().len() as u64),
+            source: self.split().map(|s| s.field.clone()),
+            sources: self.split().map(|s| s.names().len() as u64),
         };
         // An object of plain fields: it always serializes.
         serde_json::to_value(echo).unwrap_or_default()
@@ -488,17 +403,27 @@ impl AccessLog {
 
     /// How it splits into sources by `source`, if it does.
     pub fn split(&self) -> Option<&Split> {
-        self.split.as_deref()
+        self.recording.split.as_ref()
+    }
+
+    /// The bytes its recording holds (shared by every scenario of the
+    /// process that reads the log alike).
+    pub fn memory_bytes(&self) -> u64 {
+        self.recording.memory_bytes()
     }
 }
 
 impl Recorded for AccessLog {
     fn last_time(&self) -> Nanos {
-        self.last
+        self.recording.last
     }
 
     fn rows(&self) -> u64 {
-        self.rows
+        self.recording.rows
+    }
+
+    fn memory_bytes(&self) -> u64 {
+        self.recording.memory_bytes()
     }
 
     fn open(&self, ctx: StreamCtx) -> anyhow::Result<Box<dyn Stream>> {
@@ -512,27 +437,25 @@ impl Recorded for AccessLog {
 
 /// The requests of a log in replay order (see [`AccessLog::requests`]).
 pub struct Requests {
-    pipeline: Pipeline,
-    ids: Arc<RecordedKeys>,
-    split: Option<Arc<Split>>,
-    shown: String,
+    replay: Replay,
+    ids: Arc<Ids>,
 }
 
 impl Requests {
     pub fn next_request(&mut self) -> anyhow::Result<Option<Request>> {
-        let (ids, split) = (&self.ids, &self.split);
-        let changed = || InternError::Refused("changed since it was read".into());
-        let mut lookup = |c: &[u8], i: &[u8], s: &[u8]| {
-            let (client, ip) = ids.get(c, i).ok_or_else(changed)?;
-            let part = match split {
-                Some(split) => split.get(s).ok_or_else(changed)?,
-                None => 0,
-            };
-            Ok((client, ip, part))
-        };
-        self.pipeline
-            .next(&mut lookup)
-            .map_err(|_| anyhow::anyhow!("trace {} changed since it was loaded", self.shown))
+        Ok(self.replay.next().map(|e| {
+            let (client, ip) = self.ids.of(&e);
+            Request {
+                time: e.time,
+                client,
+                ip,
+                part: e.part,
+                cost: e.cost,
+                verdict: Verdict::of_code(e.verdict),
+                delay: e.delay,
+                line: e.line,
+            }
+        }))
     }
 }
 
@@ -560,6 +483,122 @@ impl Stream for LogStream {
             _ => None,
         })
     }
+}
+
+/// Reads the log at `data` once into a recording; an error names the
+/// field of the `[[traffic]]` to fix (`path`, or `source` for the field it
+/// splits by).
+fn read(
+    data: &TraceData,
+    format: &Arc<Format>,
+    options: &LogOptions,
+    mut split: Option<Split>,
+) -> Result<Recording, (&'static str, String)> {
+    let lines = data
+        .open()
+        .and_then(Lines::new)
+        .map_err(|e| ("path", format!("cannot be read: {e}")))?;
+    let mut recording = RecordingBuilder::default();
+    let mut keys = RecordedKeys::default();
+    let mut p = Pipeline::new(lines, format, options);
+    let mut verdicts = 0u64;
+    // Whether a failure is the split's (too many values), and how many
+    // replayed lines had a value to split by.
+    let (mut split_failed, mut valued) = (false, 0u64);
+    let not_utf8 = |_| InternError::NotUtf8;
+    let mut intern = |c: &[u8], i: &[u8], s: &[u8]| {
+        // Every key is checked before any is interned: a line that is not
+        // UTF-8 adds none.
+        let known = match split.as_ref() {
+            Some(split) => split.get(s),
+            None => Some(0),
+        };
+        if known.is_none() {
+            std::str::from_utf8(s).map_err(not_utf8)?;
+        }
+        let (client, ip) = keys.intern(c, i).map_err(not_utf8)?;
+        let part = match (known, split.as_mut()) {
+            (Some(part), _) => part,
+            (None, None) => 0,
+            (None, Some(split)) => {
+                let s = std::str::from_utf8(s).map_err(not_utf8)?;
+                split.intern(s).map_err(|e| {
+                    split_failed = true;
+                    InternError::Refused(e)
+                })?
+            }
+        };
+        valued += (split.is_some() && !s.is_empty()) as u64;
+        Ok((client, ip, part))
+    };
+    loop {
+        match p.next(&mut intern) {
+            Ok(Some(r)) => {
+                verdicts += r.verdict.is_some() as u64;
+                recording.push(&Entry {
+                    time: r.time,
+                    client: r.client,
+                    ip: r.ip,
+                    part: r.part,
+                    cost: r.cost,
+                    verdict: Verdict::code(r.verdict),
+                    delay: r.delay,
+                    line: r.line,
+                });
+            }
+            Ok(None) => break,
+            Err(e) if split_failed => return Err(("source", e)),
+            Err(e) => return Err(("path", e)),
+        }
+    }
+    // A JSON line may lack any field, so a misnamed one passes every
+    // line; the variables of nginx and Envoy formats were checked.
+    if let (Some(split), 0, Format::Jsonl(_)) = (&split, valued, &**format) {
+        return Err((
+            "source",
+            format!(
+                "has no line with a value of {} to split by — is it the field's name?",
+                quoted(&split.field)
+            ),
+        ));
+    }
+    let path = |e: String| ("path", e);
+    if recording.rows() == 0 {
+        let inside = match &options.location {
+            Some(l) if p.filtered > 0 => format!(" inside location {:?}", l.shown()),
+            _ => String::new(),
+        };
+        return Err(path(if p.unselected > 0 {
+            format!(
+                "has no line{inside} whose {} ({} lines are not)",
+                options
+                    .select
+                    .as_ref()
+                    .map(Select::shown)
+                    .unwrap_or_default(),
+                p.unselected
+            )
+        } else if p.empty_key > 0 {
+            format!(
+                "has no line{inside} whose {} is set ({} lines have it empty)",
+                format.client_field(),
+                p.empty_key
+            )
+        } else if p.filtered > 0 {
+            format!("has no line{inside}")
+        } else {
+            "has no requests".to_string()
+        }));
+    }
+    let counts = Counts {
+        skipped: p.skipped(),
+        reordered: p.reordered(),
+        filtered: p.filtered,
+        unselected: p.unselected,
+        empty_key: p.empty_key,
+        with_verdict: verdicts,
+    };
+    Ok(recording.finish(keys, split, counts))
 }
 
 /// `only = { "$var" = [values] }` or `except = { ... }` (nginx logs only):

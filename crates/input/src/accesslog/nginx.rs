@@ -38,7 +38,7 @@ enum TimeKind {
     Local,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NginxFormat {
     pub template: Template,
     time: (usize, TimeKind),

@@ -12,6 +12,26 @@ pub enum Verdict {
 }
 
 impl Verdict {
+    /// A verdict, or none, as the code a recording keeps (0 to 3).
+    pub fn code(v: Option<Verdict>) -> u8 {
+        match v {
+            None => 0,
+            Some(Verdict::Passed) => 1,
+            Some(Verdict::Delayed) => 2,
+            Some(Verdict::Rejected) => 3,
+        }
+    }
+
+    /// The verdict of a [`Verdict::code`].
+    pub fn of_code(code: u8) -> Option<Verdict> {
+        match code {
+            1 => Some(Verdict::Passed),
+            2 => Some(Verdict::Delayed),
+            3 => Some(Verdict::Rejected),
+            _ => None,
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Verdict::Passed => "passed",

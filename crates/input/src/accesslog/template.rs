@@ -27,6 +27,16 @@ pub struct Template {
     steps: Vec<Step>,
 }
 
+// Two templates of the same pieces match alike (their steps are made of
+// the pieces).
+impl PartialEq for Template {
+    fn eq(&self, other: &Template) -> bool {
+        (&self.segs, &self.names) == (&other.segs, &other.names)
+    }
+}
+
+impl Eq for Template {}
+
 /// A piece, compiled: a literal's bytes, or a field with the searcher of
 /// the literal that ends it (built once, not per line).
 #[derive(Debug, Clone)]
@@ -37,8 +47,32 @@ enum Step {
         /// Its first occurrence in the template: the one whose value counts.
         first: bool,
         /// The literal after it (none for a last field: it runs to the end).
-        until: Option<Box<Finder<'static>>>,
+        until: Option<Until>,
     },
+}
+
+/// How the literal after a field is found.
+#[derive(Debug, Clone)]
+enum Until {
+    /// One byte (a space, a quote): looked for byte by byte in the first
+    /// few, as most fields are short, then with memchr.
+    Byte(u8),
+    Bytes(Box<Finder<'static>>),
+}
+
+impl Until {
+    fn find(&self, hay: &[u8]) -> Option<usize> {
+        match self {
+            Until::Byte(b) => {
+                let near = hay.len().min(16);
+                match hay[..near].iter().position(|c| c == b) {
+                    Some(i) => Some(i),
+                    None => memchr::memchr(*b, &hay[near..]).map(|i| near + i),
+                }
+            }
+            Until::Bytes(finder) => finder.find(hay),
+        }
+    }
 }
 
 /// Where a line stops matching its template: [`Mismatch::message`] says it.
@@ -100,9 +134,10 @@ impl Template {
                     field: *f,
                     first: !std::mem::replace(&mut seen[*f], true),
                     until: match segs.get(i + 1) {
-                        Some(Seg::Lit(next)) => {
-                            Some(Box::new(Finder::new(next.as_bytes()).into_owned()))
-                        }
+                        Some(Seg::Lit(next)) => Some(match next.as_bytes() {
+                            [b] => Until::Byte(*b),
+                            bytes => Until::Bytes(Box::new(Finder::new(bytes).into_owned())),
+                        }),
                         _ => None,
                     },
                 },
@@ -129,7 +164,9 @@ impl Template {
             let rest = &line[pos..];
             match step {
                 Step::Lit(lit) => {
-                    if !rest.starts_with(lit) {
+                    // A literal after a field is where the field's search
+                    // found it: only a leading one needs a look.
+                    if seg == 0 && !rest.starts_with(lit) {
                         return Err(Mismatch::Expected { seg, pos });
                     }
                     pos += lit.len();
@@ -140,7 +177,7 @@ impl Template {
                     until,
                 } => {
                     let len = match until {
-                        Some(finder) => finder.find(rest).ok_or(Mismatch::EndsInside {
+                        Some(until) => until.find(rest).ok_or(Mismatch::EndsInside {
                             field: *field,
                             seg: seg + 1,
                             pos,

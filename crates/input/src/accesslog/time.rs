@@ -198,38 +198,37 @@ const POW10: [u64; 10] = [
 /// [`epoch`] of the plain form `DIGITS[.DIGITS]`, in one pass; `None` for
 /// any other form, for an error, or for a unit coarser than a second.
 pub fn epoch_fast(b: &[u8], unit_ns: u64) -> Option<u64> {
-    if unit_ns > NS {
+    // At most 19 integer digits (they fit a u64), 9 fraction digits and
+    // zeros after them; a longer number is left to `epoch`.
+    if unit_ns > NS || b.is_empty() || b.len() > 40 {
         return None;
     }
     let mut i = 0;
     let mut int = 0u64;
-    while let Some(&c) = b.get(i).filter(|c| c.is_ascii_digit()) {
-        int = int.checked_mul(10)?.checked_add(u64::from(c - b'0'))?;
+    while i < b.len() && b[i].is_ascii_digit() {
+        int = int.wrapping_mul(10).wrapping_add(u64::from(b[i] - b'0'));
         i += 1;
     }
-    let int_digits = i;
-    // The fraction's first nine digits; any after them must be zeros.
+    if i > 19 {
+        return None;
+    }
     let (mut frac, mut frac_digits) = (0u64, 0usize);
-    if let Some(&c) = b.get(i) {
-        if c != b'.' {
+    if i < b.len() {
+        if b[i] != b'.' || b.len() == 1 {
             return None;
         }
         for &c in &b[i + 1..] {
-            if !c.is_ascii_digit() {
+            let d = c.wrapping_sub(b'0');
+            if d > 9 {
                 return None;
             }
             if frac_digits < 9 {
-                frac = frac * 10 + u64::from(c - b'0');
+                frac = frac * 10 + u64::from(d);
                 frac_digits += 1;
-            } else if c != b'0' {
+            } else if d != 0 {
                 return None;
             }
         }
-        if int_digits == 0 && b.len() == 1 {
-            return None;
-        }
-    } else if int_digits == 0 {
-        return None;
     }
     // frac < 10^9 and unit_ns <= 10^9: no overflow.
     let scaled = if unit_ns == NS {
@@ -241,7 +240,7 @@ pub fn epoch_fast(b: &[u8], unit_ns: u64) -> Option<u64> {
         }
         frac * unit_ns / den
     };
-    u64::try_from(u128::from(int) * u128::from(unit_ns) + u128::from(scaled)).ok()
+    int.checked_mul(unit_ns)?.checked_add(scaled)
 }
 
 /// The two digits at `b[i..i + 2]` as a number.

@@ -8,9 +8,10 @@
 //! With `source = "COLUMN"` the trace is one source per distinct value of
 //! that column (see [`crate::split`]), and the column is accepted.
 //!
-//! The file is read once when the scenario loads — every row is validated,
-//! and clients and addresses are interned — and streamed again for each
-//! limiter, so memory grows with distinct clients, never with rows. A line
+//! The file is read once per process when a scenario first loads it — every
+//! row is validated, clients and addresses are interned, and the rows are
+//! kept packed, a few bytes each ([`crate::recording`]) — and replayed from
+//! there by every run and sweep point. A line
 //! may be at most [`MAX_LINE_BYTES`] long, so a file that is not a trace (a
 //! sparse gigabyte of zeros, a binary) fails after 64 KiB instead of being
 //! buffered whole. The path must name a regular file: a directory, a FIFO,
@@ -22,7 +23,6 @@
 use std::io::{self, Read};
 use std::sync::Arc;
 
-use anyhow::Context;
 use csv::ByteRecord;
 use serde_json::{json, Value};
 
@@ -32,9 +32,13 @@ use crate::clock::{parse_seconds, Nanos, MAX_NANOS};
 use crate::error::{quoted, InputError};
 use crate::fields::{Fields, MAX_COUNT};
 use crate::population::Population;
+use crate::recording::{
+    Cache, Counts, Entry, Ids, RecordedKeys, Recording, RecordingBuilder, Replay,
+};
 use crate::split::Split;
+use crate::trace_data::FileId;
 use crate::traffic::{Arrival, Recorded, Stream, StreamCtx};
-use crate::{RecordedKeys, TraceData};
+use crate::TraceData;
 
 /// The longest line a trace may have, in bytes, not counting its `\n` (a
 /// `\r` before it counts): 64 KiB,
@@ -103,13 +107,22 @@ pub struct Trace {
     /// The path as the scenario wrote it, for messages.
     pub shown: String,
     pub data: TraceData,
-    columns: Columns,
-    ids: Arc<RecordedKeys>,
-    /// The sources it splits into by `source = "COLUMN"`, if it does.
-    split: Option<Arc<Split>>,
-    last: Nanos,
-    rows: u64,
+    /// The trace as read (once per process, see [`crate::recording`]).
+    recording: Arc<Recording>,
+    /// Its keys' ids in this scenario's population.
+    ids: Arc<Ids>,
 }
+
+/// What identifies a CSV trace's recording: the file, and the column it
+/// splits by with the `[[traffic]]`'s own name.
+#[derive(Debug, PartialEq)]
+struct CsvKey {
+    file: FileId,
+    split: Option<(String, String)>,
+}
+
+/// The CSV traces this process has read.
+static TRACES: Cache<CsvKey> = Cache::new();
 
 /// Why a trace cannot be read: the field of its `[[traffic]]` to fix
 /// (`path`, or `source` for the column it splits by) and the message.
@@ -343,7 +356,7 @@ pub fn parse(f: &mut Fields, ctx: &mut ParseCtx) -> Result<Arc<dyn Recorded>, In
 /// (docs/semantics.md §3), if it does.
 pub fn split(r: &dyn Recorded) -> Option<&Split> {
     match r.as_any().downcast_ref::<Trace>() {
-        Some(t) => t.split.as_deref(),
+        Some(t) => t.recording.split.as_ref(),
         None => AccessLog::of(r)?.split(),
     }
 }
@@ -369,8 +382,8 @@ pub fn echo(r: &dyn Recorded) -> Value {
         .as_any()
         .downcast_ref::<Trace>()
         .expect("a recorded source is a CSV trace or an access log");
-    let mut echo = json!({ "pattern": "trace", "path": t.shown, "rows": t.rows });
-    if let Some(split) = &t.split {
+    let mut echo = json!({ "pattern": "trace", "path": t.shown, "rows": t.recording.rows });
+    if let Some(split) = &t.recording.split {
         echo["source"] = json!(split.field);
         echo["sources"] = json!(split.names().len());
     }
@@ -379,107 +392,117 @@ pub fn echo(r: &dyn Recorded) -> Value {
 
 impl Trace {
     /// The trace at `data` (`shown` as the scenario names it), read once
-    /// (see [`Trace::scan`]), split into sources by `split`'s column if
-    /// given.
+    /// per process (see [`read`]), split into sources by `split`'s column
+    /// if given, its keys interned into `population`.
     fn read(
         shown: &str,
         data: TraceData,
         population: &mut Population,
         split: Option<Split>,
     ) -> Result<Trace, ReadError> {
-        let mut trace = Trace {
+        let key = data.identity().map(|file| CsvKey {
+            file,
+            split: split
+                .as_ref()
+                .map(|s| (s.field.clone(), s.own().to_string())),
+        });
+        let recording = TRACES.get(key, || read(shown, &data, split))?;
+        Ok(Trace {
             shown: shown.to_string(),
             data,
-            columns: Columns {
-                time: 0,
-                seconds: false,
-                client: 0,
-                ip: None,
-                cost: None,
-                source: None,
-            },
-            ids: Arc::default(),
-            split: None,
-            last: Nanos::ZERO,
-            rows: 0,
-        };
-        trace.scan(population, split)?;
-        Ok(trace)
+            ids: Arc::new(recording.ids(population)),
+            recording,
+        })
     }
+}
 
-    /// Reads the whole file once: validates every row, interns every client
-    /// and address (and each value of the `source` column), and finds the
-    /// last time.
-    fn scan(&mut self, population: &mut Population, split: Option<Split>) -> Result<(), ReadError> {
-        let path = |e: String| ("path", e);
-        let r = self
-            .data
-            .open()
-            .map_err(|e| path(format!("cannot be read: {e}")))?;
-        let mut rdr = reader(r);
-        let header = match rdr.byte_headers() {
-            Ok(h) => h.clone(),
-            Err(e) => return Err(path(self.failure(&e, Some(1)))),
+/// Reads the whole file once: validates every row, interns every client
+/// and address (and each value of the `source` column), and packs the
+/// rows (see [`crate::recording`]).
+fn read(shown: &str, data: &TraceData, split: Option<Split>) -> Result<Recording, ReadError> {
+    let path = |e: String| ("path", e);
+    let at = Place(data);
+    let r = data
+        .open()
+        .map_err(|e| path(format!("cannot be read: {e}")))?;
+    let mut rdr = reader(r);
+    let header = match rdr.byte_headers() {
+        Ok(h) => h.clone(),
+        Err(e) => return Err(path(at.failure(&e, Some(1)))),
+    };
+    let split_by = split.as_ref().map(|s| s.field.as_str());
+    let columns = Columns::from_header(&header, split_by, shown)?;
+    let mut split = split;
+    let mut keys = RecordedKeys::default();
+    let mut recording = RecordingBuilder::default();
+    let mut rec = ByteRecord::new();
+    let mut last = Nanos::ZERO;
+    loop {
+        match rdr.read_byte_record(&mut rec) {
+            Ok(false) => break,
+            Ok(true) => {}
+            Err(e) => return Err(path(at.failure(&e, None))),
+        }
+        let row = match columns.row(&rec) {
+            Ok(row) => row,
+            Err(e) => return Err(path(at.line(rec.position(), &e))),
         };
-        let split_by = split.as_ref().map(|s| s.field.as_str());
-        self.columns = Columns::from_header(&header, split_by, &self.shown)?;
-        let mut split = split;
-        let mut ids = RecordedKeys::default();
-        let mut rec = ByteRecord::new();
-        let mut last = Nanos::ZERO;
-        let mut rows = 0u64;
-        loop {
-            match rdr.read_byte_record(&mut rec) {
-                Ok(false) => break,
-                Ok(true) => {}
-                Err(e) => return Err(path(self.failure(&e, None))),
-            }
-            let row = match self.columns.row(&rec) {
-                Ok(row) => row,
-                Err(e) => return Err(path(self.at_line(rec.position(), &e))),
-            };
-            if row.time < last {
-                return Err(path(self.at_line(
-                    rec.position(),
-                    &format!(
-                        "time goes backwards ({} after {}); rows must be in non-decreasing time order",
-                        row.time, last
-                    ),
-                )));
-            }
-            last = row.time;
-            rows += 1;
-            ids.intern(population, row.client.as_bytes(), row.ip.as_bytes())
-                .expect("a row's fields are text");
-            if let Some(split) = split.as_mut() {
-                if let Err(e) = split.intern(row.source) {
-                    let at = self.at_line(rec.position(), &e);
-                    return Err(("source", format!("{} {at}", quoted(&self.shown))));
+        if row.time < last {
+            return Err(path(at.line(
+                rec.position(),
+                &format!(
+                    "time goes backwards ({} after {}); rows must be in non-decreasing time order",
+                    row.time, last
+                ),
+            )));
+        }
+        last = row.time;
+        let (client, ip) = keys
+            .intern(row.client.as_bytes(), row.ip.as_bytes())
+            .expect("a row's fields are text");
+        let part = match split.as_mut() {
+            Some(split) => match split.intern(row.source) {
+                Ok(part) => part,
+                Err(e) => {
+                    let at = at.line(rec.position(), &e);
+                    return Err(("source", format!("{} {at}", quoted(shown))));
                 }
-            }
-        }
-        if rows == 0 {
-            return Err(path("has a header but no rows".to_string()));
-        }
-        self.ids = Arc::new(ids);
-        self.split = split.map(Arc::new);
-        self.last = last;
-        self.rows = rows;
-        Ok(())
+            },
+            None => 0,
+        };
+        recording.push(&Entry {
+            time: row.time,
+            client,
+            ip,
+            part,
+            cost: row.cost,
+            verdict: 0,
+            delay: 0,
+            line: recording.rows() + 1,
+        });
     }
+    if recording.rows() == 0 {
+        return Err(path("has a header but no rows".to_string()));
+    }
+    Ok(recording.finish(keys, split, Counts::default()))
+}
 
+/// A trace's file, to say where in it an error is.
+struct Place<'a>(&'a TraceData);
+
+impl Place<'_> {
     /// The message for an error of the CSV reader; `line` if known.
     fn failure(&self, e: &csv::Error, line: Option<u64>) -> String {
         match (too_long(e), line) {
             (Some(long), _) => long.to_string(),
             (None, Some(n)) => format!("line {n}: {}", csv_error(e)),
-            (None, None) => self.at_line(e.position(), &csv_error(e)),
+            (None, None) => self.line(e.position(), &csv_error(e)),
         }
     }
 
     /// `line N: message`, N counted from the file itself: the csv crate's
     /// own line numbers are one short in files with CRLF line endings.
-    fn at_line(&self, pos: Option<&csv::Position>, message: &str) -> String {
+    fn line(&self, pos: Option<&csv::Position>, message: &str) -> String {
         let line = pos.and_then(|p| self.line_at(p.byte()).ok());
         match line {
             Some(n) => format!("line {n}: {message}"),
@@ -491,7 +514,7 @@ impl Trace {
     /// again; errors only). With CRLF endings the crate places a record at
     /// the `\n` that ends the line before it, so that byte counts too.
     fn line_at(&self, byte: u64) -> std::io::Result<u64> {
-        let mut r = self.data.open()?.take(byte + 1);
+        let mut r = self.0.open()?.take(byte + 1);
         let mut buf = [0u8; 1 << 14];
         let mut newlines = 0u64;
         loop {
@@ -506,30 +529,24 @@ impl Trace {
 
 impl Recorded for Trace {
     fn last_time(&self) -> Nanos {
-        self.last
+        self.recording.last
     }
 
     /// Data rows in the trace.
     fn rows(&self) -> u64 {
-        self.rows
+        self.recording.rows
     }
 
     fn open(&self, ctx: StreamCtx) -> anyhow::Result<Box<dyn Stream>> {
-        let r = self
-            .data
-            .open()
-            .with_context(|| format!("cannot read trace {}", self.shown))?;
-        let mut rdr = reader(r);
-        rdr.byte_headers()?;
         Ok(Box::new(TraceStream {
-            rdr,
-            rec: ByteRecord::new(),
-            columns: self.columns,
+            replay: self.recording.replay(),
             ids: Arc::clone(&self.ids),
-            split: self.split.clone(),
             end: ctx.end,
-            shown: self.shown.clone(),
         }))
+    }
+
+    fn memory_bytes(&self) -> u64 {
+        self.recording.memory_bytes()
     }
 
     fn as_any(&self) -> &dyn std::any::Any {
@@ -547,14 +564,11 @@ fn csv_error(e: &csv::Error) -> String {
     }
 }
 
+/// A trace's rows from its recording.
 pub(crate) struct TraceStream {
-    rdr: csv::Reader<Box<dyn Read + Send>>,
-    rec: ByteRecord,
-    columns: Columns,
-    ids: Arc<RecordedKeys>,
-    split: Option<Arc<Split>>,
+    replay: Replay,
+    ids: Arc<Ids>,
     end: Nanos,
-    shown: String,
 }
 
 impl Stream for TraceStream {
@@ -563,36 +577,21 @@ impl Stream for TraceStream {
     }
 
     fn next_in_part(&mut self) -> anyhow::Result<Option<(Arrival, u32)>> {
-        // Every row was validated when the scenario loaded.
-        let changed = || anyhow::anyhow!("trace {} changed since it was loaded", self.shown);
-        if !self
-            .rdr
-            .read_byte_record(&mut self.rec)
-            .map_err(|_| changed())?
-        {
-            return Ok(None);
-        }
-        let row = self.columns.row(&self.rec).map_err(|_| changed())?;
-        if row.time > self.end {
-            return Ok(None);
-        }
-        let (client, ip) = self
-            .ids
-            .get(row.client.as_bytes(), row.ip.as_bytes())
-            .ok_or_else(changed)?;
-        let part = match &self.split {
-            Some(split) => split.get(row.source.as_bytes()).ok_or_else(changed)?,
-            None => 0,
-        };
-        Ok(Some((
-            Arrival {
-                time: row.time,
-                client,
-                ip,
-                cost: row.cost,
-            },
-            part,
-        )))
+        Ok(match self.replay.next() {
+            Some(e) if e.time <= self.end => {
+                let (client, ip) = self.ids.of(&e);
+                Some((
+                    Arrival {
+                        time: e.time,
+                        client,
+                        ip,
+                        cost: e.cost,
+                    },
+                    e.part,
+                ))
+            }
+            _ => None,
+        })
     }
 }
 
@@ -639,7 +638,7 @@ mod tests {
         let client = "c".repeat(cap - "0,".len());
         let text = format!("time_ns,client\n0,{client}\n1,{client}\n");
         let t = scan(text.into_bytes()).unwrap();
-        assert_eq!((t.rows, t.ids.counts().0), (2, 1));
+        assert_eq!((t.recording.rows, t.recording.key_counts().0), (2, 1));
     }
 
     #[test]
@@ -674,8 +673,8 @@ mod tests {
             text.push_str(&format!("{i},c{},10.0.0.{},2\n", i % 3, i % 2));
         }
         let t = scan(text.into_bytes()).unwrap();
-        assert_eq!(t.rows, 200_000);
-        assert_eq!(t.ids.counts(), (3, 2));
+        assert_eq!(t.recording.rows, 200_000);
+        assert_eq!(t.recording.key_counts(), (3, 2));
         assert_eq!(t.last_time(), Nanos(199_999));
     }
 
@@ -702,5 +701,41 @@ mod tests {
             .err()
             .unwrap();
         assert!(e.contains("cost \"") && !e.contains(&"s".repeat(81)), "{e}");
+    }
+
+    // Issue 26: a sweep read and parsed its trace again for every point.
+    // A file is read once per process; a scenario loading it again gets
+    // the ids reading it would give, and a file changed since is read anew.
+    #[test]
+    fn a_file_is_read_once_per_process_until_it_changes() {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("t.csv");
+        std::fs::write(&file, "time_ns,client,ip\n0,a,x\n5,b,x\n9,a,y\n").unwrap();
+        let read = |population: &mut Population| {
+            Trace::read("t.csv", TraceData::File(file.clone()), population, None).unwrap()
+        };
+        let mut one = Population::default();
+        let first = read(&mut one);
+        let mut two = Population::default();
+        two.client("b");
+        let again = read(&mut two);
+        assert!(Arc::ptr_eq(&first.recording, &again.recording));
+        let clients = |t: &Trace, p: &Population| -> Vec<String> {
+            let mut s = t
+                .open(StreamCtx {
+                    seed: 0,
+                    end: Nanos(100),
+                })
+                .unwrap();
+            std::iter::from_fn(|| s.next().unwrap())
+                .map(|a| p.client_name(a.client).to_string())
+                .collect()
+        };
+        assert_eq!(clients(&first, &one), ["a", "b", "a"]);
+        assert_eq!(clients(&again, &two), ["a", "b", "a"]);
+        std::fs::write(&file, "time_ns,client\n0,c\n").unwrap();
+        let changed = read(&mut Population::default());
+        assert!(!Arc::ptr_eq(&first.recording, &changed.recording));
+        assert_eq!(changed.recording.rows, 1);
     }
 }

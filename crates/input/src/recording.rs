@@ -1,0 +1,575 @@
+//! A recorded source — a CSV trace, an access log — read once per process.
+//!
+//! Reading a log (parsing its lines, re-ordering them, interning its keys)
+//! costs far more than replaying what it says, and one process replays a
+//! file many times: a scenario is validated, then run, and a sweep builds
+//! its scenario again for every point it checks and runs. So a file is
+//! read once into a [`Recording`] — its requests in replay order, a few
+//! bytes each, the names of its keys in the order the file first named
+//! them, what reading it counted — which a [`Cache`] keeps for the rest of
+//! the process, keyed by the file's identity (path, length, modification
+//! time, and on Unix device, inode and change time) and every option that
+//! changes what reading it gives. A scenario built again finds it, and
+//! only interns the names into its own population, in the order the file
+//! named them: every id is the one reading the file would give.
+//!
+//! A request is packed as a flags byte and varints: the time since the
+//! previous request, the client's id, and only what differs from the
+//! usual — an address other than the client's name, a cost other than 1,
+//! a source part, a verdict and a delay, a line other than the next one
+//! (3 to 8 bytes for a typical line). Memory: those bytes and the names,
+//! for as long as the process runs (README, "Memory of a run").
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::clock::Nanos;
+use crate::keys::{KeyBytes, KeyIds};
+use crate::population::Population;
+use crate::split::Split;
+
+/// One request of a recording, its keys as the recording's own ids (in
+/// the order the file first named them; see [`Recording::ids`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Entry {
+    /// Arrival, relative to the earliest.
+    pub time: Nanos,
+    pub client: u32,
+    pub ip: u32,
+    /// Its source's part number in a split recording (else 0).
+    pub part: u32,
+    pub cost: u64,
+    /// The gateway's verdict, by its code (0: none; see
+    /// `accesslog::Verdict::code`).
+    pub verdict: u8,
+    /// The gateway's delay of a delayed request.
+    pub delay: u64,
+    /// 1-based line number in the file.
+    pub line: u64,
+}
+
+/// What reading an access log counted (all zero for a CSV trace).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Counts {
+    /// Bad lines skipped (`on_bad_line = "skip"`).
+    pub skipped: u64,
+    /// Lines the reorder window moved.
+    pub reordered: u64,
+    /// Lines outside `location`.
+    pub filtered: u64,
+    /// Lines inside it that `only`/`except` passed over.
+    pub unselected: u64,
+    /// Lines not counted because their key is empty.
+    pub empty_key: u64,
+    /// Lines that carried the gateway's verdict.
+    pub with_verdict: u64,
+}
+
+/// A file read once (see the module documentation).
+#[derive(Debug)]
+pub struct Recording {
+    requests: Packed,
+    /// Requests it replays.
+    pub rows: u64,
+    /// The latest arrival, relative to the earliest.
+    pub last: Nanos,
+    names: Names,
+    /// The sources it splits into by `source`, if it does.
+    pub split: Option<Split>,
+    pub counts: Counts,
+}
+
+impl Recording {
+    /// Interns the recording's clients and addresses into `population`,
+    /// in the order the file first named them (a client before the
+    /// address of its request): the ids reading the file into it gives.
+    pub fn ids(&self, population: &mut Population) -> Ids {
+        let n = &self.names;
+        let mut ids = Ids {
+            clients: Vec::with_capacity(n.clients.len()),
+            ips: Vec::with_capacity(n.ips.len()),
+        };
+        for i in 0..n.count {
+            if n.order[i / 64] >> (i % 64) & 1 == 1 {
+                ids.ips.push(population.ip(n.ips.get(ids.ips.len())));
+            } else {
+                ids.clients
+                    .push(population.client(n.clients.get(ids.clients.len())));
+            }
+        }
+        ids
+    }
+
+    /// The requests in replay order.
+    pub fn replay(self: &Arc<Recording>) -> Replay {
+        Replay {
+            recording: Arc::clone(self),
+            chunk: 0,
+            at: 0,
+            time: 0,
+            line: 0,
+        }
+    }
+
+    /// How many distinct clients and addresses it names.
+    pub fn key_counts(&self) -> (usize, usize) {
+        (self.names.clients.len(), self.names.ips.len())
+    }
+
+    /// The bytes it holds: its packed requests and its names.
+    pub fn memory_bytes(&self) -> u64 {
+        let n = &self.names;
+        let names = n.clients.bytes() + n.ips.bytes() + n.order.capacity() * 8;
+        (self.requests.bytes() + names) as u64
+    }
+}
+
+/// Each of a recording's names' id in one scenario's population.
+#[derive(Debug)]
+pub struct Ids {
+    clients: Vec<u32>,
+    ips: Vec<u32>,
+}
+
+impl Ids {
+    /// The population's ids of an entry's client and address.
+    pub fn of(&self, e: &Entry) -> (u32, u32) {
+        (self.clients[e.client as usize], self.ips[e.ip as usize])
+    }
+}
+
+/// A recording being read: its requests in replay order (its keys are
+/// interned beside it, into [`RecordedKeys`]).
+#[derive(Debug, Default)]
+pub struct RecordingBuilder {
+    requests: Packed,
+    rows: u64,
+    last: Nanos,
+}
+
+impl RecordingBuilder {
+    /// Adds the next request in replay order (times never decrease).
+    pub fn push(&mut self, e: &Entry) {
+        self.requests.push(e);
+        self.rows += 1;
+        self.last = e.time;
+    }
+
+    pub fn rows(&self) -> u64 {
+        self.rows
+    }
+
+    /// The recording, with the names of `keys`.
+    pub fn finish(mut self, keys: RecordedKeys, split: Option<Split>, counts: Counts) -> Recording {
+        if let Some(c) = self.requests.chunks.last_mut() {
+            c.shrink_to_fit();
+        }
+        let mut names = keys.names;
+        names.order.shrink_to_fit();
+        Recording {
+            requests: self.requests,
+            rows: self.rows,
+            last: self.last,
+            names,
+            split,
+            counts,
+        }
+    }
+}
+
+/// The clients and addresses a recorded source names, each with its id
+/// in the recording (in order of first appearance), found by its bytes
+/// (see [`crate::keys`]); a source whose address is its client (no
+/// address field) finds both ids at once.
+#[derive(Debug, Default)]
+pub struct RecordedKeys {
+    /// Client → its id, and the id of the address of the same name once
+    /// a request gave it as both (else [`NONE`]).
+    clients: HashMap<KeyBytes, (u32, u32), foldhash::fast::FixedState>,
+    ips: KeyIds,
+    names: Names,
+}
+
+/// No id yet.
+const NONE: u32 = u32::MAX;
+
+impl RecordedKeys {
+    /// The ids of `client` and `ip`, new ones (client first) the first
+    /// time the source names them; an error if one is new and not UTF-8.
+    pub fn intern(&mut self, client: &[u8], ip: &[u8]) -> Result<(u32, u32), std::str::Utf8Error> {
+        // The address field is the client field (not a field of its own).
+        let same = std::ptr::eq(ip, client);
+        let probe = KeyBytes::from(client);
+        let known = self.clients.get(&probe).copied();
+        if let Some(ids) = known.filter(|ids| same && ids.1 != NONE) {
+            return Ok(ids);
+        }
+        let known_ip = match same {
+            true => self.ips.get(&probe).copied(),
+            false => self.ips.get(&KeyBytes::from(ip)).copied(),
+        };
+        // Both are checked before either is added.
+        let client_text = match known {
+            Some(_) => "",
+            None => std::str::from_utf8(client)?,
+        };
+        let ip_text = match known_ip {
+            Some(_) => "",
+            None => std::str::from_utf8(ip)?,
+        };
+        let ids = match known {
+            Some(ids) => ids,
+            None => {
+                let id = self.names.add(false, client_text);
+                self.clients.insert(probe.clone(), (id, NONE));
+                (id, NONE)
+            }
+        };
+        let ip_id = match known_ip {
+            Some(id) => id,
+            None => {
+                let id = self.names.add(true, ip_text);
+                self.ips.insert(ip.into(), id);
+                id
+            }
+        };
+        if same {
+            if let Some(ids) = self.clients.get_mut(&probe) {
+                ids.1 = ip_id;
+            }
+        }
+        Ok((ids.0, ip_id))
+    }
+}
+
+/// Names end to end in one string.
+#[derive(Debug, Default)]
+struct NameList {
+    text: String,
+    ends: Vec<usize>,
+}
+
+impl NameList {
+    fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    fn get(&self, i: usize) -> &str {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.text[start..self.ends[i]]
+    }
+
+    fn bytes(&self) -> usize {
+        self.text.capacity() + self.ends.capacity() * size_of::<usize>()
+    }
+}
+
+/// A recording's clients and addresses, and the order they came in.
+#[derive(Debug, Default)]
+struct Names {
+    clients: NameList,
+    ips: NameList,
+    /// Bit `i`: the `i`-th name the file named is an address.
+    order: Vec<u64>,
+    count: usize,
+}
+
+impl Names {
+    /// Adds a name; its id among the clients (or addresses).
+    fn add(&mut self, ip: bool, name: &str) -> u32 {
+        if self.count % 64 == 0 {
+            self.order.push(0);
+        }
+        self.order[self.count / 64] |= u64::from(ip) << (self.count % 64);
+        self.count += 1;
+        let list = if ip { &mut self.ips } else { &mut self.clients };
+        list.text.push_str(name);
+        list.ends.push(list.text.len());
+        (list.ends.len() - 1) as u32
+    }
+}
+
+/// The packed requests, in chunks (so that a long file grows without
+/// copying what was read).
+#[derive(Debug, Default)]
+struct Packed {
+    chunks: Vec<Vec<u8>>,
+    time: u64,
+    line: u64,
+}
+
+const CHUNK: usize = 1 << 20;
+/// The most bytes one request takes: a flags byte and seven varints.
+const MOST: usize = 1 + 7 * 10;
+
+/// Flags: the verdict's code in the two low bits, then what follows.
+const IP: u8 = 1 << 2;
+const COST: u8 = 1 << 3;
+const PART: u8 = 1 << 4;
+const DELAY: u8 = 1 << 5;
+const LINE: u8 = 1 << 6;
+
+fn put(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn take(b: &[u8], at: &mut usize) -> u64 {
+    let mut v = 0u64;
+    let mut shift = 0;
+    loop {
+        let byte = b[*at];
+        *at += 1;
+        v |= u64::from(byte & 0x7f) << shift;
+        if byte < 0x80 {
+            return v;
+        }
+        shift += 7;
+    }
+}
+
+impl Packed {
+    fn push(&mut self, e: &Entry) {
+        if self.chunks.last().is_none_or(|c| c.len() + MOST > CHUNK) {
+            self.chunks.push(Vec::with_capacity(CHUNK));
+        }
+        let out = self.chunks.last_mut().expect("a chunk was pushed");
+        let at = out.len();
+        out.push(0);
+        let mut flags = e.verdict & 3;
+        put(out, e.time.0 - self.time);
+        put(out, e.client.into());
+        if e.ip != e.client {
+            flags |= IP;
+            put(out, e.ip.into());
+        }
+        if e.cost != 1 {
+            flags |= COST;
+            put(out, e.cost);
+        }
+        if e.part != 0 {
+            flags |= PART;
+            put(out, e.part.into());
+        }
+        if e.delay != 0 {
+            flags |= DELAY;
+            put(out, e.delay);
+        }
+        // The line after the previous one's, or a zigzag step from it.
+        let step = e.line.wrapping_sub(self.line).wrapping_sub(1) as i64;
+        if step != 0 {
+            flags |= LINE;
+            put(out, ((step << 1) ^ (step >> 63)) as u64);
+        }
+        out[at] = flags;
+        (self.time, self.line) = (e.time.0, e.line);
+    }
+
+    fn bytes(&self) -> usize {
+        self.chunks.iter().map(Vec::capacity).sum()
+    }
+}
+
+/// A recording's requests in replay order (see [`Recording::replay`]).
+#[derive(Debug)]
+pub struct Replay {
+    recording: Arc<Recording>,
+    chunk: usize,
+    at: usize,
+    time: u64,
+    line: u64,
+}
+
+impl Iterator for Replay {
+    type Item = Entry;
+
+    fn next(&mut self) -> Option<Entry> {
+        let chunks = &self.recording.requests.chunks;
+        let mut b = chunks.get(self.chunk)?;
+        if self.at == b.len() {
+            self.chunk += 1;
+            self.at = 0;
+            b = chunks.get(self.chunk)?;
+        }
+        let at = &mut self.at;
+        let flags = b[*at];
+        *at += 1;
+        self.time += take(b, at);
+        let client = take(b, at) as u32;
+        let has = |f: u8| flags & f != 0;
+        let ip = if has(IP) { take(b, at) as u32 } else { client };
+        let cost = if has(COST) { take(b, at) } else { 1 };
+        let part = if has(PART) { take(b, at) as u32 } else { 0 };
+        let delay = if has(DELAY) { take(b, at) } else { 0 };
+        let step = if has(LINE) {
+            let z = take(b, at);
+            ((z >> 1) as i64 ^ -((z & 1) as i64)) as u64
+        } else {
+            0
+        };
+        self.line = self.line.wrapping_add(1).wrapping_add(step);
+        Some(Entry {
+            time: Nanos(self.time),
+            client,
+            ip,
+            part,
+            cost,
+            verdict: flags & 3,
+            delay,
+            line: self.line,
+        })
+    }
+}
+
+/// Recordings kept for the rest of the process, by what identifies them
+/// (`K`: a file's identity and the options of reading it).
+pub(crate) struct Cache<K> {
+    entries: Mutex<Vec<(K, Arc<Slot>)>>,
+}
+
+/// One recording, once read; locked while it is read, so that two threads
+/// wanting it read it once.
+type Slot = Mutex<Option<Arc<Recording>>>;
+
+/// A lock, whether or not a thread panicked holding it (what it guards
+/// is whole: a recording is stored only once read).
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl<K: PartialEq> Cache<K> {
+    pub(crate) const fn new() -> Cache<K> {
+        Cache {
+            entries: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The recording of `key`, read by `read` the first time (a failure
+    /// is not kept: the next caller reads again); `None` for a key reads
+    /// without keeping it.
+    pub(crate) fn get<E>(
+        &self,
+        key: Option<K>,
+        read: impl FnOnce() -> Result<Recording, E>,
+    ) -> Result<Arc<Recording>, E> {
+        let Some(key) = key else {
+            return read().map(Arc::new);
+        };
+        let slot = {
+            let mut entries = lock(&self.entries);
+            match entries.iter().find(|(k, _)| *k == key) {
+                Some((_, slot)) => Arc::clone(slot),
+                None => {
+                    let slot = Arc::new(Slot::default());
+                    entries.push((key, Arc::clone(&slot)));
+                    slot
+                }
+            }
+        };
+        let mut slot = lock(&slot);
+        if let Some(r) = &*slot {
+            return Ok(Arc::clone(r));
+        }
+        let r = Arc::new(read()?);
+        *slot = Some(Arc::clone(&r));
+        Ok(r)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_come_back_as_they_were_packed() {
+        let mut b = RecordingBuilder::default();
+        let mut x = 1u64;
+        let mut entries = Vec::new();
+        let mut time = 0u64;
+        for i in 0..300_000u64 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let r = x >> 20;
+            time += r % 3 * (r % 1_000_000_007);
+            let e = Entry {
+                time: Nanos(time),
+                client: (r % 20_000) as u32,
+                ip: if r % 5 == 0 {
+                    (r % 77) as u32
+                } else {
+                    (r % 20_000) as u32
+                },
+                part: (r % 7 / 5) as u32,
+                cost: if r % 11 == 0 { u64::MAX } else { 1 },
+                verdict: (r % 4) as u8,
+                delay: if r % 4 == 2 { r % 250_000_000 } else { 0 },
+                line: if r % 13 == 0 { i / 2 } else { i + 1 },
+            };
+            b.push(&e);
+            entries.push(e);
+        }
+        let rec = Arc::new(b.finish(RecordedKeys::default(), None, Counts::default()));
+        assert_eq!(rec.rows, entries.len() as u64);
+        assert!(rec.requests.chunks.len() > 1);
+        assert!(rec.replay().eq(entries.iter().copied()));
+    }
+
+    #[test]
+    fn names_go_into_a_population_in_the_order_the_file_named_them() {
+        let mut keys = RecordedKeys::default();
+        let line = b"alice 10.0.0.1 bob";
+        let (alice, addr, bob) = (&line[..5], &line[6..14], &line[15..]);
+        assert_eq!(keys.intern(alice, addr), Ok((0, 0)));
+        assert_eq!(keys.intern(bob, bob), Ok((1, 1)));
+        assert_eq!(keys.intern(alice, alice), Ok((0, 2)));
+        assert_eq!(keys.intern(bob, bob), Ok((1, 1)));
+        assert!(keys.intern(b"\xff", addr).is_err());
+        let rec = RecordingBuilder::default().finish(keys, None, Counts::default());
+        let mut population = Population::default();
+        population.ip("alice");
+        let ids = rec.ids(&mut population);
+        let e = |client, ip| Entry {
+            client,
+            ip,
+            ..Entry::default()
+        };
+        assert_eq!(ids.of(&e(0, 0)), (0, 1));
+        assert_eq!(ids.of(&e(1, 1)), (1, 2));
+        assert_eq!(ids.of(&e(0, 2)), (0, 0));
+        assert_eq!(population.ip_name(2), "bob");
+    }
+
+    #[test]
+    fn a_cache_reads_a_key_once_and_keeps_no_failure() {
+        let cache: Cache<(u32, &str)> = Cache::new();
+        let reads = std::cell::Cell::new(0);
+        let read = |fail: bool| {
+            reads.set(reads.get() + 1);
+            match fail {
+                true => Err("unreadable"),
+                false => Ok(RecordingBuilder::default().finish(
+                    RecordedKeys::default(),
+                    None,
+                    Counts::default(),
+                )),
+            }
+        };
+        assert_eq!(
+            cache.get(Some((1, "a")), || read(true)).unwrap_err(),
+            "unreadable"
+        );
+        let first = cache.get(Some((1, "a")), || read(false)).unwrap();
+        let again = cache.get(Some((1, "a")), || read(false)).unwrap();
+        assert!(Arc::ptr_eq(&first, &again));
+        assert_eq!(reads.get(), 2);
+        let other = cache.get(Some((1, "b")), || read(false)).unwrap();
+        assert!(!Arc::ptr_eq(&first, &other));
+        cache.get(None, || read(false)).unwrap();
+        cache.get(None, || read(false)).unwrap();
+        assert_eq!(reads.get(), 5);
+    }
+}
