@@ -104,7 +104,8 @@ pub(crate) fn logs_of(scenario: &Scenario, index: usize) -> Option<Vec<(usize, &
             let same = implementations
                 .iter()
                 .all(|&i| same_gateway(i, &log.format));
-            (src.retry == Retry::NONE && log.with_verdict > 0 && same).then_some((source, log))
+            (src.retry == Retry::NONE && log.counts().with_verdict > 0 && same)
+                .then_some((source, log))
         })
         .collect()
 }

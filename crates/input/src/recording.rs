@@ -53,13 +53,15 @@ pub struct Entry {
 pub struct Counts {
     /// Bad lines skipped (`on_bad_line = "skip"`).
     pub skipped: u64,
-    /// Lines the reorder window moved.
+    /// Lines that arrived before a line logged ahead of them: the ones the
+    /// reorder window moved.
     pub reordered: u64,
     /// Lines outside `location`.
     pub filtered: u64,
     /// Lines inside it that `only`/`except` passed over.
     pub unselected: u64,
-    /// Lines not counted because their key is empty.
+    /// Lines not counted because their key is empty (nginx does not
+    /// account a request whose zone key is empty).
     pub empty_key: u64,
     /// Lines that carried the gateway's verdict.
     pub with_verdict: u64,

@@ -84,20 +84,6 @@ pub struct AccessLog {
     recording: Arc<Recording>,
     /// Its keys' ids in this scenario's population.
     ids: Arc<Ids>,
-    /// Bad lines skipped (`on_bad_line = "skip"`).
-    pub skipped: u64,
-    /// Lines that arrived before a line logged ahead of them: the ones the
-    /// reorder window moved.
-    pub reordered: u64,
-    /// Lines outside `location`.
-    pub filtered: u64,
-    /// Lines inside it that `only`/`except` passed over.
-    pub unselected: u64,
-    /// Lines not counted because their key is empty (nginx does not
-    /// account a request whose zone key is empty).
-    pub empty_key: u64,
-    /// Lines that carried the gateway's verdict.
-    pub with_verdict: u64,
 }
 
 /// What identifies a log's recording: the file, and everything that
@@ -307,7 +293,6 @@ impl AccessLog {
         let recording = LOGS
             .get(key, || read(&data, &format, &options, split))
             .map_err(|(key, e)| InputError::new(format!("{}: {} {e}", f.at(key), quoted(shown))))?;
-        let c = recording.counts;
         Ok(AccessLog {
             shown: shown.to_string(),
             data,
@@ -315,13 +300,12 @@ impl AccessLog {
             options,
             ids: Arc::new(recording.ids(population)),
             recording,
-            skipped: c.skipped,
-            reordered: c.reordered,
-            filtered: c.filtered,
-            unselected: c.unselected,
-            empty_key: c.empty_key,
-            with_verdict: c.with_verdict,
         })
+    }
+
+    /// What reading the log counted.
+    pub fn counts(&self) -> &Counts {
+        &self.recording.counts
     }
 
     pub fn last_time(&self) -> Nanos {
@@ -361,9 +345,9 @@ impl AccessLog {
             format: self.format.name().into(),
             rows: self.recording.rows,
             reorder: self.options.reorder.to_string(),
-            bad_lines_skipped: self.skipped,
-            lines_reordered: self.reordered,
-            lines_with_verdict: self.with_verdict,
+            bad_lines_skipped: self.counts().skipped,
+            lines_reordered: self.counts().reordered,
+            lines_with_verdict: self.counts().with_verdict,
             time,
             log_format,
             subsecond: self.options.subsecond.map(|s| {
@@ -378,9 +362,13 @@ impl AccessLog {
                 .to_string()
             }),
             location: self.options.location.as_ref().map(Location::shown),
-            lines_outside_location: self.options.location.as_ref().map(|_| self.filtered),
+            lines_outside_location: self
+                .options
+                .location
+                .as_ref()
+                .map(|_| self.counts().filtered),
             key: Some(self.format.client_field().to_string()),
-            lines_empty_key: self.empty_key,
+            lines_empty_key: self.counts().empty_key,
             no_request_path: matches!(&*self.format, Format::Nginx(_) | Format::Envoy(_))
                 && !self.format.has_path(),
             rejected_status: match &*self.format {
@@ -388,7 +376,11 @@ impl AccessLog {
                 _ => None,
             },
             select: self.options.select.as_ref().map(Select::shown),
-            lines_not_selected: self.options.select.as_ref().map(|_| self.unselected),
+            lines_not_selected: self
+                .options
+                .select
+                .as_ref()
+                .map(|_| self.counts().unselected),
             source: self.split().map(|s| s.field.clone()),
             sources: self.split().map(|s| s.names().len() as u64),
         };
