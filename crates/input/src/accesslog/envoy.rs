@@ -201,11 +201,7 @@ impl EnvoyFormat {
         line: &'l [u8],
         values: &mut Vec<Range<usize>>,
     ) -> Result<Parsed<'l>, LineError> {
-        values.clear();
-        values.resize(self.template.names.len(), 0..0);
-        self.template
-            .match_into(line, values)
-            .map_err(|m| self.template.message(m))?;
+        self.template.read_into(line, values)?;
         let v = |i: usize| &line[values[i].clone()];
         let name = |i: usize| self.template.names[i].as_str();
         let raw = v(self.time);

@@ -221,12 +221,23 @@ impl Template {
         }
     }
 
+    /// Sets `values` (its allocation reused) to the byte range of each
+    /// field in `line`, or says what did not match.
+    pub fn read_into(
+        &self,
+        line: &[u8],
+        values: &mut Vec<std::ops::Range<usize>>,
+    ) -> Result<(), String> {
+        values.clear();
+        values.resize(self.names.len(), 0..0);
+        self.match_into(line, values).map_err(|m| self.message(m))
+    }
+
     /// The value of each field in `line` (the first occurrence of a field
     /// named twice), or what did not match.
     pub fn matches<'l>(&self, line: &'l str) -> Result<Vec<&'l str>, String> {
-        let mut values = vec![0..0; self.names.len()];
-        self.match_into(line.as_bytes(), &mut values)
-            .map_err(|m| self.message(m))?;
+        let mut values = Vec::new();
+        self.read_into(line.as_bytes(), &mut values)?;
         // A literal is whole characters, and so is what lies between two.
         Ok(values.into_iter().map(|r| &line[r]).collect())
     }
