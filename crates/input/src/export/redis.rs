@@ -23,11 +23,7 @@ use std::fmt::Write as _;
 use crate::clock::{gcd, Nanos, Rate};
 use crate::deploy::Scope;
 use crate::error::{quoted, InputError};
-use crate::limiter::fixed_window::Align;
 use crate::limiter::leaky_bucket::Arithmetic;
-use crate::limiter::sliding_counter::Weight;
-use crate::limiter::sliding_log::BoundaryRule;
-use crate::limiter::smooth_bursty::Start;
 use crate::limiter::Algorithm;
 use crate::scenario::{KeyBy, LimiterSpec, Scenario};
 
@@ -243,44 +239,18 @@ fn arguments(l: &LimiterSpec) -> Result<Arguments, String> {
         _ => {}
     }
     let mut words: Vec<String> = extras.iter().map(u64::to_string).collect();
+    // The knobs as the scenario spells them, which are the scripts' words.
     match l.algorithm {
         Algorithm::FixedWindow(c) => {
-            words.push(flag(c.count_rejected));
-            words.push(
-                match c.align {
-                    Align::Epoch => "epoch",
-                    Align::FirstHit => "first_hit",
-                }
-                .into(),
-            );
+            words.extend([flag(c.count_rejected), c.align.as_str().into()]);
         }
         Algorithm::SlidingLog(c) => {
-            words.push(flag(c.count_rejected));
-            words.push(
-                match c.boundary {
-                    BoundaryRule::Exclusive => "exclusive",
-                    BoundaryRule::Inclusive => "inclusive",
-                }
-                .into(),
-            );
+            words.extend([flag(c.count_rejected), c.boundary.as_str().into()]);
         }
         Algorithm::SlidingCounter(c) => {
-            words.push(flag(c.count_rejected));
-            words.push(
-                match c.weight {
-                    Weight::Exact => "exact",
-                    Weight::Floor => "floor",
-                }
-                .into(),
-            );
+            words.extend([flag(c.count_rejected), c.weight.as_str().into()]);
         }
-        Algorithm::SmoothBursty(c) => words.push(
-            match c.start {
-                Start::Empty => "empty",
-                Start::Full => "full",
-            }
-            .into(),
-        ),
+        Algorithm::SmoothBursty(c) => words.push(c.start.as_str().into()),
         _ => {}
     }
     Ok((algorithm, limit as u64, window as u64, words))
