@@ -20,6 +20,7 @@
 //! that no longer read `[defaults]`), and a trace's relative `path` is
 //! made relative to the sweep directory, where this file lies.
 
+use std::collections::btree_map::{BTreeMap, Entry};
 use std::path::Path;
 
 use serde_json::Value as Json;
@@ -113,39 +114,47 @@ pub fn render(t: &SweepTable, m: &Manifest, c: &Criteria, dir: &Path) -> Result<
     overrides::apply(&mut table, &set).map_err(|e| e.message().to_string())?;
 
     // What every [[limiter]] must decide as: at its own (or its chain's)
-    // point, else as in the scenario.
-    let at = |point: Option<usize>| -> Result<Scenario, String> {
-        let mut o = sets.clone();
-        if let Some(p) = point {
-            o.extend(grid.overrides(p));
-        }
-        let base = file.table().map_err(|e| e.message().to_string())?;
-        file.with_table(base, &o)
-            .map_err(|e| e.message().to_string())
-    };
+    // point, else as in the scenario — each point's scenario read once.
+    let mut at: BTreeMap<Option<usize>, Scenario> = BTreeMap::new();
     let written = file.scenario(&table).map_err(|e| e.message().to_string())?;
-    let mut pinned: Vec<String> = Vec::new();
-    let plain = written.limiters.iter().filter(|l| l.chain.is_none());
-    for (i, l) in plain.enumerate() {
-        let governs = |p: &Pick| {
+    let mut wants: Vec<(String, Json)> = Vec::new();
+    for l in written.limiters.iter().filter(|l| l.chain.is_none()) {
+        let governs = |p: &&Pick| {
             p.name == l.name
                 || l.member_of
                     .is_some_and(|c| written.limiters[c].name == p.name)
         };
-        let point = picks.iter().find(|p| governs(p)).and_then(|p| p.point);
-        let target = at(point)?;
-        let want = target
+        let point = picks.iter().find(governs).and_then(|p| p.point);
+        let scenario = match at.entry(point) {
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(e) => {
+                let mut o = sets.clone();
+                if let Some(p) = point {
+                    o.extend(grid.overrides(p));
+                }
+                let base = file.table().map_err(|e| e.message().to_string())?;
+                e.insert(
+                    file.with_table(base, &o)
+                        .map_err(|e| e.message().to_string())?,
+                )
+            }
+        };
+        let want = scenario
             .limiters
             .iter()
             .find(|x| x.name == l.name)
             .ok_or_else(|| format!("limiter {} is not in every point", l.name))?
             .algorithm
             .params();
-        if l.algorithm.params() == want {
-            continue;
+        wants.push((l.name.clone(), want));
+    }
+    let mut pinned: Vec<String> = Vec::new();
+    let plain = written.limiters.iter().filter(|l| l.chain.is_none());
+    for (i, (l, (_, want))) in plain.zip(&wants).enumerate() {
+        if l.algorithm.params() != *want {
+            pin(&mut table, i, want)?;
+            pinned.push(l.name.clone());
         }
-        pin(&mut table, i, &want)?;
-        pinned.push(l.name.clone());
     }
     if !pinned.is_empty() {
         header.push(format!(
@@ -171,18 +180,11 @@ pub fn render(t: &SweepTable, m: &Manifest, c: &Criteria, dir: &Path) -> Result<
     let check = itself
         .scenario(&table)
         .map_err(|e| e.message().to_string())?;
-    for l in check.limiters.iter().filter(|l| l.chain.is_none()) {
-        let governs = |p: &&Pick| {
-            p.name == l.name
-                || l.member_of
-                    .is_some_and(|c| check.limiters[c].name == p.name)
-        };
-        let target = at(picks.iter().find(governs).and_then(|p| p.point))?;
-        let want = target.limiters.iter().find(|x| x.name == l.name);
-        if want.map(|w| w.algorithm.params()) != Some(l.algorithm.params()) {
+    let plain = check.limiters.iter().filter(|l| l.chain.is_none());
+    for (l, (name, want)) in plain.zip(&wants) {
+        if l.name != *name || l.algorithm.params() != *want {
             return Err(format!(
-                "limiter {} cannot be written at its recommended point",
-                l.name
+                "limiter {name} cannot be written at its recommended point"
             ));
         }
     }
