@@ -27,10 +27,10 @@ use crate::traffic::Pattern;
 ///
 /// Bytes per key, read from the code: a limiter's recorder slot (64,
 /// [`crate::metrics`]), its state (the rule's `State`, e.g. 16 for a token
-/// bucket), its ledger mark (16) and pending fresh event (16, plus the
-/// part-filled blocks of the calendar queue holding them), two bits
-/// beside them, and 24 more for the rules that hold items (sliding log and
-/// counter) — per instance of a local deployment, and once more for a
+/// bucket), its pending fresh event (16, plus the part-filled blocks of
+/// the calendar queue holding them), two bits beside them, and for the
+/// rules that hold items (sliding log and counter) a ledger mark (16) and
+/// item counts (24) more — per instance of a local deployment, and once more for a
 /// limiter keyed by `ip` or `global` (its per-client shadow). A Poisson
 /// client is an 8-byte clock and a 16-byte event on the arrivals' queue;
 /// every other synthetic client a boxed stream with its next arrival
@@ -117,7 +117,7 @@ impl Memory {
             .expect("five parts");
         let what = match part {
             0 => format!(
-                "per-key tables: a recorder slot, a state and a ledger mark for each of {} \
+                "per-key tables: a recorder slot, a state and its ledger entries for each of {} \
                  keys summed over the limiters and their instances",
                 count(self.key_rows)
             ),
@@ -175,9 +175,14 @@ pub(super) const SHARED_ARRIVAL: u128 = 56;
 /// One id's slot in a limiter's recorder (crates/core/src/metrics/window.rs `PerId`).
 pub(super) const RECORDER_SLOT: u128 = 64;
 
-/// A key's ledger mark (16) and its pending fresh event (16), at most one
-/// per key (crates/core/src/limiter/mod.rs `Ledger`).
-pub(super) const LEDGER_KEY: u128 = 32;
+/// A key's pending fresh event, about one per key (the ledgers of
+/// crates/core/src/limiter/mod.rs `Ledger` and `fixed_ledger.rs`).
+pub(super) const FRESH_EVENT: u128 = 16;
+
+/// A key's ledger mark, for the rules whose keys hold items (the other
+/// rules' ledger reads a key's fresh moment from its state: nothing per
+/// key).
+pub(super) const LEDGER_MARK: u128 = 16;
 
 /// A key's item counts, for the rules whose keys hold items (sliding log
 /// and counter: crates/core/src/limiter/mod.rs `Items`).
@@ -367,7 +372,8 @@ pub(super) fn store_memory(
         algorithm,
         Algorithm::SlidingLog(_) | Algorithm::SlidingCounter(_)
     );
-    let per_key = state_size(algorithm) + LEDGER_KEY + if items { ITEM_COUNTS } else { 0 };
+    let per_key =
+        state_size(algorithm) + FRESH_EVENT + if items { LEDGER_MARK + ITEM_COUNTS } else { 0 };
     // Two bits per key: present, alive. The fresh events' calendar keeps
     // part-filled blocks besides.
     let tables = keys

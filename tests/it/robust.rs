@@ -384,7 +384,7 @@ fn the_next_run_removes_what_a_sigkill_left() {
 fn run_refuses_a_run_larger_than_the_machines_memory_without_no_budget() {
     // Issue 21: validate counted only the limiters' state, and nothing
     // stopped a run that could not fit. Eight token buckets over 8 × 10^7
-    // Poisson clients hold ≈70 GB of per-key tables, more than any machine
+    // Poisson clients hold ≈60 GB of per-key tables, more than any machine
     // this runs on has available, though the run makes few decisions.
     let tmp = tempfile::tempdir().unwrap();
     let mut text = "duration = \"1s\"\n[defaults]\nlimit = 5\nwindow = \"1s\"\n".to_string();
@@ -401,13 +401,13 @@ fn run_refuses_a_run_larger_than_the_machines_memory_without_no_budget() {
     let out = ratesim().arg("validate").arg(&scenario).output().unwrap();
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("memory: ≈70661 MiB"), "{text}");
+    assert!(text.contains("memory: ≈60895 MiB"), "{text}");
     assert!(
         text.contains("will refuse it") && text.contains("MiB available"),
         "{text}"
     );
     assert!(
-        text.contains("warning: the run could take ≈70661 MiB"),
+        text.contains("warning: the run could take ≈60895 MiB"),
         "{text}"
     );
     let run_dir = tmp.path().join("out");
@@ -417,7 +417,7 @@ fn run_refuses_a_run_larger_than_the_machines_memory_without_no_budget() {
             .arg(&scenario)
             .arg("--out")
             .arg(&run_dir),
-        &["≈70661 MiB of memory", "MiB available", "--no-budget"],
+        &["≈60895 MiB of memory", "MiB available", "--no-budget"],
     );
     assert_no_output(&run_dir);
     // A sweep of it too, before any point runs.
@@ -427,7 +427,7 @@ fn run_refuses_a_run_larger_than_the_machines_memory_without_no_budget() {
             .arg(&scenario)
             .args(["--vary", "defaults.limit=5,6", "--quiet", "--out"])
             .arg(&run_dir),
-        &["≈70661 MiB of memory each", "MiB available", "--no-budget"],
+        &["≈60895 MiB of memory each", "MiB available", "--no-budget"],
     );
     assert_no_output(&run_dir);
 }

@@ -67,7 +67,7 @@
 //!
 //! [`state_bytes::FIXED_WINDOW`]: super::state_bytes::FIXED_WINDOW
 
-use super::{redis_bytes, span, state_bytes, Decision, Ledger, Rule, Stored};
+use super::{redis_bytes, span, state_bytes, Decision, FixedLedger, Rule, Stored};
 use crate::clock::Nanos;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -129,7 +129,7 @@ impl FixedWindow {
     pub fn new(cfg: Config) -> Self {
         Stored::of(
             FixedWindowRule { cfg },
-            Ledger::fixed::<{ state_bytes::FIXED_WINDOW }, { redis_bytes::HASH }>(),
+            FixedLedger::new(state_bytes::FIXED_WINDOW, redis_bytes::HASH),
         )
     }
 }

@@ -49,7 +49,9 @@
 //! [`state_bytes::GCRA`]: super::state_bytes::GCRA
 //! [`redis_bytes::GCRA`]: super::redis_bytes::GCRA
 
-use super::{redis_bytes, span, state_bytes, wait_until_scaled, Decision, Ledger, Rule, Stored};
+use super::{
+    redis_bytes, span, state_bytes, wait_until_scaled, Decision, FixedLedger, Rule, Stored,
+};
 use crate::clock::{Nanos, Rate};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,9 +85,9 @@ impl Config {
 impl Gcra {
     pub fn new(cfg: Config) -> Self {
         let ledger = if cfg.redis_bytes() == redis_bytes::GCRA {
-            Ledger::fixed::<{ state_bytes::GCRA }, { redis_bytes::GCRA }>()
+            FixedLedger::new(state_bytes::GCRA, redis_bytes::GCRA)
         } else {
-            Ledger::fixed::<{ state_bytes::GCRA }, { redis_bytes::GCRA_FRACTION }>()
+            FixedLedger::new(state_bytes::GCRA, redis_bytes::GCRA_FRACTION)
         };
         Stored::of(GcraRule { cfg }, ledger)
     }

@@ -46,7 +46,7 @@
 //!
 //! [`state_bytes::INTERVAL_BUCKET`]: super::state_bytes::INTERVAL_BUCKET
 
-use super::{redis_bytes, span, state_bytes, Decision, Ledger, Rule, Stored};
+use super::{redis_bytes, span, state_bytes, Decision, FixedLedger, Rule, Stored};
 use crate::clock::Nanos;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,7 +75,7 @@ impl IntervalBucket {
     pub fn new(cfg: Config) -> Self {
         Stored::of(
             IntervalBucketRule { cfg },
-            Ledger::fixed::<{ state_bytes::INTERVAL_BUCKET }, { redis_bytes::HASH }>(),
+            FixedLedger::new(state_bytes::INTERVAL_BUCKET, redis_bytes::HASH),
         )
     }
 }

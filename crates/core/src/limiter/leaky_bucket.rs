@@ -68,7 +68,7 @@ pub mod nginx;
 use std::collections::VecDeque;
 
 use super::{
-    redis_bytes, span, state_bytes, wait_until_scaled, Decision, Ledger, Limiter, Rule, Stored,
+    redis_bytes, span, state_bytes, wait_until_scaled, Decision, FixedLedger, Limiter, Rule, Stored,
 };
 use crate::clock::{Nanos, Rate};
 
@@ -140,7 +140,7 @@ impl LeakyBucket {
     pub fn new(cfg: Config) -> Self {
         Stored::of(
             LeakyBucketRule { cfg },
-            Ledger::fixed::<{ state_bytes::LEAKY_BUCKET }, { redis_bytes::LEAKY_HASH }>(),
+            FixedLedger::new(state_bytes::LEAKY_BUCKET, redis_bytes::LEAKY_HASH),
         )
     }
 }

@@ -39,6 +39,7 @@
 
 pub mod algorithm;
 pub mod chain;
+pub mod fixed_ledger;
 pub mod fixed_window;
 pub mod gcra;
 pub mod interval_bucket;
@@ -52,7 +53,8 @@ pub mod token_bucket;
 use crate::calendar::Calendar;
 use crate::clock::Nanos;
 pub use algorithm::{Algorithm, ALGORITHMS};
-pub use store::{Keyed, Rule, Stored};
+pub use fixed_ledger::FixedLedger;
+pub use store::{Books, Keyed, Rule, Stored};
 
 /// What happened to one attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -364,12 +366,6 @@ impl Ledger {
             peak_key: [0; 2],
             peak_total: [0; 2],
         }
-    }
-
-    /// A ledger whose keys cost a fixed `compact` and `redis` bytes while
-    /// alive, with no items.
-    pub fn fixed<const C: u64, const R: u64>() -> Ledger {
-        Ledger::new(|_, _| C, |_, _| R)
     }
 
     fn integrate_to(&mut self, t: u64) {

@@ -55,7 +55,7 @@
 //!
 //! [`state_bytes::SMOOTH_BURSTY`]: super::state_bytes::SMOOTH_BURSTY
 
-use super::{redis_bytes, span, state_bytes, Decision, Ledger, Rule, Stored};
+use super::{redis_bytes, span, state_bytes, Decision, FixedLedger, Rule, Stored};
 use crate::clock::{Nanos, Rate};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,7 +117,7 @@ impl SmoothBursty {
         let full = cfg.capacity as i128 * cfg.rate.per_ns() as i128;
         Stored::of(
             SmoothBurstyRule { cfg, full },
-            Ledger::fixed::<{ state_bytes::SMOOTH_BURSTY }, { redis_bytes::HASH }>(),
+            FixedLedger::new(state_bytes::SMOOTH_BURSTY, redis_bytes::HASH),
         )
     }
 }

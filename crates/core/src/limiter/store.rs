@@ -8,6 +8,7 @@
 //! read-then-write of an instance that reads a shared store, decides on its
 //! copy and writes it back later, which no rule needs to know about.
 
+use super::fixed_ledger::FixedLedger;
 use super::{Bits, Decision, Footprint, Ledger, Limiter};
 use crate::clock::Nanos;
 
@@ -43,16 +44,43 @@ pub trait Rule: Send {
 pub struct Stored<R: Rule> {
     rule: R,
     keys: Keyed<R::State>,
-    ledger: Ledger,
+    books: Books,
+}
+
+/// The accounting of a [`Stored`]'s state memory: a [`Ledger`] for rules
+/// whose keys hold items, a [`FixedLedger`] (which reads each key's fresh
+/// moment from its state) for rules whose keys are all one size. (One per
+/// limiter, so the variants' sizes do not matter.)
+#[allow(clippy::large_enum_variant)]
+pub enum Books {
+    Items(Ledger),
+    Fixed(FixedLedger),
+}
+
+impl From<Ledger> for Books {
+    fn from(ledger: Ledger) -> Books {
+        Books::Items(ledger)
+    }
+}
+
+impl From<FixedLedger> for Books {
+    fn from(ledger: FixedLedger) -> Books {
+        Books::Fixed(ledger)
+    }
+}
+
+/// When `key`'s stored state is fresh-equivalent (0 for a key with none).
+fn fresh_of<R: Rule>(rule: &R, keys: &Keyed<R::State>, key: u32) -> u64 {
+    keys.get(key).map_or(0, |state| rule.fresh_at(state).0)
 }
 
 impl<R: Rule> Stored<R> {
-    /// `rule` with no key yet, its keys charged in `ledger`.
-    pub fn of(rule: R, ledger: Ledger) -> Self {
+    /// `rule` with no key yet, its keys charged in `books`.
+    pub fn of(rule: R, books: impl Into<Books>) -> Self {
         Stored {
             rule,
             keys: Keyed::default(),
-            ledger,
+            books: books.into(),
         }
     }
 
@@ -70,24 +98,58 @@ impl<R: Rule> Stored<R> {
 
 impl<R: Rule> Limiter for Stored<R> {
     fn decide(&mut self, key: u32, now: Nanos, cost: u64) -> Decision {
-        self.ledger.advance(now);
         let rule = &self.rule;
-        let state = self.keys.entry(key, || rule.fresh(now));
-        let (decision, added) = rule.decide(state, now, cost);
-        self.ledger.hold(key, rule.fresh_at(state), added);
-        decision
+        match &mut self.books {
+            Books::Items(ledger) => {
+                ledger.advance(now);
+                let state = self.keys.entry(key, || rule.fresh(now));
+                let (decision, added) = rule.decide(state, now, cost);
+                ledger.hold(key, rule.fresh_at(state), added);
+                decision
+            }
+            Books::Fixed(ledger) => {
+                let keys = &self.keys;
+                ledger.advance(
+                    now,
+                    |k| fresh_of(rule, keys, k),
+                    |k| crate::cache::prefetch_all(&keys.states, k as usize),
+                );
+                let before = ledger.is_alive(key).then(|| fresh_of(rule, keys, key));
+                let state = self.keys.entry(key, || rule.fresh(now));
+                let (decision, _) = rule.decide(state, now, cost);
+                ledger.hold(key, before, rule.fresh_at(state));
+                let keys = &self.keys;
+                ledger.compact(|k| fresh_of(rule, keys, k));
+                decision
+            }
+        }
     }
 
     fn footprint(&self, end: Nanos) -> Footprint {
-        self.ledger.footprint(self.keys.keys(), end)
+        match &self.books {
+            Books::Items(ledger) => ledger.footprint(self.keys.keys(), end),
+            Books::Fixed(ledger) => {
+                let (rule, keys) = (&self.rule, &self.keys);
+                ledger
+                    .clone()
+                    .close(keys.keys(), end, |k| fresh_of(rule, keys, k))
+            }
+        }
     }
 
     fn close(&mut self, end: Nanos) -> Footprint {
-        self.ledger.close(self.keys.keys(), end)
+        let (rule, keys) = (&self.rule, &self.keys);
+        match &mut self.books {
+            Books::Items(ledger) => ledger.close(keys.keys(), end),
+            Books::Fixed(ledger) => ledger.close(keys.keys(), end, |k| fresh_of(rule, keys, k)),
+        }
     }
 
     fn fresh_at(&self, key: u32) -> Nanos {
-        self.ledger.fresh_at(key)
+        match &self.books {
+            Books::Items(ledger) => ledger.fresh_at(key),
+            Books::Fixed(_) => Nanos(fresh_of(&self.rule, &self.keys, key)),
+        }
     }
 
     fn decide_detached(&mut self, key: u32, now: Nanos, cost: u64) -> (Decision, u32) {
@@ -102,11 +164,28 @@ impl<R: Rule> Limiter for Stored<R> {
     fn write_back(&mut self, key: u32, ticket: u32, now: Nanos) {
         // The stored state is replaced at `now`: what it held leaves the
         // store then, and what the written copy holds is held from then.
-        self.keys.attach(key, ticket);
-        self.ledger.advance(now);
-        if let Some(state) = self.keys.get(key) {
-            let at = self.rule.fresh_at(state);
-            self.ledger.replace(key, at, self.rule.items(state));
+        let rule = &self.rule;
+        match &mut self.books {
+            Books::Items(ledger) => {
+                self.keys.attach(key, ticket);
+                ledger.advance(now);
+                if let Some(state) = self.keys.get(key) {
+                    ledger.replace(key, rule.fresh_at(state), rule.items(state));
+                }
+            }
+            Books::Fixed(ledger) => {
+                // The deaths due by `now` are read from the states before
+                // the write.
+                let keys = &self.keys;
+                ledger.advance(now, |k| fresh_of(rule, keys, k), |_| {});
+                let before = ledger.is_alive(key).then(|| fresh_of(rule, keys, key));
+                self.keys.attach(key, ticket);
+                if let Some(state) = self.keys.get(key) {
+                    ledger.hold(key, before, rule.fresh_at(state));
+                    let keys = &self.keys;
+                    ledger.compact(|k| fresh_of(rule, keys, k));
+                }
+            }
         }
     }
 
@@ -116,7 +195,9 @@ impl<R: Rule> Limiter for Stored<R> {
 
     fn prefetch(&self, key: u32) {
         crate::cache::prefetch_all(&self.keys.states, key as usize);
-        self.ledger.prefetch(key);
+        if let Books::Items(ledger) = &self.books {
+            ledger.prefetch(key);
+        }
     }
 }
 

@@ -52,7 +52,9 @@
 //!
 //! [`state_bytes::TOKEN_BUCKET`]: super::state_bytes::TOKEN_BUCKET
 
-use super::{redis_bytes, span, state_bytes, wait_until_scaled, Decision, Ledger, Rule, Stored};
+use super::{
+    redis_bytes, span, state_bytes, wait_until_scaled, Decision, FixedLedger, Rule, Stored,
+};
 use crate::clock::{Nanos, Rate};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,7 +132,7 @@ impl<B: Balance> TokenBucket<B> {
         };
         Stored::of(
             rule,
-            Ledger::fixed::<{ state_bytes::TOKEN_BUCKET }, { redis_bytes::HASH }>(),
+            FixedLedger::new(state_bytes::TOKEN_BUCKET, redis_bytes::HASH),
         )
     }
 }

@@ -62,7 +62,7 @@
 
 use super::Config;
 use crate::clock::{Nanos, NANOS_PER_SEC};
-use crate::limiter::{redis_bytes, span, state_bytes, Decision, Ledger, Rule, Stored};
+use crate::limiter::{redis_bytes, span, state_bytes, Decision, FixedLedger, Rule, Stored};
 
 const MS: u64 = 1_000_000;
 
@@ -101,7 +101,7 @@ impl LimitReq {
                 // At least 1, so a rate the parser would refuse cannot divide by 0.
                 r: thousandths_per_sec(&cfg).max(1),
             },
-            Ledger::fixed::<{ state_bytes::LEAKY_BUCKET }, { redis_bytes::LEAKY_HASH }>(),
+            FixedLedger::new(state_bytes::LEAKY_BUCKET, redis_bytes::LEAKY_HASH),
         )
     }
 }

@@ -1,0 +1,240 @@
+//! The state-memory accounting of the rules whose state per key is a fixed
+//! size (every rule but the two that hold items: the sliding log and the
+//! sliding counter).
+//!
+//! It counts what [`Ledger`](super::Ledger) counts — a key is charged its
+//! bytes from the decision that makes its state differ from a fresh key's
+//! to the moment it is fresh-equivalent again — with the same result to
+//! the byte·ns, but it keeps nothing per key beyond a bit: a key's fresh
+//! moment is read from its own state (`Rule::fresh_at`), which the
+//! decision has just touched, instead of from a table of its own.
+//!
+//! With every key the same size, the bytes held at `t` are that size times
+//! the keys alive at `t`, so:
+//! - the integral is `Σ (end of a life − its start)`, kept as the sum of
+//!   the moments keys died minus the sum of the moments they were born;
+//! - the peak can only rise when a key is born, after every death due by
+//!   then has been taken: deaths are taken from a calendar queue of
+//!   `(moment, key)` in time order, each checked against the key's state
+//!   when it comes up (a key written since may live on: it is queued again
+//!   at its new fresh moment).
+//!
+//! Every alive key has a queued entry no later than its fresh moment: a
+//! birth queues one, and a decision that brings the fresh moment earlier
+//! queues another. So the first entry that finds a key's state fresh comes
+//! up exactly at its fresh moment.
+
+use super::{Bits, Footprint};
+use crate::calendar::Calendar;
+use crate::clock::Nanos;
+
+/// How many entries ahead the ledger asks for their keys' states.
+const PREFETCH_AHEAD: usize = 8;
+
+/// See the module documentation.
+#[derive(Debug, Clone)]
+pub struct FixedLedger {
+    /// A key's bytes while alive: compact and Redis.
+    sizes: [u64; 2],
+    alive_keys: Bits,
+    /// `(moment, key)`: a key to look at then (see the module docs).
+    queue: Calendar<(u64, u32)>,
+    now: u64,
+    alive: u64,
+    /// Σ birth moments and Σ death moments (ns).
+    born: u128,
+    died: u128,
+    peak_alive: u64,
+}
+
+impl FixedLedger {
+    /// A ledger whose keys cost `compact` and `redis` bytes while alive.
+    pub fn new(compact: u64, redis: u64) -> FixedLedger {
+        FixedLedger {
+            sizes: [compact, redis],
+            alive_keys: Bits::default(),
+            queue: Calendar::new(),
+            now: 0,
+            alive: 0,
+            born: 0,
+            died: 0,
+            peak_alive: 0,
+        }
+    }
+
+    /// Whether `key` is alive (its state differs from a fresh key's) at the
+    /// ledger's time.
+    pub fn is_alive(&self, key: u32) -> bool {
+        self.alive_keys.get(key)
+    }
+
+    /// Moves the ledger's clock to `now`, taking every key whose fresh
+    /// moment (`fresh_at(key)`, read from its state) has come by then;
+    /// `prefetch(key)` is asked for the key of the entry a few ahead.
+    pub fn advance(&mut self, now: Nanos, fresh_at: impl Fn(u32) -> u64, prefetch: impl Fn(u32)) {
+        while let Some((t, key)) = self.queue.peek_due(now.0) {
+            self.queue.pop();
+            if let Some(&(_, next)) = self.queue.ahead(PREFETCH_AHEAD) {
+                prefetch(next);
+            }
+            if !self.is_alive(key) {
+                continue;
+            }
+            let fresh = fresh_at(key);
+            if fresh > t {
+                // Written since: it lives on.
+                self.queue.push((fresh, key));
+            } else {
+                self.die(key, t);
+            }
+        }
+        self.now = self.now.max(now.0);
+    }
+
+    fn die(&mut self, key: u32, at: u64) {
+        self.alive_keys.set(key, false);
+        self.alive -= 1;
+        self.died += at as u128;
+    }
+
+    /// After a decision at the ledger's time wrote `key`: its state is
+    /// fresh-equivalent from `fresh_at` on; `before` is when it was before
+    /// the decision, for a key that was alive. (Then [`FixedLedger::compact`].)
+    pub fn hold(&mut self, key: u32, before: Option<u64>, fresh_at: Nanos) {
+        let (now, fresh) = (self.now, fresh_at.0);
+        match before {
+            Some(_) if fresh <= now => self.die(key, now),
+            None if fresh <= now => {}
+            Some(before) => {
+                if fresh < before {
+                    self.queue.push((fresh, key));
+                }
+            }
+            None => {
+                self.alive_keys.set(key, true);
+                self.alive += 1;
+                self.born += now as u128;
+                self.peak_alive = self.peak_alive.max(self.alive);
+                self.queue.push((fresh, key));
+            }
+        }
+    }
+
+    /// Drops the entries that no longer apply (keys dead, and all but one
+    /// entry no later than its fresh moment per alive key) once they
+    /// outnumber the alive keys, so memory follows keys, not requests.
+    /// `fresh_at` reads a key's fresh moment from its state.
+    pub fn compact(&mut self, fresh_at: impl Fn(u32) -> u64) {
+        if (self.queue.len() as u64) <= 64 + 2 * self.alive {
+            return;
+        }
+        let alive = &self.alive_keys;
+        let mut kept = Bits::default();
+        self.queue.retain(|&(t, key)| {
+            let keep = alive.get(key) && !kept.get(key) && t <= fresh_at(key);
+            if keep {
+                kept.set(key, true);
+            }
+            keep
+        });
+    }
+
+    /// The footprint of `keys` keys from 0 to `end`, the ledger moved to
+    /// `end` (nothing is held after it).
+    pub fn close(&mut self, keys: u64, end: Nanos, fresh_at: impl Fn(u32) -> u64) -> Footprint {
+        self.advance(end, fresh_at, |_| {});
+        let key_ns = self.alive as u128 * self.now as u128 + self.died - self.born;
+        let ever = u64::from(self.peak_alive > 0);
+        let [compact, redis] = self.sizes;
+        Footprint {
+            byte_ns: compact as u128 * key_ns,
+            key_ns: keys as u128 * end.0 as u128,
+            peak_bytes: compact * ever,
+            peak_total: compact * self.peak_alive,
+            redis_byte_ns: redis as u128 * key_ns,
+            redis_peak_bytes: redis * ever,
+            redis_peak_total: redis * self.peak_alive,
+            span: end.0,
+            keys,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::limiter::Ledger;
+
+    /// A run of writes: each `(dt, key, fresh_in)` moves the clock on by
+    /// `dt`, then writes `key` with its state fresh `fresh_in` after the
+    /// write (0: at once, as a rejection of a fresh key leaves it).
+    type Writes = Vec<(u64, u32, u64)>;
+
+    /// The footprint by [`FixedLedger`] and by the general [`Ledger`] of
+    /// one run of writes: the general one keeps each key's fresh moment
+    /// itself, the fixed one reads it from `fresh` (the keys' "states").
+    fn both(writes: &Writes, end: u64) -> (Footprint, Footprint) {
+        let mut fixed = FixedLedger::new(16, 104);
+        let mut general = Ledger::new(|_, _| 16, |_, _| 104);
+        let mut fresh = [0u64; 8];
+        let mut now = 0;
+        for &(dt, key, fresh_in) in writes {
+            now += dt;
+            fixed.advance(Nanos(now), |k| fresh[k as usize], |_| {});
+            general.advance(Nanos(now));
+            let before = fixed.is_alive(key).then(|| fresh[key as usize]);
+            fresh[key as usize] = now + fresh_in;
+            fixed.hold(key, before, Nanos(now + fresh_in));
+            fixed.compact(|k| fresh[k as usize]);
+            general.hold(key, Nanos(now + fresh_in), []);
+        }
+        let end = Nanos(now + end);
+        (
+            fixed.close(8, end, |k| fresh[k as usize]),
+            general.close(8, end),
+        )
+    }
+
+    #[test]
+    fn a_key_counts_from_its_write_to_its_fresh_moment() {
+        // Key 0 alive [10, 40) (extended at 20), key 1 [20, 25): 2 at once.
+        let (fixed, general) = both(&vec![(10, 0, 20), (10, 0, 20), (0, 1, 5)], 100);
+        assert_eq!(fixed, general);
+        assert_eq!(fixed.byte_ns, 16 * (30 + 5));
+        assert_eq!(fixed.redis_byte_ns, 104 * (30 + 5));
+        assert_eq!((fixed.peak_bytes, fixed.peak_total), (16, 32));
+    }
+
+    #[test]
+    fn a_write_that_brings_the_fresh_moment_earlier_ends_the_key_there() {
+        // Fresh at 100, then (at 10) at 30: alive [0, 30); key 1 born at 50
+        // finds it gone.
+        let (fixed, general) = both(&vec![(0, 0, 100), (10, 0, 20), (40, 1, 10)], 20);
+        assert_eq!(fixed, general);
+        assert_eq!(fixed.byte_ns, 16 * (30 + 10));
+        assert_eq!(fixed.peak_total, 16);
+    }
+
+    #[test]
+    fn a_key_fresh_at_once_is_never_charged() {
+        let (fixed, general) = both(&vec![(5, 0, 0), (5, 1, 0)], 10);
+        assert_eq!(fixed, general);
+        assert_eq!(
+            (fixed.byte_ns, fixed.peak_bytes, fixed.peak_total),
+            (0, 0, 0)
+        );
+    }
+
+    proptest::proptest! {
+        /// The fixed ledger is the general one for keys of one size: to
+        /// the byte·ns and the peaks, whatever the writes.
+        #[test]
+        fn the_fixed_ledger_counts_as_the_general_one(
+            writes in proptest::collection::vec((0u64..50, 0u32..8, 0u64..200), 0..300),
+            end in 0u64..300,
+        ) {
+            let (fixed, general) = both(&writes, end);
+            proptest::prop_assert_eq!(fixed, general);
+        }
+    }
+}
