@@ -37,6 +37,7 @@
 //! in `u128`, so a bucket refilling at 3 per second holds exactly 1 token after
 //! 333 333 333⅓ ns — and not before.
 
+pub mod adaptive;
 pub mod algorithm;
 pub mod chain;
 pub mod fixed_ledger;
