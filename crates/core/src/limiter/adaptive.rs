@@ -21,6 +21,7 @@
 //! | [`gradient2`] | Netflix concurrency-limits `Gradient2Limit` |
 //! | [`vegas`] | Netflix concurrency-limits `VegasLimit` |
 //! | [`envoy_gradient`] | Envoy's adaptive concurrency `GradientController` |
+//! | [`latency_histogram`] | the libcircllhist histogram Envoy's controller reads percentiles from |
 //!
 //! The Netflix limits are read at commit
 //! `78a74b9878d38c4c048b0304ce12a162ab7b7222` of `Netflix/concurrency-limits`
@@ -49,8 +50,9 @@
 //! run, a seeded ChaCha8 stream of the limiter's own; in tests, a script.
 
 pub mod aimd;
-// pub mod envoy_gradient;
+pub mod envoy_gradient;
 pub mod gradient2;
+pub mod latency_histogram;
 pub mod vegas;
 
 /// A source of uniformly random 64-bit words: any `rand` generator, or a
@@ -202,6 +204,17 @@ mod tests {
             assert_eq!(square_root(t), want, "square_root({t})");
         }
         assert_eq!(square_root(i32::MAX), 46_340);
+    }
+
+    #[test]
+    fn a_seeded_chacha_stream_is_a_draw_and_repeats_itself() {
+        use rand::SeedableRng;
+        let mut a = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        let mut b = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        let (x, y) = (Draw::next_u64(&mut a), Draw::next_u64(&mut b));
+        assert_eq!(x, y);
+        let u = a.next_unit_f64();
+        assert!((0.0..1.0).contains(&u));
     }
 
     #[test]
