@@ -45,6 +45,7 @@ pub mod fixed_window;
 pub mod gcra;
 pub mod interval_bucket;
 pub mod leaky_bucket;
+pub mod quota;
 pub mod sliding_counter;
 pub mod sliding_log;
 pub mod smooth_bursty;
