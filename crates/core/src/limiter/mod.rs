@@ -40,11 +40,13 @@
 pub mod adaptive;
 pub mod algorithm;
 pub mod chain;
+pub mod concurrency;
 pub mod fixed_ledger;
 pub mod fixed_window;
 pub mod gcra;
 pub mod interval_bucket;
 pub mod leaky_bucket;
+pub mod queue_length;
 pub mod quota;
 pub mod sliding_counter;
 pub mod sliding_log;
