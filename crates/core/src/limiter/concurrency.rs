@@ -6,7 +6,7 @@
 //!
 //! ```text
 //! admit  ⇔  in_flight(key) < max_in_flight;   then in_flight(key) += 1
-//! on each response (or timeout):                   in_flight(key) −= 1
+//! when one of its passed requests is responded to: in_flight(key) −= 1
 //! ```
 //!
 //! It counts requests, not cost. It knows no time: a slot frees when a
@@ -53,7 +53,9 @@ impl Concurrency {
         }
     }
 
-    /// A passed request of `key` was responded to (or timed out).
+    /// A passed request of `key` was responded to. (Which moment that is
+    /// for a request its client gave up on — the client's timeout, or the
+    /// backend's response to it — is the caller's choice.)
     pub fn on_complete(&mut self, key: u32) {
         let slot = self.in_flight.get_mut(key as usize);
         debug_assert!(

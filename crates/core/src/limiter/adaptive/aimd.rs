@@ -207,4 +207,18 @@ mod tests {
         assert!(Config::default().backoff_ratio(0.49).is_none());
         assert!(Config::default().timeout(Nanos::ZERO).is_none());
     }
+
+    proptest::proptest! {
+        /// After any sample the limit is within [min_limit, max_limit].
+        #[test]
+        fn aimd_stays_within_its_bounds(
+            samples in proptest::collection::vec((0u64..10_000_000_000, 0u32..400, proptest::bool::ANY), 1..400),
+        ) {
+            let mut l = Aimd::new(Config::default());
+            for (i, (rtt, inflight, drop)) in samples.into_iter().enumerate() {
+                l.on_sample(Nanos(i as u64), Nanos(rtt), inflight, drop);
+                proptest::prop_assert!((20..=200).contains(&l.limit()));
+            }
+        }
+    }
 }

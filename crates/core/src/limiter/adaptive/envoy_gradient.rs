@@ -611,4 +611,32 @@ mod tests {
         assert_eq!(c.limit(), 8);
         assert_eq!(cpp_max(0.5, cpp_min(2.0, f64::NAN)), 2.0);
     }
+
+    proptest::proptest! {
+        /// Whatever the responses, the limit stays within
+        /// [min_concurrency, max_concurrency_limit], and the same seed gives
+        /// the same limits.
+        #[test]
+        fn envoy_gradient_stays_within_its_bounds_and_repeats_with_its_seed(
+            seed in 0u64..1000,
+            samples in proptest::collection::vec((0u64..50_000_000, 0u64..300_000_000), 1..400),
+        ) {
+            use rand::SeedableRng;
+            let run = || {
+                let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+                let cfg = cfg().max_concurrency_limit(40).unwrap();
+                let mut c = EnvoyGradient::new(cfg, Nanos::ZERO);
+                let (mut now, mut limits) = (0u64, Vec::new());
+                for &(dt, rtt) in &samples {
+                    now += dt;
+                    c.on_sample(Nanos(now), Nanos(rtt), 0, false, &mut rng);
+                    limits.push(c.limit());
+                }
+                limits
+            };
+            let limits = run();
+            proptest::prop_assert!(limits.iter().all(|l| (3..=40).contains(l)));
+            proptest::prop_assert_eq!(limits, run());
+        }
+    }
 }

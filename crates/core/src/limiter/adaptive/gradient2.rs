@@ -16,6 +16,10 @@
 //! E = max(min_limit, min(max_concurrency, E));   limit = (int) E
 //! ```
 //!
+//! The "short RTT" is the sample's own RTT: the builder's `shortWindow`
+//! and `driftMultiplier` are deprecated and do nothing, and only the long
+//! window is an average.
+//!
 //! While the current RTT stays within `rtt_tolerance` (1.5×) of the
 //! long-term one the gradient is 1 and the limit creeps up by
 //! `q × smoothing` per sample; above it the limit shrinks, at most to half
@@ -330,6 +334,39 @@ mod tests {
         // 10.02ms, and in f64 exactly 10020000.0.
         g.on_sample(ms(10), Nanos(16_010_000), 0, false);
         assert_eq!(g.long_rtt(), 10_020_000.0);
+    }
+
+    #[test]
+    fn gradient2_cuts_the_long_rtt_by_five_percent_while_it_is_over_twice_the_short() {
+        let mut g = Gradient2::new(Config::default());
+        for i in 0..10 {
+            g.on_sample(ms(i), ms(100), 0, false);
+        }
+        // After the warm-up, f = 2/601: R = 100ms·(1 − f) + 10ms·f =
+        // 99 700 499.168… ns; R / 10ms > 2 → R · 0.95 = 94 715 474.209… ns.
+        g.on_sample(ms(10), ms(10), 0, false);
+        assert_eq!(g.long_rtt(), 94_715_474.20965059);
+        // The cut value is the base of the next average (after warm-up
+        // `update` sets the value the average continues from):
+        // 94 715 474.2…·(1 − f) + 10ms·f = 94 433 559.15…, still > 2 × 10ms
+        // → · 0.95.
+        g.on_sample(ms(11), ms(10), 0, false);
+        assert_eq!(g.long_rtt(), 89_711_881.19634221);
+    }
+
+    proptest::proptest! {
+        /// With RTTs of at least 1 ns the limit never leaves
+        /// [min_limit, max_concurrency].
+        #[test]
+        fn gradient2_stays_within_its_bounds(
+            samples in proptest::collection::vec((1u64..2_000_000_000, 0u32..400), 1..400),
+        ) {
+            let mut g = Gradient2::new(Config::default());
+            for (i, (rtt, inflight)) in samples.into_iter().enumerate() {
+                g.on_sample(Nanos(i as u64), Nanos(rtt), inflight, false);
+                proptest::prop_assert!((20..=200).contains(&g.limit()));
+            }
+        }
     }
 
     #[test]

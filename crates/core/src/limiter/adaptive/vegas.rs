@@ -429,4 +429,29 @@ mod tests {
         assert_eq!(v.probe_count, 0);
         assert_eq!(v.limit(), 20);
     }
+
+    proptest::proptest! {
+        /// With a seeded stream for the probes, the limit stays within
+        /// [1, max_concurrency], and the same seed gives the same limits.
+        #[test]
+        fn vegas_stays_within_its_bounds_and_repeats_with_its_seed(
+            seed in 0u64..1000,
+            samples in proptest::collection::vec((1u64..2_000_000_000, 0u32..2000, proptest::bool::ANY), 1..400),
+        ) {
+            use rand::SeedableRng;
+            let run = || {
+                let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+                let mut v = Vegas::new(Config::default().probe_multiplier(1), &mut rng);
+                let mut limits = Vec::new();
+                for (i, &(rtt, inflight, drop)) in samples.iter().enumerate() {
+                    v.on_sample(Nanos(i as u64), Nanos(rtt), inflight, drop, &mut rng).unwrap();
+                    limits.push(v.limit());
+                }
+                limits
+            };
+            let limits = run();
+            proptest::prop_assert!(limits.iter().all(|l| (1..=1000).contains(l)));
+            proptest::prop_assert_eq!(limits, run());
+        }
+    }
 }

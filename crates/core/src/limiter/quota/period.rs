@@ -114,7 +114,7 @@ pub struct Epoch {
     offset_secs: i32,
 }
 
-/// The default `epoch` (DESIGN's and docs/semantics.md's default).
+/// The default `epoch`: midnight UTC, 1 January 2026.
 pub const DEFAULT_EPOCH: &str = "2026-01-01T00:00:00Z";
 
 /// What is wrong with an `epoch` string.
