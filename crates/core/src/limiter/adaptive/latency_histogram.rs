@@ -3,8 +3,10 @@
 //!
 //! **What it models.** `libcircllhist` (`openhistogram/libcircllhist`,
 //! `src/circllhist.c` at tag `py-0.3.2`, commit
-//! `ea660e250875f5de8ed4cc2934c84040bfbfd86d`, the version Envoy's
-//! `bazel/repository_locations.bzl` pins): `hist_insert`,
+//! `ea660e250875f5de8ed4cc2934c84040bfbfd86d` — the `libcircllhist`
+//! version 0.3.2 that Envoy's `REPOSITORY_LOCATIONS_SPEC` pins; Envoys
+//! from before 2021 pinned a 2019 commit whose quantile differed):
+//! `hist_insert`,
 //! `hist_sample_count`, `hist_clear` and `hist_approx_quantile`. A sample
 //! lands in a bin of two significant decimal digits — `[val/10 · 10^exp,
 //! (val+1)/10 · 10^exp)` with `val` in 10..=99 — so the controller never sees
