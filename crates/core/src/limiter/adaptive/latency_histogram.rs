@@ -4,8 +4,9 @@
 //! **What it models.** `libcircllhist` (`openhistogram/libcircllhist`,
 //! `src/circllhist.c` at tag `py-0.3.2`, commit
 //! `ea660e250875f5de8ed4cc2934c84040bfbfd86d` — the `libcircllhist`
-//! version 0.3.2 that Envoy's `REPOSITORY_LOCATIONS_SPEC` pins; Envoys
-//! from before 2021 pinned a 2019 commit whose quantile differed):
+//! version 0.3.2 that Envoy's `REPOSITORY_LOCATIONS_SPEC` pins; older
+//! Envoys pinned commit `63a16dd6f2fc7bc841bb17ff92be8318df60e2e1` of
+//! 2019-02, which interpolated linearly within a bin instead):
 //! `hist_insert`,
 //! `hist_sample_count`, `hist_clear` and `hist_approx_quantile`. A sample
 //! lands in a bin of two significant decimal digits — `[val/10 · 10^exp,
