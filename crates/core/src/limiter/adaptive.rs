@@ -55,6 +55,60 @@ pub mod gradient2;
 pub mod latency_histogram;
 pub mod vegas;
 
+use crate::clock::Nanos;
+
+/// Any one of the adaptive limits, behind one interface: what an engine
+/// holds per instance.
+#[derive(Debug, Clone)]
+pub enum AdaptiveLimit {
+    Aimd(aimd::Aimd),
+    Gradient2(gradient2::Gradient2),
+    Vegas(vegas::Vegas),
+    EnvoyGradient(envoy_gradient::EnvoyGradient),
+}
+
+impl AdaptiveLimit {
+    /// The current limit: admit iff in flight < this. Call
+    /// [`Self::advance`] to the decision's time first.
+    pub fn limit(&self) -> u32 {
+        match self {
+            AdaptiveLimit::Aimd(l) => l.limit(),
+            AdaptiveLimit::Gradient2(l) => l.limit(),
+            AdaptiveLimit::Vegas(l) => l.limit(),
+            AdaptiveLimit::EnvoyGradient(l) => l.limit(),
+        }
+    }
+
+    /// Brings a time-driven limit (Envoy's timers) to `now`; the Netflix
+    /// limits change only on samples.
+    pub fn advance(&mut self, now: Nanos) {
+        if let AdaptiveLimit::EnvoyGradient(l) = self {
+            l.advance(now);
+        }
+    }
+
+    /// One response (see each limit's `on_sample`). A zero RTT given to
+    /// Vegas is discarded, as the exception `VegasLimit` throws for it
+    /// discards the sample.
+    pub fn on_sample(
+        &mut self,
+        now: Nanos,
+        rtt: Nanos,
+        in_flight: u32,
+        dropped: bool,
+        rng: &mut impl Draw,
+    ) {
+        match self {
+            AdaptiveLimit::Aimd(l) => l.on_sample(now, rtt, in_flight, dropped),
+            AdaptiveLimit::Gradient2(l) => l.on_sample(now, rtt, in_flight, dropped),
+            AdaptiveLimit::Vegas(l) => {
+                let _ = l.on_sample(now, rtt, in_flight, dropped, rng);
+            }
+            AdaptiveLimit::EnvoyGradient(l) => l.on_sample(now, rtt, in_flight, dropped, rng),
+        }
+    }
+}
+
 /// A source of uniformly random 64-bit words: any `rand` generator, or a
 /// scripted sequence in a test.
 pub trait Draw {
@@ -165,6 +219,39 @@ pub(crate) mod script {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_interface_drives_every_adaptive_limit() {
+        use rand::SeedableRng;
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
+        let envoy =
+            envoy_gradient::Config::new(Nanos::from_secs(60), Nanos::from_millis(100)).unwrap();
+        let mut limits = [
+            AdaptiveLimit::Aimd(aimd::Aimd::new(aimd::Config::default())),
+            AdaptiveLimit::Gradient2(gradient2::Gradient2::new(gradient2::Config::default())),
+            AdaptiveLimit::Vegas(vegas::Vegas::new(vegas::Config::default(), &mut rng)),
+            AdaptiveLimit::EnvoyGradient(envoy_gradient::EnvoyGradient::new(envoy, Nanos::ZERO)),
+        ];
+        // Initial limits: 20, 20, 20 and Envoy's min_concurrency 3.
+        let initial: Vec<u32> = limits.iter().map(AdaptiveLimit::limit).collect();
+        assert_eq!(initial, [20, 20, 20, 3]);
+        for l in &mut limits {
+            l.advance(Nanos::from_millis(1));
+            // A drop: AIMD backs off to (int) (20 · 0.9) = 18 → min 20;
+            // Vegas takes its first RTT as r₀; Gradient2 is app-limited.
+            l.on_sample(
+                Nanos::from_millis(1),
+                Nanos::from_millis(1),
+                0,
+                true,
+                &mut rng,
+            );
+            // A zero RTT is discarded by Vegas, taken by the others.
+            l.on_sample(Nanos::from_millis(1), Nanos::ZERO, 0, false, &mut rng);
+        }
+        let after: Vec<u32> = limits.iter().map(AdaptiveLimit::limit).collect();
+        assert_eq!(after, [20, 20, 20, 3]);
+    }
 
     #[test]
     fn java_min_and_max_propagate_nan_where_rust_min_and_max_do_not() {
