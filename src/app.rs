@@ -21,6 +21,7 @@ use crate::progress::Progress;
 use crate::report;
 use crate::report::agreement;
 use crate::run::{run_scenario, RunOptions};
+use crate::rundir::invocation::Invocation;
 use crate::scenario::text::ScenarioFile;
 use crate::scenario::traffic::retry::POLICIES;
 use crate::scenario::traffic::PATTERNS;
@@ -99,15 +100,20 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
 /// The scenario `arg` with `sets` applied, and its `[sweep]` table checked
 /// as `ratesim sweep` would (what `run` and `validate` read).
 fn load(arg: &str, sets: &[Override]) -> Result<Scenario, InputError> {
+    Ok(load_file(arg, sets)?.1)
+}
+
+/// [`load`], with the scenario's file as read.
+fn load_file(arg: &str, sets: &[Override]) -> Result<(ScenarioFile, Scenario), InputError> {
     let file = ScenarioFile::read(arg)?;
     let scenario = file.with(sets)?;
     crate::sweep::check_table(&file, sets, &scenario)?;
-    Ok(scenario)
+    Ok((file, scenario))
 }
 
 fn run_command(args: RunArgs) -> anyhow::Result<()> {
     let sets = crate::overrides::parse_all(&args.set, "--set")?;
-    let mut scenario = load(&args.scenario, &sets)?;
+    let (file, mut scenario) = load_file(&args.scenario, &sets)?;
     if !args.quiet && !scenario.reads_default_limit {
         if let Some(o) = sets.iter().find(|o| o.path == "defaults.limit") {
             let _ = writeln!(
@@ -127,7 +133,9 @@ fn run_command(args: RunArgs) -> anyhow::Result<()> {
     let options = RunOptions {
         decisions: args.decisions || scenario.output.decisions,
         plots: !args.no_plots,
+        html: !args.no_html,
         no_budget: args.no_budget,
+        invocation: Some(Invocation::of_process(file.text)),
     };
     if !args.quiet {
         let estimate = Estimate::of_run(&scenario, options.decisions);
@@ -159,20 +167,22 @@ fn run_command(args: RunArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `ratesim plot RUN_DIR`: redraws the charts and `summary.md` from the
-/// run directory's files, without simulating anything.
+/// `ratesim plot RUN_DIR`: redraws the charts, `summary.md` and
+/// `report.html` from the run directory's files, without simulating
+/// anything.
 fn plot(dir: &Path, quiet: bool) -> anyhow::Result<()> {
-    let (data, written) = report::render::render_dir(dir, true)?;
+    let (data, written) = report::render::render_dir(dir, true, true)?;
     if !quiet {
         let mut out = io::stdout().lock();
         let names: Vec<&str> = written.iter().map(|c| c.file).collect();
         writeln!(
             out,
-            "{} charts in {}: {}, and {}",
+            "{} charts in {}: {}, {} and {}",
             data.name,
             dir.display(),
             names.join(", "),
-            report::markdown::FILE
+            report::markdown::FILE,
+            report::html::run::FILE
         )?;
     }
     Ok(())

@@ -23,7 +23,7 @@ pub struct Cli {
 pub enum Command {
     /// Run a scenario and write its results to a run directory
     #[command(
-        after_help = "Examples:\n  ratesim run boundary\n  ratesim run steady.toml --seed 42 --out /tmp/steady   (after `ratesim init steady`)\n  ratesim run poisson --decisions --quiet\n  ratesim run boundary --format json | jq '.limiters[].peak_in_window'\n\nSCENARIO is a path to a .toml file or the name of a built-in scenario (see `ratesim list`).\nThe run directory gets summary.csv, summary.json, timeseries.csv, summary.md, the PNG charts\n(timeline, peak, outcomes, state; delay when something was delayed; clients when clients retried\nor shared a key; deployment when a limiter is deployed) and, with --decisions, decisions.csv.\nA progress bar shows on stderr for runs longer than a second (a progress line every 5 s when\nstderr is not a terminal), unless --quiet. An existing DIR is replaced only if it is empty or\na run directory holding nothing ratesim did not write, and never when it holds the scenario\nor a file the scenario reads: no flag deletes or overwrites a file ratesim did not write.\n\nPaths: a trace's `path` is relative to the scenario file (so a scenario and its trace move\ntogether); `[output] dir` and --out are relative to the current directory, like every path\ngiven on the command line (so results land where you run ratesim).\n\nratesim refuses a run of more than 10^10 decisions, or of more memory than the machine has\navailable (see `ratesim validate`), unless --no-budget."
+        after_help = "Examples:\n  ratesim run boundary\n  ratesim run steady.toml --seed 42 --out /tmp/steady   (after `ratesim init steady`)\n  ratesim run poisson --decisions --quiet\n  ratesim run boundary --format json | jq '.limiters[].peak_in_window'\n\nSCENARIO is a path to a .toml file or the name of a built-in scenario (see `ratesim list`).\nThe run directory gets summary.csv, summary.json, timeseries.csv, summary.md, the PNG charts\n(timeline, peak, outcomes, state; delay when something was delayed; clients when clients retried\nor shared a key; deployment when a limiter is deployed), report.html (one self-contained page\nof all of it, unless --no-html), run.json (the command line and the scenario's text) and,\nwith --decisions, decisions.csv.\nA progress bar shows on stderr for runs longer than a second (a progress line every 5 s when\nstderr is not a terminal), unless --quiet. An existing DIR is replaced only if it is empty or\na run directory holding nothing ratesim did not write, and never when it holds the scenario\nor a file the scenario reads: no flag deletes or overwrites a file ratesim did not write.\n\nPaths: a trace's `path` is relative to the scenario file (so a scenario and its trace move\ntogether); `[output] dir` and --out are relative to the current directory, like every path\ngiven on the command line (so results land where you run ratesim).\n\nratesim refuses a run of more than 10^10 decisions, or of more memory than the machine has\navailable (see `ratesim validate`), unless --no-budget."
     )]
     Run(RunArgs),
     /// Check a scenario file without running it
@@ -206,6 +206,9 @@ pub struct RunArgs {
     /// Do not draw the PNG charts (`ratesim plot` can draw them later)
     #[arg(long)]
     pub no_plots: bool,
+    /// Do not write report.html (`ratesim plot` writes it later)
+    #[arg(long)]
+    pub no_html: bool,
     /// Run past the work budget (10^10 decisions) and the machine's
     /// available memory (see `ratesim validate`)
     #[arg(long)]

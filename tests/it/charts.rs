@@ -133,8 +133,15 @@ fn copy_data(from: &Path, to: &Path) {
     for f in ["summary.json", "summary.csv", "timeseries.csv"] {
         fs::copy(from.join(f), to.join(f)).unwrap();
     }
-    // summary.md reads these too (who would be limited, the agreement).
-    for f in ["top_keys.csv", "agreement.csv", "disagreements.csv"] {
+    // summary.md reads these too (who would be limited, the agreement),
+    // and report.html the sources and how the run was asked for.
+    for f in [
+        "top_keys.csv",
+        "agreement.csv",
+        "disagreements.csv",
+        "sources.csv",
+        "run.json",
+    ] {
         if from.join(f).is_file() {
             fs::copy(from.join(f), to.join(f)).unwrap();
         }
@@ -230,6 +237,10 @@ fn assert_plot_reproduces(name: &str, dir: &Path, copy: &Path) {
         }
     }
     assert_same_bytes(&dir.join("summary.md"), &copy.join("summary.md"));
+    assert_same_bytes(&dir.join("report.html"), &copy.join("report.html"));
+    let page = fs::read_to_string(copy.join("report.html")).unwrap();
+    crate::report::assert_self_contained(&page);
+    crate::report::assert_every_png_inline(copy, &page);
 }
 
 /// One test for all shipped scenarios (in parallel), so each is simulated

@@ -18,6 +18,7 @@ mod onboard;
 mod properties;
 mod readme;
 mod redis_scripts;
+mod report;
 mod robust;
 mod robust_traffic;
 mod scenario_claims;

@@ -4,14 +4,15 @@
 //! per-limiter results. Each exporter takes a `&Report` and writes one
 //! format: [`csv`] (`summary.csv`, `timeseries.csv`, the decision log),
 //! [`json`] (`summary.json`), [`table`] (the terminal). [`markdown`]
-//! (`summary.md`) and [`charts`] (the PNGs) read the written run directory
-//! back, so `ratesim plot` can redraw them from it alone; [`render`] draws
-//! both into a run directory.
+//! (`summary.md`), [`html`] (`report.html`) and [`charts`] (the PNGs)
+//! read the written run directory back, so `ratesim plot` can redraw them
+//! from it alone; [`render`] draws them into a run directory.
 
 pub mod agreement;
 pub mod charts;
 pub mod csv;
 pub mod format;
+pub mod html;
 pub mod json;
 pub mod markdown;
 pub mod notes;

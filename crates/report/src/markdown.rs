@@ -20,24 +20,7 @@ pub fn render(
     dir: &Path,
     drawn: Option<&[&'static charts::Chart]>,
 ) -> anyhow::Result<String> {
-    let mut images: Vec<(String, Option<String>)> = charts::CHARTS
-        .iter()
-        .filter(|c| match drawn {
-            Some(drawn) => drawn.iter().any(|d| d.file == c.file),
-            None => dir.join(c.file).is_file(),
-        })
-        .map(|c| (c.file.to_string(), Some((c.caption)(data))))
-        .collect();
-    let mut others: Vec<String> = fs::read_dir(dir)?
-        .filter_map(|e| e.ok())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".png") && charts::chart(n).is_none())
-        .collect();
-    others.sort();
-    images.extend(others.into_iter().map(|n| {
-        let about = (n == charts::zoom::FILE).then(|| charts::zoom::ABOUT.to_string());
-        (n, about)
-    }));
+    let images = images(data, dir, drawn)?;
     Ok(super::top_keys::with_sections(document(data, &images), dir))
 }
 
@@ -53,26 +36,8 @@ pub fn document(data: &RunData, images: &[(String, Option<String>)]) -> String {
         };
         md.push_str(&format!("{description}{stop}\n\n"));
     }
-    let window = style::duration(data.window_ns);
-    let policy = match data.shared_limit() {
-        Some(limit) => format!("**{limit} per {window}**"),
-        None => {
-            let limits = data.limiters.iter().map(|l| l.limit);
-            format!(
-                "**each limiter's own limit per {window}** ({}–{})",
-                limits.clone().min().unwrap_or(0),
-                limits.max().unwrap_or(0)
-            )
-        }
-    };
-    md.push_str(&format!(
-        "Policy: {policy} · {} limiter{} · {} simulated · seed {} · time-series resolution {}\n\n",
-        data.limiters.len(),
-        if data.limiters.len() == 1 { "" } else { "s" },
-        style::duration(data.duration_ns),
-        data.seed,
-        style::duration(data.resolution_ns),
-    ));
+    let (policy, range, rest) = policy(data);
+    md.push_str(&format!("Policy: **{policy}**{range} · {rest}\n\n"));
     let gave_up = data
         .limiters
         .iter()
@@ -168,13 +133,79 @@ pub fn document(data: &RunData, images: &[(String, Option<String>)]) -> String {
             let stem = file.trim_end_matches(".png");
             md.push_str(&format!("\n### {stem}\n\n"));
             if let Some(about) = about {
-                let stop = if about.ends_with('.') { "" } else { "." };
-                md.push_str(&format!("{}{stop}\n\n", capitalise(about)));
+                md.push_str(&format!("{}\n\n", sentence(about)));
             }
             md.push_str(&format!("![{} — {stem}]({file})\n", escape(&data.name)));
         }
     }
     md
+}
+
+/// The run's policy as `summary.md` states it, in three parts: the limit
+/// (bold there), the range of the limiters' own limits when they differ
+/// (` (a–b)`, else empty), and the rest (limiters, duration, seed,
+/// resolution).
+pub fn policy(data: &RunData) -> (String, String, String) {
+    let window = style::duration(data.window_ns);
+    let (policy, range) = match data.shared_limit() {
+        Some(limit) => (format!("{limit} per {window}"), String::new()),
+        None => {
+            let limits = data.limiters.iter().map(|l| l.limit);
+            (
+                format!("each limiter's own limit per {window}"),
+                format!(
+                    " ({}–{})",
+                    limits.clone().min().unwrap_or(0),
+                    limits.max().unwrap_or(0)
+                ),
+            )
+        }
+    };
+    let rest = format!(
+        "{} limiter{} · {} simulated · seed {} · time-series resolution {}",
+        data.limiters.len(),
+        if data.limiters.len() == 1 { "" } else { "s" },
+        style::duration(data.duration_ns),
+        data.seed,
+        style::duration(data.resolution_ns),
+    );
+    (policy, range, rest)
+}
+
+/// The images of the run in `dir`, each with what it shows: the
+/// registered charts `drawn` (or, when `None`, those present in `dir`),
+/// in their order, then any other PNG in `dir` (such as `ratesim
+/// explain`'s close-ups) by name.
+pub fn images(
+    data: &RunData,
+    dir: &Path,
+    drawn: Option<&[&'static charts::Chart]>,
+) -> anyhow::Result<Vec<(String, Option<String>)>> {
+    let mut images: Vec<(String, Option<String>)> = charts::CHARTS
+        .iter()
+        .filter(|c| match drawn {
+            Some(drawn) => drawn.iter().any(|d| d.file == c.file),
+            None => dir.join(c.file).is_file(),
+        })
+        .map(|c| (c.file.to_string(), Some((c.caption)(data))))
+        .collect();
+    let mut others: Vec<String> = fs::read_dir(dir)?
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".png") && charts::chart(n).is_none())
+        .collect();
+    others.sort();
+    images.extend(others.into_iter().map(|n| {
+        let about = (n == charts::zoom::FILE).then(|| charts::zoom::ABOUT.to_string());
+        (n, about)
+    }));
+    Ok(images)
+}
+
+/// A chart's caption as a sentence: capitalised, ending with a stop.
+pub fn sentence(about: &str) -> String {
+    let stop = if about.ends_with('.') { "" } else { "." };
+    format!("{}{stop}", capitalise(about))
 }
 
 /// Table cells and titles: a `|` would end the cell.

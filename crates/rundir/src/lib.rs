@@ -11,6 +11,7 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod invocation;
 pub mod summary;
 
 /// The file that makes a directory a ratesim run or sweep directory (its
@@ -33,6 +34,12 @@ pub const AGREEMENT_CSV: &str = "agreement.csv";
 pub const DISAGREEMENTS_CSV: &str = "disagreements.csv";
 /// The report to read: the table, the charts, the notes.
 pub const SUMMARY_MD: &str = "summary.md";
+/// The same report as one self-contained page to share: every table, every
+/// chart inline, the scenario text and the command line.
+pub const REPORT_HTML: &str = "report.html";
+/// How the run was asked for: the command line and the scenario's text
+/// ([`invocation::Invocation`]).
+pub const RUN_JSON: &str = "run.json";
 
 /// The charts of a run directory, drawn from its files.
 pub const TIMELINE_PNG: &str = "timeline.png";
@@ -69,6 +76,8 @@ pub const RUN_FILES: &[&str] = &[
     AGREEMENT_CSV,
     DISAGREEMENTS_CSV,
     SUMMARY_MD,
+    REPORT_HTML,
+    RUN_JSON,
 ];
 
 /// Every chart of a run directory.
