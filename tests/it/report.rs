@@ -210,3 +210,59 @@ fn the_report_escapes_what_the_scenario_says() {
         "only the sorting script"
     );
 }
+
+#[test]
+fn a_sweeps_report_holds_its_charts_its_recommendation_and_sweep_csv() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("sweep");
+    for axes in [
+        &["--vary", "defaults.limit=5,10,20"][..],
+        &[
+            "--vary",
+            "defaults.limit=5,10",
+            "--vary",
+            "traffic[0].clients=2,4",
+        ],
+    ] {
+        let _ = fs::remove_dir_all(&dir);
+        let out = ratesim()
+            .args(["sweep", "poisson"])
+            .args(axes)
+            .args([
+                "--require",
+                "rejected_share<=0.5",
+                "--minimize",
+                "defaults.limit",
+                "--quiet",
+                "--out",
+            ])
+            .arg(&dir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let page = read_text(&dir.join("report.html"));
+        assert_self_contained(&page);
+        let charts = assert_every_png_inline(&dir, &page);
+        assert!(charts >= 1, "{axes:?}: no chart");
+        let (head, rows) = csv_rows(&dir.join("sweep.csv"));
+        assert_eq!(html_table(&page, "sweep"), (head, rows));
+        assert!(page.contains("<section id=\"section-recommendation\">"));
+        let md = read_text(&dir.join("recommendation.md"));
+        let first = md
+            .lines()
+            .find_map(|l| l.strip_prefix("**")?.split("**").next())
+            .unwrap();
+        assert!(
+            page.contains(&ratesim::report::html::escape(first)),
+            "{first}"
+        );
+        assert!(
+            page.contains("Its neighbours on the grid")
+                == md.contains("Its neighbours on the grid")
+        );
+    }
+}

@@ -8,6 +8,7 @@
 //! text from a file is escaped ([`escape`]) and nothing depends on the
 //! time it was written, so the same files give the same bytes.
 
+pub mod markdown;
 pub mod run;
 
 use std::fmt::Write as _;
