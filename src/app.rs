@@ -10,7 +10,7 @@ use std::path::Path;
 
 use crate::builtin;
 use crate::cli::{
-    Cli, Command, ExplainArgs, ExportCommand, ExportRedisArgs, OutputFormat, RunArgs,
+    Cli, Command, DiffArgs, ExplainArgs, ExportCommand, ExportRedisArgs, OutputFormat, RunArgs,
 };
 use crate::error::InputError;
 use crate::estimate::Estimate;
@@ -63,6 +63,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Plot { run_dir, quiet } => plot(&run_dir, quiet),
         Command::Explain(args) => explain_command(args),
         Command::Show { name } => crate::onboard::show(&name),
+        Command::Diff(args) => diff(args),
         Command::Export(ExportCommand::Redis(args)) => export_redis(args),
         Command::Export(ExportCommand::Nginx(args)) => {
             let s = load(&args.scenario, &[])?;
@@ -185,6 +186,27 @@ fn plot(dir: &Path, quiet: bool) -> anyhow::Result<()> {
             report::html::run::FILE
         )?;
     }
+    Ok(())
+}
+
+/// `ratesim diff A B [--out DIR]`: the comparison on stdout, and with
+/// `--out` as `DIR/diff.html`, written as a run directory is (all or
+/// nothing, never over a file ratesim did not write, nor over A or B).
+fn diff(args: DiffArgs) -> anyhow::Result<()> {
+    let d = crate::diff::Diff::of(&args.a, &args.b)?;
+    if let Some(out) = &args.out {
+        let staging = crate::staging::Staging::new(out, &[args.a.clone(), args.b.clone()])?;
+        let path = staging.path().join(crate::diff::page::FILE);
+        fs::write(&path, crate::diff::page::render(&d))
+            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+        staging.commit("diff")?;
+    }
+    let mut out = io::stdout().lock();
+    out.write_all(d.render().as_bytes())?;
+    if let Some(dir) = &args.out {
+        writeln!(out, "\n{} in {}", crate::diff::page::FILE, dir.display())?;
+    }
+    out.flush()?;
     Ok(())
 }
 

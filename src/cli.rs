@@ -61,6 +61,11 @@ pub enum Command {
         /// A built-in scenario name
         name: String,
     },
+    /// Compare two run directories limiter by limiter
+    #[command(
+        after_help = "Examples:\n  ratesim run boundary --out a && ratesim run boundary --set defaults.limit=50 --out b\n  ratesim diff a b\n  ratesim diff a b --out a-vs-b        also writes a-vs-b/diff.html\n\nLimiters are matched by name. Prints every column of summary.csv that differs for a limiter in\nboth (limiter, column, A, B, change = B - A and its ratio to A), after the scenario's fields that\ndiffer (limiter \"(scenario)\"), then the limiters only one run has. Exit status 0 whatever\ndiffers; 2 when A or B is not a run directory. With --out, DIR gets diff.html (the same table\nand the two runs' charts side by side); DIR is replaced only when it is empty or holds nothing\nbut ratesim's files, and never when it is or holds A or B."
+    )]
+    Diff(DiffArgs),
     /// Write a built-in scenario to a file to edit, with any trace it reads
     #[command(
         after_help = "Examples:\n  ratesim init boundary                writes boundary.toml\n  ratesim init trace replay/t.toml     writes replay/t.toml and replay/traces/sample.csv\n  ratesim init steady experiments/     writes experiments/steady.toml\n\nFILE defaults to NAME.toml in the current directory; when it is a directory (existing, or\nending in /) the scenario goes inside it as NAME.toml. Files the scenario reads are written at their path\nrelative to FILE, so it runs unchanged: `ratesim run FILE` from any directory. Nothing is\nwritten when any of the files exists (exit status 2 naming the file); --force overwrites a\nfile only where it holds exactly what `ratesim init` writes, never a file you edited or wrote."
@@ -157,6 +162,17 @@ pub struct ExportRedisArgs {
     /// Write every script into DIR as ALGORITHM.lua instead
     #[arg(long, value_name = "DIR")]
     pub all: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct DiffArgs {
+    /// The first run directory
+    pub a: PathBuf,
+    /// The second run directory
+    pub b: PathBuf,
+    /// Also write DIR/diff.html
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]

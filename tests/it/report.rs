@@ -266,3 +266,156 @@ fn a_sweeps_report_holds_its_charts_its_recommendation_and_sweep_csv() {
         );
     }
 }
+
+/// `ratesim diff` with `args`: its exit status and stdout.
+fn diff(args: &[&Path]) -> (i32, String, String) {
+    let out = ratesim().arg("diff").args(args).output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The cells of each line of `ratesim diff`'s table (split on runs of
+/// two spaces or more).
+fn diff_rows(stdout: &str) -> Vec<Vec<String>> {
+    stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("limiter "))
+        .skip(1)
+        .take_while(|l| !l.is_empty() && !l.starts_with("only in"))
+        .map(|l| {
+            l.split("  ")
+                .map(str::trim)
+                .filter(|c| !c.is_empty())
+                .map(str::to_string)
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn diff_of_two_runs_of_one_command_finds_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+    run_into(&a, &["boundary"]);
+    run_into(&b, &["boundary"]);
+    let (code, stdout, _) = diff(&[&a, &b]);
+    assert_eq!(code, 0);
+    assert!(
+        stdout.contains("7 limiters in both; no value of summary.csv or the scenario differs"),
+        "{stdout}"
+    );
+    assert!(diff_rows(&stdout).is_empty(), "{stdout}");
+    assert!(!stdout.contains("only in"), "{stdout}");
+}
+
+#[test]
+fn diff_lists_the_changed_scenario_fields_first_then_each_changed_column() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b, out) = (
+        tmp.path().join("a"),
+        tmp.path().join("b"),
+        tmp.path().join("a-vs-b"),
+    );
+    run_into(&a, &["boundary"]);
+    run_into(&b, &["boundary", "--set", "defaults.limit=50"]);
+    let (code, stdout, stderr) = diff(&[&a, &b, Path::new("--out"), &out]);
+    assert_eq!(code, 0, "{stderr}");
+    let rows = diff_rows(&stdout);
+    let first_limiter = rows.iter().position(|r| r[0] != "(scenario)").unwrap();
+    assert!(first_limiter > 0, "{stdout}");
+    assert!(rows[first_limiter..].iter().all(|r| r[0] != "(scenario)"));
+    assert!(
+        rows.contains(&vec![
+            "(scenario)".to_string(),
+            "defaults.limit".into(),
+            "100".into(),
+            "50".into(),
+            "-50 (-50.0%)".into()
+        ]),
+        "{stdout}"
+    );
+    // Every row is what the two summary.csv files say, and every differing
+    // cell of theirs is a row.
+    let (head, ra) = csv_rows(&a.join("summary.csv"));
+    let (_, rb) = csv_rows(&b.join("summary.csv"));
+    let mut expected = Vec::new();
+    for (x, y) in ra.iter().zip(&rb) {
+        assert_eq!(x[0], y[0], "the same limiters in the same order");
+        for (i, h) in head.iter().enumerate() {
+            if x[i] != y[i] {
+                expected.push((x[0].clone(), h.clone(), x[i].clone(), y[i].clone()));
+            }
+        }
+    }
+    let got: Vec<(String, String, String, String)> = rows[first_limiter..]
+        .iter()
+        .map(|r| (r[0].clone(), r[1].clone(), r[2].clone(), r[3].clone()))
+        .collect();
+    assert_eq!(got, expected);
+    assert!(got.contains(&(
+        "fixed_window".into(),
+        "peak_in_window".into(),
+        "200".into(),
+        "100".into()
+    )));
+
+    // diff.html: the same rows, both runs' charts, nothing fetched.
+    let page = read_text(&out.join("diff.html"));
+    assert_self_contained(&page);
+    let (h, html_rows) = html_table(&page, "diff");
+    assert_eq!(h, ["limiter", "column", "A", "B", "change"]);
+    assert_eq!(html_rows.len(), rows.len());
+    assert_eq!(html_rows[0][..4], rows[0][..4]);
+    assert_every_png_inline(&a, &page);
+    assert_every_png_inline(&b, &page);
+
+    // --out follows run's rules: its own directory is replaced, a file
+    // ratesim did not write is never touched, and A or B is never a target.
+    let (code, _, stderr) = diff(&[&a, &b, Path::new("--out"), &out]);
+    assert_eq!(code, 0, "{stderr}");
+    fs::write(out.join("notes.txt"), "mine").unwrap();
+    let (code, _, stderr) = diff(&[&a, &b, Path::new("--out"), &out]);
+    assert_eq!(code, 2, "{stderr}");
+    assert_eq!(read_text(&out.join("notes.txt")), "mine");
+    let (code, _, stderr) = diff(&[&a, &b, Path::new("--out"), &a]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("which this run reads"), "{stderr}");
+    assert!(a.join("summary.csv").is_file());
+}
+
+#[test]
+fn diff_names_the_limiters_one_run_has_and_refuses_what_is_not_a_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let one = tmp.path().join("one.toml");
+    fs::write(&one, crate::common::BASE).unwrap();
+    let two = tmp.path().join("two.toml");
+    fs::write(
+        &two,
+        format!(
+            "{}\n[[limiter]]\nalgorithm = \"gcra\"\n",
+            crate::common::BASE
+        ),
+    )
+    .unwrap();
+    let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+    run_into(&a, &[one.to_str().unwrap(), "--no-plots"]);
+    run_into(&b, &[two.to_str().unwrap(), "--no-plots"]);
+    let (code, stdout, _) = diff(&[&a, &b]);
+    assert_eq!(code, 0);
+    assert!(stdout.contains("1 limiter in both"), "{stdout}");
+    assert!(stdout.contains("only in B: gcra"), "{stdout}");
+    assert!(!stdout.contains("only in A"), "{stdout}");
+    let (_, stdout, _) = diff(&[&b, &a]);
+    assert!(stdout.contains("only in A: gcra"), "{stdout}");
+
+    for bad in [tmp.path().join("nowhere"), tmp.path().to_path_buf()] {
+        let (code, stdout, stderr) = diff(&[&a, &bad]);
+        assert_eq!(code, 2, "{stderr}");
+        assert!(stdout.is_empty());
+        assert!(stderr.contains(&bad.display().to_string()), "{stderr}");
+        assert!(stderr.contains("run director"), "{stderr}");
+    }
+}

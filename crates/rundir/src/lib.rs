@@ -61,6 +61,9 @@ pub const RECOMMENDATION_MD: &str = "recommendation.md";
 /// A sweep's scenario at each limiter's recommended point.
 pub const RECOMMENDED_TOML: &str = "recommended.toml";
 
+/// `ratesim diff A B --out DIR`: the two runs compared, in one page.
+pub const DIFF_HTML: &str = "diff.html";
+
 /// One row per limiter and source it sees (docs/semantics.md §3).
 pub const SOURCES_CSV: &str = "sources.csv";
 
@@ -250,6 +253,7 @@ pub fn is_own_file(name: &str) -> bool {
     RUN_FILES.contains(&name)
         || RUN_CHARTS.contains(&name)
         || SWEEP_FILES.contains(&name)
+        || name == DIFF_HTML
         || (name.starts_with("sweep-") && name.ends_with(".png"))
 }
 
@@ -259,7 +263,12 @@ mod tests {
 
     #[test]
     fn every_named_file_is_ratesims_and_nothing_else_is() {
-        for f in RUN_FILES.iter().chain(RUN_CHARTS).chain(SWEEP_FILES) {
+        for f in RUN_FILES
+            .iter()
+            .chain(RUN_CHARTS)
+            .chain(SWEEP_FILES)
+            .chain([&DIFF_HTML])
+        {
             assert!(is_own_file(f), "{f}");
         }
         assert!(is_own_file(&sweep_line_png("rejected_share")));
