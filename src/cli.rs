@@ -37,9 +37,9 @@ pub enum Command {
     /// List built-in scenarios, algorithms and traffic patterns
     #[command(after_help = "Examples:\n  ratesim list\n  ratesim list | grep bucket")]
     List,
-    /// Re-render the charts and summary.md of a run directory, without re-simulating
+    /// Re-render the charts, summary.md and report.html of a run directory, without re-simulating
     #[command(
-        after_help = "Examples:\n  ratesim plot output/boundary\n  ratesim run poisson --no-plots --quiet && ratesim plot output/poisson\n\nReads RUN_DIR/summary.json and RUN_DIR/timeseries.csv and writes the same PNG files\n`ratesim run` writes, byte for byte."
+        after_help = "Examples:\n  ratesim plot output/boundary\n  ratesim run poisson --no-plots --quiet && ratesim plot output/poisson\n\nReads RUN_DIR/summary.json and RUN_DIR/timeseries.csv and writes the same PNG files\n`ratesim run` writes, byte for byte; summary.md and report.html too, from the directory's\nother files (report.html also after `run --no-html`)."
     )]
     Plot {
         /// A run directory written by `ratesim run`
