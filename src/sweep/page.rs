@@ -1,7 +1,7 @@
-//! A sweep directory's `report.html`: `summary.md` (what varied, every
-//! heatmap or line chart with its caption), `recommendation.md` (each
-//! limiter's point, its neighbours and what it means per source) and
-//! `sweep.csv` as a sortable table, in one self-contained page drawn
+//! A sweep directory's `report.html`: `summary.md`'s account of what
+//! varied, `recommendation.md` (each limiter's point, its neighbours and
+//! what it means per source), every heatmap or line chart with its
+//! caption (`summary.md`'s), and `sweep.csv` as a sortable table, in one self-contained page drawn
 //! from the directory's files alone (see `ratesim_report::html`).
 
 use std::fmt::Write as _;
@@ -27,12 +27,27 @@ pub fn write(
     recommendation: Option<&str>,
 ) -> anyhow::Result<()> {
     let mut b = format!("<h1>{} — ratesim sweep</h1>\n", escape(&m.scenario));
-    // summary.md's own title is the page's.
+    // summary.md's own title is the page's; the recommendation comes
+    // before the charts, in place of the line that points to its file.
     let body = summary.split_once('\n').map_or("", |(_, rest)| rest);
-    b.push_str(&html::markdown::to_html(body, dir));
+    let (intro, charts) = match body.find("\n![") {
+        Some(i) => body.split_at(i + 1),
+        None => (body, ""),
+    };
+    let intro: String = intro
+        .lines()
+        .filter(|l| !l.starts_with("The recommendation per limiter is in "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    b.push_str(&html::markdown::to_html(&intro, dir));
     if let Some(text) = recommendation {
         b.push_str("<section id=\"section-recommendation\">\n");
         b.push_str(&html::markdown::to_html(text, dir));
+        b.push_str("</section>\n");
+    }
+    if !charts.is_empty() {
+        b.push_str("<section id=\"section-charts\">\n<h2>Charts</h2>\n");
+        b.push_str(&html::markdown::to_html(charts, dir));
         b.push_str("</section>\n");
     }
     b.push_str(&html::csv_section(

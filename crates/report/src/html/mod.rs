@@ -81,8 +81,9 @@ h1{font-size:1.6em}h2{margin-top:2em;border-bottom:1px solid #ddd}
 table{border-collapse:collapse;font-size:.85em}
 th,td{border:1px solid #ccc;padding:.2em .5em;white-space:nowrap}
 th{background:#f3f3f3;text-align:left}
+.scroll td:first-child{position:sticky;left:0;background:#fff}
+.scroll th:first-child{position:sticky;left:0}
 td.n{text-align:right;font-variant-numeric:tabular-nums}
-tr.differs td{background:#fff6d6}
 table.sortable th{cursor:pointer}
 table.sortable th[aria-sort=ascending]::after{content:' \\25B2'}
 table.sortable th[aria-sort=descending]::after{content:' \\25BC'}
