@@ -38,28 +38,7 @@ pub fn document(data: &RunData, images: &[(String, Option<String>)]) -> String {
     }
     let (policy, range, rest) = policy(data);
     md.push_str(&format!("Policy: **{policy}**{range} · {rest}\n\n"));
-    let gave_up = data
-        .limiters
-        .iter()
-        .any(|l| l.gave_up.is_some_and(|g| g > 0));
-    let mut head = vec![
-        "limiter",
-        "algorithm",
-        "key",
-        "attempts",
-        "admitted",
-        "delayed",
-        "rejected",
-    ];
-    if gave_up {
-        head.push("gave up");
-    }
-    head.extend([
-        "peak / limit",
-        "delay p99",
-        "state B/key (mean / peak)",
-        "keys",
-    ]);
+    let (head, rows) = overview(data);
     md.push_str(&format!("| {} |\n", head.join(" | ")));
     let align: Vec<&str> = head
         .iter()
@@ -67,36 +46,14 @@ pub fn document(data: &RunData, images: &[(String, Option<String>)]) -> String {
         .map(|(i, _)| if i < 3 { "---" } else { "--:" })
         .collect();
     md.push_str(&format!("|{}|\n", align.join("|")));
-    for l in &data.limiters {
-        let mut row = vec![
-            escape(&l.name),
-            escape(&l.algorithm),
-            escape(&l.key_by),
-            l.attempts.to_string(),
-            l.admitted.to_string(),
-            l.delayed.to_string(),
-            l.rejected.to_string(),
-        ];
-        if gave_up {
-            row.push(l.gave_up.unwrap_or(0).to_string());
+    let peak = head.iter().position(|h| h == "peak / limit");
+    for (l, mut row) in data.limiters.iter().zip(rows) {
+        for cell in &mut row[..3] {
+            *cell = escape(cell);
         }
-        let peak = format!("{} / {}", l.peak_in_window, l.limit);
-        row.push(if l.peak_in_window > l.limit {
-            format!("**{peak}**")
-        } else {
-            peak
-        });
-        row.push(match l.delay_p99_ms {
-            Some(ms) => format!("{} ms", style::millis(ms)),
-            None => "–".into(),
-        });
-        let mean = style::trim(l.state_mean, 2);
-        row.push(if mean == l.state_peak.to_string() {
-            mean
-        } else {
-            format!("{mean} / {}", l.state_peak)
-        });
-        row.push(l.keys.to_string());
+        if let Some(cell) = peak.filter(|_| l.peak_in_window > l.limit) {
+            row[cell] = format!("**{}**", row[cell]);
+        }
         md.push_str(&format!("| {} |\n", row.join(" | ")));
     }
     md.push_str(&format!(
@@ -139,6 +96,66 @@ pub fn document(data: &RunData, images: &[(String, Option<String>)]) -> String {
         }
     }
     md
+}
+
+/// `summary.md`'s table, as text: its header and a row per limiter
+/// (limiter, algorithm, key, the counts, `gave up` when clients gave up,
+/// `peak / limit`, delay p99, state bytes per key, keys).
+pub fn overview(data: &RunData) -> (Vec<String>, Vec<Vec<String>>) {
+    let gave_up = data
+        .limiters
+        .iter()
+        .any(|l| l.gave_up.is_some_and(|g| g > 0));
+    let mut head = vec![
+        "limiter",
+        "algorithm",
+        "key",
+        "attempts",
+        "admitted",
+        "delayed",
+        "rejected",
+    ];
+    if gave_up {
+        head.push("gave up");
+    }
+    head.extend([
+        "peak / limit",
+        "delay p99",
+        "state B/key (mean / peak)",
+        "keys",
+    ]);
+    let rows = data
+        .limiters
+        .iter()
+        .map(|l| {
+            let mut row = vec![
+                l.name.clone(),
+                l.algorithm.clone(),
+                l.key_by.clone(),
+                l.attempts.to_string(),
+                l.admitted.to_string(),
+                l.delayed.to_string(),
+                l.rejected.to_string(),
+            ];
+            if gave_up {
+                row.push(l.gave_up.unwrap_or(0).to_string());
+            }
+            row.push(format!("{} / {}", l.peak_in_window, l.limit));
+            row.push(match l.delay_p99_ms {
+                Some(ms) => format!("{} ms", style::millis(ms)),
+                None => "–".into(),
+            });
+            let mean = style::trim(l.state_mean, 2);
+            row.push(if mean == l.state_peak.to_string() {
+                mean
+            } else {
+                format!("{mean} / {}", l.state_peak)
+            });
+            row.push(l.keys.to_string());
+            row
+        })
+        .collect();
+    (head.into_iter().map(String::from).collect(), rows)
 }
 
 /// The run's policy as `summary.md` states it, in three parts: the limit

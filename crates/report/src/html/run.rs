@@ -80,8 +80,11 @@ pub fn render(data: &RunData, dir: &Path, images: &[Image]) -> String {
     page(&format!("{} — ratesim results", data.name), &b)
 }
 
-/// `summary.csv` as a table, every cell as the file writes it.
+/// `summary.md`'s table, then `summary.csv` as a table, every cell as the
+/// file writes it.
 fn summary_section(data: &RunData, dir: &Path) -> String {
+    let (head, rows) = markdown::overview(data);
+    let overview = table("overview", &head, &rows);
     let Some((head, rows)) = read_csv(&dir.join(SUMMARY_CSV)) else {
         return String::new();
     };
@@ -97,10 +100,15 @@ fn summary_section(data: &RunData, dir: &Path) -> String {
         above.join(", ")
     };
     format!(
-        "<section id=\"section-summary\">\n<h2>Summary</h2>\n<p>One row per limiter, every column of \
-         <code>{SUMMARY_CSV}</code> as written (columns: docs/semantics.md §3). \
-         <code>peak_in_window</code> is the most one key got through within any one window, held \
-         against <code>limit</code>; above it: {}. Click a column's header to sort.</p>\n{}</section>\n",
+        "<section id=\"section-summary\">\n<h2>Summary</h2>\n{overview}<p><code>peak / limit</code>: \
+         the most one key got through within any one window, against {}; above it: {}. Click a \
+         column's header to sort a table.</p>\n<p>Every column of <code>{SUMMARY_CSV}</code>, as \
+         written (docs/semantics.md §3):</p>\n{}</section>\n",
+        if data.shared_limit().is_some() {
+            "the policy's limit"
+        } else {
+            "that limiter's own policy: its own limit, or its own rate × the window, rounded up"
+        },
         escape(&above),
         table("summary", &head, &rows)
     )
