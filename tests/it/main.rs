@@ -3,6 +3,7 @@
 //! `engine_support` those for tests that run the engine in process.
 
 mod accesslog;
+mod backend;
 mod chains;
 mod charts;
 mod cli;

@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::backend::BackendSpec;
 use crate::clock::{Nanos, Rate};
 use crate::deploy::Deployment;
 use crate::limiter::chain::ChainMode;
@@ -59,6 +60,9 @@ pub struct Scenario {
     pub limiters: Vec<LimiterSpec>,
     pub traffic: Vec<Source>,
     pub output: OutputSpec,
+    /// `[backend]`: the servers behind every limiter (docs/semantics.md
+    /// §10); each limiter's run has its own, fed what that limiter passes.
+    pub backend: Option<BackendSpec>,
     pub population: Population,
     /// The scenario file and every file it reads (traces, access logs):
     /// what a run directory may never hold (see the staging of a run directory). Empty

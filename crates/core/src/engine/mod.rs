@@ -20,8 +20,10 @@ mod arrivals;
 mod queue;
 mod shared_store;
 
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
 
+use crate::backend::{Backend, BackendStats};
 use crate::clock::Nanos;
 use crate::deploy::{Deployment, Scope};
 use crate::limiter::chain::Chain;
@@ -63,6 +65,9 @@ pub trait DecisionSink {
 pub struct LimiterRun {
     pub recorder: Recorder,
     pub footprint: Footprint,
+    /// What its backend measured, with a `[backend]` (a chain's members
+    /// have none: their chain's run feeds it).
+    pub backend: Option<BackendStats>,
 }
 
 /// How often (in events) progress is reported.
@@ -250,6 +255,22 @@ struct Run<'a, 's> {
     /// The last moment anything happened: store answers and a shaper's
     /// releases may come after `duration`, and state is held until then.
     last: Nanos,
+    /// With a `[backend]`: the servers behind the limiter, and the passes
+    /// still to enter it (a shaper's releases), by `(time, order)`.
+    backend: Option<Backend>,
+    entering: BinaryHeap<Reverse<(u64, u64, Entering)>>,
+    entered: u64,
+}
+
+/// A pass on its way into the backend: the request (which names its
+/// service draw) and when it arrived at the gateway.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Entering {
+    arrived: u64,
+    traffic: u32,
+    client: u32,
+    request: u64,
+    attempt: u32,
 }
 
 impl<'a, 's> Run<'a, 's> {
@@ -299,6 +320,12 @@ impl<'a, 's> Run<'a, 's> {
             pushed: 0,
             index,
             count: 0,
+            backend: scenario
+                .backend
+                .as_ref()
+                .map(|b| Backend::new(b, scenario.duration)),
+            entering: BinaryHeap::new(),
+            entered: 0,
             last: scenario.duration,
         }
     }
@@ -382,6 +409,7 @@ impl<'a, 's> Run<'a, 's> {
         progress: &(dyn Fn(usize, Nanos, u64) + Sync),
     ) -> anyhow::Result<()> {
         self.recorder.advance(now);
+        self.enter_due(now);
         self.handle(now, event)?;
         self.last = self.last.max(now);
         self.count += 1;
@@ -406,6 +434,7 @@ impl<'a, 's> Run<'a, 's> {
             self.count % PROGRESS_EVERY,
         );
         self.recorder.finish();
+        self.enter_due(Nanos(u64::MAX));
         let last = self.last;
         let mut runs = match self.chain.take() {
             Some(lane) => lane.end(last),
@@ -423,6 +452,7 @@ impl<'a, 's> Run<'a, 's> {
             LimiterRun {
                 footprint,
                 recorder: self.recorder,
+                backend: self.backend.map(|b| b.stats),
             },
         ));
         Ok(runs)
@@ -437,6 +467,28 @@ impl<'a, 's> Run<'a, 's> {
             for &m in &lane.members {
                 progress(m, now, 0);
             }
+        }
+    }
+
+    /// Lets the passes due by `now` into the backend, in time order.
+    fn enter_due(&mut self, now: Nanos) {
+        while let Some(&Reverse((t, _, e))) = self.entering.peek() {
+            if t > now.0 {
+                break;
+            }
+            self.entering.pop();
+            self.enter(Nanos(t), e);
+        }
+    }
+
+    /// A pass enters the backend at `at`, its service drawn from the
+    /// request's own stream.
+    fn enter(&mut self, at: Nanos, e: Entering) {
+        let seed = self.scenario.seed;
+        if let Some(backend) = self.backend.as_mut() {
+            backend.enter(at, Nanos(e.arrived), None, || {
+                event_rng(seed, e.traffic, e.client, e.request, e.attempt, *b"serv")
+            });
         }
     }
 
@@ -562,6 +614,28 @@ impl<'a, 's> Run<'a, 's> {
             a.cost,
             decision,
         );
+        if self.backend.is_some() {
+            let pass_at = match decision {
+                Decision::Admitted => Some(decided_at),
+                Decision::Delayed { delay } => Some(decided_at + delay),
+                Decision::Rejected { .. } => None,
+            };
+            let e = Entering {
+                arrived: a.time.0,
+                traffic: self.traffic_of[job.source as usize],
+                client: a.client,
+                request: job.request,
+                attempt: job.attempt,
+            };
+            match pass_at {
+                Some(at) if at > decided_at => {
+                    self.entering.push(Reverse((at.0, self.entered, e)));
+                    self.entered += 1;
+                }
+                Some(at) => self.enter(at, e),
+                None => {}
+            }
+        }
         if let Some(sink) = self.sink.as_deref_mut() {
             sink.record(&Attempt {
                 arrival: a,
@@ -721,6 +795,7 @@ impl ChainLane {
                     LimiterRun {
                         recorder,
                         footprint: footprint.unwrap_or_default(),
+                        backend: None,
                     },
                 )
             })

@@ -124,7 +124,7 @@ impl Echo for Deployment {
 impl Echo for Scenario {
     /// The scenario as validated, for `summary.json`.
     fn echo(&self) -> Value {
-        json!({
+        let mut v = json!({
             "name": self.name,
             "description": self.description,
             "seed": self.seed,
@@ -175,6 +175,31 @@ impl Echo for Scenario {
                 "resolution": self.output.resolution.to_string(),
                 "resolution_ns": self.output.resolution.0,
             },
-        })
+        });
+        if let Some(b) = &self.backend {
+            v["backend"] = backend_echo(b);
+        }
+        v
     }
+}
+
+/// `[backend]` as validated (docs/semantics.md §10).
+fn backend_echo(b: &ratesim_core::backend::BackendSpec) -> Value {
+    use ratesim_core::backend::Service;
+    let service = match b.service {
+        Service::Exp(mean) => format!("exp({mean})"),
+        Service::Const(d) => format!("const({d})"),
+        Service::Uniform(low, high) => format!("uniform({low}, {high})"),
+        Service::LogNormal(median, sigma) => format!("lognormal({median}, {sigma})"),
+    };
+    json!({
+        "workers": b.workers,
+        "service": service,
+        "queue": b.queue,
+        "slowdown": b.slowdowns.iter().map(|s| json!({
+            "at": s.from.to_string(),
+            "for": Nanos(s.until.0 - s.from.0).to_string(),
+            "factor": crate::clock::decimal_places(s.num as u128, s.den as u128, 6),
+        })).collect::<Vec<_>>(),
+    })
 }

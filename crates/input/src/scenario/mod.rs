@@ -6,6 +6,7 @@
 //! it would have to check again. Every error names the field's path, the value
 //! and what is accepted.
 
+pub mod backend;
 pub mod chains;
 pub mod deployment;
 pub mod echo;
@@ -251,6 +252,10 @@ impl Load for Scenario {
             None => default_output(&defaults, duration),
         };
         check_buckets(&output, duration, "output.resolution")?;
+        let backend = match top.opt_table("backend")? {
+            Some(t) => Some(backend::parse(&mut Fields::new("backend", t))?),
+            None => None,
+        };
         top.finish()?;
 
         let mut inputs = Vec::new();
@@ -275,6 +280,7 @@ impl Load for Scenario {
             limiters,
             traffic,
             output,
+            backend,
             population,
             inputs,
         })
