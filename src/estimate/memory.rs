@@ -448,6 +448,11 @@ pub(super) fn state_size(algorithm: &Algorithm) -> u128 {
             Arithmetic::Nginx => size_of::<Option<leaky_bucket::nginx::Node>>(),
         },
         Algorithm::SmoothBursty(_) => size_of::<smooth_bursty::StoredPermits>(),
+        Algorithm::Quota(_) => size_of::<crate::limiter::quota::Used>(),
+        // A count per key in flight; the backend's waiting room and an
+        // adaptive limit are one state each.
+        Algorithm::Concurrency { .. } => size_of::<u64>(),
+        Algorithm::QueueLength { .. } | Algorithm::Adaptive(_) => 0,
     }) as u128
 }
 

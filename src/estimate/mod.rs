@@ -449,6 +449,10 @@ fn state_bytes_of(algorithm: &Algorithm, keys: u128, attempts: u128) -> u128 {
         Algorithm::SlidingLog(c) => (0, c.limit),
         Algorithm::LeakyBucket(c) => (b::LEAKY_BUCKET, c.queue),
         Algorithm::SmoothBursty(_) => (b::SMOOTH_BURSTY, 0),
+        Algorithm::Quota(_) => (b::QUOTA, 0),
+        Algorithm::Concurrency { .. } => (crate::limiter::feedback::CONCURRENCY_BYTES, 0),
+        Algorithm::QueueLength { .. } => (0, 0),
+        Algorithm::Adaptive(_) => (crate::limiter::feedback::ADAPTIVE_BYTES, 0),
     };
     let entries = keys.saturating_mul(entries_per_key as u128).min(attempts);
     keys.saturating_mul(fixed as u128)

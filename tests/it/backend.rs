@@ -197,3 +197,233 @@ fn a_bad_backend_is_refused_naming_the_field() {
         assert_bad_scenario(&format!("{SCENARIO}{table}"), &[], needles);
     }
 }
+
+/// Every limiter that reads the backend, and a global token bucket, over
+/// 500 requests a second at a backend of 8 × exp(20 ms) (400 a second),
+/// three times slower from 30 s to 40 s.
+const FEEDBACK: &str = r#"name = "fb"
+seed = 5
+duration = "60s"
+
+[defaults]
+limit = 300
+window = "1s"
+
+[[limiter]]
+name = "tb"
+algorithm = "token_bucket"
+key_by = "global"
+
+[[limiter]]
+name = "conc"
+algorithm = "concurrency"
+max_in_flight = 16
+key_by = "global"
+
+[[limiter]]
+name = "per-client"
+algorithm = "concurrency"
+max_in_flight = 1
+
+[[limiter]]
+name = "queue"
+algorithm = "queue_length"
+max_queue = 20
+
+[[limiter]]
+name = "aimd"
+algorithm = "aimd"
+max_limit = 60
+
+[[limiter]]
+name = "gradient2"
+algorithm = "gradient2"
+
+[[limiter]]
+name = "vegas"
+algorithm = "vegas"
+
+[[limiter]]
+name = "envoy"
+algorithm = "envoy_gradient"
+interval = "60s"
+concurrency_update_interval = "100ms"
+
+[[traffic]]
+pattern = "poisson"
+clients = 100
+rate = "5/1s"
+
+[backend]
+workers = 8
+service = "exp(20ms)"
+
+[[backend.slowdown]]
+at = "30s"
+for = "10s"
+factor = 3
+"#;
+
+#[test]
+fn the_feedback_limiters_hold_what_they_promise() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = run(tmp.path(), FEEDBACK);
+    let row = |l: &str| summary_row(&out, l);
+    // At most 16 in flight, so at most 16 inside the backend.
+    assert_eq!(column(&row("conc"), "in_flight_peak"), 16);
+    // Admitted only while fewer than 20 wait: 8 served and 20 waiting.
+    assert!(column(&row("queue"), "in_flight_peak") <= 8 + 20);
+    // An adaptive limit never passes its maximum.
+    assert!(column(&row("aimd"), "in_flight_peak") <= 60);
+    // One request per client at a time: never more inside than clients.
+    assert!(column(&row("per-client"), "in_flight_peak") <= 100);
+    // The global rate limit lets the queue grow through the slowdown;
+    // the concurrency limit keeps the tail short.
+    let p99 = |l: &str| number(&row(l), "latency_p99_ms");
+    assert!(
+        p99("tb") > 10.0 * p99("conc"),
+        "tb {} conc {}",
+        p99("tb"),
+        p99("conc")
+    );
+    // None of them names a retry-after: nothing says when a slot frees.
+    let decisions = read_text(&out.join("decisions.csv"));
+    for line in decisions.lines().skip(1) {
+        let f: Vec<&str> = line.split(',').collect();
+        if f[0] != "tb" && f[5] == "rejected" {
+            assert_eq!(f[7], "", "{line}");
+        }
+    }
+}
+
+#[test]
+fn feedback_limiters_decide_the_same_on_any_number_of_threads() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("fb.toml");
+    fs::write(&path, FEEDBACK).unwrap();
+    let mut outs = Vec::new();
+    for threads in ["1", "2"] {
+        let out = tmp.path().join(format!("t{threads}"));
+        let ok = ratesim()
+            .env("RAYON_NUM_THREADS", threads)
+            .arg("run")
+            .arg(&path)
+            .args(["--decisions", "--quiet", "--no-plots", "--no-html", "--out"])
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(ok.status.success());
+        outs.push(out);
+    }
+    for f in ["decisions.csv", "summary.csv", "timeseries.csv"] {
+        assert_same_file(&outs[0].join(f), &outs[1].join(f));
+    }
+}
+
+#[test]
+fn a_feedback_limiter_is_refused_where_it_cannot_run() {
+    let with = |limiter: &str, rest: &str| {
+        SCENARIO.replace(
+            "[[limiter]]\nname = \"lb\"\nalgorithm = \"leaky_bucket\"\n",
+            &format!("[[limiter]]\nname = \"x\"\n{limiter}\n{rest}"),
+        )
+    };
+    // No backend to read.
+    assert_bad_scenario(
+        &with("algorithm = \"concurrency\"\nmax_in_flight = 4", ""),
+        &[],
+        &["limiter[1].algorithm", "concurrency", "[backend]"],
+    );
+    // A shared store cannot count one instance's requests in flight.
+    assert_bad_scenario(
+        &with(
+            "algorithm = \"aimd\"\n[limiter.deployment]\ninstances = 2\nscope = \"global\"",
+            BACKEND,
+        ),
+        &[],
+        &["limiter[1].algorithm", "aimd", "local"],
+    );
+    // An adaptive limit is the backend's, not a key's.
+    assert_bad_scenario(
+        &with("algorithm = \"vegas\"\nkey_by = \"client\"", BACKEND),
+        &[],
+        &["limiter[1].key_by", "vegas", "global"],
+    );
+    // Envoy's intervals have no default.
+    assert_bad_scenario(
+        &with(
+            "algorithm = \"envoy_gradient\"\ninterval = \"60s\"",
+            BACKEND,
+        ),
+        &[],
+        &["concurrency_update_interval"],
+    );
+    assert_bad_scenario(
+        &with("algorithm = \"concurrency\"", BACKEND),
+        &[],
+        &["max_in_flight"],
+    );
+    // No Redis script for them.
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("s.toml");
+    fs::write(&path, with("algorithm = \"vegas\"", BACKEND)).unwrap();
+    assert_input_error(
+        ratesim()
+            .args(["export", "redis"])
+            .arg(&path)
+            .args(["--limiter", "x"]),
+        &["vegas", "no Redis script"],
+    );
+}
+
+#[test]
+fn a_daily_quota_resets_at_the_epochs_local_midnight() {
+    // t = 0 is 18:00 in India (+05:30): the day ends 6 h in. Two a day.
+    let scenario = r#"name = "q"
+duration = "8h"
+
+[defaults]
+limit = 2
+window = "1s"
+
+[[limiter]]
+algorithm = "quota"
+period = "day"
+epoch = "2026-03-02T18:00:00+05:30"
+
+[[traffic]]
+pattern = "trace"
+path = "trace.csv"
+"#;
+    let trace = "time,client\n0,a\n3600,a\n7200,a\n21599.999999999,a\n21600,a\n21601,a\n21602,a\n";
+    let tmp = tempfile::tempdir().unwrap();
+    fs::write(tmp.path().join("trace.csv"), trace).unwrap();
+    let out = run(tmp.path(), scenario);
+    let decisions = read_text(&out.join("decisions.csv"));
+    let outcomes: Vec<(String, String)> = decisions
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            (f[5].to_string(), f[7].to_string())
+        })
+        .collect();
+    let h = 3_600_000_000_000u64;
+    let want = [
+        ("admitted", String::new()),
+        ("admitted", String::new()),
+        // Until the local midnight, 4 h away.
+        ("rejected", (4 * h).to_string()),
+        ("rejected", "1".to_string()),
+        ("admitted", String::new()),
+        ("admitted", String::new()),
+        // The next day ends 24 h after the first.
+        ("rejected", (24 * h - 2_000_000_000).to_string()),
+    ];
+    let got: Vec<(&str, &str)> = outcomes
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    let want: Vec<(&str, &str)> = want.iter().map(|(a, b)| (*a, b.as_str())).collect();
+    assert_eq!(got, want);
+}

@@ -24,23 +24,17 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::clock::{Nanos, MAX_NANOS};
 use crate::metrics::DelayHistogram;
+pub use crate::scenario::{BackendSpec, Service, Slowdown};
 
-/// How long a service takes, before any slowdown.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Service {
-    /// Exponential with this mean.
-    Exp(Nanos),
-    Const(Nanos),
-    /// Uniform over `[low, high]`, in whole ns.
-    Uniform(Nanos, Nanos),
-    /// Log-normal with this median and `sigma` (of the underlying normal).
-    LogNormal(Nanos, f64),
+/// Drawing a service time.
+pub trait Draw {
+    fn draw(&self, rng: &mut ChaCha8Rng) -> Nanos;
 }
 
-impl Service {
+impl Draw for Service {
     /// A draw from `rng`. Floating point only through the pure-Rust
     /// `libm`, so a draw is the same on every machine.
-    pub fn draw(&self, rng: &mut ChaCha8Rng) -> Nanos {
+    fn draw(&self, rng: &mut ChaCha8Rng) -> Nanos {
         let unit = |r: &mut ChaCha8Rng| ((r.next_u64() >> 11) + 1) as f64 / (1u64 << 53) as f64;
         let round = |x: f64| Nanos(libm::round(x).clamp(0.0, MAX_NANOS as f64) as u64);
         match *self {
@@ -58,51 +52,20 @@ impl Service {
             }
         }
     }
-
-    /// Its mean in ns (for the estimates and explanations, never a
-    /// decision).
-    pub fn mean_ns(&self) -> f64 {
-        match *self {
-            Service::Const(d) | Service::Exp(d) => d.0 as f64,
-            Service::Uniform(low, high) => (low.0 as f64 + high.0 as f64) / 2.0,
-            Service::LogNormal(median, sigma) => median.0 as f64 * libm::exp(sigma * sigma / 2.0),
-        }
-    }
 }
 
-/// Service times × `num / den` for services that start in `[from, until)`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Slowdown {
-    pub from: Nanos,
-    pub until: Nanos,
-    pub num: u64,
-    pub den: u64,
-}
-
-/// `[backend]`, validated.
-#[derive(Debug, Clone, PartialEq)]
-pub struct BackendSpec {
-    pub workers: u32,
-    pub service: Service,
-    /// Waiting room; `None`: unbounded.
-    pub queue: Option<u64>,
-    pub slowdowns: Vec<Slowdown>,
-}
-
-impl BackendSpec {
-    /// `service` as slowed at `start`, rounded to the nearest ns (half up).
-    fn slowed(&self, start: u64, service: Nanos) -> Nanos {
-        match self
-            .slowdowns
-            .iter()
-            .find(|s| s.from.0 <= start && start < s.until.0)
-        {
-            None => service,
-            Some(s) => {
-                let x =
-                    (service.0 as u128 * s.num as u128 * 2 + s.den as u128) / (2 * s.den as u128);
-                Nanos(u64::try_from(x).unwrap_or(MAX_NANOS).min(MAX_NANOS))
-            }
+/// `service` as `spec`'s slowdowns leave it for a start at `start`,
+/// rounded to the nearest ns (half up).
+fn slowed(spec: &BackendSpec, start: u64, service: Nanos) -> Nanos {
+    match spec
+        .slowdowns
+        .iter()
+        .find(|s| s.from.0 <= start && start < s.until.0)
+    {
+        None => service,
+        Some(s) => {
+            let x = (service.0 as u128 * s.num as u128 * 2 + s.den as u128) / (2 * s.den as u128);
+            Nanos(u64::try_from(x).unwrap_or(MAX_NANOS).min(MAX_NANOS))
         }
     }
 }
@@ -204,7 +167,7 @@ impl Backend {
             }
             self.waiting.push_back(start);
         }
-        let service = self.spec.slowed(start, self.spec.service.draw(&mut rng()));
+        let service = slowed(&self.spec, start, self.spec.service.draw(&mut rng()));
         let done = start.saturating_add(service.0).min(MAX_NANOS);
         self.free.pop();
         self.free.push(Reverse(done));

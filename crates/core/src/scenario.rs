@@ -5,7 +5,6 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::backend::BackendSpec;
 use crate::clock::{Nanos, Rate};
 use crate::deploy::Deployment;
 use crate::limiter::chain::ChainMode;
@@ -300,4 +299,35 @@ pub fn default_resolution(window: Nanos, duration: Nanos) -> Nanos {
 /// and one more for the instant `duration` itself.
 pub fn planned_buckets(resolution: Nanos, duration: Nanos) -> u64 {
     duration.0 / resolution.0.max(1) + 1
+}
+
+/// How long a service takes, before any slowdown.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Service {
+    /// Exponential with this mean.
+    Exp(Nanos),
+    Const(Nanos),
+    /// Uniform over `[low, high]`, in whole ns.
+    Uniform(Nanos, Nanos),
+    /// Log-normal with this median and `sigma` (of the underlying normal).
+    LogNormal(Nanos, f64),
+}
+
+/// Service times × `num / den` for services that start in `[from, until)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Slowdown {
+    pub from: Nanos,
+    pub until: Nanos,
+    pub num: u64,
+    pub den: u64,
+}
+
+/// `[backend]`, validated.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BackendSpec {
+    pub workers: u32,
+    pub service: Service,
+    /// Waiting room; `None`: unbounded.
+    pub queue: Option<u64>,
+    pub slowdowns: Vec<Slowdown>,
 }

@@ -23,11 +23,11 @@ mod shared_store;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
-use crate::backend::{Backend, BackendStats};
+use crate::backend::{Backend, BackendStats, Served};
 use crate::clock::Nanos;
 use crate::deploy::{Deployment, Scope};
 use crate::limiter::chain::Chain;
-use crate::limiter::{Decision, Footprint, Limiter};
+use crate::limiter::{Decision, Footprint, Limiter, Sample};
 use crate::metrics::Recorder;
 use crate::scenario::{KeyBy, Scenario};
 use crate::traffic::retry::{event_rng, Retry};
@@ -260,6 +260,22 @@ struct Run<'a, 's> {
     backend: Option<Backend>,
     entering: BinaryHeap<Reverse<(u64, u64, Entering)>>,
     entered: u64,
+    /// For a limiter that reads the backend: the request being decided
+    /// (its instance, its key there, the requests in flight after its
+    /// pass), and the responses still to come, by `(time, order)`.
+    feedback: bool,
+    asking: Option<(u32, u32, u64)>,
+    responses: BinaryHeap<Reverse<(u64, u64, Response)>>,
+}
+
+/// A response a feedback limiter will hear of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Response {
+    instance: u32,
+    key: u32,
+    rtt: u64,
+    in_flight: u64,
+    dropped: bool,
 }
 
 /// A pass on its way into the backend: the request (which names its
@@ -292,7 +308,14 @@ impl<'a, 's> Run<'a, 's> {
             limiters: match spec.deployment.scope {
                 _ if chain.is_some() => Vec::new(),
                 Scope::Local { .. } => (0..spec.deployment.instances)
-                    .map(|_| spec.deployment.instance_algorithm(&spec.algorithm).build())
+                    .map(|i| {
+                        // An adaptive limit's random draws: a stream of
+                        // its own per limiter and instance.
+                        let seed = scenario.seed;
+                        spec.deployment
+                            .instance_algorithm(&spec.algorithm)
+                            .build_seeded(|| event_rng(seed, index as u32, i, 0, 0, *b"adpt"))
+                    })
                     .collect(),
                 Scope::Global { .. } => vec![spec.algorithm.build()],
             },
@@ -326,6 +349,9 @@ impl<'a, 's> Run<'a, 's> {
                 .map(|b| Backend::new(b, scenario.duration)),
             entering: BinaryHeap::new(),
             entered: 0,
+            feedback: spec.algorithm.needs_backend(),
+            asking: None,
+            responses: BinaryHeap::new(),
             last: scenario.duration,
         }
     }
@@ -485,10 +511,48 @@ impl<'a, 's> Run<'a, 's> {
     /// request's own stream.
     fn enter(&mut self, at: Nanos, e: Entering) {
         let seed = self.scenario.seed;
-        if let Some(backend) = self.backend.as_mut() {
-            backend.enter(at, Nanos(e.arrived), None, || {
-                event_rng(seed, e.traffic, e.client, e.request, e.attempt, *b"serv")
-            });
+        let Some(backend) = self.backend.as_mut() else {
+            return;
+        };
+        let served = backend.enter(at, Nanos(e.arrived), None, || {
+            event_rng(seed, e.traffic, e.client, e.request, e.attempt, *b"serv")
+        });
+        // A feedback limiter hears of the response (a dropped request is
+        // answered at once).
+        if let Some((instance, key, in_flight)) = self.asking.take() {
+            let (done, rtt, dropped) = match served {
+                Served::Done { wait, service } => {
+                    let rtt = wait.0 + service.0;
+                    (at.0.saturating_add(rtt), rtt, false)
+                }
+                Served::Dropped => (at.0, 0, true),
+            };
+            let r = Response {
+                instance,
+                key,
+                rtt,
+                in_flight,
+                dropped,
+            };
+            self.responses.push(Reverse((done, self.entered, r)));
+            self.entered += 1;
+        }
+    }
+
+    /// Tells the limiter of every response due by `now`, in time order
+    /// (a response at the moment of a decision comes first).
+    fn respond_due(&mut self, now: Nanos) {
+        while let Some(&Reverse((t, _, r))) = self.responses.peek() {
+            if t > now.0 {
+                break;
+            }
+            self.responses.pop();
+            let sample = Sample {
+                rtt: Nanos(r.rtt),
+                in_flight: r.in_flight,
+                dropped: r.dropped,
+            };
+            self.limiters[r.instance as usize].respond(r.key, Nanos(t), sample);
         }
     }
 
@@ -544,7 +608,16 @@ impl<'a, 's> Run<'a, 's> {
         let instance = self.route(&job);
         if !self.dep.is_global() {
             let local = self.local_key(instance, key);
-            let decision = self.limiters[instance as usize].decide(local, now, a.cost);
+            if self.feedback {
+                self.respond_due(now);
+                let waiting = self.backend.as_mut().map_or(0, |b| b.waiting_at(now));
+                self.limiters[instance as usize].observe(now, waiting);
+            }
+            let limiter = &mut self.limiters[instance as usize];
+            let decision = limiter.decide(local, now, a.cost);
+            if self.feedback && decision.passes() {
+                self.asking = Some((instance, local, limiter.in_flight(local)));
+            }
             return self.finish(job, key, now, Nanos::ZERO, decision);
         }
         self.send_to_store(now, job, key, instance)

@@ -25,7 +25,7 @@
 
 pub mod period;
 
-use super::{Decision, Rule};
+use super::{redis_bytes, state_bytes, Decision, FixedLedger, Rule, Stored};
 use crate::clock::Nanos;
 pub use period::{Epoch, Period, Span};
 
@@ -60,6 +60,18 @@ pub struct QuotaRule {
 impl QuotaRule {
     pub fn new(cfg: Config) -> QuotaRule {
         QuotaRule { cfg }
+    }
+}
+
+/// The quota limiter: [`QuotaRule`] over every key's [`Used`].
+pub type Quota = Stored<QuotaRule>;
+
+impl Quota {
+    pub fn new(cfg: Config) -> Quota {
+        Stored::of(
+            QuotaRule::new(cfg),
+            FixedLedger::new(state_bytes::QUOTA, redis_bytes::HASH),
+        )
     }
 }
 

@@ -12,6 +12,7 @@
 //! ```
 
 use ratesim_core::backend::{BackendSpec, Service, Slowdown};
+use ratesim_core::scenario::LimiterSpec;
 
 use crate::clock::{parse_duration, Nanos};
 use crate::error::InputError;
@@ -83,6 +84,34 @@ pub fn parse(f: &mut Fields) -> Result<BackendSpec, InputError> {
         queue,
         slowdowns,
     })
+}
+
+/// The limiters that read the backend (docs/semantics.md §10) need one,
+/// keep their state locally, and answer the client themselves.
+pub fn check_limiters(
+    limiters: &[LimiterSpec],
+    paths: &[String],
+    has_backend: bool,
+) -> Result<(), InputError> {
+    for (l, path) in limiters.iter().zip(paths) {
+        if l.chain.is_some() || !l.algorithm.needs_backend() {
+            continue;
+        }
+        let name = l.algorithm.name();
+        let why = if !has_backend {
+            "it reads the backend's responses: add a [backend] table (workers, service)"
+        } else if l.deployment.is_global() {
+            "it counts the requests its own instance has in flight: a shared store cannot hold that (use scope = \"local\")"
+        } else if l.member_of.is_some() {
+            "a chain's member cannot be one yet: give it its own run, outside the chain"
+        } else {
+            continue;
+        };
+        return Err(InputError::new(format!(
+            "{path}.algorithm: \"{name}\" — {why}"
+        )));
+    }
+    Ok(())
 }
 
 /// A service distribution's text; the error says what is wrong.

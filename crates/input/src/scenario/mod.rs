@@ -105,7 +105,9 @@ impl Load for Scenario {
         let mut limiters = Vec::new();
         let mut wanted_traffic = Vec::new();
         let mut seen = HashSet::new();
+        let mut limiter_paths = Vec::new();
         for (path, t) in limiter_tables {
+            limiter_paths.push(path.clone());
             let mut f = Fields::new(path, t);
             let mut spec = limiters::parse(&mut f, &defaults)?;
             wanted_traffic.push((f.at("traffic"), f.opt_str_list("traffic")?));
@@ -256,6 +258,7 @@ impl Load for Scenario {
             Some(t) => Some(backend::parse(&mut Fields::new("backend", t))?),
             None => None,
         };
+        backend::check_limiters(&limiters, &limiter_paths, backend.is_some())?;
         top.finish()?;
 
         let mut inputs = Vec::new();

@@ -114,6 +114,38 @@ pub struct Epoch {
     offset_secs: i32,
 }
 
+impl std::fmt::Display for Epoch {
+    /// As written in a scenario: `2026-01-01T00:00:00Z`,
+    /// `2026-01-01T00:00:00.5+05:30`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        const DAY: i128 = 86_400 * 1_000_000_000;
+        let (days, ns) = (self.local_ns.div_euclid(DAY), self.local_ns.rem_euclid(DAY));
+        let (y, m, d) = civil_from_days(days as i64);
+        let secs = ns / 1_000_000_000;
+        write!(
+            f,
+            "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}",
+            secs / 3600,
+            secs / 60 % 60,
+            secs % 60
+        )?;
+        let frac = ns % 1_000_000_000;
+        if frac > 0 {
+            write!(f, ".{}", format!("{frac:09}").trim_end_matches('0'))?;
+        }
+        match self.offset_secs {
+            0 => write!(f, "Z"),
+            o => write!(
+                f,
+                "{}{:02}:{:02}",
+                if o < 0 { '-' } else { '+' },
+                o.abs() / 3600,
+                o.abs() / 60 % 60
+            ),
+        }
+    }
+}
+
 /// The default `epoch`: midnight UTC, 1 January 2026.
 pub const DEFAULT_EPOCH: &str = "2026-01-01T00:00:00Z";
 
@@ -295,6 +327,17 @@ impl Span {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_epoch_prints_as_written() {
+        for text in [
+            "2026-01-01T00:00:00Z",
+            "2028-02-29T23:59:59.5+05:30",
+            "1999-12-31T12:00:00-08:00",
+        ] {
+            assert_eq!(Epoch::parse(text).unwrap().to_string(), text);
+        }
+    }
 
     const H: i128 = 3600 * NS_PER_SEC;
     const DAY: i128 = 24 * H;
