@@ -163,12 +163,17 @@ fn assert_same_bytes(a: &Path, b: &Path) {
 /// Whether `file` has something to show for `data`: the conditional charts
 /// are drawn only then (`delay.png` when something was delayed,
 /// `clients.png` when clients retried or share a key, `deployment.png` when
-/// a limiter is deployed); every other chart always.
+/// a limiter is deployed, `backend.png` with a `[backend]`); every other
+/// chart always.
 fn expected(file: &str, data: &RunData) -> bool {
     match file {
         "delay.png" => data.limiters.iter().any(|l| l.delayed > 0),
         "clients.png" => clients::clients_series(data).shown(),
         "deployment.png" => deployment::deployment_series(data).shown(),
+        "backend.png" => data
+            .limiters
+            .iter()
+            .any(|l| l.series.iter().any(|b| b.in_flight_max.is_some())),
         _ => true,
     }
 }
@@ -757,7 +762,8 @@ fn names_the_font_cannot_draw_fall_back_visibly() {
 }
 
 /// A run directory written before `worst_key_in_window` and `overshoot`
-/// existed still plots: its timeline shows throughput, labelled so.
+/// (and the backend's columns after them) existed still plots: its
+/// timeline shows throughput, labelled so.
 #[test]
 fn a_time_series_without_the_per_key_columns_still_plots() {
     let tmp = scratch();
@@ -772,7 +778,7 @@ fn a_time_series_without_the_per_key_columns_still_plots() {
         .lines()
         .map(|l| {
             let cells: Vec<&str> = l.split(',').collect();
-            format!("{}\n", cells[..cells.len() - 2].join(","))
+            format!("{}\n", cells[..cells.len() - 8].join(","))
         })
         .collect();
     assert!(old.starts_with("limiter,bucket_start_ns,") && !old.contains("worst_key"));

@@ -70,6 +70,28 @@ fn slowed(spec: &BackendSpec, start: u64, service: Nanos) -> Nanos {
     }
 }
 
+impl BackendStats {
+    /// The bucket of time `t`; entries after the planned buckets (a
+    /// shaper's late releases) extend the series up to twice its length,
+    /// anything later counts in the last.
+    fn bucket(&mut self, t: u64) -> &mut BackendBucket {
+        let most = 2 * (crate::scenario::MAX_BUCKETS as usize + 1);
+        let i = ((t / self.resolution) as usize).min(most - 1);
+        if i >= self.series.len() {
+            self.series.resize(i + 1, BackendBucket::default());
+        }
+        &mut self.series[i]
+    }
+}
+
+impl Backend {
+    /// An adaptive limiter's limit (over its instances) after a decision
+    /// at `now`.
+    pub fn note_limit(&mut self, now: Nanos, limit: u64) {
+        self.stats.bucket(now.0).limit = Some(limit);
+    }
+}
+
 /// What a request met in the backend.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Served {
@@ -116,11 +138,31 @@ pub struct BackendStats {
     /// spent on their requests (ns).
     pub timeouts: u64,
     pub wasted: u128,
+    /// Per time-series bucket (of the run's resolution), by the moment
+    /// requests entered.
+    pub series: Vec<BackendBucket>,
+    pub resolution: u64,
+}
+
+/// What the backend did with the requests that entered in one bucket.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BackendBucket {
+    pub served: u64,
+    pub dropped: u64,
+    /// Σ and most of the latencies of those served (ns).
+    pub latency_sum: u128,
+    pub latency_max: u64,
+    /// The most requests inside right after an entry.
+    pub in_flight_max: u64,
+    /// An adaptive limiter's limit after its last decision in the bucket
+    /// (summed over its instances).
+    pub limit: Option<u64>,
 }
 
 impl Backend {
-    /// An idle backend for a run of `duration`.
-    pub fn new(spec: &BackendSpec, duration: Nanos) -> Backend {
+    /// An idle backend for a run of `duration`, its series in buckets of
+    /// `resolution`.
+    pub fn new(spec: &BackendSpec, duration: Nanos, resolution: Nanos) -> Backend {
         Backend {
             free: (0..spec.workers).map(|_| Reverse(0)).collect(),
             waiting: VecDeque::new(),
@@ -128,6 +170,12 @@ impl Backend {
             stats: BackendStats {
                 workers: spec.workers,
                 span: duration.0,
+                resolution: resolution.0.max(1),
+                series: vec![
+                    BackendBucket::default();
+                    crate::scenario::planned_buckets(resolution, duration)
+                        .min(crate::scenario::MAX_BUCKETS + 1) as usize
+                ],
                 ..BackendStats::default()
             },
             end: duration.0,
@@ -163,6 +211,7 @@ impl Backend {
             let waiting = self.waiting_at(now);
             if self.spec.queue.is_some_and(|q| waiting >= q) {
                 self.stats.dropped += 1;
+                self.stats.bucket(t).dropped += 1;
                 return Served::Dropped;
             }
             self.waiting.push_back(start);
@@ -179,6 +228,12 @@ impl Backend {
         let (wait, latency) = (start - t, done - arrived.0.min(done));
         s.wait.record(wait);
         s.latency.record(latency);
+        let inside = self.inside.len() as u64;
+        let b = s.bucket(t);
+        b.served += 1;
+        b.latency_sum += latency as u128;
+        b.latency_max = b.latency_max.max(latency);
+        b.in_flight_max = b.in_flight_max.max(inside);
         match timeout {
             Some(limit) if latency > limit.0 => {
                 s.timeouts += 1;
@@ -210,6 +265,14 @@ mod tests {
         }
     }
 
+    impl Backend {
+        /// A backend whose series has one bucket per second.
+        fn new_for_test(spec: &BackendSpec, duration: Nanos) -> Backend {
+            let resolution = Nanos((duration.0 / crate::scenario::MAX_BUCKETS).max(1_000_000_000));
+            Backend::new(spec, duration, resolution)
+        }
+    }
+
     /// A service stream (constant services draw nothing from it).
     fn rng() -> ChaCha8Rng {
         ChaCha8Rng::seed_from_u64(0)
@@ -217,7 +280,7 @@ mod tests {
 
     #[test]
     fn one_worker_serves_in_order_and_a_full_room_drops() {
-        let mut b = Backend::new(
+        let mut b = Backend::new_for_test(
             &spec(1, Service::Const(Nanos(10 * MS)), Some(1)),
             Nanos(100 * MS),
         );
@@ -263,7 +326,7 @@ mod tests {
             num: 3,
             den: 1,
         });
-        let mut b = Backend::new(&s, Nanos(1000 * MS));
+        let mut b = Backend::new_for_test(&s, Nanos(1000 * MS));
         let at = |ms: u64| Nanos(ms * MS);
         // Starts at 0: not slowed; the next starts at 10: slowed to 30.
         assert_eq!(
@@ -291,7 +354,7 @@ mod tests {
 
     #[test]
     fn latency_counts_from_the_arrival_and_late_responses_are_timeouts() {
-        let mut b = Backend::new(
+        let mut b = Backend::new_for_test(
             &spec(1, Service::Const(Nanos(10 * MS)), None),
             Nanos(1000 * MS),
         );
@@ -309,7 +372,7 @@ mod tests {
     /// backend of `workers` exp(`mean_ms`) servers.
     fn poisson(rate: f64, workers: u32, mean_ms: u64, n: u64) -> BackendStats {
         let mut arrivals = ChaCha8Rng::seed_from_u64(7);
-        let mut b = Backend::new(
+        let mut b = Backend::new_for_test(
             &spec(workers, Service::Exp(Nanos(mean_ms * MS)), None),
             Nanos(u64::MAX / 4),
         );

@@ -31,7 +31,7 @@ use crate::rundir::summary::{
 };
 use crate::scenario::Scenario;
 use format::Decimal;
-use ratesim_core::backend::BackendStats;
+use ratesim_core::backend::{BackendBucket, BackendStats};
 
 /// One limiter's results: its summary as the files write it, and the
 /// exact values the terminal rounds its own way.
@@ -48,6 +48,8 @@ pub struct LimiterReport {
     /// of its own, of all rejected: `(collateral, rejected)`.
     pub collateral: Option<(u64, u64)>,
     pub series: Vec<SeriesBucket>,
+    /// Its backend's series, with a `[backend]` (empty otherwise).
+    pub backend_series: Vec<BackendBucket>,
     /// `sources.csv`'s rows: one per source it sees, in scenario order.
     pub sources: Vec<SourceRow>,
 }
@@ -274,6 +276,7 @@ impl Report {
                         .collateral()
                         .filter(|_| spec.chain.is_none() && spec.member_of.is_none()),
                     series: r.series,
+                    backend_series: run.backend.map(|b| b.series).unwrap_or_default(),
                     sources,
                 }
             })

@@ -49,6 +49,7 @@ pub const STATE_PNG: &str = "state.png";
 pub const DELAY_PNG: &str = "delay.png";
 pub const CLIENTS_PNG: &str = "clients.png";
 pub const DEPLOYMENT_PNG: &str = "deployment.png";
+pub const BACKEND_PNG: &str = "backend.png";
 /// The close-up of one window boundary (`ratesim explain boundary`).
 pub const BOUNDARY_ZOOM_PNG: &str = "boundary-zoom.png";
 
@@ -92,6 +93,7 @@ pub const RUN_CHARTS: &[&str] = &[
     DELAY_PNG,
     CLIENTS_PNG,
     DEPLOYMENT_PNG,
+    BACKEND_PNG,
     BOUNDARY_ZOOM_PNG,
 ];
 
@@ -205,6 +207,12 @@ pub const TIMESERIES_COLUMNS: &[&str] = &[
     "gave_up",
     "worst_key_in_window",
     "overshoot",
+    "backend_served",
+    "backend_dropped",
+    "latency_mean_ms",
+    "latency_max_ms",
+    "in_flight_max",
+    "concurrency_limit",
 ];
 
 /// `decisions.csv`'s header.

@@ -346,7 +346,7 @@ impl<'a, 's> Run<'a, 's> {
             backend: scenario
                 .backend
                 .as_ref()
-                .map(|b| Backend::new(b, scenario.duration)),
+                .map(|b| Backend::new(b, scenario.duration, scenario.output.resolution)),
             entering: BinaryHeap::new(),
             entered: 0,
             feedback: spec.algorithm.needs_backend(),
@@ -617,6 +617,13 @@ impl<'a, 's> Run<'a, 's> {
             let decision = limiter.decide(local, now, a.cost);
             if self.feedback && decision.passes() {
                 self.asking = Some((instance, local, limiter.in_flight(local)));
+            }
+            if self.feedback {
+                let limits = self.limiters.iter().filter_map(|l| l.current_limit());
+                if let (Some(b), Some(limit)) = (self.backend.as_mut(), limits.reduce(|a, b| a + b))
+                {
+                    b.note_limit(now, limit);
+                }
             }
             return self.finish(job, key, now, Nanos::ZERO, decision);
         }
