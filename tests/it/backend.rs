@@ -427,3 +427,123 @@ path = "trace.csv"
     let want: Vec<(&str, &str)> = want.iter().map(|(a, b)| (*a, b.as_str())).collect();
     assert_eq!(got, want);
 }
+
+/// 20 closed-loop clients thinking exp(100 ms) between answers, one
+/// server of exp(10 ms) behind an open limit: the machine-repairman queue.
+const CLOSED: &str = r#"name = "closed"
+seed = 3
+duration = "600s"
+
+[defaults]
+limit = 1000000
+window = "1s"
+
+[[limiter]]
+algorithm = "token_bucket"
+
+[[traffic]]
+pattern = "closed"
+clients = 20
+think = "exp(100ms)"
+
+[backend]
+workers = 1
+service = "exp(10ms)"
+
+[output]
+resolution = "1s"
+"#;
+
+/// Requests served and their mean latency (s), from `timeseries.csv`.
+fn served_and_mean_latency(out: &Path) -> (u64, f64) {
+    let (head, rows) = csv_rows(&out.join("timeseries.csv"));
+    let col = |name: &str| head.iter().position(|h| h == name).unwrap();
+    let (n, mean) = (col("backend_served"), col("latency_mean_ms"));
+    let (mut served, mut sum) = (0u64, 0f64);
+    for r in rows {
+        let k: u64 = r[n].parse().unwrap_or(0);
+        if k > 0 {
+            served += k;
+            sum += r[mean].parse::<f64>().unwrap() * k as f64;
+        }
+    }
+    (served, sum / served as f64 / 1000.0)
+}
+
+#[test]
+fn closed_loop_clients_keep_littles_law() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = run(tmp.path(), CLOSED);
+    let row = summary_row(&out, "token_bucket");
+    // One request out per client: never more inside than clients.
+    assert_eq!(column(&row, "in_flight_peak"), 20);
+    // Little's law for the whole loop: N = X · (R + Z), X the throughput,
+    // R the mean response time, Z the mean think time.
+    let (served, r) = served_and_mean_latency(&out);
+    let x = served as f64 / 600.0;
+    let n = x * (r + 0.1);
+    assert!((n / 20.0 - 1.0).abs() < 0.02, "X {x}/s, R {r} s: N = {n}");
+    // 20 clients of 110 ms each would ask 182/s: the server's 100/s holds
+    // them back, and it is busy all the time.
+    assert!((x / 100.0 - 1.0).abs() < 0.02, "X {x}");
+    assert!(number(&row, "utilisation") > 0.99);
+}
+
+#[test]
+fn a_client_that_times_out_sends_again_and_its_request_is_served_all_the_same() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = run(
+        tmp.path(),
+        &CLOSED.replace(
+            "think = \"exp(100ms)\"",
+            "think = \"exp(100ms)\"\ntimeout = \"150ms\"",
+        ),
+    );
+    let row = summary_row(&out, "token_bucket");
+    let timeouts = column(&row, "timeouts");
+    assert!(timeouts > 1000, "{timeouts}");
+    // The abandoned requests are still inside when their clients send
+    // again: more inside than clients, and their service is wasted.
+    assert!(column(&row, "in_flight_peak") > 20);
+    assert!(number(&row, "wasted_work_s") > 10.0);
+    // Every request served within the run either came in time or did not.
+    let (served, _) = served_and_mean_latency(&out);
+    let good = (number(&row, "goodput_per_s") * 600.0).round() as u64;
+    assert!(
+        good + timeouts <= served && served - good - timeouts < 50,
+        "{good} {timeouts} {served}"
+    );
+}
+
+#[test]
+fn closed_loop_runs_are_the_same_on_any_number_of_threads() {
+    let tmp = tempfile::tempdir().unwrap();
+    let scenario = CLOSED.replace(
+        "[[limiter]]\nalgorithm = \"token_bucket\"\n",
+        "[[limiter]]\nalgorithm = \"token_bucket\"\n\n[[limiter]]\nalgorithm = \"aimd\"\n\n[[limiter]]\nalgorithm = \"concurrency\"\nmax_in_flight = 1\n",
+    )
+    .replace("duration = \"600s\"", "duration = \"30s\"");
+    let path = tmp.path().join("c.toml");
+    fs::write(&path, scenario).unwrap();
+    let mut outs = Vec::new();
+    for threads in ["1", "2"] {
+        let out = tmp.path().join(format!("t{threads}"));
+        let ok = ratesim()
+            .env("RAYON_NUM_THREADS", threads)
+            .arg("run")
+            .arg(&path)
+            .args(["--decisions", "--quiet", "--no-plots", "--no-html", "--out"])
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(
+            ok.status.success(),
+            "{}",
+            String::from_utf8_lossy(&ok.stderr)
+        );
+        outs.push(out);
+    }
+    for f in ["decisions.csv", "summary.csv", "timeseries.csv"] {
+        assert_same_file(&outs[0].join(f), &outs[1].join(f));
+    }
+}

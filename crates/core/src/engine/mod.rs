@@ -23,15 +23,17 @@ mod shared_store;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
-use crate::backend::{Backend, BackendStats, Served};
+use crate::backend::{Backend, BackendStats, Draw as _, Served};
 use crate::clock::Nanos;
 use crate::deploy::{Deployment, Scope};
 use crate::limiter::chain::Chain;
 use crate::limiter::{Decision, Footprint, Limiter, Sample};
 use crate::metrics::Recorder;
 use crate::scenario::{KeyBy, Scenario};
+use crate::traffic::closed::Closed;
 use crate::traffic::retry::{event_rng, Retry};
 use crate::traffic::Arrival;
+use crate::traffic::Pattern;
 use arrivals::{Arrivals, Shared};
 use queue::Queue;
 use shared_store::Cached;
@@ -279,12 +281,16 @@ struct Response {
 }
 
 /// A pass on its way into the backend: the request (which names its
-/// service draw) and when it arrived at the gateway.
+/// service draw, and for a closed-loop client its next request) and when it
+/// arrived at the gateway.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 struct Entering {
     arrived: u64,
     traffic: u32,
+    source: u32,
     client: u32,
+    ip: u32,
+    cost: u64,
     request: u64,
     attempt: u32,
 }
@@ -301,7 +307,7 @@ impl<'a, 's> Run<'a, 's> {
             .chain
             .as_ref()
             .map(|c| Box::new(ChainLane::new(scenario, c)));
-        Run {
+        let mut run = Run {
             scenario,
             dep: &spec.deployment,
             key_by: spec.key_by,
@@ -353,7 +359,9 @@ impl<'a, 's> Run<'a, 's> {
             asking: None,
             responses: BinaryHeap::new(),
             last: scenario.duration,
-        }
+        };
+        run.start_closed();
+        run
     }
 
     /// Takes the first attempts of `chunk` of the sources it sees, each
@@ -511,12 +519,26 @@ impl<'a, 's> Run<'a, 's> {
     /// request's own stream.
     fn enter(&mut self, at: Nanos, e: Entering) {
         let seed = self.scenario.seed;
+        let closed = self.closed_of(e.source);
         let Some(backend) = self.backend.as_mut() else {
             return;
         };
-        let served = backend.enter(at, Nanos(e.arrived), None, || {
+        let served = backend.enter(at, Nanos(e.arrived), closed.and_then(|c| c.timeout), || {
             event_rng(seed, e.traffic, e.client, e.request, e.attempt, *b"serv")
         });
+        if let Some(c) = closed {
+            // The client hears the response (a drop at once), or gives up
+            // waiting for it, and thinks.
+            let done = match served {
+                Served::Done { wait, service } => at + wait + service,
+                Served::Dropped => at,
+            };
+            let heard = match c.timeout {
+                Some(t) => done.min(Nanos(e.arrived) + t),
+                None => done,
+            };
+            self.think(e, heard);
+        }
         // A feedback limiter hears of the response (a dropped request is
         // answered at once).
         if let Some((instance, key, in_flight)) = self.asking.take() {
@@ -554,6 +576,99 @@ impl<'a, 's> Run<'a, 's> {
             };
             self.limiters[r.instance as usize].respond(r.key, Nanos(t), sample);
         }
+    }
+
+    /// A closed-loop client heard the last answer to `job` at `heard`.
+    fn answered(&mut self, job: &Job, heard: Nanos) {
+        if self.closed_of(job.source).is_none() {
+            return;
+        }
+        let a = job.arrival;
+        let e = Entering {
+            arrived: a.time.0,
+            traffic: self.traffic_of[job.source as usize],
+            source: job.source,
+            client: a.client,
+            ip: a.ip,
+            cost: a.cost,
+            request: job.request,
+            attempt: job.attempt,
+        };
+        self.think(e, heard);
+    }
+
+    /// The closed-loop pattern of source `source`, if it is one.
+    fn closed_of(&self, source: u32) -> Option<&'a Closed> {
+        let traffic = self.traffic_of[source as usize] as usize;
+        match &self.scenario.traffic[traffic].pattern {
+            Pattern::Closed(c) => Some(c),
+            _ => None,
+        }
+    }
+
+    /// Each closed-loop client of the sources this run sees sends its
+    /// first request after a first think time (docs/semantics.md §10).
+    fn start_closed(&mut self) {
+        let first = self.scenario.first_sources();
+        for (t, traffic) in self.scenario.traffic.iter().enumerate() {
+            let (Pattern::Closed(c), source) = (&traffic.pattern, first[t]) else {
+                continue;
+            };
+            if !self.sees[source as usize] {
+                continue;
+            }
+            for (client, ip) in c.clients.iter() {
+                let e = Entering {
+                    arrived: 0,
+                    traffic: t as u32,
+                    source,
+                    client,
+                    ip,
+                    cost: c.cost,
+                    // The first request is number 0: its think time is
+                    // request 0's draw.
+                    request: u64::MAX,
+                    attempt: 0,
+                };
+                self.think(e, Nanos::ZERO);
+            }
+        }
+    }
+
+    /// A closed-loop client heard the answer to request `e` at `heard`:
+    /// after a think time it sends the next, if that is within the run.
+    fn think(&mut self, e: Entering, heard: Nanos) {
+        let Some(c) = self.closed_of(e.source) else {
+            return;
+        };
+        let request = e.request.wrapping_add(1);
+        let mut rng = event_rng(
+            self.scenario.seed,
+            e.traffic,
+            e.client,
+            request,
+            0,
+            *b"thnk",
+        );
+        let at = heard.0.saturating_add(c.think.draw(&mut rng).0);
+        if at >= self.scenario.duration.0 {
+            return;
+        }
+        let at = Nanos(at);
+        let job = Job {
+            arrival: Arrival {
+                time: at,
+                client: e.client,
+                ip: e.ip,
+                cost: e.cost,
+            },
+            source: e.source,
+            request,
+            first: at,
+            attempt: 1,
+            last_wait: Nanos::ZERO,
+        };
+        self.schedule(at, Event::Arrive(job));
     }
 
     fn schedule(&mut self, at: Nanos, event: Event) {
@@ -694,6 +809,18 @@ impl<'a, 's> Run<'a, 's> {
             a.cost,
             decision,
         );
+        if self.backend.is_none() && decision.passes() {
+            // No backend: a closed-loop client's response is its pass.
+            let pass_at = match decision {
+                Decision::Delayed { delay } => decided_at + delay,
+                _ => decided_at,
+            };
+            let heard = match self.closed_of(job.source).and_then(|c| c.timeout) {
+                Some(t) => pass_at.min(a.time + t),
+                None => pass_at,
+            };
+            self.answered(&job, heard);
+        }
         if self.backend.is_some() {
             let pass_at = match decision {
                 Decision::Admitted => Some(decided_at),
@@ -703,7 +830,10 @@ impl<'a, 's> Run<'a, 's> {
             let e = Entering {
                 arrived: a.time.0,
                 traffic: self.traffic_of[job.source as usize],
+                source: job.source,
                 client: a.client,
+                ip: a.ip,
+                cost: a.cost,
                 request: job.request,
                 attempt: job.attempt,
             };
@@ -737,7 +867,10 @@ impl<'a, 's> Run<'a, 's> {
                 &mut self.rng(&job, *b"rtry"),
             );
             match wait {
-                None => self.recorder.gave_up(a.client, a.time),
+                None => {
+                    self.recorder.gave_up(a.client, a.time);
+                    self.answered(&job, heard);
+                }
                 Some(w) if heard.0.saturating_add(w.0) > self.scenario.duration.0 => {
                     self.recorder.pending_at_end()
                 }

@@ -18,7 +18,7 @@ use crate::clock::{parse_duration, Nanos};
 use crate::error::InputError;
 use crate::fields::Fields;
 
-const SERVICES: &str =
+pub(crate) const SERVICES: &str =
     "\"exp(MEAN)\", \"const(D)\", \"uniform(LOW, HIGH)\" or \"lognormal(MEDIAN, SIGMA)\", e.g. \"exp(20ms)\"";
 
 /// `[backend]`, the table at `f`.
@@ -115,7 +115,7 @@ pub fn check_limiters(
 }
 
 /// A service distribution's text; the error says what is wrong.
-fn service(text: &str) -> Result<Service, String> {
+pub(crate) fn service(text: &str) -> Result<Service, String> {
     let t = text.trim();
     let (name, args) = t
         .strip_suffix(')')
@@ -173,6 +173,16 @@ fn service(text: &str) -> Result<Service, String> {
         other => Err(format!(
             "unknown distribution \"{other}\"; expected {SERVICES}"
         )),
+    }
+}
+
+/// A distribution as written (`exp(20ms)`).
+pub(crate) fn service_text(s: &Service) -> String {
+    match *s {
+        Service::Exp(mean) => format!("exp({mean})"),
+        Service::Const(d) => format!("const({d})"),
+        Service::Uniform(low, high) => format!("uniform({low}, {high})"),
+        Service::LogNormal(median, sigma) => format!("lognormal({median}, {sigma})"),
     }
 }
 

@@ -218,13 +218,7 @@ impl Echo for Scenario {
 
 /// `[backend]` as validated (docs/semantics.md §10).
 fn backend_echo(b: &ratesim_core::backend::BackendSpec) -> Value {
-    use ratesim_core::backend::Service;
-    let service = match b.service {
-        Service::Exp(mean) => format!("exp({mean})"),
-        Service::Const(d) => format!("const({d})"),
-        Service::Uniform(low, high) => format!("uniform({low}, {high})"),
-        Service::LogNormal(median, sigma) => format!("lognormal({median}, {sigma})"),
-    };
+    let service = crate::scenario::backend::service_text(&b.service);
     json!({
         "workers": b.workers,
         "service": service,
