@@ -697,11 +697,12 @@ mod tests {
                 process: (6 << 20) + 2 * 10_000 * 56,
                 // An 8-byte clock a client, and its event on the queue.
                 arrivals: queue + 1000 * 8,
-                // A 64-byte recorder slot, a 16-byte state, a 16-byte mark,
-                // two bits and a fresh event (in a queue as above) per key;
-                // and the source's two bit sets over its 1000 clients
-                // (sources.csv), 16 words each, at most doubled.
-                keys: 1000 * 64 + 1000 * (16 + 16) + 1000 / 4 + queue + 16 * 8 * 2 * 2,
+                // A 64-byte recorder slot, a 16-byte state, two bits and a
+                // fresh event (in a queue as above) per key — a fixed-size
+                // state has no ledger mark —; and the source's two bit
+                // sets over its 1000 clients (sources.csv), 16 words each,
+                // at most doubled.
+                keys: 1000 * 64 + 1000 * 16 + 1000 / 4 + queue + 16 * 8 * 2 * 2,
                 key_rows: 1000,
                 // One pass a key per window: no window is crowded.
                 entries: 0,
@@ -712,12 +713,12 @@ mod tests {
                 recordings: 0,
             }
         );
-        assert_eq!(e.memory_bytes(), 8_645_834);
+        assert_eq!(e.memory_bytes(), 8_629_834);
         assert!(e.to_string().ends_with(", memory: ≈8 MiB"), "{e}");
         assert!(e.state_warning().is_none());
         // The decision log adds a 68 KiB buffer a limiter.
         let logged = Estimate::of_run(&s, true);
-        assert_eq!(logged.memory_bytes(), 8_645_834 + 69_632);
+        assert_eq!(logged.memory_bytes(), 8_629_834 + 69_632);
         // Refused on a machine with less memory available than that.
         assert!(e.over_memory(9 << 20).is_none());
         let why = e.over_memory(4 << 20).unwrap();
@@ -741,17 +742,17 @@ mod tests {
         ));
         // Ip ids: the users' numbered run (100), then the 10 addresses.
         assert_eq!(Estimate::of(&s).memory.key_rows, 4 * 100 + 110 + 100);
-        // 10^7 clients: about 1.3 GB, above the warning.
+        // 10^7 clients: about 1.2 GB, above the warning.
         let big = scenario(&format!(
             "{HEAD}[[limiter]]\nalgorithm = \"token_bucket\"\n\
              [[traffic]]\npattern = \"poisson\"\nclients = 10000000\nrate = \"1/1s\"\n"
         ));
         let e = Estimate::of(&big);
-        assert_eq!(mib(e.memory_bytes()), 1313);
+        assert_eq!(mib(e.memory_bytes()), 1160);
         let w = e.state_warning().unwrap();
         assert!(
             w.starts_with(
-                "the run could take ≈1313 MiB of memory (≈1076 MiB of it for per-key tables"
+                "the run could take ≈1160 MiB of memory (≈923 MiB of it for per-key tables"
             ) && w.contains("each of 1.0e7 keys"),
             "{w}"
         );

@@ -8,6 +8,7 @@
 //! returns the text to print. The run directory gets the usual results and
 //! charts, any close-up the topic draws, and a `summary.md` linking them.
 
+pub mod backend;
 pub mod boundary;
 pub mod gcra;
 pub mod libraries;
@@ -41,7 +42,13 @@ pub struct Context<'a> {
     pub data: &'a RunData,
 }
 
-pub(crate) const TOPICS: &[Topic] = &[boundary::TOPIC, gcra::TOPIC, libraries::TOPIC, plans::TOPIC];
+pub(crate) const TOPICS: &[Topic] = &[
+    boundary::TOPIC,
+    gcra::TOPIC,
+    libraries::TOPIC,
+    plans::TOPIC,
+    backend::TOPIC,
+];
 
 pub fn find(name: &str) -> Result<&'static Topic, InputError> {
     TOPICS.iter().find(|t| t.name == name).ok_or_else(|| {

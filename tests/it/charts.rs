@@ -810,3 +810,58 @@ fn the_report_crates_boundary_fixture_is_what_run_boundary_writes() {
         );
     }
 }
+
+/// `explain protect-backend` quotes its run's own summary.csv and
+/// sources.csv.
+#[test]
+fn explain_protect_backend_quotes_its_runs_latencies_and_rejections() {
+    let tmp = scratch();
+    let dir = tmp.path().join("pb");
+    let out = succeeds_quietly(
+        ratesim()
+            .args(["explain", "protect-backend", "--out"])
+            .arg(&dir),
+    );
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let summary = fs::read_to_string(dir.join("summary.csv")).unwrap();
+    let head: Vec<&str> = summary.lines().next().unwrap().split(',').collect();
+    let col = |name: &str| head.iter().position(|h| *h == name).unwrap();
+    for line in summary.lines().skip(1) {
+        let cells: Vec<&str> = line.split(',').collect();
+        let p99: f64 = cells[col("latency_p99_ms")].parse().unwrap();
+        let p99 = if p99 >= 10.0 {
+            format!("{p99:.0}")
+        } else {
+            format!("{p99:.2}")
+        };
+        let table_line = text
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("{} ", cells[0])))
+            .unwrap();
+        let words: Vec<&str> = table_line.split_whitespace().collect();
+        assert_eq!(words[2], p99, "{table_line}");
+        assert_eq!(words[3], cells[col("in_flight_peak")], "{table_line}");
+        assert_eq!(words[4], cells[col("goodput_per_s")], "{table_line}");
+    }
+    let sources = fs::read_to_string(dir.join("sources.csv")).unwrap();
+    for line in sources.lines().skip(1) {
+        let c: Vec<&str> = line.split(',').collect();
+        // limiter, source, clients, attempts, …, rejected (7)
+        assert!(
+            text.lines()
+                .any(|l| l.trim_start().starts_with(&format!("{} ", c[0]))
+                    && l.contains(&format!("{} of {}", c[7], c[3]))),
+            "{line}\n{text}"
+        );
+    }
+    assert!(
+        flat.contains("per-client let up to 727 requests inside"),
+        "{flat}"
+    );
+    assert!(
+        flat.contains("concurrency held at most 16 inside"),
+        "{flat}"
+    );
+    assert!(dir.join("backend.png").is_file());
+}

@@ -177,7 +177,7 @@ pub(crate) fn service(text: &str) -> Result<Service, String> {
 }
 
 /// A distribution as written (`exp(20ms)`).
-pub(crate) fn service_text(s: &Service) -> String {
+pub fn service_text(s: &Service) -> String {
     match *s {
         Service::Exp(mean) => format!("exp({mean})"),
         Service::Const(d) => format!("const({d})"),
