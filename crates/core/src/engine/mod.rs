@@ -530,11 +530,13 @@ impl<'a, 's> Run<'a, 's> {
             // The client hears the response (a drop at once), or gives up
             // waiting for it, and thinks.
             let done = match served {
-                Served::Done { wait, service } => at + wait + service,
+                Served::Done { wait, service } => {
+                    Nanos(at.0.saturating_add(wait.0).saturating_add(service.0))
+                }
                 Served::Dropped => at,
             };
             let heard = match c.timeout {
-                Some(t) => done.min(Nanos(e.arrived) + t),
+                Some(t) => done.min(Nanos(e.arrived.saturating_add(t.0))),
                 None => done,
             };
             self.think(e, heard);
@@ -809,14 +811,15 @@ impl<'a, 's> Run<'a, 's> {
             a.cost,
             decision,
         );
-        if self.backend.is_none() && decision.passes() {
+        let closed = self.closed_of(job.source);
+        if self.backend.is_none() && decision.passes() && closed.is_some() {
             // No backend: a closed-loop client's response is its pass.
             let pass_at = match decision {
-                Decision::Delayed { delay } => decided_at + delay,
+                Decision::Delayed { delay } => Nanos(decided_at.0.saturating_add(delay.0)),
                 _ => decided_at,
             };
-            let heard = match self.closed_of(job.source).and_then(|c| c.timeout) {
-                Some(t) => pass_at.min(a.time + t),
+            let heard = match closed.and_then(|c| c.timeout) {
+                Some(t) => pass_at.min(Nanos(a.time.0.saturating_add(t.0))),
                 None => pass_at,
             };
             self.answered(&job, heard);
@@ -824,7 +827,7 @@ impl<'a, 's> Run<'a, 's> {
         if self.backend.is_some() {
             let pass_at = match decision {
                 Decision::Admitted => Some(decided_at),
-                Decision::Delayed { delay } => Some(decided_at + delay),
+                Decision::Delayed { delay } => Some(Nanos(decided_at.0.saturating_add(delay.0))),
                 Decision::Rejected { .. } => None,
             };
             let e = Entering {
