@@ -64,6 +64,7 @@ pub fn run(name: &str, out: Option<&Path>) -> anyhow::Result<String> {
     let bar = Progress::new(scenario.limiters.len(), scenario.duration, false);
     let options = RunOptions {
         decisions: false,
+        headers: false,
         plots: true,
         no_budget: false,
     };

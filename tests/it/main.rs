@@ -14,6 +14,7 @@ mod engine;
 mod engine_support;
 mod export;
 mod fuzz;
+mod headers;
 mod onboard;
 mod properties;
 mod readme;

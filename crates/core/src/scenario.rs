@@ -26,6 +26,9 @@ pub struct OutputSpec {
     /// `[output] dir`, if given (the CLI's `--out` wins over it).
     pub dir: Option<PathBuf>,
     pub decisions: bool,
+    /// `decisions = "headers"`: the decision log's RateLimit header
+    /// columns too (docs/semantics.md §11).
+    pub headers: bool,
     /// Time-series bucket width.
     pub resolution: Nanos,
 }

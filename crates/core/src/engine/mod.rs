@@ -25,7 +25,7 @@ use std::collections::HashMap;
 use crate::clock::Nanos;
 use crate::deploy::{Deployment, Scope};
 use crate::limiter::chain::Chain;
-use crate::limiter::{Decision, Footprint, Limiter};
+use crate::limiter::{Decision, Footprint, Headers, Limiter};
 use crate::metrics::Recorder;
 use crate::scenario::{KeyBy, Scenario};
 use crate::traffic::retry::{event_rng, Retry};
@@ -51,11 +51,22 @@ pub struct Attempt {
     /// For a chain's decision: the member (its position in the chain) that
     /// rejected or set the delay (docs/semantics.md §13).
     pub by: Option<u32>,
+    /// The RateLimit header fields after the decision, when the sink asks
+    /// for them ([`DecisionSink::wants_headers`]) and a limiter decided
+    /// (not a store failure or an instance's over-limit cache):
+    /// docs/semantics.md §11.
+    pub headers: Option<Headers>,
 }
 
 /// Receives every decision in processing order (the decision log).
 pub trait DecisionSink {
     fn record(&mut self, attempt: &Attempt) -> anyhow::Result<()>;
+
+    /// Whether each [`Attempt`] should carry its [`Headers`] (computing
+    /// them costs a look at the key's state per decision).
+    fn wants_headers(&self) -> bool {
+        false
+    }
 }
 
 /// What one limiter's run produced.
@@ -221,6 +232,10 @@ struct Run<'a, 's> {
     chain: Option<Box<ChainLane>>,
     /// The chain member behind the decision being finished.
     by: Option<u32>,
+    /// Whether the sink wants each decision's header fields, and those of
+    /// the decision being finished.
+    wants_headers: bool,
+    headers: Option<Headers>,
     /// Per instance, per key: rejected locally until this time (ns).
     cache: Vec<Vec<Cached>>,
     /// Per instance (when there are several): the instance's own dense ids
@@ -282,6 +297,8 @@ impl<'a, 's> Run<'a, 's> {
             shadow: (spec.key_by != KeyBy::Client).then(|| spec.algorithm.build()),
             chain,
             by: None,
+            wants_headers: sink.as_ref().is_some_and(|s| s.wants_headers()),
+            headers: None,
             cache: vec![Vec::new(); spec.deployment.instances as usize],
             local_ids: vec![HashMap::new(); spec.deployment.instances as usize],
             routed: 0,
@@ -486,13 +503,20 @@ impl<'a, 's> Run<'a, 's> {
             let lane = self.chain.as_deref_mut().expect("a chain's run");
             let (decision, by) = lane.decide(&job, now, instance, &mut self.local_ids);
             self.by = by;
+            if self.wants_headers {
+                self.headers = Some(lane.headers(instance, now));
+            }
             return self.finish(job, a.client, now, Nanos::ZERO, decision);
         }
         let key = self.key_of(&a);
         let instance = self.route(&job);
         if !self.dep.is_global() {
             let local = self.local_key(instance, key);
-            let decision = self.limiters[instance as usize].decide(local, now, a.cost);
+            let limiter = &mut self.limiters[instance as usize];
+            let decision = limiter.decide(local, now, a.cost);
+            if self.wants_headers {
+                self.headers = Some(limiter.headers(local, now));
+            }
             return self.finish(job, key, now, Nanos::ZERO, decision);
         }
         self.send_to_store(now, job, key, instance)
@@ -571,8 +595,10 @@ impl<'a, 's> Run<'a, 's> {
                 attempt: job.attempt,
                 decision,
                 by: self.by.take(),
+                headers: self.headers.take(),
             })?;
         }
+        self.headers = None;
         if let Decision::Rejected { retry_after } = decision {
             let heard = a.time + latency;
             let retry = &self.retries[job.source as usize];
@@ -656,6 +682,12 @@ impl ChainLane {
             local: vec![None; n],
             own: vec![None; n],
         }
+    }
+
+    /// The header fields of instance `instance`'s chain at `now` for the
+    /// request just decided: over the members asked about it.
+    fn headers(&self, instance: u32, now: Nanos) -> Headers {
+        self.chains[instance as usize].headers(&self.local, now)
     }
 
     /// The chain's decision on `job` at `now` on `instance`, and the
