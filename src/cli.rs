@@ -342,6 +342,7 @@ pub enum DecisionsMode {
     /// The decision log's own columns (`--decisions` alone).
     #[value(hide = true)]
     Plain,
-    /// With the RateLimit header columns too (docs/semantics.md §11).
+    /// With the RateLimit header columns too (retry_after_s, ratelimit,
+    /// ratelimit_policy).
     Headers,
 }
