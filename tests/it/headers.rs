@@ -348,3 +348,168 @@ fn a_decisions_word_it_does_not_know_is_named() {
         &["output.decisions", "\"yes\"", "true, false or \"headers\""],
     );
 }
+
+/// `toml` run on `trace` (`time_ns,client` rows); `decisions.csv`'s
+/// rows as `client time_ns attempt outcome`.
+fn client_rows(toml: &str, trace: &str) -> Vec<String> {
+    let tmp = tempfile::tempdir().unwrap();
+    fs::write(tmp.path().join("s.toml"), toml).unwrap();
+    fs::write(tmp.path().join("trace.csv"), trace).unwrap();
+    let out = ratesim()
+        .arg("run")
+        .arg(tmp.path().join("s.toml"))
+        .args(["--decisions", "--no-plots", "--quiet", "--out"])
+        .arg(tmp.path().join("out"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (_, rows) = csv_rows(&tmp.path().join("out").join("decisions.csv"));
+    rows.iter()
+        .map(|r| format!("{} {} {} {}", r[3], r[1], r[4], r[5]))
+        .collect()
+}
+
+/// One token bucket of 3 at 1/s (a policy of 3 per 3 s) whose clients
+/// read the RateLimit fields with `retry`.
+fn reading(limiter: &str, retry: &str) -> String {
+    format!(
+        "name = \"r\"\nduration = \"6s\"\n\n[defaults]\nlimit = 3\nwindow = \"3s\"\n\n[[limiter]]\n{limiter}\n\n[[traffic]]\npattern = \"trace\"\npath = \"trace.csv\"\nretry = {{ {retry} }}\n"
+    )
+}
+
+const S: u64 = 1_000_000_000;
+
+#[test]
+fn a_client_that_reads_r_0_holds_its_requests_until_t() {
+    let toml = reading(
+        "name = \"tb\"\nalgorithm = \"token_bucket\"",
+        "policy = \"ratelimit_headers\"",
+    );
+    // The third request at 0 leaves r = 0, t = 3 (full at 3 s): the client
+    // holds the fourth (0) and the fifth (1.5 s) until 3 s and sends them
+    // then, in order, before the sixth (3 s), which leaves r = 0, t = 3
+    // again: the seventh (4.5 s) waits until 6 s. Nothing is rejected.
+    let s3 = 3 * S;
+    let s6 = 6 * S;
+    assert_eq!(
+        client_rows(&toml, TRACE),
+        [
+            "a 0 1 admitted".to_string(),
+            "a 0 1 admitted".into(),
+            "a 0 1 admitted".into(),
+            format!("a {s3} 1 admitted"),
+            format!("a {s3} 1 admitted"),
+            format!("a {s3} 1 admitted"),
+            format!("a {s6} 1 admitted"),
+        ]
+    );
+}
+
+#[test]
+fn a_request_held_past_the_end_is_never_sent() {
+    let toml = reading(
+        "name = \"tb\"\nalgorithm = \"token_bucket\"",
+        "policy = \"ratelimit_headers\"",
+    )
+    .replace("duration = \"6s\"", "duration = \"5s\"");
+    // The seventh request (4.5 s) is held until 6 s, after the run: it is
+    // not sent, and no logical request (it never left the client).
+    let tmp = tempfile::tempdir().unwrap();
+    fs::write(tmp.path().join("s.toml"), &toml).unwrap();
+    fs::write(tmp.path().join("trace.csv"), TRACE).unwrap();
+    let out = tmp.path().join("out");
+    ratesim()
+        .arg("run")
+        .arg(tmp.path().join("s.toml"))
+        .args(["--decisions", "--no-plots", "--quiet", "--out"])
+        .arg(&out)
+        .assert()
+        .success();
+    let (_, rows) = csv_rows(&out.join("decisions.csv"));
+    assert_eq!(rows.len(), 6);
+    let (head, rows) = csv_rows(&out.join("sources.csv"));
+    let col = |name: &str| head.iter().position(|h| h == name).unwrap();
+    assert_eq!(rows[0][col("logical_requests")], "6");
+    assert_eq!(rows[0][col("passed")], "6");
+}
+
+#[test]
+fn slow_below_holds_while_r_is_at_most_that_share_of_q() {
+    for slow_below in ["0.5", "\"1/2\"", "\"0.5\""] {
+        let toml = reading(
+            "name = \"tb\"\nalgorithm = \"token_bucket\"",
+            &format!("policy = \"ratelimit_headers\", slow_below = {slow_below}"),
+        );
+        // r ≤ 1.5: the second request at 0 leaves r = 1, t = 2: held
+        // until 2 s, when the bucket is full again; the fourth there leaves
+        // r = 1, t = 2: the fifth (held to 2 s) and sixth wait until 4 s;
+        // the sixth leaves r = 1 again, the seventh waits until 6 s.
+        let (s2, s4, s6) = (2 * S, 4 * S, 6 * S);
+        assert_eq!(
+            client_rows(&toml, TRACE),
+            [
+                "a 0 1 admitted".to_string(),
+                "a 0 1 admitted".into(),
+                format!("a {s2} 1 admitted"),
+                format!("a {s2} 1 admitted"),
+                format!("a {s4} 1 admitted"),
+                format!("a {s4} 1 admitted"),
+                format!("a {s6} 1 admitted"),
+            ],
+            "{slow_below}"
+        );
+    }
+}
+
+#[test]
+fn a_rejected_request_of_a_reading_client_retries_when_its_hold_ends() {
+    let toml = reading(
+        "name = \"fw\"\nalgorithm = \"fixed_window\"\nkey_by = \"global\"",
+        "policy = \"ratelimit_headers\", max_attempts = 3",
+    );
+    // One window of 3 for everyone. `a` spends it at 0 (r = 0, t = 3) and
+    // holds its fourth (1 s) until 3 s; `b` has read nothing, is rejected
+    // at 1 s (Retry-After 2 s, r = 0, t = 2) and retries at 3 s, after
+    // `a`'s held request.
+    let trace = "time_ns,client\n0,a\n0,a\n0,a\n1000000000,a\n1000000000,b\n";
+    let s3 = 3 * S;
+    assert_eq!(
+        client_rows(&toml, trace),
+        [
+            "a 0 1 admitted".to_string(),
+            "a 0 1 admitted".into(),
+            "a 0 1 admitted".into(),
+            format!("b {S} 1 rejected"),
+            format!("a {s3} 1 admitted"),
+            format!("b {s3} 2 admitted"),
+        ]
+    );
+}
+
+#[test]
+fn slow_below_outside_0_to_1_is_named() {
+    for (value, shown) in [
+        ("2", "2"),
+        ("\"3/2\"", "1.5"),
+        ("\"1/0\"", "\"1/0\""),
+        ("\"x/2\"", "\"x/2\""),
+    ] {
+        let toml = reading(
+            "algorithm = \"token_bucket\"",
+            &format!("policy = \"ratelimit_headers\", slow_below = {value}"),
+        );
+        assert_bad_scenario(
+            &toml,
+            &[("trace.csv", TRACE)],
+            &[
+                "traffic[0].retry.slow_below",
+                shown,
+                "a fraction from 0 to 1",
+            ],
+        );
+    }
+}

@@ -182,6 +182,24 @@ pub struct LimiterSpec {
     pub member_of: Option<usize>,
 }
 
+impl LimiterSpec {
+    /// The `q` and `w` of its RateLimit-Policy field (docs/semantics.md
+    /// §11): a window algorithm's own `limit` and `window`; any other
+    /// limiter's (a chain's too) policy limit per `[defaults] window`.
+    pub fn header_policy(&self, defaults: &Defaults) -> (u64, Nanos) {
+        use crate::limiter::{fixed_window, sliding_counter, sliding_log};
+        match self.algorithm {
+            _ if self.chain.is_some() => (self.policy.limit, defaults.window),
+            Algorithm::FixedWindow(fixed_window::Config { limit, window, .. })
+            | Algorithm::SlidingLog(sliding_log::Config { limit, window, .. })
+            | Algorithm::SlidingCounter(sliding_counter::Config { limit, window, .. }) => {
+                (limit, window)
+            }
+            _ => (self.policy.limit, defaults.window),
+        }
+    }
+}
+
 /// What makes a [`LimiterSpec`] a chain: how its members decide together,
 /// and which they are (indices into [`Scenario::limiters`], in the order
 /// they are asked).

@@ -7,7 +7,7 @@ use std::io::Write;
 use super::Report;
 use crate::clock::NANOS_PER_SEC;
 use crate::engine::{Attempt, DecisionSink};
-use crate::limiter::{Algorithm, Decision, Headers, UNBOUNDED};
+use crate::limiter::{Decision, Headers};
 use crate::population::Population;
 use crate::rundir::summary::LimiterSummary;
 use crate::rundir::{DECISION_COLUMNS, HEADER_COLUMNS, TIMESERIES_COLUMNS};
@@ -134,13 +134,7 @@ impl HeaderPolicy {
     /// too) policy limit per `[defaults] window`.
     pub fn of(scenario: &Scenario, index: usize) -> HeaderPolicy {
         let spec = &scenario.limiters[index];
-        let (limit, window) = match spec.algorithm {
-            _ if spec.chain.is_some() => (spec.policy.limit, scenario.defaults.window),
-            Algorithm::FixedWindow(c) => (c.limit, c.window),
-            Algorithm::SlidingLog(c) => (c.limit, c.window),
-            Algorithm::SlidingCounter(c) => (c.limit, c.window),
-            _ => (spec.policy.limit, scenario.defaults.window),
-        };
+        let (limit, window) = spec.header_policy(&scenario.defaults);
         let window_s = (window.0 % NANOS_PER_SEC == 0).then_some(window.0 / NANOS_PER_SEC);
         let mut policy = format!("{};q={limit}", sf_string(&spec.name));
         if let Some(w) = window_s {
@@ -153,15 +147,15 @@ impl HeaderPolicy {
         }
     }
 
-    /// `ratelimit`'s value: `"NAME";r=R;t=T`, with `r` at most the policy
-    /// limit (what an unbounded remaining is written as).
+    /// `ratelimit`'s value: `"NAME";r=R;t=T`, an unbounded remaining
+    /// written as the policy limit.
     pub fn ratelimit(&self, name: &str, h: &Headers) -> String {
-        let r = if h.remaining == UNBOUNDED {
-            self.limit
-        } else {
-            h.remaining
-        };
-        format!("{};r={r};t={}", sf_string(name), h.reset_s())
+        format!(
+            "{};r={};t={}",
+            sf_string(name),
+            h.written_remaining(self.limit),
+            h.reset_s()
+        )
     }
 
     /// `ratelimit_policy`'s value.

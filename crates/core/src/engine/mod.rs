@@ -22,13 +22,13 @@ mod shared_store;
 
 use std::collections::HashMap;
 
-use crate::clock::Nanos;
+use crate::clock::{Nanos, NANOS_PER_SEC};
 use crate::deploy::{Deployment, Scope};
 use crate::limiter::chain::Chain;
 use crate::limiter::{Decision, Footprint, Headers, Limiter};
 use crate::metrics::Recorder;
 use crate::scenario::{KeyBy, Scenario};
-use crate::traffic::retry::{event_rng, Retry};
+use crate::traffic::retry::{event_rng, Retry, RetryPolicy};
 use crate::traffic::Arrival;
 use arrivals::{Arrivals, Shared};
 use queue::Queue;
@@ -232,10 +232,15 @@ struct Run<'a, 's> {
     chain: Option<Box<ChainLane>>,
     /// The chain member behind the decision being finished.
     by: Option<u32>,
-    /// Whether the sink wants each decision's header fields, and those of
-    /// the decision being finished.
+    /// Whether the sink or a client wants each decision's header fields,
+    /// and those of the decision being finished.
     wants_headers: bool,
     headers: Option<Headers>,
+    /// The RateLimit-Policy `q` its clients read `r` against.
+    header_q: u64,
+    /// Per client whose source reads the RateLimit fields
+    /// (`ratelimit_headers`): the moment its requests are held until (ns).
+    held_until: Vec<u64>,
     /// Per instance, per key: rejected locally until this time (ns).
     cache: Vec<Vec<Cached>>,
     /// Per instance (when there are several): the instance's own dense ids
@@ -297,8 +302,14 @@ impl<'a, 's> Run<'a, 's> {
             shadow: (spec.key_by != KeyBy::Client).then(|| spec.algorithm.build()),
             chain,
             by: None,
-            wants_headers: sink.as_ref().is_some_and(|s| s.wants_headers()),
+            wants_headers: sink.as_ref().is_some_and(|s| s.wants_headers())
+                || scenario
+                    .traffic
+                    .iter()
+                    .any(|t| t.retry.policy.reads_headers()),
             headers: None,
+            header_q: spec.header_policy(&scenario.defaults).0,
+            held_until: Vec::new(),
             cache: vec![Vec::new(); spec.deployment.instances as usize],
             local_ids: vec![HashMap::new(); spec.deployment.instances as usize],
             routed: 0,
@@ -495,9 +506,15 @@ impl<'a, 's> Run<'a, 's> {
         }
     }
 
-    /// An attempt reaches an instance.
+    /// An attempt reaches an instance — unless its client holds it.
     fn arrive(&mut self, now: Nanos, job: Job) -> anyhow::Result<()> {
         let a = job.arrival;
+        let held = self.held_until.get(a.client as usize).copied();
+        if let Some(until) = held.filter(|&u| u > now.0) {
+            if self.retries[job.source as usize].policy.reads_headers() {
+                return self.hold(job, Nanos(until));
+            }
+        }
         if self.chain.is_some() {
             let instance = self.route(&job);
             let lane = self.chain.as_deref_mut().expect("a chain's run");
@@ -520,6 +537,55 @@ impl<'a, 's> Run<'a, 's> {
             return self.finish(job, key, now, Nanos::ZERO, decision);
         }
         self.send_to_store(now, job, key, instance)
+    }
+
+    /// A client that read `r = 0` (or `r ≤ F × q`) sends `job` when its
+    /// hold ends, after the requests it held before (docs/semantics.md
+    /// §11). One held past the end of the run is never sent: a retry's
+    /// request is `pending_at_end`, as any retry due then; a first attempt
+    /// is no request at all, as one generated after the end (so
+    /// `logical_requests = passed + gave_up + pending_at_end` holds).
+    fn hold(&mut self, job: Job, until: Nanos) -> anyhow::Result<()> {
+        if until > self.scenario.duration {
+            if job.attempt > 1 {
+                self.recorder.pending_at_end();
+            }
+            return Ok(());
+        }
+        let next = Job {
+            arrival: Arrival {
+                time: until,
+                ..job.arrival
+            },
+            ..job
+        };
+        self.schedule(until, Event::Arrive(next));
+        Ok(())
+    }
+
+    /// A client of a `ratelimit_headers` source reads the fields `h` of
+    /// its request's answer, heard at `heard`: at `r ≤ F × q` (`r = 0`
+    /// when F = 0) it holds its requests until `t` seconds later.
+    fn read_headers(&mut self, job: &Job, heard: Nanos, h: Headers) {
+        let RetryPolicy::RatelimitHeaders {
+            slow_below: (num, den),
+        } = self.retries[job.source as usize].policy
+        else {
+            return;
+        };
+        let q = self.header_q;
+        let r = h.written_remaining(q);
+        if r as u128 * den as u128 > num as u128 * q as u128 {
+            return;
+        }
+        let until = heard
+            .0
+            .saturating_add(h.reset_s().saturating_mul(NANOS_PER_SEC));
+        let client = job.arrival.client as usize;
+        if client >= self.held_until.len() {
+            self.held_until.resize(client + 1, 0);
+        }
+        self.held_until[client] = self.held_until[client].max(until);
     }
 
     /// Handles `event` at `at`: now if that is the present (a zero
@@ -586,6 +652,14 @@ impl<'a, 's> Run<'a, 's> {
             a.cost,
             decision,
         );
+        let headers = self.headers.take();
+        if let Some(h) = headers {
+            let delay = match decision {
+                Decision::Delayed { delay } => delay,
+                _ => Nanos::ZERO,
+            };
+            self.read_headers(&job, a.time + latency + delay, h);
+        }
         if let Some(sink) = self.sink.as_deref_mut() {
             sink.record(&Attempt {
                 arrival: a,
@@ -595,10 +669,9 @@ impl<'a, 's> Run<'a, 's> {
                 attempt: job.attempt,
                 decision,
                 by: self.by.take(),
-                headers: self.headers.take(),
+                headers,
             })?;
         }
-        self.headers = None;
         if let Decision::Rejected { retry_after } = decision {
             let heard = a.time + latency;
             let retry = &self.retries[job.source as usize];

@@ -106,6 +106,16 @@ impl Headers {
         }
     }
 
+    /// `r` as the field writes it for a policy limit of `q`: an unbounded
+    /// remaining is written as `q` (docs/semantics.md §11).
+    pub fn written_remaining(&self, q: u64) -> u64 {
+        if self.remaining == UNBOUNDED {
+            q
+        } else {
+            self.remaining
+        }
+    }
+
     /// `t`: the reset in whole seconds, rounded up.
     pub fn reset_s(&self) -> u64 {
         self.reset.0.div_ceil(crate::clock::NANOS_PER_SEC)
