@@ -194,3 +194,23 @@ proptest! {
         check(Algorithm::SmoothBursty(cfg), None, &ops, full);
     }
 }
+
+#[test]
+fn a_read_then_write_copy_has_its_own_fields_until_written_back() {
+    // Token bucket of 3 at 3/1s: a copy that admitted one holds 2 tokens
+    // (full again in 1/3 s), while the store still holds 3 — a fresh key.
+    let cfg = token_bucket::Config {
+        capacity: 3,
+        rate: rate("3/1s"),
+    };
+    let mut l = Algorithm::TokenBucket(cfg).build();
+    let (d, ticket) = l.decide_detached(7, Nanos(0), 1);
+    assert_eq!(d, Decision::Admitted);
+    let copy = l.detached_headers(7, ticket, Nanos(0));
+    assert_eq!((copy.remaining, copy.reset), (2, Nanos(333_333_334)));
+    assert_eq!(copy.reset_s(), 1);
+    let stored = l.headers(7, Nanos(0));
+    assert_eq!((stored.remaining, stored.reset), (3, Nanos(0)));
+    l.write_back(7, ticket, Nanos(0));
+    assert_eq!(l.headers(7, Nanos(0)), copy);
+}
