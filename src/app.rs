@@ -10,7 +10,7 @@ use std::path::Path;
 
 use crate::builtin;
 use crate::cli::{
-    Cli, Command, ExplainArgs, ExportCommand, ExportRedisArgs, OutputFormat, RunArgs,
+    Cli, Command, DiffArgs, ExplainArgs, ExportCommand, ExportRedisArgs, OutputFormat, RunArgs,
 };
 use crate::error::InputError;
 use crate::estimate::Estimate;
@@ -21,6 +21,7 @@ use crate::progress::Progress;
 use crate::report;
 use crate::report::agreement;
 use crate::run::{run_scenario, RunOptions};
+use crate::rundir::invocation::Invocation;
 use crate::scenario::text::ScenarioFile;
 use crate::scenario::traffic::retry::POLICIES;
 use crate::scenario::traffic::PATTERNS;
@@ -62,6 +63,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Plot { run_dir, quiet } => plot(&run_dir, quiet),
         Command::Explain(args) => explain_command(args),
         Command::Show { name } => crate::onboard::show(&name),
+        Command::Diff(args) => diff(args),
         Command::Export(ExportCommand::Redis(args)) => export_redis(args),
         Command::Export(ExportCommand::Nginx(args)) => {
             let s = load(&args.scenario, &[])?;
@@ -99,15 +101,20 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
 /// The scenario `arg` with `sets` applied, and its `[sweep]` table checked
 /// as `ratesim sweep` would (what `run` and `validate` read).
 fn load(arg: &str, sets: &[Override]) -> Result<Scenario, InputError> {
+    Ok(load_file(arg, sets)?.1)
+}
+
+/// [`load`], with the scenario's file as read.
+fn load_file(arg: &str, sets: &[Override]) -> Result<(ScenarioFile, Scenario), InputError> {
     let file = ScenarioFile::read(arg)?;
     let scenario = file.with(sets)?;
     crate::sweep::check_table(&file, sets, &scenario)?;
-    Ok(scenario)
+    Ok((file, scenario))
 }
 
 fn run_command(args: RunArgs) -> anyhow::Result<()> {
     let sets = crate::overrides::parse_all(&args.set, "--set")?;
-    let mut scenario = load(&args.scenario, &sets)?;
+    let (file, mut scenario) = load_file(&args.scenario, &sets)?;
     if !args.quiet && !scenario.reads_default_limit {
         if let Some(o) = sets.iter().find(|o| o.path == "defaults.limit") {
             let _ = writeln!(
@@ -129,7 +136,9 @@ fn run_command(args: RunArgs) -> anyhow::Result<()> {
         headers: args.decisions == Some(crate::cli::DecisionsMode::Headers)
             || scenario.output.headers,
         plots: !args.no_plots,
+        html: !args.no_html,
         no_budget: args.no_budget,
+        invocation: Some(Invocation::of_process(file.text)),
     };
     if !args.quiet {
         let estimate = Estimate::of_run(&scenario, options.decisions);
@@ -161,22 +170,45 @@ fn run_command(args: RunArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `ratesim plot RUN_DIR`: redraws the charts and `summary.md` from the
-/// run directory's files, without simulating anything.
+/// `ratesim plot RUN_DIR`: redraws the charts, `summary.md` and
+/// `report.html` from the run directory's files, without simulating
+/// anything.
 fn plot(dir: &Path, quiet: bool) -> anyhow::Result<()> {
-    let (data, written) = report::render::render_dir(dir, true)?;
+    let (data, written) = report::render::render_dir(dir, true, true)?;
     if !quiet {
         let mut out = io::stdout().lock();
         let names: Vec<&str> = written.iter().map(|c| c.file).collect();
         writeln!(
             out,
-            "{} charts in {}: {}, and {}",
+            "{} charts in {}: {}, {} and {}",
             data.name,
             dir.display(),
             names.join(", "),
-            report::markdown::FILE
+            report::markdown::FILE,
+            report::html::run::FILE
         )?;
     }
+    Ok(())
+}
+
+/// `ratesim diff A B [--out DIR]`: the comparison on stdout, and with
+/// `--out` as `DIR/diff.html`, written as a run directory is (all or
+/// nothing, never over a file ratesim did not write, nor over A or B).
+fn diff(args: DiffArgs) -> anyhow::Result<()> {
+    let d = crate::diff::Diff::of(&args.a, &args.b)?;
+    if let Some(out) = &args.out {
+        let staging = crate::staging::Staging::new(out, &[args.a.clone(), args.b.clone()])?;
+        let path = staging.path().join(crate::diff::page::FILE);
+        fs::write(&path, crate::diff::page::render(&d))
+            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+        staging.commit("diff")?;
+    }
+    let mut out = io::stdout().lock();
+    out.write_all(d.render().as_bytes())?;
+    if let Some(dir) = &args.out {
+        writeln!(out, "\n{} in {}", crate::diff::page::FILE, dir.display())?;
+    }
+    out.flush()?;
     Ok(())
 }
 

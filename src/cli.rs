@@ -23,7 +23,7 @@ pub struct Cli {
 pub enum Command {
     /// Run a scenario and write its results to a run directory
     #[command(
-        after_help = "Examples:\n  ratesim run boundary\n  ratesim run steady.toml --seed 42 --out /tmp/steady   (after `ratesim init steady`)\n  ratesim run poisson --decisions --quiet\n  ratesim run boundary --format json | jq '.limiters[].peak_in_window'\n\nSCENARIO is a path to a .toml file or the name of a built-in scenario (see `ratesim list`).\nThe run directory gets summary.csv, summary.json, timeseries.csv, summary.md, the PNG charts\n(timeline, peak, outcomes, state; delay when something was delayed; clients when clients retried\nor shared a key; deployment when a limiter is deployed) and, with --decisions, decisions.csv.\nA progress bar shows on stderr for runs longer than a second (a progress line every 5 s when\nstderr is not a terminal), unless --quiet. An existing DIR is replaced only if it is empty or\na run directory holding nothing ratesim did not write, and never when it holds the scenario\nor a file the scenario reads: no flag deletes or overwrites a file ratesim did not write.\n\nPaths: a trace's `path` is relative to the scenario file (so a scenario and its trace move\ntogether); `[output] dir` and --out are relative to the current directory, like every path\ngiven on the command line (so results land where you run ratesim).\n\nratesim refuses a run of more than 10^10 decisions, or of more memory than the machine has\navailable (see `ratesim validate`), unless --no-budget."
+        after_help = "Examples:\n  ratesim run boundary\n  ratesim run steady.toml --seed 42 --out /tmp/steady   (after `ratesim init steady`)\n  ratesim run poisson --decisions --quiet\n  ratesim run boundary --format json | jq '.limiters[].peak_in_window'\n\nSCENARIO is a path to a .toml file or the name of a built-in scenario (see `ratesim list`).\nThe run directory gets summary.csv, summary.json, timeseries.csv, summary.md, the PNG charts\n(timeline, peak, outcomes, state; delay when something was delayed; clients when clients retried\nor shared a key; deployment when a limiter is deployed), report.html (one self-contained page\nof all of it, unless --no-html), run.json (the command line and the scenario's text) and,\nwith --decisions, decisions.csv.\nA progress bar shows on stderr for runs longer than a second (a progress line every 5 s when\nstderr is not a terminal), unless --quiet. An existing DIR is replaced only if it is empty or\na run directory holding nothing ratesim did not write, and never when it holds the scenario\nor a file the scenario reads: no flag deletes or overwrites a file ratesim did not write.\n\nPaths: a trace's `path` is relative to the scenario file (so a scenario and its trace move\ntogether); `[output] dir` and --out are relative to the current directory, like every path\ngiven on the command line (so results land where you run ratesim).\n\nratesim refuses a run of more than 10^10 decisions, or of more memory than the machine has\navailable (see `ratesim validate`), unless --no-budget."
     )]
     Run(RunArgs),
     /// Check a scenario file without running it
@@ -37,9 +37,9 @@ pub enum Command {
     /// List built-in scenarios, algorithms and traffic patterns
     #[command(after_help = "Examples:\n  ratesim list\n  ratesim list | grep bucket")]
     List,
-    /// Re-render the charts and summary.md of a run directory, without re-simulating
+    /// Re-render the charts, summary.md and report.html of a run directory, without re-simulating
     #[command(
-        after_help = "Examples:\n  ratesim plot output/boundary\n  ratesim run poisson --no-plots --quiet && ratesim plot output/poisson\n\nReads RUN_DIR/summary.json and RUN_DIR/timeseries.csv and writes the same PNG files\n`ratesim run` writes, byte for byte."
+        after_help = "Examples:\n  ratesim plot output/boundary\n  ratesim run poisson --no-plots --quiet && ratesim plot output/poisson\n\nReads RUN_DIR/summary.json and RUN_DIR/timeseries.csv and writes the same PNG files\n`ratesim run` writes, byte for byte; summary.md and report.html too, from the directory's\nother files (report.html also after `run --no-html`)."
     )]
     Plot {
         /// A run directory written by `ratesim run`
@@ -61,6 +61,11 @@ pub enum Command {
         /// A built-in scenario name
         name: String,
     },
+    /// Compare two run directories limiter by limiter
+    #[command(
+        after_help = "Examples:\n  ratesim run boundary --out a && ratesim run boundary --set defaults.limit=50 --out b\n  ratesim diff a b\n  ratesim diff a b --out a-vs-b        also writes a-vs-b/diff.html\n\nLimiters are matched by name. Prints every column of summary.csv that differs for a limiter in\nboth (limiter, column, A, B, change = B - A and its ratio to A), after the scenario's fields that\ndiffer (limiter \"(scenario)\"), then the limiters only one run has. Exit status 0 whatever\ndiffers; 2 when A or B is not a run directory. With --out, DIR gets diff.html (the same table\nand the two runs' charts side by side); DIR is replaced only when it is empty or holds nothing\nbut ratesim's files, and never when it is or holds A or B."
+    )]
+    Diff(DiffArgs),
     /// Write a built-in scenario to a file to edit, with any trace it reads
     #[command(
         after_help = "Examples:\n  ratesim init boundary                writes boundary.toml\n  ratesim init trace replay/t.toml     writes replay/t.toml and replay/traces/sample.csv\n  ratesim init steady experiments/     writes experiments/steady.toml\n\nFILE defaults to NAME.toml in the current directory; when it is a directory (existing, or\nending in /) the scenario goes inside it as NAME.toml. Files the scenario reads are written at their path\nrelative to FILE, so it runs unchanged: `ratesim run FILE` from any directory. Nothing is\nwritten when any of the files exists (exit status 2 naming the file); --force overwrites a\nfile only where it holds exactly what `ratesim init` writes, never a file you edited or wrote."
@@ -160,6 +165,17 @@ pub struct ExportRedisArgs {
 }
 
 #[derive(Debug, clap::Args)]
+pub struct DiffArgs {
+    /// The first run directory
+    pub a: PathBuf,
+    /// The second run directory
+    pub b: PathBuf,
+    /// Also write DIR/diff.html
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
 pub struct InitArgs {
     /// A built-in scenario name (see `ratesim list`)
     pub name: String,
@@ -214,6 +230,9 @@ pub struct RunArgs {
     /// Do not draw the PNG charts (`ratesim plot` can draw them later)
     #[arg(long)]
     pub no_plots: bool,
+    /// Do not write report.html (`ratesim plot` writes it later)
+    #[arg(long)]
+    pub no_html: bool,
     /// Run past the work budget (10^10 decisions) and the machine's
     /// available memory (see `ratesim validate`)
     #[arg(long)]

@@ -11,13 +11,15 @@
 //!
 //! Its own modules: [`run`] simulates a scenario into a run directory
 //! (with [`staging`], all or nothing), [`estimate`] says beforehand how
-//! much work and memory that is, [`sweep`], [`explain`], [`onboard`],
+//! much work and memory that is, [`diff`] compares two run directories,
+//! [`sweep`], [`explain`], [`onboard`],
 //! [`redis`] and [`progress`] serve the commands, [`app`] runs them and
 //! [`cli`] defines them; `main.rs` parses the arguments and maps errors
 //! to exit codes.
 
 pub mod app;
 pub mod cli;
+pub mod diff;
 pub mod estimate;
 pub mod explain;
 pub mod onboard;

@@ -448,6 +448,11 @@ pub(super) fn state_size(algorithm: &Algorithm) -> u128 {
             Arithmetic::Nginx => size_of::<Option<leaky_bucket::nginx::Node>>(),
         },
         Algorithm::SmoothBursty(_) => size_of::<smooth_bursty::StoredPermits>(),
+        Algorithm::Quota(_) => size_of::<crate::limiter::quota::Used>(),
+        // A count per key in flight; the backend's waiting room and an
+        // adaptive limit are one state each.
+        Algorithm::Concurrency { .. } => size_of::<u64>(),
+        Algorithm::QueueLength { .. } | Algorithm::Adaptive(_) => 0,
     }) as u128
 }
 
@@ -462,6 +467,7 @@ pub(super) fn source_clients(p: &Pattern) -> u128 {
         Pattern::Nat(n) => n.users.len(),
         Pattern::Zipf(z) => z.clients.len(),
         Pattern::Ramp(r) => r.clients.len(),
+        Pattern::Closed(c) => c.clients.len(),
     }) as u128
 }
 
@@ -495,6 +501,8 @@ pub(super) fn arrival_bytes(p: &Pattern) -> u128 {
             .saturating_add(n.skew.map_or(0, |_| 8 * n.ips.len() as u128)),
         // One stream, and a table of 8 bytes per key.
         Pattern::Zipf(z) => boxed(1, rng + 64).saturating_add(8 * z.clients.len() as u128),
+        // Made per run: one event per client on the run's own queue.
+        Pattern::Closed(c) => c.clients.len() as u128 * 64,
         // Each client's copy of the steps (16 bytes each).
         Pattern::Ramp(r) => boxed(r.clients.len(), 112).saturating_add(
             (r.clients.len() as u128).saturating_mul(malloc(16 * r.steps.len() as u128)),

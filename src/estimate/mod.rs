@@ -45,6 +45,7 @@ use crate::clock::{Nanos, Rate};
 use crate::deploy::Scope;
 use crate::limiter::Algorithm;
 use crate::scenario::Scenario;
+use crate::scenario::Service;
 use crate::traffic::bursty::Form;
 use crate::traffic::steady::Phase;
 use crate::traffic::Pattern;
@@ -333,6 +334,17 @@ fn first_attempts(p: &Pattern, end: Nanos) -> u128 {
                 }
             }
         },
+        Pattern::Closed(c) => {
+            // At most one request per think time per client (responses
+            // only make it fewer): the mean think time, in ns.
+            let think = match c.think {
+                Service::Exp(m) | Service::Const(m) => m.0 as f64,
+                Service::Uniform(low, high) => (low.0 as f64 + high.0 as f64) / 2.0,
+                Service::LogNormal(median, sigma) => median.0 as f64 * (sigma * sigma / 2.0).exp(),
+            };
+            let per_client = (e as f64 / think.max(1.0)).ceil() as u128;
+            n(c.clients.len()).saturating_mul(per_client)
+        }
         Pattern::Ramp(r) => {
             // Step j spans [⌈e·j/s⌉, ⌈e·(j+1)/s⌉) at its own rate; its
             // clients are spread as a steady source's.
@@ -449,6 +461,10 @@ fn state_bytes_of(algorithm: &Algorithm, keys: u128, attempts: u128) -> u128 {
         Algorithm::SlidingLog(c) => (0, c.limit),
         Algorithm::LeakyBucket(c) => (b::LEAKY_BUCKET, c.queue),
         Algorithm::SmoothBursty(_) => (b::SMOOTH_BURSTY, 0),
+        Algorithm::Quota(_) => (b::QUOTA, 0),
+        Algorithm::Concurrency { .. } => (crate::limiter::feedback::CONCURRENCY_BYTES, 0),
+        Algorithm::QueueLength { .. } => (0, 0),
+        Algorithm::Adaptive(_) => (crate::limiter::feedback::ADAPTIVE_BYTES, 0),
     };
     let entries = keys.saturating_mul(entries_per_key as u128).min(attempts);
     keys.saturating_mul(fixed as u128)

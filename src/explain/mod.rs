@@ -63,10 +63,9 @@ pub fn run(name: &str, out: Option<&Path>) -> anyhow::Result<String> {
         .unwrap_or_else(|| Path::new("output").join(topic.name));
     let bar = Progress::new(scenario.limiters.len(), scenario.duration, false);
     let options = RunOptions {
-        decisions: false,
-        headers: false,
         plots: true,
-        no_budget: false,
+        html: true,
+        ..RunOptions::default()
     };
     let result = run::run_scenario(&scenario, &dir, &options, &|i, t, n| bar.report(i, t, n));
     bar.finish();
@@ -78,7 +77,7 @@ pub fn run(name: &str, out: Option<&Path>) -> anyhow::Result<String> {
         data: &data,
     })?;
     // Link whatever the topic added beside the charts.
-    crate::report::render::render_dir(&dir, false)?;
+    crate::report::render::render_dir(&dir, false, true)?;
     Ok(text)
 }
 

@@ -27,8 +27,9 @@ use crate::scenario::Scenario;
 use crate::staging::Staging;
 
 /// What a run writes besides `summary.csv`, `summary.json` and
-/// `timeseries.csv`. The default writes neither the decision log nor charts.
-#[derive(Debug, Clone, Copy, Default)]
+/// `timeseries.csv`. The default writes neither the decision log, nor
+/// charts, nor `report.html`.
+#[derive(Debug, Clone, Default)]
 pub struct RunOptions {
     /// Write `decisions.csv`.
     pub decisions: bool,
@@ -36,8 +37,13 @@ pub struct RunOptions {
     pub headers: bool,
     /// Draw the PNG charts (`summary.md` is written either way).
     pub plots: bool,
+    /// Write `report.html`.
+    pub html: bool,
     /// Run past the work budget of [`crate::estimate`].
     pub no_budget: bool,
+    /// How the run was asked for, written as `run.json` (which
+    /// `report.html` shows); none writes no `run.json`.
+    pub invocation: Option<crate::rundir::invocation::Invocation>,
 }
 
 /// Simulates every limiter of `scenario` and writes the run directory `out`.
@@ -149,7 +155,12 @@ pub(crate) fn simulate_into(
         }
         all.flush()?;
     }
+    if let Some(invocation) = &options.invocation {
+        let mut text = serde_json::to_string_pretty(invocation)?;
+        text.push('\n');
+        fs::write(dir.join(crate::rundir::RUN_JSON), text).context("cannot write run.json")?;
+    }
     // Drawn from the files just written, exactly as `ratesim plot` does.
-    report::render::render_dir(dir, options.plots)?;
+    report::render::render_dir(dir, options.plots, options.html)?;
     Ok(report)
 }

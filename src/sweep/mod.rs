@@ -25,6 +25,7 @@ pub mod heatmap;
 pub mod line;
 pub mod manifest;
 pub mod merge;
+pub mod page;
 pub mod recommend;
 pub mod recommended;
 pub mod render;

@@ -1,4 +1,5 @@
-//! A sweep directory's charts, `recommendation.md` and `summary.md`, drawn
+//! A sweep directory's charts, `recommendation.md`, `summary.md` and
+//! `report.html`, drawn
 //! from `sweep.csv` and `sweep.json` alone (so `sweep merge` draws them
 //! byte for byte as the unsharded sweep does).
 //!
@@ -147,7 +148,8 @@ pub fn render_dir(dir: &Path, m: &Manifest, plots: bool) -> anyhow::Result<Optio
             ));
         }
     }
-    fs::write(dir.join(SUMMARY), md).with_context(|| format!("cannot write {SUMMARY}"))?;
+    fs::write(dir.join(SUMMARY), &md).with_context(|| format!("cannot write {SUMMARY}"))?;
+    super::page::write(dir, m, &md, recommendation.as_deref())?;
     Ok(recommendation)
 }
 

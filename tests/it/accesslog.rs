@@ -514,6 +514,16 @@ fn on_the_real_nginx_log_the_imported_config_agrees_with_nginx_but_for_milliseco
     assert_eq!(a["nodelay-nodelay"], (746, 751));
     assert_eq!(a["delay-delay3"], (730, 746));
     assert!(read_text(&out.join("summary.md")).contains("## Agreement with the gateway"));
+    // report.html holds both files, cell for cell.
+    let page = read_text(&out.join("report.html"));
+    for (file, id) in [
+        ("agreement.csv", "agreement"),
+        ("disagreements.csv", "disagreements"),
+    ] {
+        let (head, mut rows) = csv_rows(&out.join(file));
+        rows.truncate(100);
+        assert_eq!(crate::report::html_table(&page, id), (head, rows), "{file}");
+    }
 
     // Every disagreement is millisecond clock noise: nginx's limiter reads
     // a different millisecond than its log prints (fixture README). Moving

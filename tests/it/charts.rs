@@ -133,8 +133,15 @@ fn copy_data(from: &Path, to: &Path) {
     for f in ["summary.json", "summary.csv", "timeseries.csv"] {
         fs::copy(from.join(f), to.join(f)).unwrap();
     }
-    // summary.md reads these too (who would be limited, the agreement).
-    for f in ["top_keys.csv", "agreement.csv", "disagreements.csv"] {
+    // summary.md reads these too (who would be limited, the agreement),
+    // and report.html the sources and how the run was asked for.
+    for f in [
+        "top_keys.csv",
+        "agreement.csv",
+        "disagreements.csv",
+        "sources.csv",
+        "run.json",
+    ] {
         if from.join(f).is_file() {
             fs::copy(from.join(f), to.join(f)).unwrap();
         }
@@ -156,12 +163,17 @@ fn assert_same_bytes(a: &Path, b: &Path) {
 /// Whether `file` has something to show for `data`: the conditional charts
 /// are drawn only then (`delay.png` when something was delayed,
 /// `clients.png` when clients retried or share a key, `deployment.png` when
-/// a limiter is deployed); every other chart always.
+/// a limiter is deployed, `backend.png` with a `[backend]`); every other
+/// chart always.
 fn expected(file: &str, data: &RunData) -> bool {
     match file {
         "delay.png" => data.limiters.iter().any(|l| l.delayed > 0),
         "clients.png" => clients::clients_series(data).shown(),
         "deployment.png" => deployment::deployment_series(data).shown(),
+        "backend.png" => data
+            .limiters
+            .iter()
+            .any(|l| l.series.iter().any(|b| b.in_flight_max.is_some())),
         _ => true,
     }
 }
@@ -230,6 +242,10 @@ fn assert_plot_reproduces(name: &str, dir: &Path, copy: &Path) {
         }
     }
     assert_same_bytes(&dir.join("summary.md"), &copy.join("summary.md"));
+    assert_same_bytes(&dir.join("report.html"), &copy.join("report.html"));
+    let page = fs::read_to_string(copy.join("report.html")).unwrap();
+    crate::report::assert_self_contained(&page);
+    crate::report::assert_every_png_inline(copy, &page);
 }
 
 /// One test for all shipped scenarios (in parallel), so each is simulated
@@ -746,7 +762,8 @@ fn names_the_font_cannot_draw_fall_back_visibly() {
 }
 
 /// A run directory written before `worst_key_in_window` and `overshoot`
-/// existed still plots: its timeline shows throughput, labelled so.
+/// (and the backend's columns after them) existed still plots: its
+/// timeline shows throughput, labelled so.
 #[test]
 fn a_time_series_without_the_per_key_columns_still_plots() {
     let tmp = scratch();
@@ -761,7 +778,7 @@ fn a_time_series_without_the_per_key_columns_still_plots() {
         .lines()
         .map(|l| {
             let cells: Vec<&str> = l.split(',').collect();
-            format!("{}\n", cells[..cells.len() - 2].join(","))
+            format!("{}\n", cells[..cells.len() - 8].join(","))
         })
         .collect();
     assert!(old.starts_with("limiter,bucket_start_ns,") && !old.contains("worst_key"));

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use assert_cmd::Command;
 
 /// The built-in scenarios, each also shipped as `scenarios/<name>.toml`.
-pub const SHIPPED: [&str; 15] = [
+pub const SHIPPED: [&str; 16] = [
     "boundary",
     "steady",
     "poisson",
@@ -23,6 +23,7 @@ pub const SHIPPED: [&str; 15] = [
     "pick-a-limit",
     "access-log",
     "plans",
+    "protect-backend",
 ];
 
 /// docs/semantics.md §3: the columns `summary.csv` starts with, named exactly.

@@ -445,7 +445,7 @@ proptest! {
         let estimate = Estimate::of(&s);
         prop_assume!(estimate.decisions <= SMALL && estimate.attempts_with_retries <= 4 * SMALL);
         let out = tmp.path().join("out");
-        let options = RunOptions { decisions: true, headers: false, plots: false, no_budget: false };
+        let options = RunOptions { decisions: true, ..RunOptions::default() };
         match run_scenario(&s, &out, &options, &|_, _, _| {}) {
             Ok(_) => {
                 let mut summary = csv::Reader::from_path(out.join("summary.csv")).unwrap();

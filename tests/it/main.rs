@@ -3,6 +3,7 @@
 //! `engine_support` those for tests that run the engine in process.
 
 mod accesslog;
+mod backend;
 mod chains;
 mod charts;
 mod cli;
@@ -19,6 +20,7 @@ mod onboard;
 mod properties;
 mod readme;
 mod redis_scripts;
+mod report;
 mod robust;
 mod robust_traffic;
 mod scenario_claims;

@@ -2276,3 +2276,62 @@ fn plans_sweep_recommends_the_global_cap_its_comments_say() {
         }
     }
 }
+
+// ---------------------------------------------------------------------------
+// protect-backend
+// ---------------------------------------------------------------------------
+
+#[test]
+fn protect_backend_is_as_its_comments_say() {
+    says(
+        "protect-backend",
+        &[
+            "a backend of 8 workers at exp(20 ms) — about 400 requests a second — serves 400 users (a request every 2 s each: 200 a second, half its capacity).",
+            "A partner's batch job sends 4,000 requests evenly from 15 s to 25 s (400 a second: the load triples), and from 40 s to 50 s the backend serves three times slower",
+            "The per-client bucket stops the batch job (3,976 of its 4,000 requests) and no user, but neither rate limit sees the slowdown: both let the backlog grow to 727 requests inside, and their p99 latency passes 3 s.",
+            "The concurrency limit holds 16 in flight and p99 latency under 200 ms; the queue-length limit holds at most 32 inside (8 served, 24 waiting) and p99 under 350 ms; AIMD and Gradient2 find their limits from the responses and keep p99 under 1 s.",
+            "about one user request in eight (12–13 %) for the concurrency and queue-length limits, against none for the per-client bucket.",
+        ],
+    );
+    let r = run("protect-backend", &[]);
+    let s = Summary::of(&r);
+    let src = sources(&r);
+    let n = |l: &str, source: &str, c: &str| -> u64 {
+        src[&(l.to_string(), source.to_string())][c]
+            .parse()
+            .unwrap()
+    };
+    // The traffic: 4,000 batch requests; the users about 200 a second.
+    assert_eq!(n("per-client", "batch", "attempts"), 4000);
+    within(
+        "users per second",
+        n("per-client", "users", "attempts") as f64 / 60.0,
+        190.0,
+        210.0,
+    );
+    // The rate limits.
+    assert_eq!(
+        [
+            n("per-client", "batch", "rejected"),
+            n("per-client", "users", "rejected")
+        ],
+        [3976, 0]
+    );
+    for l in ["per-client", "global-rate"] {
+        assert_eq!(s.u(l, "in_flight_peak"), 727, "{l}");
+        assert!(s.f(l, "latency_p99_ms") > 3000.0, "{l}");
+    }
+    // The limits that read the backend.
+    assert_eq!(s.u("concurrency", "in_flight_peak"), 16);
+    assert!(s.f("concurrency", "latency_p99_ms") < 200.0);
+    assert!(s.u("queue-length", "in_flight_peak") <= 32);
+    assert!(s.f("queue-length", "latency_p99_ms") < 350.0);
+    for l in ["aimd", "gradient2"] {
+        assert!(s.f(l, "latency_p99_ms") < 1000.0, "{l}");
+    }
+    // What they pay: 12–13 % of the users' requests.
+    for l in ["concurrency", "queue-length"] {
+        let share = n(l, "users", "rejected") as f64 / n(l, "users", "attempts") as f64;
+        within(&format!("{l}: users rejected"), share, 0.12, 0.13);
+    }
+}

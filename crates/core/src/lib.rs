@@ -12,12 +12,14 @@
 //! - [`population`]: client and address names interned to dense ids;
 //! - [`traffic`]: arrival streams, one file per pattern, and retries;
 //! - [`deploy`]: instances, routing and a shared store;
+//! - [`backend`]: the servers and waiting room behind the limiter;
 //! - [`scenario`]: a validated scenario, as the engine runs it;
 //! - [`metrics`]: what a run measures, per limiter;
 //! - [`engine`]: the event queue and the run loop;
 //! - [`error`]: [`error::InputError`], the error a user can fix (exit
 //!   status 2), and how a message quotes the user's values.
 
+pub mod backend;
 pub mod cache;
 pub mod calendar;
 pub mod clock;

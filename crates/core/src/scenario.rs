@@ -62,6 +62,9 @@ pub struct Scenario {
     pub limiters: Vec<LimiterSpec>,
     pub traffic: Vec<Source>,
     pub output: OutputSpec,
+    /// `[backend]`: the servers behind every limiter (docs/semantics.md
+    /// §10); each limiter's run has its own, fed what that limiter passes.
+    pub backend: Option<BackendSpec>,
     pub population: Population,
     /// The scenario file and every file it reads (traces, access logs):
     /// what a run directory may never hold (see the staging of a run directory). Empty
@@ -184,18 +187,31 @@ pub struct LimiterSpec {
 
 impl LimiterSpec {
     /// The `q` and `w` of its RateLimit-Policy field (docs/semantics.md
-    /// §11): a window algorithm's own `limit` and `window`; any other
-    /// limiter's (a chain's too) policy limit per `[defaults] window`.
-    pub fn header_policy(&self, defaults: &Defaults) -> (u64, Nanos) {
+    /// §11): a window algorithm's own `limit` and `window`; a quota's
+    /// `limit` per its period (no `w` for a month, which has no one
+    /// length); a cap on requests in flight or waiting, that cap, with no
+    /// window; any other limiter's (a chain's too) policy limit per
+    /// `[defaults] window`.
+    pub fn header_policy(&self, defaults: &Defaults) -> (u64, Option<Nanos>) {
+        use crate::limiter::quota::{self, Period};
         use crate::limiter::{fixed_window, sliding_counter, sliding_log};
+        const DAY: u64 = 86_400 * crate::clock::NANOS_PER_SEC;
         match self.algorithm {
-            _ if self.chain.is_some() => (self.policy.limit, defaults.window),
+            _ if self.chain.is_some() => (self.policy.limit, Some(defaults.window)),
             Algorithm::FixedWindow(fixed_window::Config { limit, window, .. })
             | Algorithm::SlidingLog(sliding_log::Config { limit, window, .. })
             | Algorithm::SlidingCounter(sliding_counter::Config { limit, window, .. }) => {
-                (limit, window)
+                (limit, Some(window))
             }
-            _ => (self.policy.limit, defaults.window),
+            Algorithm::Quota(quota::Config { limit, period, .. }) => match period {
+                Period::Day => (limit, Some(Nanos(DAY))),
+                Period::Week => (limit, Some(Nanos(7 * DAY))),
+                Period::Month => (limit, None),
+            },
+            Algorithm::Concurrency { max_in_flight } => (max_in_flight, None),
+            Algorithm::QueueLength { max_queue } => (max_queue, None),
+            Algorithm::Adaptive(_) => (self.policy.limit, None),
+            _ => (self.policy.limit, Some(defaults.window)),
         }
     }
 }
@@ -317,4 +333,35 @@ pub fn default_resolution(window: Nanos, duration: Nanos) -> Nanos {
 /// and one more for the instant `duration` itself.
 pub fn planned_buckets(resolution: Nanos, duration: Nanos) -> u64 {
     duration.0 / resolution.0.max(1) + 1
+}
+
+/// How long a service takes, before any slowdown.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Service {
+    /// Exponential with this mean.
+    Exp(Nanos),
+    Const(Nanos),
+    /// Uniform over `[low, high]`, in whole ns.
+    Uniform(Nanos, Nanos),
+    /// Log-normal with this median and `sigma` (of the underlying normal).
+    LogNormal(Nanos, f64),
+}
+
+/// Service times × `num / den` for services that start in `[from, until)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Slowdown {
+    pub from: Nanos,
+    pub until: Nanos,
+    pub num: u64,
+    pub den: u64,
+}
+
+/// `[backend]`, validated.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BackendSpec {
+    pub workers: u32,
+    pub service: Service,
+    /// Waiting room; `None`: unbounded.
+    pub queue: Option<u64>,
+    pub slowdowns: Vec<Slowdown>,
 }

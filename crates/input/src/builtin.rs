@@ -73,6 +73,11 @@ pub static SCENARIOS: &[Builtin] = &[
         files: &[],
     },
     Builtin {
+        name: "protect-backend",
+        toml: include_str!("../../../scenarios/protect-backend.toml"),
+        files: &[],
+    },
+    Builtin {
         name: "libraries",
         toml: include_str!("../../../scenarios/libraries.toml"),
         files: &[

@@ -4,9 +4,10 @@
 
 use std::io::Write;
 
-use super::Report;
+use super::{LimiterReport, Report};
 use crate::clock::NANOS_PER_SEC;
 use crate::engine::{Attempt, DecisionSink};
+use crate::format::Decimal;
 use crate::limiter::{Decision, Headers};
 use crate::population::Population;
 use crate::rundir::summary::LimiterSummary;
@@ -68,7 +69,7 @@ pub fn timeseries(report: &Report, out: &mut dyn Write) -> anyhow::Result<()> {
     let buckets = report
         .limiters
         .iter()
-        .map(|l| l.series.len())
+        .map(|l| l.series.len().max(l.backend_series.len()))
         .max()
         .unwrap_or(0);
     let res = report.resolution.0;
@@ -76,7 +77,7 @@ pub fn timeseries(report: &Report, out: &mut dyn Write) -> anyhow::Result<()> {
         for i in 0..buckets {
             let b = l.series.get(i).copied().unwrap_or_default();
             let start = i as u64 * res;
-            w.write_record([
+            let mut record = vec![
                 l.summary().limiter.clone(),
                 start.to_string(),
                 (start + res).to_string(),
@@ -90,11 +91,45 @@ pub fn timeseries(report: &Report, out: &mut dyn Write) -> anyhow::Result<()> {
                 b.gave_up.to_string(),
                 b.worst_key_in_window.to_string(),
                 b.overshoot.to_string(),
-            ])?;
+            ];
+            record.extend(backend_cells(l, i));
+            w.write_record(&record)?;
         }
     }
     w.flush()?;
     Ok(())
+}
+
+/// The backend's columns of `timeseries.csv` for bucket `i` of `l`
+/// (docs/semantics.md §10): empty without a backend; the latencies only
+/// where a request entered and was served.
+fn backend_cells(l: &LimiterReport, i: usize) -> [String; 6] {
+    if l.backend_series.is_empty() {
+        return Default::default();
+    }
+    let b = l.backend_series.get(i).copied().unwrap_or_default();
+    let ms = |ns: u128, n: u64| {
+        Decimal::ratio(ns, n as u128 * 1_000_000, 6)
+            .text()
+            .to_string()
+    };
+    let served = b.served > 0;
+    [
+        b.served.to_string(),
+        b.dropped.to_string(),
+        if served {
+            ms(b.latency_sum, b.served)
+        } else {
+            String::new()
+        },
+        if served {
+            ms(b.latency_max as u128, 1)
+        } else {
+            String::new()
+        },
+        b.in_flight_max.to_string(),
+        b.limit.map(|l| l.to_string()).unwrap_or_default(),
+    ]
 }
 
 /// Streams one limiter's decisions as CSV rows (no header: the run writes
@@ -135,7 +170,9 @@ impl HeaderPolicy {
     pub fn of(scenario: &Scenario, index: usize) -> HeaderPolicy {
         let spec = &scenario.limiters[index];
         let (limit, window) = spec.header_policy(&scenario.defaults);
-        let window_s = (window.0 % NANOS_PER_SEC == 0).then_some(window.0 / NANOS_PER_SEC);
+        let window_s = window
+            .filter(|w| w.0 % NANOS_PER_SEC == 0)
+            .map(|w| w.0 / NANOS_PER_SEC);
         let mut policy = format!("{};q={limit}", sf_string(&spec.name));
         if let Some(w) = window_s {
             policy.push_str(&format!(";w={w}"));

@@ -4,14 +4,15 @@
 //! per-limiter results. Each exporter takes a `&Report` and writes one
 //! format: [`csv`] (`summary.csv`, `timeseries.csv`, the decision log),
 //! [`json`] (`summary.json`), [`table`] (the terminal). [`markdown`]
-//! (`summary.md`) and [`charts`] (the PNGs) read the written run directory
-//! back, so `ratesim plot` can redraw them from it alone; [`render`] draws
-//! both into a run directory.
+//! (`summary.md`), [`html`] (`report.html`) and [`charts`] (the PNGs)
+//! read the written run directory back, so `ratesim plot` can redraw them
+//! from it alone; [`render`] draws them into a run directory.
 
 pub mod agreement;
 pub mod charts;
 pub mod csv;
 pub mod format;
+pub mod html;
 pub mod json;
 pub mod markdown;
 pub mod notes;
@@ -22,7 +23,7 @@ pub mod top_keys;
 use ratesim_core::{clock, engine, error, limiter, metrics, population, scenario};
 use ratesim_rundir as rundir;
 
-use crate::clock::Nanos;
+use crate::clock::{Nanos, NANOS_PER_SEC};
 use crate::engine::LimiterRun;
 use crate::metrics::SeriesBucket;
 use crate::rundir::summary::{
@@ -30,6 +31,7 @@ use crate::rundir::summary::{
 };
 use crate::scenario::Scenario;
 use format::Decimal;
+use ratesim_core::backend::{BackendBucket, BackendStats};
 
 /// One limiter's results: its summary as the files write it, and the
 /// exact values the terminal rounds its own way.
@@ -46,6 +48,8 @@ pub struct LimiterReport {
     /// of its own, of all rejected: `(collateral, rejected)`.
     pub collateral: Option<(u64, u64)>,
     pub series: Vec<SeriesBucket>,
+    /// Its backend's series, with a `[backend]` (empty otherwise).
+    pub backend_series: Vec<BackendBucket>,
     /// `sources.csv`'s rows: one per source it sees, in scenario order.
     pub sources: Vec<SourceRow>,
 }
@@ -182,6 +186,7 @@ impl Report {
                             });
                         (all > 0).then(|| Decimal::share((limited, all)))
                     },
+                    ..backend_columns(run.backend.as_ref(), scenario.duration)
                 };
                 // A member does not answer the clients (its chain does):
                 // the clients' figures are the chain's row's. Neither a
@@ -271,6 +276,7 @@ impl Report {
                         .collateral()
                         .filter(|_| spec.chain.is_none() && spec.member_of.is_none()),
                     series: r.series,
+                    backend_series: run.backend.map(|b| b.series).unwrap_or_default(),
                     sources,
                 }
             })
@@ -287,5 +293,28 @@ impl Report {
             scenario: echo,
             limiters,
         }
+    }
+}
+
+/// The `[backend]` columns of a limiter's row (docs/semantics.md §10);
+/// every other column at its default.
+fn backend_columns(b: Option<&BackendStats>, duration: Nanos) -> LimiterSummary {
+    let Some(b) = b else {
+        return LimiterSummary::default();
+    };
+    let ms = |t: Option<Nanos>| t.map(Decimal::ms);
+    let capacity = b.workers as u128 * b.span as u128;
+    LimiterSummary {
+        utilisation: (capacity > 0).then(|| Decimal::ratio(b.busy, capacity, 4)),
+        latency_p50_ms: ms(b.latency.percentile(500)),
+        latency_p99_ms: ms(b.latency.percentile(990)),
+        latency_p999_ms: ms(b.latency.percentile(999)),
+        queue_wait_p99_ms: ms(b.wait.percentile(990)),
+        in_flight_peak: Some(b.in_flight_peak),
+        backend_dropped: Some(b.dropped),
+        timeouts: Some(b.timeouts),
+        goodput_per_s: Decimal::per_second(b.good, duration),
+        wasted_work_s: Some(Decimal::ratio(b.wasted, NANOS_PER_SEC as u128, 6)),
+        ..LimiterSummary::default()
     }
 }

@@ -20,24 +20,7 @@ pub fn render(
     dir: &Path,
     drawn: Option<&[&'static charts::Chart]>,
 ) -> anyhow::Result<String> {
-    let mut images: Vec<(String, Option<String>)> = charts::CHARTS
-        .iter()
-        .filter(|c| match drawn {
-            Some(drawn) => drawn.iter().any(|d| d.file == c.file),
-            None => dir.join(c.file).is_file(),
-        })
-        .map(|c| (c.file.to_string(), Some((c.caption)(data))))
-        .collect();
-    let mut others: Vec<String> = fs::read_dir(dir)?
-        .filter_map(|e| e.ok())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".png") && charts::chart(n).is_none())
-        .collect();
-    others.sort();
-    images.extend(others.into_iter().map(|n| {
-        let about = (n == charts::zoom::FILE).then(|| charts::zoom::ABOUT.to_string());
-        (n, about)
-    }));
+    let images = images(data, dir, drawn)?;
     Ok(super::top_keys::with_sections(document(data, &images), dir))
 }
 
@@ -53,48 +36,9 @@ pub fn document(data: &RunData, images: &[(String, Option<String>)]) -> String {
         };
         md.push_str(&format!("{description}{stop}\n\n"));
     }
-    let window = style::duration(data.window_ns);
-    let policy = match data.shared_limit() {
-        Some(limit) => format!("**{limit} per {window}**"),
-        None => {
-            let limits = data.limiters.iter().map(|l| l.limit);
-            format!(
-                "**each limiter's own limit per {window}** ({}–{})",
-                limits.clone().min().unwrap_or(0),
-                limits.max().unwrap_or(0)
-            )
-        }
-    };
-    md.push_str(&format!(
-        "Policy: {policy} · {} limiter{} · {} simulated · seed {} · time-series resolution {}\n\n",
-        data.limiters.len(),
-        if data.limiters.len() == 1 { "" } else { "s" },
-        style::duration(data.duration_ns),
-        data.seed,
-        style::duration(data.resolution_ns),
-    ));
-    let gave_up = data
-        .limiters
-        .iter()
-        .any(|l| l.gave_up.is_some_and(|g| g > 0));
-    let mut head = vec![
-        "limiter",
-        "algorithm",
-        "key",
-        "attempts",
-        "admitted",
-        "delayed",
-        "rejected",
-    ];
-    if gave_up {
-        head.push("gave up");
-    }
-    head.extend([
-        "peak / limit",
-        "delay p99",
-        "state B/key (mean / peak)",
-        "keys",
-    ]);
+    let (policy, range, rest) = policy(data);
+    md.push_str(&format!("Policy: **{policy}**{range} · {rest}\n\n"));
+    let (head, rows) = overview(data);
     md.push_str(&format!("| {} |\n", head.join(" | ")));
     let align: Vec<&str> = head
         .iter()
@@ -102,36 +46,14 @@ pub fn document(data: &RunData, images: &[(String, Option<String>)]) -> String {
         .map(|(i, _)| if i < 3 { "---" } else { "--:" })
         .collect();
     md.push_str(&format!("|{}|\n", align.join("|")));
-    for l in &data.limiters {
-        let mut row = vec![
-            escape(&l.name),
-            escape(&l.algorithm),
-            escape(&l.key_by),
-            l.attempts.to_string(),
-            l.admitted.to_string(),
-            l.delayed.to_string(),
-            l.rejected.to_string(),
-        ];
-        if gave_up {
-            row.push(l.gave_up.unwrap_or(0).to_string());
+    let peak = head.iter().position(|h| h == "peak / limit");
+    for (l, mut row) in data.limiters.iter().zip(rows) {
+        for cell in &mut row[..3] {
+            *cell = escape(cell);
         }
-        let peak = format!("{} / {}", l.peak_in_window, l.limit);
-        row.push(if l.peak_in_window > l.limit {
-            format!("**{peak}**")
-        } else {
-            peak
-        });
-        row.push(match l.delay_p99_ms {
-            Some(ms) => format!("{} ms", style::millis(ms)),
-            None => "–".into(),
-        });
-        let mean = style::trim(l.state_mean, 2);
-        row.push(if mean == l.state_peak.to_string() {
-            mean
-        } else {
-            format!("{mean} / {}", l.state_peak)
-        });
-        row.push(l.keys.to_string());
+        if let Some(cell) = peak.filter(|_| l.peak_in_window > l.limit) {
+            row[cell] = format!("**{}**", row[cell]);
+        }
         md.push_str(&format!("| {} |\n", row.join(" | ")));
     }
     md.push_str(&format!(
@@ -168,13 +90,139 @@ pub fn document(data: &RunData, images: &[(String, Option<String>)]) -> String {
             let stem = file.trim_end_matches(".png");
             md.push_str(&format!("\n### {stem}\n\n"));
             if let Some(about) = about {
-                let stop = if about.ends_with('.') { "" } else { "." };
-                md.push_str(&format!("{}{stop}\n\n", capitalise(about)));
+                md.push_str(&format!("{}\n\n", sentence(about)));
             }
             md.push_str(&format!("![{} — {stem}]({file})\n", escape(&data.name)));
         }
     }
     md
+}
+
+/// `summary.md`'s table, as text: its header and a row per limiter
+/// (limiter, algorithm, key, the counts, `gave up` when clients gave up,
+/// `peak / limit`, delay p99, state bytes per key, keys).
+pub fn overview(data: &RunData) -> (Vec<String>, Vec<Vec<String>>) {
+    let gave_up = data
+        .limiters
+        .iter()
+        .any(|l| l.gave_up.is_some_and(|g| g > 0));
+    let mut head = vec![
+        "limiter",
+        "algorithm",
+        "key",
+        "attempts",
+        "admitted",
+        "delayed",
+        "rejected",
+    ];
+    if gave_up {
+        head.push("gave up");
+    }
+    head.extend([
+        "peak / limit",
+        "delay p99",
+        "state B/key (mean / peak)",
+        "keys",
+    ]);
+    let rows = data
+        .limiters
+        .iter()
+        .map(|l| {
+            let mut row = vec![
+                l.name.clone(),
+                l.algorithm.clone(),
+                l.key_by.clone(),
+                l.attempts.to_string(),
+                l.admitted.to_string(),
+                l.delayed.to_string(),
+                l.rejected.to_string(),
+            ];
+            if gave_up {
+                row.push(l.gave_up.unwrap_or(0).to_string());
+            }
+            row.push(format!("{} / {}", l.peak_in_window, l.limit));
+            row.push(match l.delay_p99_ms {
+                Some(ms) => format!("{} ms", style::millis(ms)),
+                None => "–".into(),
+            });
+            let mean = style::trim(l.state_mean, 2);
+            row.push(if mean == l.state_peak.to_string() {
+                mean
+            } else {
+                format!("{mean} / {}", l.state_peak)
+            });
+            row.push(l.keys.to_string());
+            row
+        })
+        .collect();
+    (head.into_iter().map(String::from).collect(), rows)
+}
+
+/// The run's policy as `summary.md` states it, in three parts: the limit
+/// (bold there), the range of the limiters' own limits when they differ
+/// (` (a–b)`, else empty), and the rest (limiters, duration, seed,
+/// resolution).
+pub fn policy(data: &RunData) -> (String, String, String) {
+    let window = style::duration(data.window_ns);
+    let (policy, range) = match data.shared_limit() {
+        Some(limit) => (format!("{limit} per {window}"), String::new()),
+        None => {
+            let limits = data.limiters.iter().map(|l| l.limit);
+            (
+                format!("each limiter's own limit per {window}"),
+                format!(
+                    " ({}–{})",
+                    limits.clone().min().unwrap_or(0),
+                    limits.max().unwrap_or(0)
+                ),
+            )
+        }
+    };
+    let rest = format!(
+        "{} limiter{} · {} simulated · seed {} · time-series resolution {}",
+        data.limiters.len(),
+        if data.limiters.len() == 1 { "" } else { "s" },
+        style::duration(data.duration_ns),
+        data.seed,
+        style::duration(data.resolution_ns),
+    );
+    (policy, range, rest)
+}
+
+/// The images of the run in `dir`, each with what it shows: the
+/// registered charts `drawn` (or, when `None`, those present in `dir`),
+/// in their order, then any other PNG in `dir` (such as `ratesim
+/// explain`'s close-ups) by name.
+pub fn images(
+    data: &RunData,
+    dir: &Path,
+    drawn: Option<&[&'static charts::Chart]>,
+) -> anyhow::Result<Vec<(String, Option<String>)>> {
+    let mut images: Vec<(String, Option<String>)> = charts::CHARTS
+        .iter()
+        .filter(|c| match drawn {
+            Some(drawn) => drawn.iter().any(|d| d.file == c.file),
+            None => dir.join(c.file).is_file(),
+        })
+        .map(|c| (c.file.to_string(), Some((c.caption)(data))))
+        .collect();
+    let mut others: Vec<String> = fs::read_dir(dir)?
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".png") && charts::chart(n).is_none())
+        .collect();
+    others.sort();
+    images.extend(others.into_iter().map(|n| {
+        let about = (n == charts::zoom::FILE).then(|| charts::zoom::ABOUT.to_string());
+        (n, about)
+    }));
+    Ok(images)
+}
+
+/// A chart's caption as a sentence: capitalised, ending with a stop.
+pub fn sentence(about: &str) -> String {
+    let stop = if about.ends_with('.') { "" } else { "." };
+    format!("{}{stop}", capitalise(about))
 }
 
 /// Table cells and titles: a `|` would end the cell.

@@ -1,6 +1,6 @@
-//! Drawing a run directory: its charts and `summary.md`, from its
-//! `summary.json` and `timeseries.csv` alone — after `ratesim run` wrote
-//! them, or later for `ratesim plot`.
+//! Drawing a run directory: its charts, `summary.md` and `report.html`,
+//! from its files alone — after `ratesim run` wrote them, or later for
+//! `ratesim plot`.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -8,19 +8,25 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 
 use super::charts::{render_all, Chart, RunData, CHARTS};
+use super::html;
 use super::markdown;
 use crate::error::InputError;
 
 /// Loads the run directory `dir` and writes its charts (unless `plots` is
-/// false) and `summary.md`. `ratesim run` calls this after writing the CSV
-/// and JSON files; `ratesim plot` calls it alone.
+/// false), `summary.md`, and `report.html` (when `report`). `ratesim run`
+/// calls this after writing the CSV and JSON files; `ratesim plot` calls
+/// it alone.
 ///
 /// Everything is drawn into a temporary directory beside `dir` first and
 /// moved into place only once all of it succeeded: a failure (or a crash)
 /// leaves `dir`'s existing charts and `summary.md` as they were. With
 /// `plots`, a chart that has nothing to show this time has its old file
 /// removed. Returns the run and the charts written.
-pub fn render_dir(dir: &Path, plots: bool) -> anyhow::Result<(RunData, Vec<&'static Chart>)> {
+pub fn render_dir(
+    dir: &Path,
+    plots: bool,
+    report: bool,
+) -> anyhow::Result<(RunData, Vec<&'static Chart>)> {
     let data = RunData::load(dir)?;
     check_unmarked(dir)?;
     let stage = Stage::new(dir)?;
@@ -34,6 +40,24 @@ pub fn render_dir(dir: &Path, plots: bool) -> anyhow::Result<(RunData, Vec<&'sta
     fs::write(&md_path, md).with_context(|| format!("cannot write {}", md_path.display()))?;
     let mut files: Vec<&str> = written.iter().map(|c| c.file).collect();
     files.push(markdown::FILE);
+    if report {
+        // Each image as it will be once committed: just drawn, or already
+        // in `dir` (a chart not redrawn, `ratesim explain`'s close-ups).
+        let images = markdown::images(&data, dir, plots.then_some(&written[..]))?
+            .into_iter()
+            .map(|(file, about)| {
+                let drawn = written.iter().any(|c| c.file == file);
+                let path = if drawn { stage.path() } else { dir }.join(&file);
+                let png = fs::read(&path)
+                    .with_context(|| format!("cannot read {} for the report", path.display()))?;
+                Ok(html::run::Image { file, about, png })
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let page = html::run::render(&data, dir, &images);
+        let path = stage.path().join(html::run::FILE);
+        fs::write(&path, page).with_context(|| format!("cannot write {}", path.display()))?;
+        files.push(html::run::FILE);
+    }
     let stale: Vec<&str> = if plots {
         CHARTS
             .iter()
@@ -49,7 +73,7 @@ pub fn render_dir(dir: &Path, plots: bool) -> anyhow::Result<(RunData, Vec<&'sta
 
 /// In a directory that does not carry ratesim's marker (the staging of
 /// a run directory writes it), refuses to draw over any file of the names
-/// [`render_dir`] writes or removes — `summary.md` and the charts — since
+/// [`render_dir`] writes or removes — `summary.md`, `report.html` and the charts — since
 /// it may be someone's own; a copy of a run's data alone may be drawn.
 /// (`ratesim run` draws into its staging directory, which holds none yet.)
 fn check_unmarked(dir: &Path) -> Result<(), InputError> {
@@ -61,7 +85,11 @@ fn check_unmarked(dir: &Path) -> Result<(), InputError> {
             entries
                 .flatten()
                 .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|n| n == markdown::FILE || CHARTS.iter().any(|c| c.file == n))
+                .filter(|n| {
+                    n == markdown::FILE
+                        || n == html::run::FILE
+                        || CHARTS.iter().any(|c| c.file == n)
+                })
                 .collect()
         })
         .unwrap_or_default();

@@ -11,6 +11,7 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod invocation;
 pub mod summary;
 
 /// The file that makes a directory a ratesim run or sweep directory (its
@@ -33,6 +34,12 @@ pub const AGREEMENT_CSV: &str = "agreement.csv";
 pub const DISAGREEMENTS_CSV: &str = "disagreements.csv";
 /// The report to read: the table, the charts, the notes.
 pub const SUMMARY_MD: &str = "summary.md";
+/// The same report as one self-contained page to share: every table, every
+/// chart inline, the scenario text and the command line.
+pub const REPORT_HTML: &str = "report.html";
+/// How the run was asked for: the command line and the scenario's text
+/// ([`invocation::Invocation`]).
+pub const RUN_JSON: &str = "run.json";
 
 /// The charts of a run directory, drawn from its files.
 pub const TIMELINE_PNG: &str = "timeline.png";
@@ -42,6 +49,7 @@ pub const STATE_PNG: &str = "state.png";
 pub const DELAY_PNG: &str = "delay.png";
 pub const CLIENTS_PNG: &str = "clients.png";
 pub const DEPLOYMENT_PNG: &str = "deployment.png";
+pub const BACKEND_PNG: &str = "backend.png";
 /// The close-up of one window boundary (`ratesim explain boundary`).
 pub const BOUNDARY_ZOOM_PNG: &str = "boundary-zoom.png";
 
@@ -53,6 +61,9 @@ pub const SWEEP_JSON: &str = "sweep.json";
 pub const RECOMMENDATION_MD: &str = "recommendation.md";
 /// A sweep's scenario at each limiter's recommended point.
 pub const RECOMMENDED_TOML: &str = "recommended.toml";
+
+/// `ratesim diff A B --out DIR`: the two runs compared, in one page.
+pub const DIFF_HTML: &str = "diff.html";
 
 /// One row per limiter and source it sees (docs/semantics.md §3).
 pub const SOURCES_CSV: &str = "sources.csv";
@@ -69,6 +80,8 @@ pub const RUN_FILES: &[&str] = &[
     AGREEMENT_CSV,
     DISAGREEMENTS_CSV,
     SUMMARY_MD,
+    REPORT_HTML,
+    RUN_JSON,
 ];
 
 /// Every chart of a run directory.
@@ -80,6 +93,7 @@ pub const RUN_CHARTS: &[&str] = &[
     DELAY_PNG,
     CLIENTS_PNG,
     DEPLOYMENT_PNG,
+    BACKEND_PNG,
     BOUNDARY_ZOOM_PNG,
 ];
 
@@ -193,6 +207,12 @@ pub const TIMESERIES_COLUMNS: &[&str] = &[
     "gave_up",
     "worst_key_in_window",
     "overshoot",
+    "backend_served",
+    "backend_dropped",
+    "latency_mean_ms",
+    "latency_max_ms",
+    "in_flight_max",
+    "concurrency_limit",
 ];
 
 /// `decisions.csv`'s header.
@@ -245,6 +265,7 @@ pub fn is_own_file(name: &str) -> bool {
     RUN_FILES.contains(&name)
         || RUN_CHARTS.contains(&name)
         || SWEEP_FILES.contains(&name)
+        || name == DIFF_HTML
         || (name.starts_with("sweep-") && name.ends_with(".png"))
 }
 
@@ -254,7 +275,12 @@ mod tests {
 
     #[test]
     fn every_named_file_is_ratesims_and_nothing_else_is() {
-        for f in RUN_FILES.iter().chain(RUN_CHARTS).chain(SWEEP_FILES) {
+        for f in RUN_FILES
+            .iter()
+            .chain(RUN_CHARTS)
+            .chain(SWEEP_FILES)
+            .chain([&DIFF_HTML])
+        {
             assert!(is_own_file(f), "{f}");
         }
         assert!(is_own_file(&sweep_line_png("rejected_share")));

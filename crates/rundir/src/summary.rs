@@ -240,6 +240,39 @@ pub struct LimiterSummary {
     /// turned away.
     #[serde(default)]
     pub clients_limited_share: Option<Decimal>,
+    /// With a `[backend]` (docs/semantics.md §10; empty otherwise): the
+    /// share of the workers' time spent serving within the run (4
+    /// decimals)…
+    #[serde(default)]
+    pub utilisation: Option<Decimal>,
+    /// …the latency of the requests served, from arrival at the gateway to
+    /// response (limiter delay + queue wait + service)…
+    #[serde(default)]
+    pub latency_p50_ms: Option<Decimal>,
+    #[serde(default)]
+    pub latency_p99_ms: Option<Decimal>,
+    #[serde(default)]
+    pub latency_p999_ms: Option<Decimal>,
+    /// …their wait in the backend's queue…
+    #[serde(default)]
+    pub queue_wait_p99_ms: Option<Decimal>,
+    /// …the most requests in the backend at once (waiting or served)…
+    #[serde(default)]
+    pub in_flight_peak: Option<u64>,
+    /// …passes the full waiting room turned away…
+    #[serde(default)]
+    pub backend_dropped: Option<u64>,
+    /// …responses their client no longer waited for…
+    #[serde(default)]
+    pub timeouts: Option<u64>,
+    /// …responses within the run that their client still waited for, per
+    /// second…
+    #[serde(default)]
+    pub goodput_per_s: Option<Decimal>,
+    /// …and the service time (s) spent on requests whose client had given
+    /// up (6 decimals).
+    #[serde(default)]
+    pub wasted_work_s: Option<Decimal>,
 }
 
 /// One row of `sources.csv` (docs/semantics.md §3): what one limiter did

@@ -20,16 +20,20 @@ mod arrivals;
 mod queue;
 mod shared_store;
 
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
 
+use crate::backend::{Backend, BackendStats, Draw as _, Served};
 use crate::clock::{Nanos, NANOS_PER_SEC};
 use crate::deploy::{Deployment, Scope};
 use crate::limiter::chain::Chain;
-use crate::limiter::{Decision, Footprint, Headers, Limiter};
+use crate::limiter::{Decision, Footprint, Headers, Limiter, Sample};
 use crate::metrics::Recorder;
 use crate::scenario::{KeyBy, Scenario};
+use crate::traffic::closed::Closed;
 use crate::traffic::retry::{event_rng, Retry, RetryPolicy};
 use crate::traffic::Arrival;
+use crate::traffic::Pattern;
 use arrivals::{Arrivals, Shared};
 use queue::Queue;
 use shared_store::Cached;
@@ -74,6 +78,9 @@ pub trait DecisionSink {
 pub struct LimiterRun {
     pub recorder: Recorder,
     pub footprint: Footprint,
+    /// What its backend measured, with a `[backend]` (a chain's members
+    /// have none: their chain's run feeds it).
+    pub backend: Option<BackendStats>,
 }
 
 /// How often (in events) progress is reported.
@@ -270,6 +277,42 @@ struct Run<'a, 's> {
     /// The last moment anything happened: store answers and a shaper's
     /// releases may come after `duration`, and state is held until then.
     last: Nanos,
+    /// With a `[backend]`: the servers behind the limiter, and the passes
+    /// still to enter it (a shaper's releases), by `(time, order)`.
+    backend: Option<Backend>,
+    entering: BinaryHeap<Reverse<(u64, u64, Entering)>>,
+    entered: u64,
+    /// For a limiter that reads the backend: the request being decided
+    /// (its instance, its key there, the requests in flight after its
+    /// pass), and the responses still to come, by `(time, order)`.
+    feedback: bool,
+    asking: Option<(u32, u32, u64)>,
+    responses: BinaryHeap<Reverse<(u64, u64, Response)>>,
+}
+
+/// A response a feedback limiter will hear of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Response {
+    instance: u32,
+    key: u32,
+    rtt: u64,
+    in_flight: u64,
+    dropped: bool,
+}
+
+/// A pass on its way into the backend: the request (which names its
+/// service draw, and for a closed-loop client its next request) and when it
+/// arrived at the gateway.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Entering {
+    arrived: u64,
+    traffic: u32,
+    source: u32,
+    client: u32,
+    ip: u32,
+    cost: u64,
+    request: u64,
+    attempt: u32,
 }
 
 impl<'a, 's> Run<'a, 's> {
@@ -284,14 +327,21 @@ impl<'a, 's> Run<'a, 's> {
             .chain
             .as_ref()
             .map(|c| Box::new(ChainLane::new(scenario, c)));
-        Run {
+        let mut run = Run {
             scenario,
             dep: &spec.deployment,
             key_by: spec.key_by,
             limiters: match spec.deployment.scope {
                 _ if chain.is_some() => Vec::new(),
                 Scope::Local { .. } => (0..spec.deployment.instances)
-                    .map(|_| spec.deployment.instance_algorithm(&spec.algorithm).build())
+                    .map(|i| {
+                        // An adaptive limit's random draws: a stream of
+                        // its own per limiter and instance.
+                        let seed = scenario.seed;
+                        spec.deployment
+                            .instance_algorithm(&spec.algorithm)
+                            .build_seeded(|| event_rng(seed, index as u32, i, 0, 0, *b"adpt"))
+                    })
                     .collect(),
                 Scope::Global { .. } => vec![spec.algorithm.build()],
             },
@@ -327,8 +377,19 @@ impl<'a, 's> Run<'a, 's> {
             pushed: 0,
             index,
             count: 0,
+            backend: scenario
+                .backend
+                .as_ref()
+                .map(|b| Backend::new(b, scenario.duration, scenario.output.resolution)),
+            entering: BinaryHeap::new(),
+            entered: 0,
+            feedback: spec.algorithm.needs_backend(),
+            asking: None,
+            responses: BinaryHeap::new(),
             last: scenario.duration,
-        }
+        };
+        run.start_closed();
+        run
     }
 
     /// Takes the first attempts of `chunk` of the sources it sees, each
@@ -410,6 +471,7 @@ impl<'a, 's> Run<'a, 's> {
         progress: &(dyn Fn(usize, Nanos, u64) + Sync),
     ) -> anyhow::Result<()> {
         self.recorder.advance(now);
+        self.enter_due(now);
         self.handle(now, event)?;
         self.last = self.last.max(now);
         self.count += 1;
@@ -434,6 +496,7 @@ impl<'a, 's> Run<'a, 's> {
             self.count % PROGRESS_EVERY,
         );
         self.recorder.finish();
+        self.enter_due(Nanos(u64::MAX));
         let last = self.last;
         let mut runs = match self.chain.take() {
             Some(lane) => lane.end(last),
@@ -451,6 +514,7 @@ impl<'a, 's> Run<'a, 's> {
             LimiterRun {
                 footprint,
                 recorder: self.recorder,
+                backend: self.backend.map(|b| b.stats),
             },
         ));
         Ok(runs)
@@ -466,6 +530,173 @@ impl<'a, 's> Run<'a, 's> {
                 progress(m, now, 0);
             }
         }
+    }
+
+    /// Lets the passes due by `now` into the backend, in time order.
+    fn enter_due(&mut self, now: Nanos) {
+        while let Some(&Reverse((t, _, e))) = self.entering.peek() {
+            if t > now.0 {
+                break;
+            }
+            self.entering.pop();
+            self.enter(Nanos(t), e);
+        }
+    }
+
+    /// A pass enters the backend at `at`, its service drawn from the
+    /// request's own stream.
+    fn enter(&mut self, at: Nanos, e: Entering) {
+        let seed = self.scenario.seed;
+        let closed = self.closed_of(e.source);
+        let Some(backend) = self.backend.as_mut() else {
+            return;
+        };
+        let served = backend.enter(at, Nanos(e.arrived), closed.and_then(|c| c.timeout), || {
+            event_rng(seed, e.traffic, e.client, e.request, e.attempt, *b"serv")
+        });
+        if let Some(c) = closed {
+            // The client hears the response (a drop at once), or gives up
+            // waiting for it, and thinks.
+            let done = match served {
+                Served::Done { wait, service } => at + wait + service,
+                Served::Dropped => at,
+            };
+            let heard = match c.timeout {
+                Some(t) => done.min(Nanos(e.arrived) + t),
+                None => done,
+            };
+            self.think(e, heard);
+        }
+        // A feedback limiter hears of the response (a dropped request is
+        // answered at once).
+        if let Some((instance, key, in_flight)) = self.asking.take() {
+            let (done, rtt, dropped) = match served {
+                Served::Done { wait, service } => {
+                    let rtt = wait.0 + service.0;
+                    (at.0.saturating_add(rtt), rtt, false)
+                }
+                Served::Dropped => (at.0, 0, true),
+            };
+            let r = Response {
+                instance,
+                key,
+                rtt,
+                in_flight,
+                dropped,
+            };
+            self.responses.push(Reverse((done, self.entered, r)));
+            self.entered += 1;
+        }
+    }
+
+    /// Tells the limiter of every response due by `now`, in time order
+    /// (a response at the moment of a decision comes first).
+    fn respond_due(&mut self, now: Nanos) {
+        while let Some(&Reverse((t, _, r))) = self.responses.peek() {
+            if t > now.0 {
+                break;
+            }
+            self.responses.pop();
+            let sample = Sample {
+                rtt: Nanos(r.rtt),
+                in_flight: r.in_flight,
+                dropped: r.dropped,
+            };
+            self.limiters[r.instance as usize].respond(r.key, Nanos(t), sample);
+        }
+    }
+
+    /// A closed-loop client heard the last answer to `job` at `heard`.
+    fn answered(&mut self, job: &Job, heard: Nanos) {
+        if self.closed_of(job.source).is_none() {
+            return;
+        }
+        let a = job.arrival;
+        let e = Entering {
+            arrived: a.time.0,
+            traffic: self.traffic_of[job.source as usize],
+            source: job.source,
+            client: a.client,
+            ip: a.ip,
+            cost: a.cost,
+            request: job.request,
+            attempt: job.attempt,
+        };
+        self.think(e, heard);
+    }
+
+    /// The closed-loop pattern of source `source`, if it is one.
+    fn closed_of(&self, source: u32) -> Option<&'a Closed> {
+        let traffic = self.traffic_of[source as usize] as usize;
+        match &self.scenario.traffic[traffic].pattern {
+            Pattern::Closed(c) => Some(c),
+            _ => None,
+        }
+    }
+
+    /// Each closed-loop client of the sources this run sees sends its
+    /// first request after a first think time (docs/semantics.md §10).
+    fn start_closed(&mut self) {
+        let first = self.scenario.first_sources();
+        for (t, traffic) in self.scenario.traffic.iter().enumerate() {
+            let (Pattern::Closed(c), source) = (&traffic.pattern, first[t]) else {
+                continue;
+            };
+            if !self.sees[source as usize] {
+                continue;
+            }
+            for (client, ip) in c.clients.iter() {
+                let e = Entering {
+                    arrived: 0,
+                    traffic: t as u32,
+                    source,
+                    client,
+                    ip,
+                    cost: c.cost,
+                    // The first request is number 0: its think time is
+                    // request 0's draw.
+                    request: u64::MAX,
+                    attempt: 0,
+                };
+                self.think(e, Nanos::ZERO);
+            }
+        }
+    }
+
+    /// A closed-loop client heard the answer to request `e` at `heard`:
+    /// after a think time it sends the next, if that is within the run.
+    fn think(&mut self, e: Entering, heard: Nanos) {
+        let Some(c) = self.closed_of(e.source) else {
+            return;
+        };
+        let request = e.request.wrapping_add(1);
+        let mut rng = event_rng(
+            self.scenario.seed,
+            e.traffic,
+            e.client,
+            request,
+            0,
+            *b"thnk",
+        );
+        let at = heard.0.saturating_add(c.think.draw(&mut rng).0);
+        if at >= self.scenario.duration.0 {
+            return;
+        }
+        let at = Nanos(at);
+        let job = Job {
+            arrival: Arrival {
+                time: at,
+                client: e.client,
+                ip: e.ip,
+                cost: e.cost,
+            },
+            source: e.source,
+            request,
+            first: at,
+            attempt: 1,
+            last_wait: Nanos::ZERO,
+        };
+        self.schedule(at, Event::Arrive(job));
     }
 
     fn schedule(&mut self, at: Nanos, event: Event) {
@@ -529,10 +760,25 @@ impl<'a, 's> Run<'a, 's> {
         let instance = self.route(&job);
         if !self.dep.is_global() {
             let local = self.local_key(instance, key);
+            if self.feedback {
+                self.respond_due(now);
+                let waiting = self.backend.as_mut().map_or(0, |b| b.waiting_at(now));
+                self.limiters[instance as usize].observe(now, waiting);
+            }
             let limiter = &mut self.limiters[instance as usize];
             let decision = limiter.decide(local, now, a.cost);
             if self.wants_headers {
                 self.headers = Some(limiter.headers(local, now));
+            }
+            if self.feedback && decision.passes() {
+                self.asking = Some((instance, local, limiter.in_flight(local)));
+            }
+            if self.feedback {
+                let limits = self.limiters.iter().filter_map(|l| l.current_limit());
+                if let (Some(b), Some(limit)) = (self.backend.as_mut(), limits.reduce(|a, b| a + b))
+                {
+                    b.note_limit(now, limit);
+                }
             }
             return self.finish(job, key, now, Nanos::ZERO, decision);
         }
@@ -660,6 +906,43 @@ impl<'a, 's> Run<'a, 's> {
             };
             self.read_headers(&job, a.time + latency + delay, h);
         }
+        if self.backend.is_none() && decision.passes() {
+            // No backend: a closed-loop client's response is its pass.
+            let pass_at = match decision {
+                Decision::Delayed { delay } => decided_at + delay,
+                _ => decided_at,
+            };
+            let heard = match self.closed_of(job.source).and_then(|c| c.timeout) {
+                Some(t) => pass_at.min(a.time + t),
+                None => pass_at,
+            };
+            self.answered(&job, heard);
+        }
+        if self.backend.is_some() {
+            let pass_at = match decision {
+                Decision::Admitted => Some(decided_at),
+                Decision::Delayed { delay } => Some(decided_at + delay),
+                Decision::Rejected { .. } => None,
+            };
+            let e = Entering {
+                arrived: a.time.0,
+                traffic: self.traffic_of[job.source as usize],
+                source: job.source,
+                client: a.client,
+                ip: a.ip,
+                cost: a.cost,
+                request: job.request,
+                attempt: job.attempt,
+            };
+            match pass_at {
+                Some(at) if at > decided_at => {
+                    self.entering.push(Reverse((at.0, self.entered, e)));
+                    self.entered += 1;
+                }
+                Some(at) => self.enter(at, e),
+                None => {}
+            }
+        }
         if let Some(sink) = self.sink.as_deref_mut() {
             sink.record(&Attempt {
                 arrival: a,
@@ -682,7 +965,10 @@ impl<'a, 's> Run<'a, 's> {
                 &mut self.rng(&job, *b"rtry"),
             );
             match wait {
-                None => self.recorder.gave_up(a.client, a.time),
+                None => {
+                    self.recorder.gave_up(a.client, a.time);
+                    self.answered(&job, heard);
+                }
                 Some(w) if heard.0.saturating_add(w.0) > self.scenario.duration.0 => {
                     self.recorder.pending_at_end()
                 }
@@ -826,6 +1112,7 @@ impl ChainLane {
                     LimiterRun {
                         recorder,
                         footprint: footprint.unwrap_or_default(),
+                        backend: None,
                     },
                 )
             })

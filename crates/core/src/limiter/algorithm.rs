@@ -6,9 +6,10 @@
 //! `ratesim list` and error messages. The scenario schema parses a
 //! `[[limiter]]` table into one; the deployment divides it.
 
+use super::feedback::{Adaptive, Feedback};
 use super::{
-    fixed_window, gcra, interval_bucket, leaky_bucket, sliding_counter, sliding_log, smooth_bursty,
-    token_bucket, Limiter,
+    fixed_window, gcra, interval_bucket, leaky_bucket, quota, sliding_counter, sliding_log,
+    smooth_bursty, token_bucket, Limiter,
 };
 use crate::clock::Rate;
 
@@ -23,6 +24,18 @@ pub enum Algorithm {
     SlidingLog(sliding_log::Config),
     SlidingCounter(sliding_counter::Config),
     SmoothBursty(smooth_bursty::Config),
+    /// A budget per calendar period (docs/semantics.md §10).
+    Quota(quota::Config),
+    /// At most this many requests of a key in flight (needs a backend).
+    Concurrency {
+        max_in_flight: u64,
+    },
+    /// Admit while the backend's waiting room holds fewer than this.
+    QueueLength {
+        max_queue: u64,
+    },
+    /// An adaptive concurrency limit (global per instance).
+    Adaptive(Adaptive),
 }
 
 /// Every algorithm name with a one-line description, for `ratesim list`.
@@ -59,6 +72,34 @@ pub const ALGORITHMS: &[(&str, &str)] = &[
         "smooth_bursty",
         "balance may go into debt: admits any cost while none is owed (Guava RateLimiter)",
     ),
+    (
+        "quota",
+        "`limit` per calendar `period` (day, week from Monday, month) from `epoch`",
+    ),
+    (
+        "concurrency",
+        "at most `max_in_flight` requests per key passed and not yet answered (needs [backend])",
+    ),
+    (
+        "queue_length",
+        "admit while the backend's waiting room holds fewer than `max_queue` (needs [backend])",
+    ),
+    (
+        "aimd",
+        "adaptive concurrency: +1 while busy, x0.9 on a drop (Netflix AIMDLimit; needs [backend])",
+    ),
+    (
+        "gradient2",
+        "adaptive concurrency from short vs long RTT (Netflix Gradient2Limit; needs [backend])",
+    ),
+    (
+        "vegas",
+        "adaptive concurrency from the queue RTT implies (Netflix VegasLimit; needs [backend])",
+    ),
+    (
+        "envoy_gradient",
+        "adaptive concurrency from min RTT windows (Envoy's gradient controller; needs [backend])",
+    ),
 ];
 
 impl Algorithm {
@@ -72,6 +113,26 @@ impl Algorithm {
             Algorithm::SlidingLog(_) => "sliding_log",
             Algorithm::SlidingCounter(_) => "sliding_counter",
             Algorithm::SmoothBursty(_) => "smooth_bursty",
+            Algorithm::Quota(_) => "quota",
+            Algorithm::Concurrency { .. } => "concurrency",
+            Algorithm::QueueLength { .. } => "queue_length",
+            Algorithm::Adaptive(a) => a.name(),
+        }
+    }
+
+    /// Whether it reads the backend (docs/semantics.md §10).
+    pub fn needs_backend(&self) -> bool {
+        matches!(
+            self,
+            Algorithm::Concurrency { .. } | Algorithm::QueueLength { .. } | Algorithm::Adaptive(_)
+        )
+    }
+
+    /// [`Algorithm::build`], an adaptive limit's random draws from `rng`.
+    pub fn build_seeded(&self, rng: impl FnOnce() -> rand_chacha::ChaCha8Rng) -> Box<dyn Limiter> {
+        match *self {
+            Algorithm::Adaptive(a) => Box::new(Feedback::adaptive(a, rng())),
+            _ => self.build(),
         }
     }
 
@@ -86,6 +147,15 @@ impl Algorithm {
             Algorithm::SlidingLog(c) => Box::new(sliding_log::SlidingLog::new(c)),
             Algorithm::SlidingCounter(c) => Box::new(sliding_counter::SlidingCounter::new(c)),
             Algorithm::SmoothBursty(c) => Box::new(smooth_bursty::SmoothBursty::new(c)),
+            Algorithm::Quota(c) => Box::new(quota::Quota::new(c)),
+            Algorithm::Concurrency { max_in_flight } => {
+                Box::new(Feedback::concurrency(max_in_flight))
+            }
+            Algorithm::QueueLength { max_queue } => Box::new(Feedback::queue_length(max_queue)),
+            Algorithm::Adaptive(_) => {
+                use rand::SeedableRng;
+                self.build_seeded(|| rand_chacha::ChaCha8Rng::seed_from_u64(0))
+            }
         }
     }
 
@@ -132,6 +202,17 @@ impl Algorithm {
                 rate: rate(c.rate)?,
                 ..c
             }),
+            Algorithm::Quota(c) => Algorithm::Quota(quota::Config {
+                limit: count(c.limit),
+                ..c
+            }),
+            Algorithm::Concurrency { max_in_flight } => Algorithm::Concurrency {
+                max_in_flight: count(max_in_flight),
+            },
+            Algorithm::QueueLength { max_queue } => Algorithm::QueueLength {
+                max_queue: count(max_queue),
+            },
+            Algorithm::Adaptive(a) => Algorithm::Adaptive(a),
         })
     }
 }

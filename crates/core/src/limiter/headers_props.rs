@@ -6,8 +6,8 @@
 use proptest::prelude::*;
 
 use super::{
-    fixed_window, gcra, interval_bucket, leaky_bucket, sliding_counter, sliding_log, smooth_bursty,
-    token_bucket, Algorithm, Decision, Limiter, UNBOUNDED,
+    fixed_window, gcra, interval_bucket, leaky_bucket, quota, sliding_counter, sliding_log,
+    smooth_bursty, token_bucket, Algorithm, Decision, Limiter, UNBOUNDED,
 };
 use crate::clock::{parse_rate, Nanos};
 
@@ -178,6 +178,19 @@ proptest! {
             weight: if floor { sliding_counter::Weight::Floor } else { sliding_counter::Weight::Exact },
         };
         check(Algorithm::SlidingCounter(cfg), Some(limit), &ops, true);
+    }
+
+    #[test]
+    fn quota_fields_agree(limit in 1u64..12, secs_before_midnight in 1u64..20, ops in ops()) {
+        // A daily quota whose day ends a few seconds into the run, so
+        // the sequences cross it.
+        let epoch = format!("2026-01-01T23:59:{:02}Z", 60 - secs_before_midnight);
+        let cfg = quota::Config {
+            limit,
+            period: quota::Period::Day,
+            epoch: quota::Epoch::parse(&epoch).expect("an epoch"),
+        };
+        check(Algorithm::Quota(cfg), Some(limit), &ops, true);
     }
 
     #[test]

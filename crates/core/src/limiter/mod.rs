@@ -37,8 +37,11 @@
 //! in `u128`, so a bucket refilling at 3 per second holds exactly 1 token after
 //! 333 333 333⅓ ns — and not before.
 
+pub mod adaptive;
 pub mod algorithm;
 pub mod chain;
+pub mod concurrency;
+pub mod feedback;
 pub mod fixed_ledger;
 pub mod fixed_window;
 pub mod gcra;
@@ -46,6 +49,8 @@ pub mod gcra;
 mod headers_props;
 pub mod interval_bucket;
 pub mod leaky_bucket;
+pub mod queue_length;
+pub mod quota;
 pub mod sliding_counter;
 pub mod sliding_log;
 pub mod smooth_bursty;
@@ -145,6 +150,8 @@ pub mod state_bytes {
     pub const SLIDING_COUNTER: u64 = 12;
     /// Guava's stored permits (8) and next-free-ticket time (8).
     pub const SMOOTH_BURSTY: u64 = 16;
+    /// A quota's period (8) and the cost used in it (8).
+    pub const QUOTA: u64 = 16;
 }
 
 /// State bytes per key in a real Redis, as the shipped scripts of `redis/`
@@ -693,6 +700,42 @@ pub trait Limiter: Send {
     /// A hint that `key` is decided soon: start bringing its state into
     /// the cache (see [`crate::cache`]). Changes nothing.
     fn prefetch(&self, _key: u32) {}
+
+    /// Whether it reads the backend ([`feedback`]): the engine then calls
+    /// [`Limiter::observe`] before each decision and [`Limiter::respond`]
+    /// at each response to a request it passed.
+    fn feedback(&self) -> bool {
+        false
+    }
+
+    /// Before a decision at `now`: the backend's waiting room holds
+    /// `waiting` requests.
+    fn observe(&mut self, _now: Nanos, _waiting: u64) {}
+
+    /// Requests in flight for `key` (passed, not yet answered), for a
+    /// feedback limiter.
+    fn in_flight(&self, _key: u32) -> u64 {
+        0
+    }
+
+    /// At `now`, the response to a request this limiter passed for `key`.
+    fn respond(&mut self, _key: u32, _now: Nanos, _sample: Sample) {}
+
+    /// An adaptive limiter's current limit.
+    fn current_limit(&self) -> Option<u64> {
+        None
+    }
+}
+
+/// What a response tells a feedback limiter: the request's round trip
+/// through the backend (queue wait + service; 0 if dropped), the requests
+/// in flight when it passed (itself included, as Netflix's limiters count
+/// it), and whether the backend dropped it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sample {
+    pub rtt: Nanos,
+    pub in_flight: u64,
+    pub dropped: bool,
 }
 
 /// The smallest `d ≥ 1` ns such that `now + d ≥ at`, where `at` is a time

@@ -34,6 +34,11 @@ impl DelayHistogram {
     /// Delays gathered before they are merged.
     pub const BATCH: usize = 4096;
 
+    /// How many values recorded were 0.
+    pub fn zeros(&self) -> u64 {
+        self.zeros
+    }
+
     pub fn record(&mut self, ns: u64) {
         self.count += 1;
         if ns == 0 {

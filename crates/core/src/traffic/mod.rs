@@ -19,11 +19,13 @@
 //! | [`nat`] | many users behind few addresses, some heavy |
 //! | [`zipf`] | many keys, Zipf popularity |
 //! | [`ramp`] | a rate that changes over the run |
+//! | [`closed`] | a closed loop: one request out per client, think time between |
 //!
 //! How clients react to a rejection is [`retry`], configured per source.
 
 pub mod boundary;
 pub mod bursty;
+pub mod closed;
 pub mod keystream;
 pub mod nat;
 pub mod poisson;
@@ -75,6 +77,8 @@ pub enum Pattern {
     Nat(nat::Nat),
     Zipf(zipf::Zipf),
     Ramp(ramp::Ramp),
+    /// Made per limiter's run, from its answers (see [`closed`]).
+    Closed(closed::Closed),
 }
 
 /// A recorded source — a CSV trace, an access log — that the input layer
@@ -114,6 +118,7 @@ impl Pattern {
             Pattern::Nat(_) => "nat",
             Pattern::Zipf(_) => "zipf",
             Pattern::Ramp(_) => "ramp",
+            Pattern::Closed(_) => "closed",
         }
     }
 
@@ -128,6 +133,8 @@ impl Pattern {
             Pattern::Nat(n) => n.streams(source, ctx),
             Pattern::Zipf(z) => z.streams(source, ctx),
             Pattern::Ramp(r) => r.streams(source, ctx),
+            // Each run makes its own (the engine).
+            Pattern::Closed(_) => Vec::new(),
         })
     }
 

@@ -166,6 +166,16 @@ fn arguments(l: &LimiterSpec) -> Result<Arguments, String> {
                     "interval_bucket — no Redis script runs it (docs/semantics.md §6): its fills come at moments every key shares".into(),
                 )
             }
+            Algorithm::Quota(_) => {
+                return Err("quota — no Redis script runs it yet (docs/semantics.md §6)".into())
+            }
+            a if a.needs_backend() => {
+                return Err(format!(
+                    "{} — no Redis script runs it: it reads the backend's responses, which only the gateway sees (docs/semantics.md §10)",
+                    a.name()
+                ))
+            }
+            _ => unreachable!("every algorithm is matched above"),
         };
     // Each argument within its own range, then jointly within the
     // script's exact range for a request of cost 1 (the headers' formulas).

@@ -44,6 +44,12 @@ impl Params for Algorithm {
             Algorithm::SmoothBursty(c) => json!({
                 "rate": c.rate.to_string(), "capacity": c.capacity, "start": c.start.as_str(),
             }),
+            Algorithm::Quota(c) => json!({
+                "limit": c.limit, "period": c.period.as_str(), "epoch": c.epoch.to_string(),
+            }),
+            Algorithm::Concurrency { max_in_flight } => json!({ "max_in_flight": max_in_flight }),
+            Algorithm::QueueLength { max_queue } => json!({ "max_queue": max_queue }),
+            Algorithm::Adaptive(a) => adaptive_params(&a),
         };
         let knob = match *self {
             Algorithm::FixedWindow(c) if c.align != Default::default() => {
@@ -64,6 +70,33 @@ impl Params for Algorithm {
             v[field] = json!(value);
         }
         v
+    }
+}
+
+/// An adaptive limit's parameters, by the real code's names.
+fn adaptive_params(a: &crate::limiter::feedback::Adaptive) -> Value {
+    use crate::limiter::feedback::Adaptive;
+    match *a {
+        Adaptive::Aimd(c) => json!({
+            "min_limit": c.min_limit, "initial_limit": c.initial_limit, "max_limit": c.max_limit,
+            "backoff_ratio": c.backoff_ratio, "timeout": c.timeout.to_string(),
+        }),
+        Adaptive::Gradient2(c) => json!({
+            "initial_limit": c.initial_limit, "min_limit": c.min_limit,
+            "max_concurrency": c.max_concurrency, "smoothing": c.smoothing,
+            "long_window": c.long_window, "rtt_tolerance": c.rtt_tolerance,
+        }),
+        Adaptive::Vegas(c) => json!({
+            "initial_limit": c.initial_limit, "max_concurrency": c.max_concurrency,
+            "smoothing": c.smoothing, "probe_multiplier": c.probe_multiplier,
+        }),
+        Adaptive::EnvoyGradient(c) => json!({
+            "interval": c.interval.to_string(), "request_count": c.request_count,
+            "jitter": c.jitter, "min_concurrency": c.min_concurrency, "buffer": c.buffer,
+            "concurrency_update_interval": c.concurrency_update_interval.to_string(),
+            "max_concurrency_limit": c.max_concurrency_limit,
+            "sample_aggregate_percentile": c.sample_aggregate_percentile,
+        }),
     }
 }
 
@@ -124,7 +157,7 @@ impl Echo for Deployment {
 impl Echo for Scenario {
     /// The scenario as validated, for `summary.json`.
     fn echo(&self) -> Value {
-        json!({
+        let mut v = json!({
             "name": self.name,
             "description": self.description,
             "seed": self.seed,
@@ -175,6 +208,25 @@ impl Echo for Scenario {
                 "resolution": self.output.resolution.to_string(),
                 "resolution_ns": self.output.resolution.0,
             },
-        })
+        });
+        if let Some(b) = &self.backend {
+            v["backend"] = backend_echo(b);
+        }
+        v
     }
+}
+
+/// `[backend]` as validated (docs/semantics.md §10).
+fn backend_echo(b: &ratesim_core::backend::BackendSpec) -> Value {
+    let service = crate::scenario::backend::service_text(&b.service);
+    json!({
+        "workers": b.workers,
+        "service": service,
+        "queue": b.queue,
+        "slowdown": b.slowdowns.iter().map(|s| json!({
+            "at": s.from.to_string(),
+            "for": Nanos(s.until.0 - s.from.0).to_string(),
+            "factor": crate::clock::decimal_places(s.num as u128, s.den as u128, 6),
+        })).collect::<Vec<_>>(),
+    })
 }

@@ -7,11 +7,13 @@
 use crate::clock::{Nanos, Rate};
 use crate::error::InputError;
 use crate::fields::{names, Fields};
+use crate::limiter::adaptive::{aimd, envoy_gradient, gradient2, vegas};
+use crate::limiter::feedback::Adaptive;
 use crate::limiter::{
     fixed_window, gcra, interval_bucket, leaky_bucket, sliding_counter, sliding_log, smooth_bursty,
     token_bucket,
 };
-use crate::limiter::{Algorithm, ALGORITHMS};
+use crate::limiter::{quota, Algorithm, ALGORITHMS};
 use crate::scenario::{Defaults, KeyBy, LimitPolicy, LimiterSpec};
 
 /// The fields each algorithm takes besides `name`, `key_by`, `traffic`,
@@ -28,6 +30,16 @@ const PARAMS: &[(&str, &str)] = &[
     ("sliding_log", "limit, window, count_rejected, boundary"),
     ("sliding_counter", "limit, window, count_rejected, weight"),
     ("smooth_bursty", "rate, capacity, start"),
+    ("quota", "limit, period, epoch"),
+    ("concurrency", "max_in_flight"),
+    ("queue_length", "max_queue"),
+    ("aimd", "min_limit, initial_limit, max_limit, backoff_ratio, timeout"),
+    ("gradient2", "initial_limit, min_limit, max_concurrency, smoothing, long_window, rtt_tolerance"),
+    ("vegas", "initial_limit, max_concurrency, smoothing, probe_multiplier"),
+    (
+        "envoy_gradient",
+        "interval, concurrency_update_interval, request_count, jitter, min_concurrency, buffer, max_concurrency_limit, sample_aggregate_percentile",
+    ),
 ];
 
 /// The variant knobs of docs/semantics.md §5 and the algorithm each belongs to.
@@ -205,7 +217,15 @@ pub fn parse(f: &mut Fields, d: &Defaults) -> Result<LimiterSpec, InputError> {
         Some(n) => n.to_string(),
         None => preset.map_or(algorithm_name, |p| p.name).to_string(),
     };
+    let key_by_written = f.has("key_by");
     let key_by = match f.opt_str("key_by")? {
+        None if matches!(
+            algorithm_name,
+            "queue_length" | "aimd" | "gradient2" | "vegas" | "envoy_gradient"
+        ) =>
+        {
+            KeyBy::Global
+        }
         None | Some("client") => KeyBy::Client,
         Some("ip") => KeyBy::Ip,
         Some("global") => KeyBy::Global,
@@ -289,6 +309,26 @@ pub fn parse(f: &mut Fields, d: &Defaults) -> Result<LimiterSpec, InputError> {
                 smooth_bursty::Start::parse,
             )?,
         }),
+        "quota" => Algorithm::Quota(quota(f, &dl)?),
+        "concurrency" => Algorithm::Concurrency {
+            max_in_flight: f.opt_count("max_in_flight", 1)?.ok_or_else(|| {
+                f.missing(
+                    "max_in_flight",
+                    "the most requests per key in flight, e.g. 8",
+                )
+            })?,
+        },
+        "queue_length" => Algorithm::QueueLength {
+            max_queue: f.opt_count("max_queue", 0)?.ok_or_else(|| {
+                f.missing(
+                    "max_queue",
+                    "the most requests waiting in the backend, e.g. 50",
+                )
+            })?,
+        },
+        "aimd" | "gradient2" | "vegas" | "envoy_gradient" => {
+            Algorithm::Adaptive(adaptive(f, algorithm_name)?)
+        }
         other => {
             return Err(InputError::new(format!(
                 "{}: {other_q} — unknown algorithm; accepted: {}",
@@ -298,6 +338,18 @@ pub fn parse(f: &mut Fields, d: &Defaults) -> Result<LimiterSpec, InputError> {
             )))
         }
     };
+    if matches!(
+        algorithm,
+        Algorithm::QueueLength { .. } | Algorithm::Adaptive(_)
+    ) && key_by_written
+        && key_by != KeyBy::Global
+    {
+        return Err(InputError::new(format!(
+            "{}: \"{}\" — {algorithm_name} limits the whole backend, not a key: leave key_by out (or write \"global\")",
+            f.at("key_by"),
+            key_by.as_str()
+        )));
+    }
     let policy = match &algorithm {
         Algorithm::TokenBucket(token_bucket::Config { rate, .. })
         | Algorithm::Gcra(gcra::Config { rate, .. })
@@ -335,6 +387,124 @@ pub fn parse(f: &mut Fields, d: &Defaults) -> Result<LimiterSpec, InputError> {
         reads_default_limit: read.get(),
         chain: None,
         member_of: None,
+    })
+}
+
+/// A quota's fields (docs/semantics.md §10).
+fn quota(f: &mut Fields, dl: &dyn Fn() -> u64) -> Result<quota::Config, InputError> {
+    let limit = f.opt_count("limit", 1)?.unwrap_or_else(dl);
+    let period = match f.opt_str("period")? {
+        None => return Err(f.missing("period", "\"day\", \"week\" (from Monday) or \"month\"")),
+        Some(p) => quota::Period::parse(p).ok_or_else(|| {
+            InputError::new(format!(
+                "{}: {} — accepted: \"day\", \"week\", \"month\"",
+                f.at("period"),
+                crate::error::quoted(p)
+            ))
+        })?,
+    };
+    let epoch = match f.opt_str("epoch")? {
+        None => quota::Epoch::default(),
+        Some(e) => quota::Epoch::parse(e).map_err(|why| {
+            InputError::new(format!(
+                "{}: {} — {why}; expected a calendar instant like \"2026-01-01T00:00:00Z\" or \"2026-01-01T00:00:00+05:30\"",
+                f.at("epoch"),
+                crate::error::quoted(e)
+            ))
+        })?,
+    };
+    Ok(quota::Config {
+        limit,
+        period,
+        epoch,
+    })
+}
+
+/// An adaptive limit's fields: each of the real code's parameters, its
+/// default where the real code has one (docs/semantics.md §10).
+fn adaptive(f: &mut Fields, name: &str) -> Result<Adaptive, InputError> {
+    let count32 = |f: &mut Fields, key: &str, min: u64| -> Result<Option<u32>, InputError> {
+        match f.opt_count(key, min)? {
+            None => Ok(None),
+            Some(n) => u32::try_from(n)
+                .map(Some)
+                .map_err(|_| InputError::new(format!("{}: {n} — at most {}", f.at(key), u32::MAX))),
+        }
+    };
+    let bad = |f: &Fields, key: &str, what: &str| InputError::new(format!("{}: {what}", f.at(key)));
+    Ok(match name {
+        "aimd" => {
+            let d = aimd::Config::default();
+            let mut c = aimd::Config {
+                min_limit: count32(f, "min_limit", 1)?.unwrap_or(d.min_limit),
+                initial_limit: count32(f, "initial_limit", 1)?.unwrap_or(d.initial_limit),
+                max_limit: count32(f, "max_limit", 1)?.unwrap_or(d.max_limit),
+                ..d
+            };
+            if let Some(r) = f.opt_float("backoff_ratio", 0.5, 1.0)? {
+                c = c
+                    .backoff_ratio(r)
+                    .ok_or_else(|| bad(f, "backoff_ratio", "must be at least 0.5 and below 1"))?;
+            }
+            if let Some(t) = f.opt_duration("timeout", false)? {
+                c = c.timeout(t).expect("a positive timeout");
+            }
+            Adaptive::Aimd(c)
+        }
+        "gradient2" => {
+            let d = gradient2::Config::default();
+            Adaptive::Gradient2(gradient2::Config {
+                initial_limit: count32(f, "initial_limit", 1)?.unwrap_or(d.initial_limit),
+                min_limit: count32(f, "min_limit", 1)?.unwrap_or(d.min_limit),
+                max_concurrency: count32(f, "max_concurrency", 1)?.unwrap_or(d.max_concurrency),
+                smoothing: f.opt_float("smoothing", 0.0, 1.0)?.unwrap_or(d.smoothing),
+                long_window: count32(f, "long_window", 1)?.unwrap_or(d.long_window),
+                rtt_tolerance: f
+                    .opt_float("rtt_tolerance", 1.0, 1e6)?
+                    .unwrap_or(d.rtt_tolerance),
+                ..d
+            })
+        }
+        "vegas" => {
+            let d = vegas::Config::default();
+            Adaptive::Vegas(vegas::Config {
+                initial_limit: count32(f, "initial_limit", 1)?.unwrap_or(d.initial_limit),
+                max_concurrency: count32(f, "max_concurrency", 1)?.unwrap_or(d.max_concurrency),
+                smoothing: f.opt_float("smoothing", 0.0, 1.0)?.unwrap_or(d.smoothing),
+                probe_multiplier: count32(f, "probe_multiplier", 1)?.unwrap_or(d.probe_multiplier),
+                ..d
+            })
+        }
+        _ => {
+            let interval = f.opt_duration("interval", false)?.ok_or_else(|| {
+                f.missing(
+                    "interval",
+                    "the min-RTT recalculation interval (Envoy has no default), e.g. \"60s\"",
+                )
+            })?;
+            let update = f
+                .opt_duration("concurrency_update_interval", false)?
+                .ok_or_else(|| {
+                    f.missing(
+                        "concurrency_update_interval",
+                        "how often the limit is recomputed (Envoy has no default), e.g. \"100ms\"",
+                    )
+                })?;
+            let d = envoy_gradient::Config::new(interval, update)
+                .ok_or_else(|| bad(f, "interval", "must be at least 1ms"))?;
+            Adaptive::EnvoyGradient(envoy_gradient::Config {
+                request_count: count32(f, "request_count", 1)?.unwrap_or(d.request_count),
+                jitter: f.opt_float("jitter", 0.0, 100.0)?.unwrap_or(d.jitter),
+                min_concurrency: count32(f, "min_concurrency", 1)?.unwrap_or(d.min_concurrency),
+                buffer: f.opt_float("buffer", 0.0, 100.0)?.unwrap_or(d.buffer),
+                max_concurrency_limit: count32(f, "max_concurrency_limit", 1)?
+                    .unwrap_or(d.max_concurrency_limit),
+                sample_aggregate_percentile: f
+                    .opt_float("sample_aggregate_percentile", 0.0, 100.0)?
+                    .unwrap_or(d.sample_aggregate_percentile),
+                ..d
+            })
+        }
     })
 }
 

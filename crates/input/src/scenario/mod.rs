@@ -6,6 +6,7 @@
 //! it would have to check again. Every error names the field's path, the value
 //! and what is accepted.
 
+pub mod backend;
 pub mod chains;
 pub mod deployment;
 pub mod echo;
@@ -104,7 +105,9 @@ impl Load for Scenario {
         let mut limiters = Vec::new();
         let mut wanted_traffic = Vec::new();
         let mut seen = HashSet::new();
+        let mut limiter_paths = Vec::new();
         for (path, t) in limiter_tables {
+            limiter_paths.push(path.clone());
             let mut f = Fields::new(path, t);
             let mut spec = limiters::parse(&mut f, &defaults)?;
             wanted_traffic.push((f.at("traffic"), f.opt_str_list("traffic")?));
@@ -251,6 +254,11 @@ impl Load for Scenario {
             None => default_output(&defaults, duration),
         };
         check_buckets(&output, duration, "output.resolution")?;
+        let backend = match top.opt_table("backend")? {
+            Some(t) => Some(backend::parse(&mut Fields::new("backend", t))?),
+            None => None,
+        };
+        backend::check_limiters(&limiters, &limiter_paths, backend.is_some())?;
         top.finish()?;
 
         let mut inputs = Vec::new();
@@ -275,6 +283,7 @@ impl Load for Scenario {
             limiters,
             traffic,
             output,
+            backend,
             population,
             inputs,
         })

@@ -38,6 +38,8 @@ pub struct RunData {
     pub per_key_series: bool,
     /// Clients in the scenario's population (0 in summaries without it).
     pub clients: u64,
+    /// The backend's slowdown windows, with a `[backend]`.
+    pub slowdowns: Vec<Outage>,
     pub limiters: Vec<LimiterData>,
 }
 
@@ -217,6 +219,16 @@ pub struct SeriesRow {
     /// Cost passed beyond the limit per key per aligned window, at the
     /// passes in this bucket, all keys together (0 in an older file).
     pub overshoot: u64,
+    /// With a `[backend]`: the mean and the most latency (ns) of the
+    /// requests that entered it in this bucket and were served…
+    pub latency_mean_ns: Option<u64>,
+    pub latency_max_ns: Option<u64>,
+    /// …the most requests inside it at once…
+    pub in_flight_max: Option<u64>,
+    /// …an adaptive limiter's limit…
+    pub concurrency_limit: Option<u64>,
+    /// …and how many requests entering in the bucket it served.
+    pub backend_served: Option<u64>,
 }
 
 /// The `timeseries.csv` columns the charts read (others are ignored)…
@@ -272,6 +284,15 @@ fn check_times(f: &Summary) -> Result<(), InputError> {
 
 /// …and those they read when present (0 in files from before them).
 const OPTIONAL_SERIES_COLUMNS: [&str; 2] = ["worst_key_in_window", "overshoot"];
+
+/// …and a backend's, empty without one (and absent from older files).
+const BACKEND_SERIES_COLUMNS: [&str; 5] = [
+    "latency_mean_ms",
+    "latency_max_ms",
+    "in_flight_max",
+    "concurrency_limit",
+    "backend_served",
+];
 
 impl RunData {
     /// Loads `dir/summary.json` and `dir/timeseries.csv`. A directory that
@@ -339,6 +360,41 @@ impl RunData {
                 .collect::<Result<Vec<_>, InputError>>()?;
             outages.insert(l.name.clone(), parsed);
         }
+        let slowdowns = f
+            .scenario
+            .rest
+            .get("backend")
+            .and_then(|b| b.get("slowdown"))
+            .and_then(serde_json::Value::as_array)
+            .map(|windows| {
+                windows
+                    .iter()
+                    .take(MAX_OUTAGES)
+                    .enumerate()
+                    .map(|(k, w)| {
+                        let at = |field: &str| {
+                            let text = w
+                                .get(field)
+                                .and_then(serde_json::Value::as_str)
+                                .unwrap_or("");
+                            crate::clock::parse_duration(text)
+                                .map(|n| n.0)
+                                .map_err(|e| {
+                                    InputError::new(format!(
+                                        "scenario.backend.slowdown[{k}].{field}: {text:?} — {e}"
+                                    ))
+                                })
+                        };
+                        let start_ns = at("at")?;
+                        Ok(Outage {
+                            start_ns,
+                            end_ns: start_ns.saturating_add(at("for")?),
+                        })
+                    })
+                    .collect::<Result<Vec<_>, InputError>>()
+            })
+            .transpose()?
+            .unwrap_or_default();
         let default_limit = f.limit;
         let clients = f
             .scenario
@@ -356,6 +412,7 @@ impl RunData {
             duration_ns: f.duration_ns,
             resolution_ns: f.resolution_ns,
             per_key_series: false,
+            slowdowns,
             limiters: f
                 .limiters
                 .into_iter()
@@ -563,6 +620,10 @@ impl RunData {
             .map(|name| headers.iter().position(|h| h == *name))
             .collect();
         self.per_key_series = optional.iter().all(Option::is_some);
+        let backend: Vec<Option<usize>> = BACKEND_SERIES_COLUMNS
+            .iter()
+            .map(|name| headers.iter().position(|h| h == *name))
+            .collect();
         let index: HashMap<String, usize> = self
             .limiters
             .iter()
@@ -601,6 +662,29 @@ impl RunData {
                     ))
                 })
             };
+            // A backend's cell: empty is none; milliseconds (6 places) for
+            // the latencies, a count for the rest.
+            let cell = |k: usize| -> Result<Option<u64>, InputError> {
+                let Some(c) = backend[k] else { return Ok(None) };
+                let text = record.get(c).unwrap_or("");
+                if text.is_empty() {
+                    return Ok(None);
+                }
+                let value = if k < 2 {
+                    text.parse::<f64>()
+                        .ok()
+                        .filter(|ms| ms.is_finite() && (0.0..=MAX_MS).contains(ms))
+                        .map(|ms| (ms * 1e6).round() as u64)
+                } else {
+                    text.parse::<u64>().ok()
+                };
+                value.map(Some).ok_or_else(|| {
+                    InputError::new(format!(
+                        "line {line}: {} = {text:?} is not a number a run writes",
+                        BACKEND_SERIES_COLUMNS[k]
+                    ))
+                })
+            };
             let &i = index.get(field(0)).ok_or_else(|| {
                 InputError::new(format!(
                     "line {line}: limiter {:?} is not in summary.json",
@@ -616,6 +700,11 @@ impl RunData {
                 passed: number(6)?,
                 worst_key_in_window: extra(0)?,
                 overshoot: extra(1)?,
+                latency_mean_ns: cell(0)?,
+                latency_max_ns: cell(1)?,
+                in_flight_max: cell(2)?,
+                concurrency_limit: cell(3)?,
+                backend_served: cell(4)?,
             };
             let series = &mut self.limiters[i].series;
             if series.len() as u64 >= MAX_SERIES {
@@ -864,6 +953,7 @@ pub mod tests_support {
             duration_ns: 10_000_000_000,
             resolution_ns: 100_000_000,
             per_key_series: true,
+            slowdowns: Vec::new(),
             limiters: limiters
                 .iter()
                 .map(|&(n, p)| LimiterData {

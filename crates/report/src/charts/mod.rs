@@ -15,6 +15,7 @@
 //! units, a legend, and the same colour for a limiter in every chart of a
 //! run ([`style::limiter_color`], by the limiter's index).
 
+pub mod backend;
 pub mod clients;
 pub mod data;
 pub mod delay;
@@ -54,6 +55,7 @@ pub const CHARTS: &[Chart] = &[
     outcomes::CHART,
     clients::CHART,
     deployment::CHART,
+    backend::CHART,
     state::CHART,
     delay::CHART,
 ];

@@ -84,7 +84,7 @@ pub const OVERRULED: RGBColor = RGBColor(0xBD, 0xBD, 0xBD);
 /// One colour per algorithm, the same in every chart of every run, and
 /// none of them green, orange or red (those mean admitted, delayed,
 /// rejected).
-pub(crate) const ALGORITHM_COLORS: [(&str, RGBColor); 8] = [
+pub(crate) const ALGORITHM_COLORS: [(&str, RGBColor); 15] = [
     ("fixed_window", RGBColor(0x2F, 0x5C, 0x9E)),
     ("sliding_log", RGBColor(0x8A, 0x5B, 0xC0)),
     ("sliding_counter", RGBColor(0xD0, 0x4F, 0xB0)),
@@ -93,6 +93,13 @@ pub(crate) const ALGORITHM_COLORS: [(&str, RGBColor); 8] = [
     ("interval_bucket", RGBColor(0xC9, 0xB3, 0xE6)),
     ("leaky_bucket", RGBColor(0x86, 0xC5, 0xF0)),
     ("smooth_bursty", RGBColor(0xA6, 0xA6, 0xA6)),
+    ("quota", RGBColor(0x77, 0x11, 0xCC)),
+    ("concurrency", RGBColor(0x66, 0x33, 0x88)),
+    ("queue_length", RGBColor(0x55, 0xCC, 0xBB)),
+    ("aimd", RGBColor(0x22, 0x22, 0xCC)),
+    ("gradient2", RGBColor(0xAA, 0x11, 0x88)),
+    ("vegas", RGBColor(0x99, 0x88, 0x11)),
+    ("envoy_gradient", RGBColor(0x55, 0x88, 0xDD)),
 ];
 
 /// The colour of an algorithm this table does not know.

@@ -7,6 +7,7 @@
 
 pub mod boundary;
 pub mod bursty;
+pub mod closed;
 pub mod nat;
 pub mod poisson;
 pub mod ramp;
@@ -34,6 +35,7 @@ pub const PATTERNS: &[(&str, &str)] = &[
     ("nat", "`users` Poisson users behind `ips` addresses, uniform or Zipf, a `heavy_share` at `heavy_rate`"),
     ("zipf", "`keys` clients with Zipf popularity sharing a total `rate`"),
     ("ramp", "each client's rate stepping from `from` to `to` over the run"),
+    ("closed", "`clients` clients, each with one request out at a time: `think` between an answer and the next request, `timeout`"),
 ];
 
 /// What a pattern needs while it is parsed.
@@ -64,6 +66,7 @@ pub fn parse(name: &str, f: &mut Fields, ctx: &mut ParseCtx) -> Result<Pattern, 
         "nat" => Pattern::Nat(nat::parse(f, ctx)?),
         "zipf" => Pattern::Zipf(zipf::parse(f, ctx)?),
         "ramp" => Pattern::Ramp(ramp::parse(f, ctx)?),
+        "closed" => Pattern::Closed(closed::parse(f, ctx)?),
         _ => unreachable!("pattern names are checked against PATTERNS"),
     })
 }
@@ -79,6 +82,7 @@ pub fn echo(pattern: &Pattern) -> Value {
         Pattern::Nat(n) => nat::echo(n),
         Pattern::Zipf(z) => zipf::echo(z),
         Pattern::Ramp(r) => ramp::echo(r),
+        Pattern::Closed(c) => closed::echo(c),
     }
 }
 

@@ -1,0 +1,549 @@
+//! `[backend]` end to end (docs/semantics.md §10): a backend changes no
+//! decision, its columns match queueing theory, and bad tables are refused.
+
+use std::fs;
+use std::path::Path;
+
+use crate::common::*;
+
+/// A token bucket and a leaky bucket (a shaper: its passes enter later)
+/// over Poisson clients, with an optional `[backend]` appended.
+const SCENARIO: &str = r#"name = "be"
+seed = 3
+duration = "20s"
+
+[defaults]
+limit = 300
+window = "1s"
+
+[[limiter]]
+name = "tb"
+algorithm = "token_bucket"
+
+[[limiter]]
+name = "lb"
+algorithm = "leaky_bucket"
+
+[[traffic]]
+pattern = "poisson"
+clients = 100
+rate = "4/1s"
+"#;
+
+const BACKEND: &str = r#"
+[backend]
+workers = 8
+service = "exp(20ms)"
+queue = 200
+
+[[backend.slowdown]]
+at = "10s"
+for = "5s"
+factor = 3
+"#;
+
+fn run(dir: &Path, scenario: &str) -> std::path::PathBuf {
+    let path = dir.join(format!("s{}.toml", scenario.len()));
+    fs::write(&path, scenario).unwrap();
+    let out = dir.join(format!("out{}", scenario.len()));
+    let done = ratesim()
+        .arg("run")
+        .arg(&path)
+        .args(["--decisions", "--quiet", "--no-plots", "--no-html", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        done.status.success(),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    out
+}
+
+fn text<'a>(row: &'a [(String, String)], name: &str) -> &'a str {
+    &row.iter()
+        .find(|(k, _)| k == name)
+        .unwrap_or_else(|| panic!("no column {name}"))
+        .1
+}
+
+fn number(row: &[(String, String)], name: &str) -> f64 {
+    text(row, name)
+        .parse()
+        .unwrap_or_else(|_| panic!("{name} = {:?}", text(row, name)))
+}
+
+#[test]
+fn a_backend_changes_no_decision() {
+    let tmp = tempfile::tempdir().unwrap();
+    let without = run(tmp.path(), SCENARIO);
+    let with = run(tmp.path(), &format!("{SCENARIO}{BACKEND}"));
+    assert_same_file(&without.join("decisions.csv"), &with.join("decisions.csv"));
+    for limiter in ["tb", "lb"] {
+        let (a, b) = (summary_row(&without, limiter), summary_row(&with, limiter));
+        for (k, v) in &a {
+            if [
+                "utilisation",
+                "latency_p50_ms",
+                "latency_p99_ms",
+                "latency_p999_ms",
+                "queue_wait_p99_ms",
+                "in_flight_peak",
+                "backend_dropped",
+                "timeouts",
+                "goodput_per_s",
+                "wasted_work_s",
+            ]
+            .contains(&k.as_str())
+            {
+                assert_eq!(v, "", "{limiter} {k} without a backend");
+                assert_ne!(text(&b, k), "", "{limiter} {k} with a backend");
+            } else {
+                assert_eq!(v, text(&b, k), "{limiter} {k}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_full_waiting_room_drops_and_caps_what_is_inside() {
+    // 400 requests a second at 8 workers of 20 ms (400 a second), and
+    // three times slower for 5 s: the room of 200 fills and drops.
+    let tmp = tempfile::tempdir().unwrap();
+    let out = run(tmp.path(), &format!("{SCENARIO}{BACKEND}"));
+    for limiter in ["tb", "lb"] {
+        let row = summary_row(&out, limiter);
+        assert_eq!(column(&row, "in_flight_peak"), 8 + 200, "{limiter}");
+        assert!(column(&row, "backend_dropped") > 0, "{limiter}");
+        assert_eq!(
+            column(&row, "timeouts"),
+            0,
+            "open-loop clients wait for ever"
+        );
+        assert_eq!(text(&row, "wasted_work_s"), "0");
+        // Nearly saturated: busy nearly all the run.
+        assert!(number(&row, "utilisation") > 0.95, "{limiter}");
+        // Served = passed − dropped, each answered within the run but
+        // those still inside at its end.
+        let served =
+            column(&row, "admitted") + column(&row, "delayed") - column(&row, "backend_dropped");
+        let good = number(&row, "goodput_per_s") * 20.0;
+        assert!(
+            good <= served as f64 && good > served as f64 - 250.0,
+            "{limiter}"
+        );
+    }
+}
+
+#[test]
+fn one_exponential_server_behind_an_open_limit_is_m_m_1() {
+    // Poisson arrivals at 50 a second, one server of exp(10 ms): the time
+    // in the system is exponential with rate μ − λ = 50/s — median
+    // ln 2 / 50 s = 13.86 ms, 99th percentile ln 100 / 50 s = 92.10 ms —
+    // and the server is busy λ/μ = half the time.
+    let scenario = r#"name = "mm1"
+seed = 11
+duration = "4000s"
+
+[defaults]
+limit = 1000000
+window = "1s"
+
+[[limiter]]
+algorithm = "token_bucket"
+
+[[traffic]]
+pattern = "poisson"
+clients = 1
+rate = "50/1s"
+
+[backend]
+workers = 1
+service = "exp(10ms)"
+"#;
+    let tmp = tempfile::tempdir().unwrap();
+    let out = run(tmp.path(), scenario);
+    let row = summary_row(&out, "token_bucket");
+    assert_eq!(column(&row, "rejected"), 0);
+    let close = |name: &str, want: f64, tolerance: f64| {
+        let got = number(&row, name);
+        assert!(
+            (got / want - 1.0).abs() < tolerance,
+            "{name} = {got}, queueing theory says {want}"
+        );
+    };
+    close("latency_p50_ms", 13.863, 0.04);
+    close("latency_p99_ms", 92.103, 0.05);
+    close("utilisation", 0.5, 0.02);
+    // Little's law: the mean number inside is λ·W = 50/s × 20 ms = 1; the
+    // peak is far above it but finite.
+    assert!((5..60).contains(&column(&row, "in_flight_peak")));
+}
+
+#[test]
+fn a_bad_backend_is_refused_naming_the_field() {
+    for (table, needles) in [
+        ("[backend]\nservice = \"exp(20ms)\"\n", &["backend.workers"][..]),
+        ("[backend]\nworkers = 4\nservice = \"gamma(2s)\"\n", &["backend.service", "gamma", "exp(MEAN)"]),
+        ("[backend]\nworkers = 0\nservice = \"exp(20ms)\"\n", &["backend.workers"]),
+        ("[backend]\nworkers = 4\nservice = \"exp(20ms)\"\nqueue = -1\n", &["backend.queue"]),
+        (
+            "[backend]\nworkers = 4\nservice = \"exp(20ms)\"\n[[backend.slowdown]]\nat = \"1s\"\nfactor = 2\n",
+            &["backend.slowdown", "for"],
+        ),
+        ("[backend]\nworkers = 4\nservice = \"exp(20ms)\"\nthreads = 2\n", &["threads"]),
+    ] {
+        assert_bad_scenario(&format!("{SCENARIO}{table}"), &[], needles);
+    }
+}
+
+/// Every limiter that reads the backend, and a global token bucket, over
+/// 500 requests a second at a backend of 8 × exp(20 ms) (400 a second),
+/// three times slower from 30 s to 40 s.
+const FEEDBACK: &str = r#"name = "fb"
+seed = 5
+duration = "60s"
+
+[defaults]
+limit = 300
+window = "1s"
+
+[[limiter]]
+name = "tb"
+algorithm = "token_bucket"
+key_by = "global"
+
+[[limiter]]
+name = "conc"
+algorithm = "concurrency"
+max_in_flight = 16
+key_by = "global"
+
+[[limiter]]
+name = "per-client"
+algorithm = "concurrency"
+max_in_flight = 1
+
+[[limiter]]
+name = "queue"
+algorithm = "queue_length"
+max_queue = 20
+
+[[limiter]]
+name = "aimd"
+algorithm = "aimd"
+max_limit = 60
+
+[[limiter]]
+name = "gradient2"
+algorithm = "gradient2"
+
+[[limiter]]
+name = "vegas"
+algorithm = "vegas"
+
+[[limiter]]
+name = "envoy"
+algorithm = "envoy_gradient"
+interval = "60s"
+concurrency_update_interval = "100ms"
+
+[[traffic]]
+pattern = "poisson"
+clients = 100
+rate = "5/1s"
+
+[backend]
+workers = 8
+service = "exp(20ms)"
+
+[[backend.slowdown]]
+at = "30s"
+for = "10s"
+factor = 3
+"#;
+
+#[test]
+fn the_feedback_limiters_hold_what_they_promise() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = run(tmp.path(), FEEDBACK);
+    let row = |l: &str| summary_row(&out, l);
+    // At most 16 in flight, so at most 16 inside the backend.
+    assert_eq!(column(&row("conc"), "in_flight_peak"), 16);
+    // Admitted only while fewer than 20 wait: 8 served and 20 waiting.
+    assert!(column(&row("queue"), "in_flight_peak") <= 8 + 20);
+    // An adaptive limit never passes its maximum.
+    assert!(column(&row("aimd"), "in_flight_peak") <= 60);
+    // One request per client at a time: never more inside than clients.
+    assert!(column(&row("per-client"), "in_flight_peak") <= 100);
+    // The global rate limit lets the queue grow through the slowdown;
+    // the concurrency limit keeps the tail short.
+    let p99 = |l: &str| number(&row(l), "latency_p99_ms");
+    assert!(
+        p99("tb") > 10.0 * p99("conc"),
+        "tb {} conc {}",
+        p99("tb"),
+        p99("conc")
+    );
+    // None of them names a retry-after: nothing says when a slot frees.
+    let decisions = read_text(&out.join("decisions.csv"));
+    for line in decisions.lines().skip(1) {
+        let f: Vec<&str> = line.split(',').collect();
+        if f[0] != "tb" && f[5] == "rejected" {
+            assert_eq!(f[7], "", "{line}");
+        }
+    }
+}
+
+#[test]
+fn feedback_limiters_decide_the_same_on_any_number_of_threads() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("fb.toml");
+    fs::write(&path, FEEDBACK).unwrap();
+    let mut outs = Vec::new();
+    for threads in ["1", "2"] {
+        let out = tmp.path().join(format!("t{threads}"));
+        let ok = ratesim()
+            .env("RAYON_NUM_THREADS", threads)
+            .arg("run")
+            .arg(&path)
+            .args(["--decisions", "--quiet", "--no-plots", "--no-html", "--out"])
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(ok.status.success());
+        outs.push(out);
+    }
+    for f in ["decisions.csv", "summary.csv", "timeseries.csv"] {
+        assert_same_file(&outs[0].join(f), &outs[1].join(f));
+    }
+}
+
+#[test]
+fn a_feedback_limiter_is_refused_where_it_cannot_run() {
+    let with = |limiter: &str, rest: &str| {
+        SCENARIO.replace(
+            "[[limiter]]\nname = \"lb\"\nalgorithm = \"leaky_bucket\"\n",
+            &format!("[[limiter]]\nname = \"x\"\n{limiter}\n{rest}"),
+        )
+    };
+    // No backend to read.
+    assert_bad_scenario(
+        &with("algorithm = \"concurrency\"\nmax_in_flight = 4", ""),
+        &[],
+        &["limiter[1].algorithm", "concurrency", "[backend]"],
+    );
+    // A shared store cannot count one instance's requests in flight.
+    assert_bad_scenario(
+        &with(
+            "algorithm = \"aimd\"\n[limiter.deployment]\ninstances = 2\nscope = \"global\"",
+            BACKEND,
+        ),
+        &[],
+        &["limiter[1].algorithm", "aimd", "local"],
+    );
+    // An adaptive limit is the backend's, not a key's.
+    assert_bad_scenario(
+        &with("algorithm = \"vegas\"\nkey_by = \"client\"", BACKEND),
+        &[],
+        &["limiter[1].key_by", "vegas", "global"],
+    );
+    // Envoy's intervals have no default.
+    assert_bad_scenario(
+        &with(
+            "algorithm = \"envoy_gradient\"\ninterval = \"60s\"",
+            BACKEND,
+        ),
+        &[],
+        &["concurrency_update_interval"],
+    );
+    assert_bad_scenario(
+        &with("algorithm = \"concurrency\"", BACKEND),
+        &[],
+        &["max_in_flight"],
+    );
+    // No Redis script for them.
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("s.toml");
+    fs::write(&path, with("algorithm = \"vegas\"", BACKEND)).unwrap();
+    assert_input_error(
+        ratesim()
+            .args(["export", "redis"])
+            .arg(&path)
+            .args(["--limiter", "x"]),
+        &["vegas", "no Redis script"],
+    );
+}
+
+#[test]
+fn a_daily_quota_resets_at_the_epochs_local_midnight() {
+    // t = 0 is 18:00 in India (+05:30): the day ends 6 h in. Two a day.
+    let scenario = r#"name = "q"
+duration = "8h"
+
+[defaults]
+limit = 2
+window = "1s"
+
+[[limiter]]
+algorithm = "quota"
+period = "day"
+epoch = "2026-03-02T18:00:00+05:30"
+
+[[traffic]]
+pattern = "trace"
+path = "trace.csv"
+"#;
+    let trace = "time,client\n0,a\n3600,a\n7200,a\n21599.999999999,a\n21600,a\n21601,a\n21602,a\n";
+    let tmp = tempfile::tempdir().unwrap();
+    fs::write(tmp.path().join("trace.csv"), trace).unwrap();
+    let out = run(tmp.path(), scenario);
+    let decisions = read_text(&out.join("decisions.csv"));
+    let outcomes: Vec<(String, String)> = decisions
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            (f[5].to_string(), f[7].to_string())
+        })
+        .collect();
+    let h = 3_600_000_000_000u64;
+    let want = [
+        ("admitted", String::new()),
+        ("admitted", String::new()),
+        // Until the local midnight, 4 h away.
+        ("rejected", (4 * h).to_string()),
+        ("rejected", "1".to_string()),
+        ("admitted", String::new()),
+        ("admitted", String::new()),
+        // The next day ends 24 h after the first.
+        ("rejected", (24 * h - 2_000_000_000).to_string()),
+    ];
+    let got: Vec<(&str, &str)> = outcomes
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    let want: Vec<(&str, &str)> = want.iter().map(|(a, b)| (*a, b.as_str())).collect();
+    assert_eq!(got, want);
+}
+
+/// 20 closed-loop clients thinking exp(100 ms) between answers, one
+/// server of exp(10 ms) behind an open limit: the machine-repairman queue.
+const CLOSED: &str = r#"name = "closed"
+seed = 3
+duration = "600s"
+
+[defaults]
+limit = 1000000
+window = "1s"
+
+[[limiter]]
+algorithm = "token_bucket"
+
+[[traffic]]
+pattern = "closed"
+clients = 20
+think = "exp(100ms)"
+
+[backend]
+workers = 1
+service = "exp(10ms)"
+
+[output]
+resolution = "1s"
+"#;
+
+/// Requests served and their mean latency (s), from `timeseries.csv`.
+fn served_and_mean_latency(out: &Path) -> (u64, f64) {
+    let (head, rows) = csv_rows(&out.join("timeseries.csv"));
+    let col = |name: &str| head.iter().position(|h| h == name).unwrap();
+    let (n, mean) = (col("backend_served"), col("latency_mean_ms"));
+    let (mut served, mut sum) = (0u64, 0f64);
+    for r in rows {
+        let k: u64 = r[n].parse().unwrap_or(0);
+        if k > 0 {
+            served += k;
+            sum += r[mean].parse::<f64>().unwrap() * k as f64;
+        }
+    }
+    (served, sum / served as f64 / 1000.0)
+}
+
+#[test]
+fn closed_loop_clients_keep_littles_law() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = run(tmp.path(), CLOSED);
+    let row = summary_row(&out, "token_bucket");
+    // One request out per client: never more inside than clients.
+    assert_eq!(column(&row, "in_flight_peak"), 20);
+    // Little's law for the whole loop: N = X · (R + Z), X the throughput,
+    // R the mean response time, Z the mean think time.
+    let (served, r) = served_and_mean_latency(&out);
+    let x = served as f64 / 600.0;
+    let n = x * (r + 0.1);
+    assert!((n / 20.0 - 1.0).abs() < 0.02, "X {x}/s, R {r} s: N = {n}");
+    // 20 clients of 110 ms each would ask 182/s: the server's 100/s holds
+    // them back, and it is busy all the time.
+    assert!((x / 100.0 - 1.0).abs() < 0.02, "X {x}");
+    assert!(number(&row, "utilisation") > 0.99);
+}
+
+#[test]
+fn a_client_that_times_out_sends_again_and_its_request_is_served_all_the_same() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = run(
+        tmp.path(),
+        &CLOSED.replace(
+            "think = \"exp(100ms)\"",
+            "think = \"exp(100ms)\"\ntimeout = \"150ms\"",
+        ),
+    );
+    let row = summary_row(&out, "token_bucket");
+    let timeouts = column(&row, "timeouts");
+    assert!(timeouts > 1000, "{timeouts}");
+    // The abandoned requests are still inside when their clients send
+    // again: more inside than clients, and their service is wasted.
+    assert!(column(&row, "in_flight_peak") > 20);
+    assert!(number(&row, "wasted_work_s") > 10.0);
+    // Every request served within the run either came in time or did not.
+    let (served, _) = served_and_mean_latency(&out);
+    let good = (number(&row, "goodput_per_s") * 600.0).round() as u64;
+    assert!(
+        good + timeouts <= served && served - good - timeouts < 50,
+        "{good} {timeouts} {served}"
+    );
+}
+
+#[test]
+fn closed_loop_runs_are_the_same_on_any_number_of_threads() {
+    let tmp = tempfile::tempdir().unwrap();
+    let scenario = CLOSED.replace(
+        "[[limiter]]\nalgorithm = \"token_bucket\"\n",
+        "[[limiter]]\nalgorithm = \"token_bucket\"\n\n[[limiter]]\nalgorithm = \"aimd\"\n\n[[limiter]]\nalgorithm = \"concurrency\"\nmax_in_flight = 1\n",
+    )
+    .replace("duration = \"600s\"", "duration = \"30s\"");
+    let path = tmp.path().join("c.toml");
+    fs::write(&path, scenario).unwrap();
+    let mut outs = Vec::new();
+    for threads in ["1", "2"] {
+        let out = tmp.path().join(format!("t{threads}"));
+        let ok = ratesim()
+            .env("RAYON_NUM_THREADS", threads)
+            .arg("run")
+            .arg(&path)
+            .args(["--decisions", "--quiet", "--no-plots", "--no-html", "--out"])
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(
+            ok.status.success(),
+            "{}",
+            String::from_utf8_lossy(&ok.stderr)
+        );
+        outs.push(out);
+    }
+    for f in ["decisions.csv", "summary.csv", "timeseries.csv"] {
+        assert_same_file(&outs[0].join(f), &outs[1].join(f));
+    }
+}
