@@ -904,7 +904,9 @@ impl<'a, 's> Run<'a, 's> {
                 Decision::Delayed { delay } => delay,
                 _ => Nanos::ZERO,
             };
-            self.read_headers(&job, a.time + latency + delay, h);
+            // Saturating: a delay may reach past the clock's end.
+            let heard = a.time.0.saturating_add(latency.0).saturating_add(delay.0);
+            self.read_headers(&job, Nanos(heard), h);
         }
         if self.backend.is_none() && decision.passes() {
             // No backend: a closed-loop client's response is its pass.
