@@ -132,7 +132,9 @@ fn run_command(args: RunArgs) -> anyhow::Result<()> {
         .clone()
         .unwrap_or_else(|| scenario.default_out_dir());
     let options = RunOptions {
-        decisions: args.decisions || scenario.output.decisions,
+        decisions: args.decisions.is_some() || scenario.output.decisions,
+        headers: args.decisions == Some(crate::cli::DecisionsMode::Headers)
+            || scenario.output.headers,
         plots: !args.no_plots,
         html: !args.no_html,
         no_budget: args.no_budget,

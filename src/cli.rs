@@ -213,9 +213,17 @@ pub struct RunArgs {
     /// deployment.instances=4); repeatable
     #[arg(long = "set", value_name = "PATH=VALUE")]
     pub set: Vec<String>,
-    /// Also write decisions.csv, one row per attempt per limiter
-    #[arg(long)]
-    pub decisions: bool,
+    /// Also write decisions.csv, one row per attempt per limiter;
+    /// --decisions=headers adds the RateLimit header columns
+    /// (retry_after_s, ratelimit, ratelimit_policy)
+    #[arg(
+        long,
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "plain",
+        value_name = "headers"
+    )]
+    pub decisions: Option<DecisionsMode>,
     /// Print nothing on success (and no progress bar)
     #[arg(long, short)]
     pub quiet: bool,
@@ -346,3 +354,14 @@ A [sweep] table in the scenario may hold vary = [\"PATH=LIST\", ...], require = 
 maximize and metric; flags replace it. `ratesim run` and `validate` check [sweep] as sweep does
 and run the file as written.
 At most 10000 points without --no-budget. DIR is replaced only when it is empty or holds\nnothing but ratesim's files, whatever the flags.";
+
+/// What `--decisions` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DecisionsMode {
+    /// The decision log's own columns (`--decisions` alone).
+    #[value(hide = true)]
+    Plain,
+    /// With the RateLimit header columns too (retry_after_s, ratelimit,
+    /// ratelimit_policy).
+    Headers,
+}

@@ -199,6 +199,10 @@ impl DecisionSink for Tee<'_> {
         }
         Ok(())
     }
+
+    fn wants_headers(&self) -> bool {
+        self.0.as_ref().is_some_and(|s| s.wants_headers())
+    }
 }
 
 /// Writes `agreement.csv` and `disagreements.csv` into `dir` from each

@@ -33,6 +33,8 @@ use crate::staging::Staging;
 pub struct RunOptions {
     /// Write `decisions.csv`.
     pub decisions: bool,
+    /// With the RateLimit header columns (docs/semantics.md §11).
+    pub headers: bool,
     /// Draw the PNG charts (`summary.md` is written either way).
     pub plots: bool,
     /// Write `report.html`.
@@ -91,11 +93,12 @@ pub(crate) fn simulate_into(
     if decisions {
         for i in 0..scenario.limiters.len() {
             let file = File::create(part(i)).context("cannot write the decision log")?;
-            logs.push(report::csv::DecisionLog::of(
-                BufWriter::with_capacity(1 << 16, file),
-                scenario,
-                i,
-            ));
+            let log =
+                report::csv::DecisionLog::of(BufWriter::with_capacity(1 << 16, file), scenario, i);
+            logs.push(match options.headers {
+                true => log.with_headers(report::csv::HeaderPolicy::of(scenario, i)),
+                false => log,
+            });
         }
     }
     let runs: Vec<LimiterRun> = {
@@ -144,7 +147,7 @@ pub(crate) fn simulate_into(
     }
     if decisions {
         let mut all = create(crate::rundir::DECISIONS_CSV)?;
-        report::csv::DecisionLog::header(&mut all)?;
+        report::csv::DecisionLog::header(&mut all, options.headers)?;
         for i in 0..scenario.limiters.len() {
             let mut f = File::open(part(i))?;
             io::copy(&mut f, &mut all)?;

@@ -20,7 +20,7 @@ fn conformance_dir() -> PathBuf {
 fn check_vectors(dir: &Path) {
     let scenario = Scenario::load(dir.join("scenario.toml").to_str().unwrap()).unwrap();
     let mut log = Vec::new();
-    DecisionLog::header(&mut log).unwrap();
+    DecisionLog::header(&mut log, false).unwrap();
     for i in 0..scenario.limiters.len() {
         let mut sink = DecisionLog::of(&mut log, &scenario, i);
         engine::simulate(&scenario, i, Some(&mut sink), &|_, _| {}).unwrap();

@@ -15,6 +15,7 @@ mod engine;
 mod engine_support;
 mod export;
 mod fuzz;
+mod headers;
 mod onboard;
 mod properties;
 mod readme;

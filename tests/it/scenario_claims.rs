@@ -1392,6 +1392,71 @@ fn retry_storm_amplification_and_give_ups_are_as_its_comments_say() {
 }
 
 #[test]
+fn retry_storm_clients_that_read_the_ratelimit_fields_are_as_its_comments_say() {
+    says(
+        "retry-storm",
+        &[
+            "Half of every burst is rejected at its first attempt, unless its clients read the RateLimit fields (the last source)",
+            "ratelimit_headers: read the RateLimit fields of every answer and, at r = 0, hold every request until t seconds have passed",
+            "clients that read the RateLimit fields never hear a rejection",
+            "The tenth request of a burst leaves r = 0, t = 1 (the bucket is full again in 1 s), so the client holds the other ten for that second and sends them when the bucket has refilled",
+            "1 attempt per request, none rejected, none given up, success p99 1000 ms",
+            "every second half waits a full second",
+            "(The 90 requests still held when the run ends are never sent.)",
+        ],
+    );
+    let r = run("retry-storm", &["--decisions=headers"]);
+    let s = Summary::of(&r);
+    let rh = "ratelimit-headers";
+    let rows: Vec<Vec<String>> = csv_rows(&r.dir.join("decisions.csv"))
+        .1
+        .into_iter()
+        .filter(|row| row[0] == rh)
+        .collect();
+    // columns: limiter,time_ns,key,client,attempt,outcome,…,ratelimit (11)
+    assert!(rows.iter().all(|row| row[4] == "1" && row[5] == "admitted"));
+    assert_eq!(s.u(rh, "rejected"), 0);
+    assert_eq!(s.u(rh, "gave_up"), 0);
+    assert_eq!(s.f(rh, "retry_amplification"), 1.0);
+    assert_eq!(s.f(rh, "time_to_success_p99_ms"), 1000.0);
+    // 12 bursts of 20 per client, less the 90 held past the end.
+    assert_eq!(rows.len(), 50 * 20 * 12 - 90);
+    assert_eq!(s.u(rh, "logical_requests"), 50 * 20 * 12 - 90);
+    assert_eq!(s.u(rh, "pending_at_end"), 0);
+    // Per client, the requests go out 10 at a time: each burst's first ten
+    // at once, the tenth saying r = 0, t = 1, and the other ten 1 s later
+    // (a burst the run cut leaves its first ten).
+    let mut by_client: BTreeMap<String, BTreeMap<u64, Vec<String>>> = BTreeMap::new();
+    for row in &rows {
+        by_client
+            .entry(row[3].clone())
+            .or_default()
+            .entry(row[1].parse().unwrap())
+            .or_default()
+            .push(row[11].clone());
+    }
+    assert_eq!(by_client.len(), 50);
+    let mut cut = 0;
+    for (client, times) in &by_client {
+        let ts: Vec<u64> = times.keys().copied().collect();
+        for (i, (&t, fields)) in times.iter().enumerate() {
+            let expected: Vec<String> = (0..10)
+                .rev()
+                .map(|r| format!("\"{rh}\";r={r};t=1"))
+                .collect();
+            assert_eq!(fields, &expected, "{client} at {t}");
+            if i % 2 == 1 {
+                assert_eq!(t, ts[i - 1] + SECOND, "{client}");
+            }
+        }
+        if ts.len() % 2 == 1 {
+            cut += 1;
+        }
+    }
+    assert_eq!(cut, 9);
+}
+
+#[test]
 fn retry_storm_jitter_and_granularity_do_what_its_comments_say() {
     says(
         "retry-storm",

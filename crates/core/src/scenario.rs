@@ -26,6 +26,9 @@ pub struct OutputSpec {
     /// `[output] dir`, if given (the CLI's `--out` wins over it).
     pub dir: Option<PathBuf>,
     pub decisions: bool,
+    /// `decisions = "headers"`: the decision log's RateLimit header
+    /// columns too (docs/semantics.md §11).
+    pub headers: bool,
     /// Time-series bucket width.
     pub resolution: Nanos,
 }
@@ -180,6 +183,37 @@ pub struct LimiterSpec {
     /// For a chain's member: the index of its chain in
     /// [`Scenario::limiters`]. A member decides only inside its chain.
     pub member_of: Option<usize>,
+}
+
+impl LimiterSpec {
+    /// The `q` and `w` of its RateLimit-Policy field (docs/semantics.md
+    /// §11): a window algorithm's own `limit` and `window`; a quota's
+    /// `limit` per its period (no `w` for a month, which has no one
+    /// length); a cap on requests in flight or waiting, that cap, with no
+    /// window; any other limiter's (a chain's too) policy limit per
+    /// `[defaults] window`.
+    pub fn header_policy(&self, defaults: &Defaults) -> (u64, Option<Nanos>) {
+        use crate::limiter::quota::{self, Period};
+        use crate::limiter::{fixed_window, sliding_counter, sliding_log};
+        const DAY: u64 = 86_400 * crate::clock::NANOS_PER_SEC;
+        match self.algorithm {
+            _ if self.chain.is_some() => (self.policy.limit, Some(defaults.window)),
+            Algorithm::FixedWindow(fixed_window::Config { limit, window, .. })
+            | Algorithm::SlidingLog(sliding_log::Config { limit, window, .. })
+            | Algorithm::SlidingCounter(sliding_counter::Config { limit, window, .. }) => {
+                (limit, Some(window))
+            }
+            Algorithm::Quota(quota::Config { limit, period, .. }) => match period {
+                Period::Day => (limit, Some(Nanos(DAY))),
+                Period::Week => (limit, Some(Nanos(7 * DAY))),
+                Period::Month => (limit, None),
+            },
+            Algorithm::Concurrency { max_in_flight } => (max_in_flight, None),
+            Algorithm::QueueLength { max_queue } => (max_queue, None),
+            Algorithm::Adaptive(_) => (self.policy.limit, None),
+            _ => (self.policy.limit, Some(defaults.window)),
+        }
+    }
 }
 
 /// What makes a [`LimiterSpec`] a chain: how its members decide together,

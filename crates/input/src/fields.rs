@@ -103,6 +103,27 @@ impl<'a> Fields<'a> {
         }
     }
 
+    /// `true`, `false`, or one of `words` (which the error lists too).
+    pub fn opt_bool_or_word(
+        &mut self,
+        key: &str,
+        words: &[&str],
+    ) -> Result<Option<Result<bool, &'a str>>, InputError> {
+        match self.take(key) {
+            None => Ok(None),
+            Some(Value::Boolean(b)) => Ok(Some(Ok(*b))),
+            Some(Value::String(s)) if words.contains(&s.as_str()) => Ok(Some(Err(s.as_str()))),
+            Some(v) => {
+                let words: Vec<String> = words.iter().map(|w| format!("\"{w}\"")).collect();
+                Err(self.error(
+                    key,
+                    v,
+                    format_args!("expected true, false or {}", words.join(", ")),
+                ))
+            }
+        }
+    }
+
     /// A whole number in `min..=MAX_COUNT`.
     pub fn opt_count(&mut self, key: &str, min: u64) -> Result<Option<u64>, InputError> {
         let Some(v) = self.take(key) else {

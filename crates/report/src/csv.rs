@@ -5,12 +5,13 @@
 use std::io::Write;
 
 use super::{LimiterReport, Report};
+use crate::clock::NANOS_PER_SEC;
 use crate::engine::{Attempt, DecisionSink};
 use crate::format::Decimal;
-use crate::limiter::Decision;
+use crate::limiter::{Decision, Headers};
 use crate::population::Population;
 use crate::rundir::summary::LimiterSummary;
-use crate::rundir::{DECISION_COLUMNS, TIMESERIES_COLUMNS};
+use crate::rundir::{DECISION_COLUMNS, HEADER_COLUMNS, TIMESERIES_COLUMNS};
 use crate::scenario::{KeyBy, Scenario};
 
 /// `summary.csv`: one [`LimiterSummary`] per row, its
@@ -147,6 +148,72 @@ pub struct DecisionLog<'a, W: Write> {
     /// The scenario's sources by id ([`Scenario::sources`]), for the
     /// `source` column.
     sources: Vec<&'a str>,
+    /// With `--decisions=headers`: the RateLimit fields' policy.
+    policy: Option<HeaderPolicy>,
+}
+
+/// What `decisions.csv`'s header columns say of one limiter
+/// (docs/semantics.md §11): its policy limit `q` (also `r` when any cost
+/// would pass), and its window when it is whole seconds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeaderPolicy {
+    pub limit: u64,
+    pub window_s: Option<u64>,
+    /// `"NAME";q=LIMIT[;w=WINDOW]`, made once.
+    policy: String,
+}
+
+impl HeaderPolicy {
+    /// The policy of limiter `index` of `scenario`: a window algorithm's
+    /// own `limit` per its own `window`; any other limiter's (a chain's
+    /// too) policy limit per `[defaults] window`.
+    pub fn of(scenario: &Scenario, index: usize) -> HeaderPolicy {
+        let spec = &scenario.limiters[index];
+        let (limit, window) = spec.header_policy(&scenario.defaults);
+        let window_s = window
+            .filter(|w| w.0 % NANOS_PER_SEC == 0)
+            .map(|w| w.0 / NANOS_PER_SEC);
+        let mut policy = format!("{};q={limit}", sf_string(&spec.name));
+        if let Some(w) = window_s {
+            policy.push_str(&format!(";w={w}"));
+        }
+        HeaderPolicy {
+            limit,
+            window_s,
+            policy,
+        }
+    }
+
+    /// `ratelimit`'s value: `"NAME";r=R;t=T`, an unbounded remaining
+    /// written as the policy limit.
+    pub fn ratelimit(&self, name: &str, h: &Headers) -> String {
+        format!(
+            "{};r={};t={}",
+            sf_string(name),
+            h.written_remaining(self.limit),
+            h.reset_s()
+        )
+    }
+
+    /// `ratelimit_policy`'s value.
+    pub fn ratelimit_policy(&self) -> &str {
+        &self.policy
+    }
+}
+
+/// `s` as a structured-field string (RFC 9651 §3.3.3): in double quotes,
+/// with `\` and `"` escaped.
+fn sf_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        if c == '"' || c == '\\' {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('"');
+    out
 }
 
 impl<'a, W: Write> DecisionLog<'a, W> {
@@ -163,7 +230,14 @@ impl<'a, W: Write> DecisionLog<'a, W> {
             key_buf: String::new(),
             members: Vec::new(),
             sources: Vec::new(),
+            policy: None,
         }
+    }
+
+    /// Also writes the three RateLimit header columns (`--decisions=headers`).
+    pub fn with_headers(mut self, policy: HeaderPolicy) -> Self {
+        self.policy = Some(policy);
+        self
     }
 
     /// The log of limiter `index` of `scenario`: `source` names each
@@ -183,9 +257,12 @@ impl<'a, W: Write> DecisionLog<'a, W> {
         log
     }
 
-    pub fn header(out: W) -> csv::Result<()> {
+    /// `decisions.csv`'s header row, with the header columns when
+    /// `headers`.
+    pub fn header(out: W, headers: bool) -> csv::Result<()> {
         let mut w = csv::Writer::from_writer(out);
-        w.write_record(DECISION_COLUMNS)?;
+        let extra = if headers { HEADER_COLUMNS } else { &[] };
+        w.write_record(DECISION_COLUMNS.iter().chain(extra))?;
         w.flush()?;
         Ok(())
     }
@@ -235,8 +312,24 @@ impl<W: Write> DecisionSink for DecisionLog<'_, W> {
         self.w.write_field(by.copied().unwrap_or(""))?;
         let source = self.sources.get(a.source as usize);
         self.w.write_field(source.copied().unwrap_or(""))?;
+        if let Some(policy) = &self.policy {
+            // Whole seconds, rounded up (docs/semantics.md §11).
+            match retry {
+                Some(r) => number(&mut self.w, &mut self.buf, r.div_ceil(NANOS_PER_SEC))?,
+                None => self.w.write_field("")?,
+            }
+            match &a.headers {
+                Some(h) => self.w.write_field(policy.ratelimit(self.limiter, h))?,
+                None => self.w.write_field("")?,
+            }
+            self.w.write_field(policy.ratelimit_policy())?;
+        }
         self.w.write_record(None::<&[u8]>)?;
         Ok(())
+    }
+
+    fn wants_headers(&self) -> bool {
+        self.policy.is_some()
     }
 }
 

@@ -229,6 +229,10 @@ pub const DECISION_COLUMNS: &[&str] = &[
     "source",
 ];
 
+/// The columns `decisions.csv` gains after [`DECISION_COLUMNS`] with
+/// `--decisions=headers` (docs/semantics.md §11).
+pub const HEADER_COLUMNS: &[&str] = &["retry_after_s", "ratelimit", "ratelimit_policy"];
+
 /// `top_keys.csv`'s header.
 pub const TOP_KEYS_COLUMNS: &[&str] = &[
     "limiter",

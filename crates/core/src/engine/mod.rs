@@ -24,14 +24,14 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
 use crate::backend::{Backend, BackendStats, Draw as _, Served};
-use crate::clock::Nanos;
+use crate::clock::{Nanos, NANOS_PER_SEC};
 use crate::deploy::{Deployment, Scope};
 use crate::limiter::chain::Chain;
-use crate::limiter::{Decision, Footprint, Limiter, Sample};
+use crate::limiter::{Decision, Footprint, Headers, Limiter, Sample};
 use crate::metrics::Recorder;
 use crate::scenario::{KeyBy, Scenario};
 use crate::traffic::closed::Closed;
-use crate::traffic::retry::{event_rng, Retry};
+use crate::traffic::retry::{event_rng, Retry, RetryPolicy};
 use crate::traffic::Arrival;
 use crate::traffic::Pattern;
 use arrivals::{Arrivals, Shared};
@@ -55,11 +55,22 @@ pub struct Attempt {
     /// For a chain's decision: the member (its position in the chain) that
     /// rejected or set the delay (docs/semantics.md §13).
     pub by: Option<u32>,
+    /// The RateLimit header fields after the decision, when the sink asks
+    /// for them ([`DecisionSink::wants_headers`]) and a limiter decided
+    /// (not a store failure or an instance's over-limit cache):
+    /// docs/semantics.md §11.
+    pub headers: Option<Headers>,
 }
 
 /// Receives every decision in processing order (the decision log).
 pub trait DecisionSink {
     fn record(&mut self, attempt: &Attempt) -> anyhow::Result<()>;
+
+    /// Whether each [`Attempt`] should carry its [`Headers`] (computing
+    /// them costs a look at the key's state per decision).
+    fn wants_headers(&self) -> bool {
+        false
+    }
 }
 
 /// What one limiter's run produced.
@@ -228,6 +239,15 @@ struct Run<'a, 's> {
     chain: Option<Box<ChainLane>>,
     /// The chain member behind the decision being finished.
     by: Option<u32>,
+    /// Whether the sink or a client wants each decision's header fields,
+    /// and those of the decision being finished.
+    wants_headers: bool,
+    headers: Option<Headers>,
+    /// The RateLimit-Policy `q` its clients read `r` against.
+    header_q: u64,
+    /// Per client whose source reads the RateLimit fields
+    /// (`ratelimit_headers`): the moment its requests are held until (ns).
+    held_until: Vec<u64>,
     /// Per instance, per key: rejected locally until this time (ns).
     cache: Vec<Vec<Cached>>,
     /// Per instance (when there are several): the instance's own dense ids
@@ -332,6 +352,14 @@ impl<'a, 's> Run<'a, 's> {
             shadow: (spec.key_by != KeyBy::Client).then(|| spec.algorithm.build()),
             chain,
             by: None,
+            wants_headers: sink.as_ref().is_some_and(|s| s.wants_headers())
+                || scenario
+                    .traffic
+                    .iter()
+                    .any(|t| t.retry.policy.reads_headers()),
+            headers: None,
+            header_q: spec.header_policy(&scenario.defaults).0,
+            held_until: Vec::new(),
             cache: vec![Vec::new(); spec.deployment.instances as usize],
             local_ids: vec![HashMap::new(); spec.deployment.instances as usize],
             routed: 0,
@@ -711,14 +739,23 @@ impl<'a, 's> Run<'a, 's> {
         }
     }
 
-    /// An attempt reaches an instance.
+    /// An attempt reaches an instance — unless its client holds it.
     fn arrive(&mut self, now: Nanos, job: Job) -> anyhow::Result<()> {
         let a = job.arrival;
+        let held = self.held_until.get(a.client as usize).copied();
+        if let Some(until) = held.filter(|&u| u > now.0) {
+            if self.retries[job.source as usize].policy.reads_headers() {
+                return self.hold(job, Nanos(until));
+            }
+        }
         if self.chain.is_some() {
             let instance = self.route(&job);
             let lane = self.chain.as_deref_mut().expect("a chain's run");
             let (decision, by) = lane.decide(&job, now, instance, &mut self.local_ids);
             self.by = by;
+            if self.wants_headers {
+                self.headers = Some(lane.headers(instance, now));
+            }
             return self.finish(job, a.client, now, Nanos::ZERO, decision);
         }
         let key = self.key_of(&a);
@@ -732,6 +769,9 @@ impl<'a, 's> Run<'a, 's> {
             }
             let limiter = &mut self.limiters[instance as usize];
             let decision = limiter.decide(local, now, a.cost);
+            if self.wants_headers {
+                self.headers = Some(limiter.headers(local, now));
+            }
             if self.feedback && decision.passes() {
                 self.asking = Some((instance, local, limiter.in_flight(local)));
             }
@@ -745,6 +785,55 @@ impl<'a, 's> Run<'a, 's> {
             return self.finish(job, key, now, Nanos::ZERO, decision);
         }
         self.send_to_store(now, job, key, instance)
+    }
+
+    /// A client that read `r = 0` (or `r ≤ F × q`) sends `job` when its
+    /// hold ends, after the requests it held before (docs/semantics.md
+    /// §11). One held past the end of the run is never sent: a retry's
+    /// request is `pending_at_end`, as any retry due then; a first attempt
+    /// is no request at all, as one generated after the end (so
+    /// `logical_requests = passed + gave_up + pending_at_end` holds).
+    fn hold(&mut self, job: Job, until: Nanos) -> anyhow::Result<()> {
+        if until > self.scenario.duration {
+            if job.attempt > 1 {
+                self.recorder.pending_at_end();
+            }
+            return Ok(());
+        }
+        let next = Job {
+            arrival: Arrival {
+                time: until,
+                ..job.arrival
+            },
+            ..job
+        };
+        self.schedule(until, Event::Arrive(next));
+        Ok(())
+    }
+
+    /// A client of a `ratelimit_headers` source reads the fields `h` of
+    /// its request's answer, heard at `heard`: at `r ≤ F × q` (`r = 0`
+    /// when F = 0) it holds its requests until `t` seconds later.
+    fn read_headers(&mut self, job: &Job, heard: Nanos, h: Headers) {
+        let RetryPolicy::RatelimitHeaders {
+            slow_below: (num, den),
+        } = self.retries[job.source as usize].policy
+        else {
+            return;
+        };
+        let q = self.header_q;
+        let r = h.written_remaining(q);
+        if r as u128 * den as u128 > num as u128 * q as u128 {
+            return;
+        }
+        let until = heard
+            .0
+            .saturating_add(h.reset_s().saturating_mul(NANOS_PER_SEC));
+        let client = job.arrival.client as usize;
+        if client >= self.held_until.len() {
+            self.held_until.resize(client + 1, 0);
+        }
+        self.held_until[client] = self.held_until[client].max(until);
     }
 
     /// Handles `event` at `at`: now if that is the present (a zero
@@ -811,6 +900,16 @@ impl<'a, 's> Run<'a, 's> {
             a.cost,
             decision,
         );
+        let headers = self.headers.take();
+        if let Some(h) = headers {
+            let delay = match decision {
+                Decision::Delayed { delay } => delay,
+                _ => Nanos::ZERO,
+            };
+            // Saturating: a delay may reach past the clock's end.
+            let heard = a.time.0.saturating_add(latency.0).saturating_add(delay.0);
+            self.read_headers(&job, Nanos(heard), h);
+        }
         let closed = self.closed_of(job.source);
         if self.backend.is_none() && decision.passes() && closed.is_some() {
             // No backend: a closed-loop client's response is its pass.
@@ -858,6 +957,7 @@ impl<'a, 's> Run<'a, 's> {
                 attempt: job.attempt,
                 decision,
                 by: self.by.take(),
+                headers,
             })?;
         }
         if let Decision::Rejected { retry_after } = decision {
@@ -946,6 +1046,12 @@ impl ChainLane {
             local: vec![None; n],
             own: vec![None; n],
         }
+    }
+
+    /// The header fields of instance `instance`'s chain at `now` for the
+    /// request just decided: over the members asked about it.
+    fn headers(&self, instance: u32, now: Nanos) -> Headers {
+        self.chains[instance as usize].headers(&self.local, now)
     }
 
     /// The chain's decision on `job` at `now` on `instance`, and the

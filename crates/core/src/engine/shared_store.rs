@@ -112,6 +112,9 @@ impl Run<'_, '_> {
         let decision = match self.dep.scope {
             Scope::Global { atomic: false } => {
                 let (decision, ticket) = self.limiters[0].decide_detached(key, now, cost);
+                if self.wants_headers {
+                    self.headers = Some(self.limiters[0].detached_headers(key, ticket, now));
+                }
                 // The instance writes back once the read's answer is in — if
                 // it is still waiting for it.
                 let write_rtt = self.dep.round_trip(&mut self.rng(&job, *b"rtt1"));
@@ -129,9 +132,16 @@ impl Run<'_, '_> {
                 }
                 decision
             }
-            _ => self.limiters[0].decide(key, now, cost),
+            _ => {
+                let decision = self.limiters[0].decide(key, now, cost);
+                if self.wants_headers {
+                    self.headers = Some(self.limiters[0].headers(key, now));
+                }
+                decision
+            }
         };
         if late {
+            self.headers = None;
             return Ok(());
         }
         if self.dep.cache_over_limit {
@@ -184,7 +194,12 @@ impl Run<'_, '_> {
             OnFailure::LocalFallback => {
                 self.recorder.fault_fallback();
                 let local = self.local_key(instance, key);
-                self.fallbacks[instance as usize].decide(local, now, cost)
+                let fallback = &mut self.fallbacks[instance as usize];
+                let decision = fallback.decide(local, now, cost);
+                if self.wants_headers {
+                    self.headers = Some(fallback.headers(local, now));
+                }
+                decision
             }
         };
         self.finish(job, key, now, now - job.arrival.time, decision)

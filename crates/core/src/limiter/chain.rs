@@ -29,7 +29,7 @@
 //! A member whose key is empty for a request is not asked (nginx skips a
 //! zone whose key is empty); a request no member is asked about passes.
 
-use super::{Decision, Limiter};
+use super::{Decision, Headers, Limiter};
 use crate::clock::Nanos;
 
 /// How a chain's members decide together.
@@ -198,6 +198,19 @@ impl Chain {
             }
         }
         Some(longest)
+    }
+}
+
+impl Chain {
+    /// The header fields for a request whose member keys were `keys`, at
+    /// `now`, after its decision: the smallest remaining and the latest
+    /// reset of the members asked (docs/semantics.md §11).
+    pub fn headers(&self, keys: &[Option<u32>], now: Nanos) -> Headers {
+        self.members
+            .iter()
+            .zip(keys)
+            .filter_map(|(member, key)| key.map(|k| member.headers(k, now)))
+            .fold(Headers::OPEN, Headers::and)
     }
 }
 

@@ -38,6 +38,11 @@ impl Concurrency {
         self.in_flight.get(key as usize).copied().unwrap_or(0)
     }
 
+    /// Whether a request of `key` would be admitted now.
+    pub fn has_room(&self, key: u32) -> bool {
+        self.in_flight(key) < self.max_in_flight
+    }
+
     /// A request of `key` arrives: admitted (and counted) iff fewer than
     /// `max_in_flight` of the key's are in flight.
     pub fn decide(&mut self, key: u32) -> Decision {

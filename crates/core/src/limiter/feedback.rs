@@ -13,7 +13,7 @@
 use super::adaptive::{aimd, envoy_gradient, gradient2, vegas, AdaptiveLimit, Draw};
 use super::concurrency::Concurrency;
 use super::queue_length::QueueLength;
-use super::{Bits, Decision, Footprint, Limiter, Sample};
+use super::{Bits, Decision, Footprint, Headers, Limiter, Sample, UNBOUNDED};
 use crate::clock::Nanos;
 
 /// Which adaptive limit, with its parameters.
@@ -261,4 +261,25 @@ impl Limiter for Feedback {
     }
 
     fn discard(&mut self, _ticket: u32) {}
+
+    /// Any cost while a request would pass (the cost is not counted), else
+    /// none; no reset a clock can tell, as only responses free a slot:
+    /// `t = 0` (docs/semantics.md §11).
+    fn headers(&self, key: u32, _now: Nanos) -> Headers {
+        let room = match &self.kind {
+            Kind::Concurrency(c) => c.has_room(key),
+            Kind::QueueLength(q, waiting) => q.decide(*waiting).passes(),
+            Kind::Adaptive {
+                limit, in_flight, ..
+            } => *in_flight < limit.limit() as u64,
+        };
+        Headers {
+            remaining: if room { UNBOUNDED } else { 0 },
+            reset: Nanos::ZERO,
+        }
+    }
+
+    fn detached_headers(&self, key: u32, _ticket: u32, now: Nanos) -> Headers {
+        self.headers(key, now)
+    }
 }

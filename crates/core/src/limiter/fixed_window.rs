@@ -204,6 +204,17 @@ impl Rule for FixedWindowRule {
             Align::FirstHit => c.window as u128 + w,
         })
     }
+
+    /// `limit` less the count of the window `now` falls in (0 once over,
+    /// as a `count_rejected` count may be) (docs/semantics.md §11).
+    fn remaining(&self, c: &Counter, now: Nanos) -> u64 {
+        let count = if self.current(Some(c.window), now) == c.window {
+            c.count
+        } else {
+            0
+        };
+        self.cfg.limit.saturating_sub(count)
+    }
 }
 
 #[cfg(test)]

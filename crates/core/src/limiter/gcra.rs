@@ -124,6 +124,14 @@ impl Rule for GcraRule {
     fn fresh_at(&self, tat: &u128) -> Nanos {
         span(tat.div_ceil(self.cfg.rate.tokens()))
     }
+
+    /// `cost` conforms at `t` iff `TAT − t ≤ (burst − cost)·T`, so the
+    /// largest is `burst − ⌈(TAT − t)/T⌉` (docs/semantics.md §11).
+    fn remaining(&self, tat: &u128, now: Nanos) -> u64 {
+        let (n, d) = (self.cfg.rate.tokens(), self.cfg.rate.per_ns());
+        let ahead = tat.saturating_sub(now.0 as u128 * n).div_ceil(d);
+        (self.cfg.burst as u128).saturating_sub(ahead) as u64
+    }
 }
 
 #[cfg(test)]

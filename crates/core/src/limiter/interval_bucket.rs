@@ -120,6 +120,14 @@ impl Rule for IntervalBucketRule {
         let fills = (cfg.max_tokens - b.tokens).div_ceil(cfg.tokens_per_fill) as u128;
         span((b.filled_at as u128 + fills) * cfg.fill_interval.0 as u128)
     }
+
+    /// The tokens held at `now`, with the fills due by then
+    /// (docs/semantics.md §11).
+    fn remaining(&self, b: &Fills, now: Nanos) -> u64 {
+        let cfg = self.cfg;
+        let fills = (now.0 / cfg.fill_interval.0).saturating_sub(b.filled_at) as u128;
+        (b.tokens as u128 + fills * cfg.tokens_per_fill as u128).min(cfg.max_tokens as u128) as u64
+    }
 }
 
 #[cfg(test)]

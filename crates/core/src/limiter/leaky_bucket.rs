@@ -68,7 +68,8 @@ pub mod nginx;
 use std::collections::VecDeque;
 
 use super::{
-    redis_bytes, span, state_bytes, wait_until_scaled, Decision, FixedLedger, Limiter, Rule, Stored,
+    redis_bytes, span, state_bytes, wait_until_scaled, Decision, FixedLedger, Limiter, Rule,
+    Stored, UNBOUNDED,
 };
 use crate::clock::{Nanos, Rate};
 
@@ -195,6 +196,25 @@ impl Rule for LeakyBucketRule {
     /// what a fresh key admits, and a queue takes one request fewer.
     fn fresh_at(&self, o: &Outlet) -> Nanos {
         span(o.next_free.div_ceil(self.cfg.rate.tokens()))
+    }
+
+    /// The cost never decides whether a request waits: any is admitted if
+    /// the outlet is free at `now`, or if a place in the queue is free and
+    /// its slot is within `delay` of `now`; else none (docs/semantics.md
+    /// §11).
+    fn remaining(&self, o: &Outlet, now: Nanos) -> u64 {
+        let (n, d) = (self.cfg.rate.tokens(), self.cfg.rate.per_ns());
+        let t = now.0 as u128 * n;
+        if o.next_free <= t {
+            return UNBOUNDED;
+        }
+        let waiting = o.waiting.iter().filter(|&&slot| slot > t).count() as u64;
+        let at_once = o.next_free.saturating_sub(self.cfg.delay as u128 * d) <= t;
+        if waiting < self.cfg.queue && at_once {
+            UNBOUNDED
+        } else {
+            0
+        }
     }
 }
 

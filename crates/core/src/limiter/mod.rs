@@ -45,6 +45,8 @@ pub mod feedback;
 pub mod fixed_ledger;
 pub mod fixed_window;
 pub mod gcra;
+#[cfg(test)]
+mod headers_props;
 pub mod interval_bucket;
 pub mod leaky_bucket;
 pub mod queue_length;
@@ -59,7 +61,7 @@ use crate::calendar::Calendar;
 use crate::clock::Nanos;
 pub use algorithm::{Algorithm, ALGORITHMS};
 pub use fixed_ledger::FixedLedger;
-pub use store::{Books, Keyed, Rule, Stored};
+pub use store::{Books, Keyed, Rule, Stored, UNBOUNDED};
 
 /// What happened to one attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,6 +79,51 @@ pub enum Decision {
 impl Decision {
     pub fn passes(self) -> bool {
         !matches!(self, Decision::Rejected { .. })
+    }
+}
+
+/// What the draft-ietf-httpapi-ratelimit-headers fields would say of one
+/// key right after a decision (docs/semantics.md §11).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Headers {
+    /// `r`: the largest cost admitted (passing at once) at that instant, 0
+    /// when none is, [`UNBOUNDED`] when any is.
+    pub remaining: u64,
+    /// Until the key's state is a fresh key's (`t` is this in whole
+    /// seconds, rounded up); `u64::MAX` ns when it never is.
+    pub reset: Nanos,
+}
+
+impl Headers {
+    /// A key with nothing to say: every cost admitted, nothing to reset
+    /// (what a chain with no member asked reports).
+    pub const OPEN: Headers = Headers {
+        remaining: UNBOUNDED,
+        reset: Nanos(0),
+    };
+
+    /// Both limits at once (a chain's members): the smaller remaining,
+    /// the later reset (docs/semantics.md §11).
+    pub fn and(self, other: Headers) -> Headers {
+        Headers {
+            remaining: self.remaining.min(other.remaining),
+            reset: self.reset.max(other.reset),
+        }
+    }
+
+    /// `r` as the field writes it for a policy limit of `q`: an unbounded
+    /// remaining is written as `q` (docs/semantics.md §11).
+    pub fn written_remaining(&self, q: u64) -> u64 {
+        if self.remaining == UNBOUNDED {
+            q
+        } else {
+            self.remaining
+        }
+    }
+
+    /// `t`: the reset in whole seconds, rounded up.
+    pub fn reset_s(&self) -> u64 {
+        self.reset.0.div_ceil(crate::clock::NANOS_PER_SEC)
     }
 }
 
@@ -640,6 +687,15 @@ pub trait Limiter: Send {
 
     /// Forgets the copy under `ticket` (its write was lost).
     fn discard(&mut self, ticket: u32);
+
+    /// The RateLimit header fields for `key` at `now`, as its stored state
+    /// is (a fresh key's when it has none): call it right after deciding.
+    fn headers(&self, key: u32, now: Nanos) -> Headers;
+
+    /// [`Limiter::headers`] of the copy kept under `ticket` by
+    /// [`Limiter::decide_detached`] (what the instance that decided on it
+    /// would send).
+    fn detached_headers(&self, key: u32, ticket: u32, now: Nanos) -> Headers;
 
     /// A hint that `key` is decided soon: start bringing its state into
     /// the cache (see [`crate::cache`]). Changes nothing.

@@ -113,6 +113,16 @@ impl Rule for QuotaRule {
             Nanos(state.period_end.clamp(0, u64::MAX as i128) as u64)
         }
     }
+
+    /// `limit` less what the period `now` falls in has used
+    /// (docs/semantics.md §11).
+    fn remaining(&self, state: &Used, now: Nanos) -> u64 {
+        let span = self.cfg.epoch.span(self.cfg.period, now);
+        match state.period_end == span.next {
+            true => self.cfg.limit.saturating_sub(state.used),
+            false => self.cfg.limit,
+        }
+    }
 }
 
 #[cfg(test)]

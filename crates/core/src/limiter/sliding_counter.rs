@@ -216,6 +216,26 @@ impl Rule for SlidingCounterRule {
     fn items(&self, c: &WindowCounts) -> impl Iterator<Item = u64> {
         self.windows(c).1.into_iter().flatten()
     }
+
+    /// `limit − c − ⌈p·(W − e)/W⌉` (exact) or `limit − c − ⌊p·(W − e)/W⌋`
+    /// (floor), 0 if less, with the counts as the window `now` falls in
+    /// sees them (docs/semantics.md §11).
+    fn remaining(&self, s: &WindowCounts, now: Nanos) -> u64 {
+        let w = self.cfg.window.0;
+        let k = now.0 / w;
+        let e = now.0 - k * w;
+        let (p, c) = match s.window {
+            j if j == k => (s.previous, s.current),
+            j if j + 1 == k => (s.current, 0),
+            _ => (0, 0),
+        };
+        let weighed = p as u128 * (w - e) as u128;
+        let weight = match self.cfg.weight {
+            Weight::Exact => weighed.div_ceil(w as u128),
+            Weight::Floor => weighed / w as u128,
+        };
+        (self.cfg.limit as u128).saturating_sub(c as u128 + weight) as u64
+    }
 }
 
 impl SlidingCounterRule {

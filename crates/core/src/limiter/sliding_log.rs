@@ -206,6 +206,19 @@ impl Rule for SlidingLogRule {
         let w = self.cfg.window.0;
         log.entries.iter().map(move |(s, _)| s + w)
     }
+
+    /// `limit` less the cost of the entries live at `now`, 0 if less (an
+    /// inclusive log's entries live 1 ns longer: see [`SlidingLog::new`])
+    /// (docs/semantics.md §11).
+    fn remaining(&self, log: &Log, now: Nanos) -> u64 {
+        let w = self.cfg.window.0;
+        let gone = log.entries.partition_point(|&(s, _)| s + w <= now.0);
+        let expired = match gone {
+            0 => log.expired,
+            j => log.entries.get(j - 1).expect("within the log").1,
+        };
+        self.cfg.limit.saturating_sub(log.total - expired)
+    }
 }
 
 /// How many entries a log keeps in place before it moves them to the heap.

@@ -55,7 +55,7 @@
 //!
 //! [`state_bytes::SMOOTH_BURSTY`]: super::state_bytes::SMOOTH_BURSTY
 
-use super::{redis_bytes, span, state_bytes, Decision, FixedLedger, Rule, Stored};
+use super::{redis_bytes, span, state_bytes, Decision, FixedLedger, Rule, Stored, UNBOUNDED};
 use crate::clock::{Nanos, Rate};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -160,6 +160,27 @@ impl Rule for SmoothBurstyRule {
                 b.last.0 as u128 + missing.div_ceil(self.cfg.rate.tokens())
             }
         })
+    }
+
+    /// Any cost while nothing is owed at `now`, else none
+    /// (docs/semantics.md §11).
+    fn remaining(&self, b: &StoredPermits, now: Nanos) -> u64 {
+        let elapsed = now.0.saturating_sub(b.last.0) as i128;
+        let n = self.cfg.rate.tokens() as i128;
+        let tokens = self.full.min(b.tokens.saturating_add(elapsed * n));
+        if tokens >= 0 {
+            UNBOUNDED
+        } else {
+            0
+        }
+    }
+
+    /// Refilled to capacity, whatever the start: with `start = "empty"` a
+    /// key never is a fresh key's again, and a full one is the most it can
+    /// be given (docs/semantics.md §11).
+    fn reset_at(&self, b: &StoredPermits) -> Nanos {
+        let missing = (self.full - b.tokens).unsigned_abs();
+        span(b.last.0 as u128 + missing.div_ceil(self.cfg.rate.tokens()))
     }
 }
 

@@ -9,7 +9,7 @@
 //! copy and writes it back later, which no rule needs to know about.
 
 use super::fixed_ledger::FixedLedger;
-use super::{Bits, Decision, Footprint, Ledger, Limiter};
+use super::{Bits, Decision, Footprint, Headers, Ledger, Limiter};
 use crate::clock::Nanos;
 
 /// One algorithm's decision rule for one key: its parameters, and what it
@@ -32,12 +32,29 @@ pub trait Rule: Send {
     /// seen (the ledger counts the key until then).
     fn fresh_at(&self, state: &Self::State) -> Nanos;
 
+    /// The largest cost a request arriving at `now` would be
+    /// [`Decision::Admitted`] (passing at once) with on `state`, nothing
+    /// else arriving first: the RateLimit header's `r` (docs/semantics.md
+    /// §11). 0 when none would be; [`UNBOUNDED`] when every cost would be
+    /// (a shaper with its outlet free, a balance not in debt).
+    fn remaining(&self, state: &Self::State, now: Nanos) -> u64;
+
+    /// When `state` is reset, the RateLimit header's `t` (docs/semantics.md
+    /// §11): the moment it is fresh-equivalent ([`Rule::fresh_at`]), for
+    /// every rule whose keys ever are.
+    fn reset_at(&self, state: &Self::State) -> Nanos {
+        self.fresh_at(state)
+    }
+
     /// The items `state` holds (log entries, window counts), by the moment
     /// each expires; none for a rule whose state is a fixed size.
     fn items(&self, _state: &Self::State) -> impl Iterator<Item = u64> {
         std::iter::empty()
     }
 }
+
+/// What [`Rule::remaining`] says when any cost would be admitted.
+pub const UNBOUNDED: u64 = u64::MAX;
 
 /// A [`Rule`] with every key's state and the ledger of what they hold: a
 /// [`Limiter`].
@@ -87,6 +104,14 @@ impl<R: Rule> Stored<R> {
     /// The rule, with its parameters.
     pub fn rule(&self) -> &R {
         &self.rule
+    }
+
+    /// What the RateLimit header fields say of `state` at `now`.
+    fn headers_of(&self, state: &R::State, now: Nanos) -> Headers {
+        Headers {
+            remaining: self.rule.remaining(state, now),
+            reset: Nanos(self.rule.reset_at(state).0.saturating_sub(now.0)),
+        }
     }
 
     /// `key`'s stored state, if it has one.
@@ -191,6 +216,24 @@ impl<R: Rule> Limiter for Stored<R> {
 
     fn discard(&mut self, ticket: u32) {
         self.keys.discard(ticket);
+    }
+
+    fn headers(&self, key: u32, now: Nanos) -> Headers {
+        match self.keys.get(key) {
+            Some(state) => self.headers_of(state, now),
+            // A key never seen is fresh: nothing to reset.
+            None => Headers {
+                remaining: self.rule.remaining(&self.rule.fresh(now), now),
+                reset: Nanos::ZERO,
+            },
+        }
+    }
+
+    fn detached_headers(&self, key: u32, ticket: u32, now: Nanos) -> Headers {
+        match self.keys.detached(ticket) {
+            Some(state) => self.headers_of(state, now),
+            None => self.headers(key, now),
+        }
     }
 
     fn prefetch(&self, key: u32) {

@@ -187,6 +187,15 @@ impl<B: Balance> Rule for TokenBucketRule<B> {
         let missing = self.full - b.balance();
         span(b.last.0 as u128 + missing.div_ceil(self.cfg.rate.tokens()))
     }
+
+    /// The whole tokens the bucket holds at `now`: `⌊tokens(now)⌋`, at most
+    /// `capacity` (docs/semantics.md §11).
+    fn remaining(&self, b: &Tokens<B>, now: Nanos) -> u64 {
+        let (n, d) = (self.cfg.rate.tokens(), self.cfg.rate.per_ns());
+        let elapsed = now.0.saturating_sub(b.last.0) as u128;
+        let balance = self.full.min(b.balance() + elapsed * n);
+        (balance / d) as u64
+    }
 }
 
 #[cfg(test)]

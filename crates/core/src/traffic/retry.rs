@@ -21,7 +21,7 @@
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::clock::{Nanos, MAX_NANOS};
+use crate::clock::{Nanos, MAX_NANOS, NANOS_PER_SEC};
 
 /// The most attempts a policy may allow per logical request.
 pub const MAX_ATTEMPTS: u64 = 1000;
@@ -53,6 +53,23 @@ pub enum RetryPolicy {
         granularity: Nanos,
         jitter: Nanos,
     },
+    /// A client that reads the RateLimit header fields after every
+    /// decision (docs/semantics.md §11): when `r = 0`, or `r ≤ F × q` with
+    /// `slow_below = F = num/den`, it holds its next requests — new ones
+    /// and retries — until `t` seconds have passed, then sends them in
+    /// order (the engine keeps the hold). A rejected request is retried
+    /// after `Retry-After` (whole seconds), or when the hold ends if that
+    /// is later.
+    RatelimitHeaders {
+        slow_below: (u64, u64),
+    },
+}
+
+impl RetryPolicy {
+    /// Whether its clients read the RateLimit fields of every decision.
+    pub fn reads_headers(&self) -> bool {
+        matches!(self, RetryPolicy::RatelimitHeaders { .. })
+    }
 }
 
 /// A policy and the bound on attempts.
@@ -122,6 +139,13 @@ impl Retry {
                 };
                 Nanos(rounded.saturating_add(uniform(draw, 0, jitter.0)))
             }
+            // `Retry-After` in whole seconds; a hold may push it later.
+            RetryPolicy::RatelimitHeaders { .. } => Nanos(
+                retry_after?
+                    .0
+                    .div_ceil(NANOS_PER_SEC)
+                    .saturating_mul(NANOS_PER_SEC),
+            ),
         })
     }
 }

@@ -354,19 +354,26 @@ fn default_output(d: &Defaults, duration: Nanos) -> OutputSpec {
     OutputSpec {
         dir: None,
         decisions: false,
+        headers: false,
         resolution: default_resolution(d.window, duration),
     }
 }
 
 fn parse_output(f: &mut Fields, d: &Defaults, duration: Nanos) -> Result<OutputSpec, InputError> {
     let dir = f.opt_str("dir")?.map(PathBuf::from);
-    let decisions = f.opt_bool("decisions")?.unwrap_or(false);
+    // `true`, or `"headers"` for the RateLimit columns (docs/semantics.md §11).
+    let (decisions, headers) = match f.opt_bool_or_word("decisions", &["headers"])? {
+        None => (false, false),
+        Some(Ok(on)) => (on, false),
+        Some(Err(_)) => (true, true),
+    };
     let resolution = f
         .opt_duration("resolution", false)?
         .unwrap_or(default_resolution(d.window, duration));
     Ok(OutputSpec {
         dir,
         decisions,
+        headers,
         resolution,
     })
 }

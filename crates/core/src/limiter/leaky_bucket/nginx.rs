@@ -62,7 +62,9 @@
 
 use super::Config;
 use crate::clock::{Nanos, NANOS_PER_SEC};
-use crate::limiter::{redis_bytes, span, state_bytes, Decision, FixedLedger, Rule, Stored};
+use crate::limiter::{
+    redis_bytes, span, state_bytes, Decision, FixedLedger, Rule, Stored, UNBOUNDED,
+};
 
 const MS: u64 = 1_000_000;
 
@@ -156,6 +158,22 @@ impl Rule for LimitReqRule {
         };
         let ms = node.last as u128 + (1000 * (node.excess + 1000)).div_ceil(self.r);
         span(ms * MS as u128)
+    }
+
+    /// Admitted iff `e ≤ 1000·queue` and the wait `⌊(e − 1000·delay)·1000
+    /// / r⌋` is 0, i.e. `e ≤ A = min(1000·queue, 1000·delay + ⌊(r − 1)/1000⌋)`;
+    /// with `e = excess + 1000·cost − leak` that is `cost ≤ ⌊(A + leak −
+    /// excess)/1000⌋`. A key's first request passes whatever its cost
+    /// (docs/semantics.md §11).
+    fn remaining(&self, node: &Option<Node>, now: Nanos) -> u64 {
+        let Some(node) = node else {
+            return UNBOUNDED;
+        };
+        let (r, queue, delay) = (self.r, self.cfg.queue as u128, self.cfg.delay as u128);
+        let ms = (now.0 / MS).saturating_sub(node.last) as u128;
+        let leak = r * ms / 1000;
+        let most = (1000 * queue).min(1000 * delay + (r - 1) / 1000);
+        ((most + leak).saturating_sub(node.excess) / 1000).min(UNBOUNDED as u128) as u64
     }
 }
 

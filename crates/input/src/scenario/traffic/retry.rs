@@ -20,6 +20,10 @@ pub const POLICIES: &[(&str, &str)] = &[
         "retry_after",
         "wait the limiter's retry_after rounded up to `granularity` (+ U[0, `jitter`])",
     ),
+    (
+        "ratelimit_headers",
+        "read the RateLimit fields: at r = 0 (or r <= `slow_below` x q) hold every request until t s",
+    ),
 ];
 
 /// Parses a `[traffic.retry]` table.
@@ -69,6 +73,9 @@ pub fn parse(f: &mut Fields) -> Result<Retry, InputError> {
         "retry_after" => RetryPolicy::RetryAfter {
             granularity: f.opt_duration("granularity", true)?.unwrap_or(Nanos::ZERO),
             jitter: f.opt_duration("jitter", true)?.unwrap_or(Nanos::ZERO),
+        },
+        "ratelimit_headers" => RetryPolicy::RatelimitHeaders {
+            slow_below: parse_fraction(f, "slow_below")?.unwrap_or((0, 1)),
         },
         other => {
             return Err(InputError::new(format!(
@@ -130,9 +137,49 @@ pub fn echo(p: &Retry) -> Value {
             "granularity": granularity.to_string(),
             "jitter": jitter.to_string(),
         }),
+        RetryPolicy::RatelimitHeaders {
+            slow_below: (num, den),
+        } => json!({
+            "policy": "ratelimit_headers",
+            "slow_below": format!("{num}/{den}"),
+        }),
     };
     v["max_attempts"] = json!(p.max_attempts);
     v
+}
+
+/// A fraction from 0 to 1, exactly: `"1/10"`, or a decimal (`0.1`,
+/// `"0.1"`), reduced.
+fn parse_fraction(f: &mut Fields, key: &str) -> Result<Option<(u64, u64)>, InputError> {
+    let bad = |f: &Fields, shown: String| {
+        InputError::new(format!(
+            "{}: {shown} — a fraction from 0 to 1, as a decimal or \"N/D\", e.g. 0.1 or \"1/10\"",
+            f.at(key)
+        ))
+    };
+    let (num, den) = match f.peek(key) {
+        None => return Ok(None),
+        Some(toml::Value::String(s)) if s.contains('/') => {
+            let s = f.opt_str(key)?.unwrap_or_default();
+            let (n, d) = s.split_once('/').unwrap_or_default();
+            match (n.trim().parse::<u128>(), d.trim().parse::<u128>()) {
+                (Ok(n), Ok(d)) if d > 0 => (n, d),
+                _ => return Err(bad(f, crate::error::quoted(s))),
+            }
+        }
+        Some(_) => f.opt_decimal(key)?.expect("the key is there"),
+    };
+    if num > den {
+        return Err(bad(f, crate::clock::decimal(num, den)));
+    }
+    let g = crate::clock::gcd(num, den).max(1);
+    // At most 1, reduced: the denominator fits whatever the input, since
+    // a decimal's is a power of ten under 10^38 and reduces only down.
+    let (num, den) = (num / g, den / g);
+    match (u64::try_from(num), u64::try_from(den)) {
+        (Ok(n), Ok(d)) => Ok(Some((n, d))),
+        _ => Err(bad(f, crate::clock::decimal(num, den))),
+    }
 }
 
 fn parse_factor(f: &mut Fields) -> Result<(u64, u64), InputError> {
@@ -274,6 +321,44 @@ mod tests {
         let exact = parse("policy = \"retry_after\"").unwrap();
         assert_eq!(waits(&exact, Some(Nanos(7)))[0], Some(7));
         assert_eq!(exact.max_attempts, 5);
+    }
+
+    #[test]
+    fn ratelimit_headers_retries_after_whole_seconds_and_reads_fractions_exactly() {
+        let r = parse("policy = \"ratelimit_headers\"\nmax_attempts = 3").unwrap();
+        assert_eq!(
+            r.policy,
+            RetryPolicy::RatelimitHeaders { slow_below: (0, 1) }
+        );
+        assert_eq!(waits(&r, Some(Nanos(MS))), [Some(S), Some(S), None]);
+        assert_eq!(waits(&r, Some(Nanos(S + 1)))[0], Some(2 * S));
+        assert_eq!(waits(&r, None), [None, None, None], "never passes: give up");
+        for (text, fraction) in [
+            ("0.1", (1, 10)),
+            ("\"0.25\"", (1, 4)),
+            ("\"2/8\"", (1, 4)),
+            ("1", (1, 1)),
+            ("0", (0, 1)),
+            ("\"1/3\"", (1, 3)),
+        ] {
+            let r = parse(&format!(
+                "policy = \"ratelimit_headers\"\nslow_below = {text}"
+            ))
+            .unwrap();
+            assert_eq!(
+                r.policy,
+                RetryPolicy::RatelimitHeaders {
+                    slow_below: fraction
+                },
+                "{text}"
+            );
+        }
+        let e = parse("policy = \"ratelimit_headers\"\nslow_below = 1.5").unwrap_err();
+        assert!(
+            e.message()
+                .starts_with("retry.slow_below: 1.5 — a fraction from 0 to 1"),
+            "{e}"
+        );
     }
 
     #[test]
