@@ -120,15 +120,39 @@ impl Run {
     }
 
     /// The scenario as compared: the echo, the seed and the policy, each
-    /// leaf by its path (`limiters[0].rate`).
+    /// leaf by its path, a limiter's by its name as `--set` names it
+    /// (`limiter[api].rate`, not the echo's `limiters[0].params.rate`), so
+    /// that limiters match by name here too.
     fn fields(&self) -> BTreeMap<String, String> {
         let s = &self.summary;
+        let mut echo = serde_json::to_value(&s.scenario).unwrap_or(Value::Null);
+        let limiters = match &mut echo {
+            Value::Object(m) => m.remove("limiters"),
+            _ => None,
+        };
         let mut out = BTreeMap::new();
-        flatten(
-            "",
-            &serde_json::to_value(&s.scenario).unwrap_or(Value::Null),
-            &mut out,
-        );
+        flatten("", &echo, &mut out);
+        for (i, l) in limiters
+            .iter()
+            .flat_map(|l| l.as_array())
+            .flatten()
+            .enumerate()
+        {
+            let name = l.get("name").and_then(Value::as_str);
+            let mut l = l.clone();
+            // The algorithm's own parameters read as `--set` writes them.
+            if let Value::Object(m) = &mut l {
+                if let Some(Value::Object(params)) = m.remove("params") {
+                    m.extend(params);
+                }
+                m.remove("name");
+            }
+            let path = match name {
+                Some(n) => format!("limiter[{n}]"),
+                None => format!("limiter[{i}]"),
+            };
+            flatten(&path, &l, &mut out);
+        }
         for (k, v) in [
             ("seed", s.seed),
             ("limit", s.limit),
@@ -325,6 +349,29 @@ mod tests {
         assert_eq!(change("0", "3"), "+3");
         assert_eq!(change("client", "ip"), "");
         assert_eq!(change("", "3"), "");
+    }
+
+    #[test]
+    fn a_limiters_fields_are_named_by_the_limiter() {
+        let summary: Summary = serde_json::from_str(
+            &std::fs::read_to_string(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/crates/report/fixtures/boundary/summary.json"
+            ))
+            .unwrap(),
+        )
+        .unwrap();
+        let run = Run {
+            head: Vec::new(),
+            rows: Vec::new(),
+            summary,
+        };
+        let fields = run.fields();
+        assert_eq!(fields["limiter[token_bucket].capacity"], "100");
+        assert_eq!(fields["limiter[token_bucket].rate"], "1/10ms");
+        assert_eq!(fields["limiter[leaky_bucket].algorithm"], "leaky_bucket");
+        assert!(fields.keys().all(|k| !k.starts_with("limiters")));
+        assert!(!fields.contains_key("limiter[token_bucket].name"));
     }
 
     #[test]

@@ -337,6 +337,17 @@ fn diff_lists_the_changed_scenario_fields_first_then_each_changed_column() {
         ]),
         "{stdout}"
     );
+    // A limiter's parameters by its name, as README's "Sharing results"
+    // quotes them.
+    assert!(
+        rows.contains(&vec![
+            "(scenario)".to_string(),
+            "limiter[gcra].rate".into(),
+            "1/10ms".into(),
+            "1/20ms".into()
+        ]),
+        "{stdout}"
+    );
     // Every row is what the two summary.csv files say, and every differing
     // cell of theirs is a row.
     let (head, ra) = csv_rows(&a.join("summary.csv"));
