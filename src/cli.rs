@@ -292,6 +292,9 @@ pub struct SweepArgs {
     /// Do not draw the PNG charts
     #[arg(long)]
     pub no_plots: bool,
+    /// Do not write report.html
+    #[arg(long)]
+    pub no_html: bool,
     /// Print nothing on success (and no progress bar)
     #[arg(long, short)]
     pub quiet: bool,
@@ -323,6 +326,9 @@ pub struct SweepMergeArgs {
     /// Do not draw the PNG charts
     #[arg(long)]
     pub no_plots: bool,
+    /// Do not write report.html
+    #[arg(long)]
+    pub no_html: bool,
     /// Print nothing on success
     #[arg(long, short)]
     pub quiet: bool,

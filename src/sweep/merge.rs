@@ -128,7 +128,10 @@ pub fn command(args: SweepMergeArgs) -> anyhow::Result<()> {
         &args.out,
         &manifest,
         &csv_text,
-        !args.no_plots,
+        super::render::Drawn {
+            plots: !args.no_plots,
+            html: !args.no_html,
+        },
         args.quiet,
     )
 }

@@ -605,7 +605,10 @@ pub fn command(args: SweepArgs) -> anyhow::Result<()> {
         &out,
         &manifest,
         &csv_out,
-        !args.no_plots,
+        render::Drawn {
+            plots: !args.no_plots,
+            html: !args.no_html,
+        },
         args.quiet,
     )
 }
@@ -618,14 +621,14 @@ fn finish(
     out: &Path,
     manifest: &Manifest,
     csv_text: &[u8],
-    plots: bool,
+    drawn: render::Drawn,
     quiet: bool,
 ) -> anyhow::Result<()> {
     std::fs::write(staging.path().join(CSV), csv_text)
         .with_context(|| format!("cannot write {CSV}"))?;
     manifest.write(staging.path())?;
     let recommendation = if manifest.shard.is_whole() {
-        render::render_dir(staging.path(), manifest, plots)?
+        render::render_dir(staging.path(), manifest, drawn)?
     } else {
         None
     };

@@ -55,12 +55,22 @@ pub(crate) const LINE_METRICS: &[(&str, &str)] = &[
     ),
 ];
 
+/// What a whole sweep's directory gets beside its tables.
+#[derive(Debug, Clone, Copy)]
+pub struct Drawn {
+    /// The PNG charts.
+    pub plots: bool,
+    /// `report.html`.
+    pub html: bool,
+}
+
 /// The default metric of the heatmaps.
 pub(crate) const DEFAULT_METRIC: &str = "rejected_share";
 
-/// Draws everything into `dir`, which holds `sweep.csv`; returns the
-/// recommendation text when there is one.
-pub fn render_dir(dir: &Path, m: &Manifest, plots: bool) -> anyhow::Result<Option<String>> {
+/// Draws everything into `dir`, which holds `sweep.csv` (the charts and
+/// `report.html` as `drawn` asks); returns the recommendation text when
+/// there is one.
+pub fn render_dir(dir: &Path, m: &Manifest, drawn: Drawn) -> anyhow::Result<Option<String>> {
     let t = SweepTable::load(&dir.join(CSV), &m.rows)?;
     let criteria = if m.goal.is_empty() {
         None
@@ -131,7 +141,7 @@ pub fn render_dir(dir: &Path, m: &Manifest, plots: bool) -> anyhow::Result<Optio
         ));
     }
 
-    if plots {
+    if drawn.plots {
         style::ensure_fonts()?;
         let (charts, flat) = if m.grid.axes.len() == 1 {
             line_charts(&t, m, criteria.as_ref(), dir)?
@@ -149,7 +159,9 @@ pub fn render_dir(dir: &Path, m: &Manifest, plots: bool) -> anyhow::Result<Optio
         }
     }
     fs::write(dir.join(SUMMARY), &md).with_context(|| format!("cannot write {SUMMARY}"))?;
-    super::page::write(dir, m, &md, recommendation.as_deref())?;
+    if drawn.html {
+        super::page::write(dir, m, &md, recommendation.as_deref())?;
+    }
     Ok(recommendation)
 }
 

@@ -267,6 +267,44 @@ fn a_sweeps_report_holds_its_charts_its_recommendation_and_sweep_csv() {
     }
 }
 
+#[test]
+fn a_sweep_with_no_html_writes_every_other_file_and_no_page() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sweep = |dir: &Path, extra: &[&str]| {
+        let out = ratesim()
+            .args(["sweep", "poisson", "--vary", "defaults.limit=5,10"])
+            .args(["--require", "rejected_share<=0.5", "--quiet", "--out"])
+            .arg(dir)
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let mut names: Vec<String> = fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    let (with, without) = (tmp.path().join("with"), tmp.path().join("without"));
+    let all = sweep(&with, &[]);
+    let lean = sweep(&without, &["--no-html"]);
+    assert!(all.contains(&"report.html".to_string()), "{all:?}");
+    let expected: Vec<String> = all.into_iter().filter(|n| n != "report.html").collect();
+    assert_eq!(lean, expected);
+    for name in ["sweep.csv", "recommendation.md", "summary.md"] {
+        assert_eq!(
+            fs::read(with.join(name)).unwrap(),
+            fs::read(without.join(name)).unwrap(),
+            "{name}"
+        );
+    }
+}
+
 /// `ratesim diff` with `args`: its exit status and stdout.
 fn diff(args: &[&Path]) -> (i32, String, String) {
     let out = ratesim().arg("diff").args(args).output().unwrap();
