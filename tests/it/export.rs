@@ -576,7 +576,11 @@ fn evalsha_line(text: &str) -> (String, Vec<String>) {
 /// The arguments `ratesim export redis S --limiter NAME` prints, given to
 /// the shipped script on a real redis-server, decide every request of a
 /// trace as `ratesim run` does (outcome, and its wait rounded up to whole
-/// µs), and the printed sha is the one `SCRIPT LOAD` returns. As in
+/// µs), and the printed sha is the one `SCRIPT LOAD` returns; the RateLimit
+/// fields each reply carries after the decision are `--decisions=headers`'
+/// (`remaining` is `r` exactly, or -1 where `r` is the policy's `q`
+/// because any cost passes; `reset_us` in whole seconds rounded up is `t`;
+/// docs/semantics.md §6, §11). As in
 /// `redis_scripts.rs`, the expiry each call asks for is applied in virtual
 /// time. Skipped without a server, as the other Redis tests are.
 #[test]
@@ -624,7 +628,7 @@ fn the_exported_evalsha_call_decides_as_ratesim_run_on_a_real_redis() {
         &[
             "run",
             "s.toml",
-            "--decisions",
+            "--decisions=headers",
             "--no-plots",
             "--quiet",
             "--out",
@@ -646,6 +650,18 @@ fn the_exported_evalsha_call_decides_as_ratesim_run_on_a_real_redis() {
             "retry_after_ns"
         ]
     );
+
+    let column = |name: &str| head.iter().position(|h| h == name).unwrap();
+    let (ratelimit, policy) = (column("ratelimit"), column("ratelimit_policy"));
+    // `"NAME";r=R;t=T` or `"NAME";q=Q;w=W`: the number after `;key=`.
+    let param = |field: &str, key: &str| -> i64 {
+        field
+            .split(';')
+            .find_map(|p| p.strip_prefix(&format!("{key}=")))
+            .unwrap_or_else(|| panic!("no {key} in {field:?}"))
+            .parse()
+            .unwrap()
+    };
 
     let Some(server) = server() else { return };
     let mut conn = connect(&server).expect("a connection");
@@ -691,20 +707,34 @@ fn the_exported_evalsha_call_decides_as_ratesim_run_on_a_real_redis() {
                 "rejected" => (0, us(&row[7])),
                 other => panic!("{other}"),
             };
-            let (outcome, wait, ms): (i64, i64, i64) = redis::cmd("EVALSHA")
-                .arg(&sha)
-                .arg(1)
-                .arg(&key)
-                .arg(t)
-                .arg(cost)
-                .arg(&call[1..])
-                .query(&mut conn)
-                .unwrap_or_else(|e| panic!("{name} request {i}: {e}"));
+            let (outcome, wait, ms, remaining, reset_us): (i64, i64, i64, i64, i64) =
+                redis::cmd("EVALSHA")
+                    .arg(&sha)
+                    .arg(1)
+                    .arg(&key)
+                    .arg(t)
+                    .arg(cost)
+                    .arg(&call[1..])
+                    .query(&mut conn)
+                    .unwrap_or_else(|e| panic!("{name} request {i}: {e}"));
             assert_eq!(
                 (outcome, wait),
                 want,
                 "{name}: request {i} (t = {t} us, key {}, cost {cost})",
                 row[2]
+            );
+            let r = param(&row[ratelimit], "r");
+            let any = remaining == -1 && r == param(&row[policy], "q");
+            assert!(
+                remaining == r || any,
+                "{name}: request {i}: remaining {remaining}, ratesim's {:?}",
+                row[ratelimit]
+            );
+            assert_eq!(
+                (reset_us as u64).div_ceil(1_000_000) as i64,
+                param(&row[ratelimit], "t"),
+                "{name}: request {i}: reset_us {reset_us}, ratesim's {:?}",
+                row[ratelimit]
             );
             outcomes[outcome as usize] += 1;
             if ms >= 0 {
