@@ -123,6 +123,27 @@ pub enum ExportCommand {
         after_help = "Examples:\n  ratesim export envoy replay.toml\n  ratesim export envoy s.toml --limiter edge > envoy.yaml\n\nEach token_bucket or interval_bucket limiter with key_by = \"global\" (every one, or each\n--limiter NAME) becomes an envoy.filters.http.local_ratelimit filter (stat_prefix = its name,\nenabled and enforced at 100%) in a listener of its own: max_tokens = capacity, and the rate as\nthe smallest exact tokens_per_fill per fill_interval of whole milliseconds, at least 50 ms\n(100/1s: 5 per 0.05s); an interval_bucket keeps its own three. A limiter Envoy cannot run\nexactly (another algorithm, a key per client or address, an interval under 50 ms or of no whole\nms, a deployment, a chain) is exit 2 naming it and why. `ratesim import` of the output (with\n--envoy-timer for interval buckets) gives back limiters that decide the same."
     )]
     Envoy(ExportEnvoyArgs),
+    /// A limiter as an nginx Lua fragment that decides by its Redis script
+    #[command(
+        name = "nginx-lua",
+        after_help = "Examples:\n  ratesim export nginx-lua s.toml --limiter api > api.conf\n  ratesim export nginx-lua s.toml --limiter api --redis 10.0.0.5:6379 --key '$http_x_api_key'\n\nPrints an nginx fragment for nginx with Debian's libnginx-mod-http-lua (no other Lua\nlibrary): in the location it guards, each request calls the limiter's Redis script (the\ncall of `ratesim export redis S --limiter NAME`) with EVALSHA over a cosocket, loading the\nscript on NOSCRIPT; now_us is the request's start in whole ms. A rejection is 429 with\nRetry-After; a delay sleeps; every counted response carries RateLimit and RateLimit-Policy.\nA Redis that does not answer within the deployment's timeout (100 ms when none) is the\nscenario's on_store_failure: fail_open passes, fail_closed is 503, local_fallback runs the\nfallback's script on an ngx.shared dict. The key is the variable the limiter was imported\nwith, else --key VAR; key_by = \"ip\" is $binary_remote_addr, \"global\" one key. Exit 2\nnaming the limiter and why for what no script runs (see `ratesim export redis`), chains,\nand a key that is no nginx variable. The fragment's comments say where each part goes."
+    )]
+    NginxLua(ExportNginxLuaArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ExportNginxLuaArgs {
+    /// The scenario: a path or a built-in name
+    pub scenario: String,
+    /// The limiter to export
+    #[arg(long, value_name = "NAME")]
+    pub limiter: String,
+    /// The Redis server the fragment calls
+    #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:6379")]
+    pub redis: String,
+    /// The key variable of a limiter that reads no nginx log
+    #[arg(long, value_name = "VAR")]
+    pub key: Option<String>,
 }
 
 #[derive(Debug, clap::Args)]
