@@ -517,6 +517,12 @@ algorithm = "token_bucket"
 capacity = 2
 deployment = { scope = "global" }
 
+[[limiter]]
+name = "epoch"
+algorithm = "fixed_window"
+limit = 3
+window = "500ms"
+
 [[traffic]]
 pattern = "trace"
 path = "trace.csv"
@@ -592,7 +598,7 @@ fn the_exported_evalsha_call_decides_as_ratesim_run_on_a_real_redis() {
     fs::write(tmp.path().join("s.toml"), REDIS).unwrap();
     // The calls, which need no server.
     let names = [
-        "tb", "gcra", "all", "shaper", "window", "log", "counter", "guava", "store",
+        "tb", "gcra", "all", "shaper", "window", "log", "counter", "guava", "store", "epoch",
     ];
     let calls: Vec<(&str, String, Vec<String>)> = names
         .iter()
@@ -622,6 +628,7 @@ fn the_exported_evalsha_call_decides_as_ratesim_run_on_a_real_redis() {
     assert_eq!(args_of("log"), "5 1000000 0 inclusive");
     assert_eq!(args_of("counter"), "5 700000 0 floor");
     assert_eq!(args_of("guava"), "1 200000 3 empty");
+    assert_eq!(args_of("epoch"), "3 500000 0 epoch");
 
     let o = ratesim_in(
         tmp.path(),
