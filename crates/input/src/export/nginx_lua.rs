@@ -191,7 +191,9 @@ pub fn fragment(
          #   limit counts (in a server {{ }} block it counts every location of it\n\
          #   that has no access_by_lua of its own). The location needs a content\n\
          #   handler (files, proxy_pass): `return` answers before the access phase.\n\
-         #   Reload nginx (nginx -s reload) after placing it.",
+         #   An internal redirect (index, try_files, error_page) into a location\n\
+         #   that holds it counts the request again. Reload nginx (nginx -s\n\
+         #   reload) after placing it.",
         if fallback.is_some() {
             "2, the rest"
         } else {
