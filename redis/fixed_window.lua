@@ -22,6 +22,12 @@
 --          key is untouched.
 -- Returns: {1, 0} admitted; {0, retry_after_us} rejected: until the window
 --          ends; {0, -1} when the request never can pass (cost > limit).
+--          Then the RateLimit fields (docs/semantics.md §11) after this
+--          decision, {outcome, wait_us, R, T}: R = remaining, limit less
+--          the window's count (at least 0); T = reset_us, the microseconds
+--          until the window ends (epoch: 0 while its count is 0, a fresh
+--          key's state). A caller that reads only the first two values is
+--          unaffected.
 -- Clock behind: a caller whose now_us falls before the key's window (s,
 --          opened by a gateway whose clock is ahead) is decided in that
 --          window, at s: the window never moves back, and the retry-after,
@@ -101,6 +107,12 @@ if admit or count_rejected == '1' or opened then
   local fresh_in_us = start + window - now
   redis.call('PEXPIRE', KEYS[1], int(math.max(1, idiv(fresh_in_us + 999, 1000))))
 end
-if admit then return {1, 0} end
-if cost > limit then return {0, -1} end
-return {0, start + window - now}
+-- The RateLimit fields of the window as it is, at now.
+local function fields()
+  local reset = start + window - now
+  if align == 'epoch' and count == 0 then reset = 0 end
+  return math.max(0, limit - count), reset
+end
+if admit then return {1, 0, fields()} end
+if cost > limit then return {0, -1, fields()} end
+return {0, start + window - now, fields()}

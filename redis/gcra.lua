@@ -17,9 +17,15 @@
 --          "", a negative or larger number, another count of arguments) is
 --          an error reply "ERR gcra: <argument> ..." naming what it got and
 --          what it takes, and the key is untouched.
--- Returns: {1, 0} admitted; {0, retry_after_us} rejected, the least whole
---          number of microseconds after which the same request would pass;
---          {0, -1} when it never can (cost > burst).
+-- Returns: {1, 0, R, T} admitted; {0, retry_after_us, R, T} rejected,
+--          retry_after_us the least whole number of microseconds after which
+--          the same request would pass, or -1 when it never can
+--          (cost > burst). Then the RateLimit fields (docs/semantics.md §11)
+--          after this decision: R = remaining, the largest cost that
+--          conforms now, burst - ceil((TAT - now) / T) and at least 0; and
+--          T = reset_us, the microseconds, rounded up, until TAT (from then
+--          on the key decides as a fresh one; 0 when it already does).
+--          A caller that reads only the first two values is unaffected.
 -- Clock behind: the state is TAT alone, which never moves back (TAT =
 --          max(TAT, now) + cost * T). A caller whose now_us is behind
 --          another gateway's is decided at its own now_us against that TAT,
@@ -84,7 +90,6 @@ elseif not bad and now + idiv(burst * window, limit) > MAX then
   bad = string.format('now_us + burst * window_us / limit must be below 2^53: now_us %d, burst %d, window_us %d, limit %d', now, burst, window, limit)
 end
 if bad then return redis.error_reply('ERR gcra: ' .. bad) end
-if cost > burst then return {0, -1} end
 
 -- n emission intervals, n * window_us / limit, as whole us and fraction.
 local function intervals(n)
@@ -106,12 +111,26 @@ elseif stored then
   tu, tf = tonumber(u), tonumber(f) or 0
 end
 
+-- The RateLimit fields of TAT as it is, at now. (TAT - now)/T is
+-- ((tu - now) * limit + tf) / window_us, counted only while it is within
+-- burst emission intervals (beyond, nothing conforms).
+local function fields()
+  if tu < now or (tu == now and tf == 0) then return burst, 0 end
+  local ahead, remaining = tu - now, 0
+  if ahead <= idiv(burst * window, limit) then
+    local scaled = ahead * limit + tf
+    remaining = math.max(0, burst - idiv(scaled + window - 1, window))
+  end
+  return remaining, ahead + (tf > 0 and 1 or 0)
+end
+if cost > burst then return {0, -1, fields()} end
+
 -- Earliest conforming moment: TAT - (burst - cost) * T.
 local du, df = intervals(burst - cost)
 local eu, ef = tu - du, tf - df
 if ef < 0 then eu, ef = eu - 1, ef + limit end
 if now < eu or (now == eu and ef > 0) then
-  return {0, eu - now + (ef > 0 and 1 or 0)}
+  return {0, eu - now + (ef > 0 and 1 or 0), fields()}
 end
 
 if now > tu or (now == tu and tf == 0) then tu, tf = now, 0 end
@@ -121,4 +140,4 @@ if tf >= limit then tu, tf = tu + 1, tf - limit end
 local fresh_in_us = tu - now + (tf > 0 and 1 or 0)
 local tat = tf > 0 and int(tu) .. ':' .. int(tf) or int(tu)
 redis.call('SET', KEYS[1], tat, 'PX', int(math.max(1, idiv(fresh_in_us + 999, 1000))))
-return {1, 0}
+return {1, 0, fields()}

@@ -24,6 +24,14 @@
 --          request that long, rounded up to whole microseconds);
 --          {0, retry_after_us} rejected: the least whole number of
 --          microseconds after which the same request would be accepted.
+--          Then the RateLimit fields (docs/semantics.md §11) after this
+--          decision, {outcome, wait_us, R, T}: R = remaining, -1 when a
+--          request of any cost would pass at once now (the outlet is free,
+--          or a place in the queue is free and its slot is within delay of
+--          now: the cost never decides that; a gateway writes the policy
+--          limit then), else 0; T = reset_us, the microseconds, rounded up,
+--          until next_free (a fresh key's state; 0 when it is). A caller
+--          that reads only the first two values is unaffected.
 -- Clock behind: the state is next_free and the waiting slots, written by
 --          the key's last accepted request, all later than its now_us and
 --          never moved back. A caller whose now_us is behind that one's
@@ -132,24 +140,32 @@ local function save()
   redis.call('PEXPIRE', KEYS[1], int(math.max(1, idiv(until_us(nu, nf) + 999, 1000))))
 end
 
+-- The RateLimit fields of the state as it is, at now.
+local function fields()
+  if by_now(nu, nf) then return -1, 0 end
+  local remaining = 0
+  if #waiting < queue and by_now(sub(nu, nf, delay)) then remaining = -1 end
+  return remaining, until_us(nu, nf)
+end
+
 if by_now(nu, nf) then
   -- The outlet is free: pass now.
   waiting = {}
   nu, nf = add(now, 0, cost)
   save()
-  return {1, 0}
+  return {1, 0, fields()}
 end
 
 local ru, rf = nu, nf -- release = next_free > now
 if #waiting >= queue then
   local at
   if queue == 0 then at = {nu, nf} else at = waiting[#waiting - queue + 1] end
-  return {0, math.max(1, until_us(at[1], at[2]))}
+  return {0, math.max(1, until_us(at[1], at[2])), fields()}
 end
 
 local pu, pf = sub(ru, rf, delay)
 waiting[#waiting + 1] = {ru, rf}
 nu, nf = add(ru, rf, cost)
 save()
-if by_now(pu, pf) then return {1, 0} end
-return {2, until_us(pu, pf)}
+if by_now(pu, pf) then return {1, 0, fields()} end
+return {2, until_us(pu, pf), fields()}

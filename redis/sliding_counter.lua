@@ -22,6 +22,12 @@
 --          solved for e, later in this window or else in the next (where
 --          this window's count is p), a rejected request counted first;
 --          {0, -1} when it never can pass (cost > limit).
+--          Then the RateLimit fields (docs/semantics.md §11) after this
+--          decision, {outcome, wait_us, R, T}: R = remaining,
+--          limit - c - ceil(p * (W - e) / W) (floor: with floor(...)), at
+--          least 0; T = reset_us, the microseconds until neither count
+--          weighs (a fresh key's state; 0 when it is). A caller that reads
+--          only the first two values is unaffected.
 -- Clock behind: a caller whose now_us falls before the key's window k
 --          (written by a gateway whose clock is ahead) is decided at that
 --          window's start, k * W (e = 0): the window never moves back, and
@@ -150,12 +156,33 @@ if admit or count_rejected == '1' then
   redis.call('HSET', KEYS[1], 'k', int(k), 'p', int(p), 'c', int(c))
   redis.call('PEXPIRE', KEYS[1], int(math.max(1, cdiv((k + 2) * W - now, 1000))))
 end
-if admit then return {1, 0} end
-if cost > limit then return {0, -1} end
+-- The RateLimit fields of the counts as they are, at t. The weighed
+-- previous count p * (W - e) is formed only when it is at most limit * W
+-- (below 2^53); beyond, it weighs at least limit and nothing passes.
+local function fields()
+  local remaining = 0
+  if product_at_most(p, W - e, limit * W) then
+    local weighed = p * (W - e)
+    local weigh = idiv(weighed, W)
+    if weight == 'exact' then weigh = cdiv(weighed, W) end
+    remaining = math.max(0, limit - c - weigh)
+  end
+  -- A count n of window j weighs in window j + 1 until: exact, its end;
+  -- floor, the offset from which floor(n * (W - e) / W) = 0.
+  local function stops(j, n)
+    if weight == 'exact' then return (j + 2) * W end
+    return (j + 1) * W + W - idiv(W - 1, n)
+  end
+  local fresh = 0
+  if c > 0 then fresh = stops(k, c) elseif p > 0 and k > 0 then fresh = stops(k - 1, p) end
+  return remaining, math.max(0, fresh - now)
+end
+if admit then return {1, 0, fields()} end
+if cost > limit then return {0, -1, fields()} end
 
 local at = earliest(p, c)
 -- Counted from now: a caller behind waits the difference too.
-if at ~= nil and at > e then return {0, at - e + t - now} end
+if at ~= nil and at > e then return {0, at - e + t - now, fields()} end
 at = earliest(c, 0)
 if at == nil then at = W end
-return {0, W - e + at + t - now}
+return {0, W - e + at + t - now, fields()}

@@ -21,6 +21,11 @@
 -- Returns: {1, 0} admitted; {0, retry_after_us} rejected: until enough of
 --          the oldest entries expire (a rejected request counted first);
 --          {0, -1} when it never can pass (cost > limit).
+--          Then the RateLimit fields (docs/semantics.md §11) after this
+--          decision, {outcome, wait_us, R, T}: R = remaining, limit less the
+--          live cost (at least 0); T = reset_us, the microseconds until the
+--          newest entry expires (a fresh key's state; 0 with none live).
+--          A caller that reads only the first two values is unaffected.
 -- Clock behind: a caller whose now_us is behind the log's newest entry (m,
 --          written by a gateway whose clock is ahead) is decided at m: the
 --          entries live at m count, its own entry is written at m (no entry
@@ -112,8 +117,15 @@ if admit or count_rejected == '1' then
   live = live + cost
   entries[#entries + 1] = {cost, t}
 end
-if admit then return {1, 0} end
-if cost > limit then return {0, -1} end
+-- The RateLimit fields of the log as it is, at t (now, for a caller not
+-- behind): entries are oldest first, so the last one expires last.
+local function fields()
+  local reset = 0
+  if #entries > 0 then reset = math.max(0, entries[#entries][2] + life - now) end
+  return math.max(0, limit - live), reset
+end
+if admit then return {1, 0, fields()} end
+if cost > limit then return {0, -1, fields()} end
 
 -- Passes once the oldest entries whose cost adds up to `excess` expired
 -- (entries of one time expire together, so their order does not matter);
@@ -121,6 +133,6 @@ if cost > limit then return {0, -1} end
 local excess, freed = live + cost - limit, 0
 for _, entry in ipairs(entries) do
   freed = freed + entry[1]
-  if freed >= excess then return {0, entry[2] + life - now} end
+  if freed >= excess then return {0, entry[2] + life - now, fields()} end
 end
-return {0, -1}
+return {0, -1, fields()}

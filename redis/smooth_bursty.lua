@@ -18,6 +18,13 @@
 --          naming what it got and what it takes, and the key is untouched.
 -- Returns: {1, 0} admitted; {0, retry_after_us} rejected: the whole
 --          microseconds, rounded up, until the debt is paid (-T / rate).
+--          Then the RateLimit fields (docs/semantics.md §11) after this
+--          decision, {outcome, wait_us, R, T}: R = remaining, -1 while
+--          nothing is owed (any cost passes: a gateway writes the policy
+--          limit then), else 0; T = reset_us, the microseconds, rounded up,
+--          until the balance is back to capacity (with start = "empty" never
+--          a fresh key's state again, but the most it can hold).
+--          A caller that reads only the first two values is unaffected.
 -- Clock behind: a caller whose now_us is behind the key's last update (l,
 --          written by a gateway whose clock is ahead) is decided at l (no
 --          refill, l never moves back) and its retry-after adds l - now_us:
@@ -100,8 +107,13 @@ end
 -- Decided at last = max(now, l); waits count from now.
 local behind = last - now
 
+-- The RateLimit fields of the balance as it is, at now.
+local function fields()
+  return balance >= 0 and -1 or 0, cdiv(full - balance, limit) + behind
+end
+
 if balance < 0 then
-  return {0, cdiv(-balance, limit) + behind}
+  return {0, cdiv(-balance, limit) + behind, fields()}
 end
 balance = balance - cost * window
 redis.call('HSET', KEYS[1], 't', int(balance), 'l', int(last))
@@ -109,4 +121,4 @@ if start == 'full' then
   local fresh_in_us = cdiv(full - balance, limit) + behind
   redis.call('PEXPIRE', KEYS[1], int(math.max(1, cdiv(fresh_in_us, 1000))))
 end
-return {1, 0}
+return {1, 0, fields()}

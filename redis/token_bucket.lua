@@ -12,9 +12,15 @@
 --          "", a negative or larger number, another count of arguments) is
 --          an error reply "ERR token_bucket: <argument> ..." naming what it
 --          got and what it takes, and the key is untouched.
--- Returns: {1, 0} admitted; {0, retry_after_us} rejected, the least whole
---          number of microseconds after which the same request would pass;
---          {0, -1} when it never can (cost > capacity).
+-- Returns: {1, 0, R, T} admitted; {0, retry_after_us, R, T} rejected,
+--          retry_after_us the least whole number of microseconds after which
+--          the same request would pass, or -1 when it never can
+--          (cost > capacity). Then the RateLimit fields (docs/semantics.md
+--          §11) after this decision: R = remaining, the whole tokens the
+--          bucket holds now (the largest cost admitted at this instant; 0
+--          when none), and T = reset_us, the microseconds, rounded up, until
+--          the bucket is full again (a fresh key's state; 0 when it is).
+--          A caller that reads only the first two values is unaffected.
 -- Clock behind: a caller whose now_us is behind the key's last update (l,
 --          written by a gateway whose clock is ahead) is decided at l (no
 --          refill, l never moves back) and its retry-after adds l - now_us:
@@ -78,7 +84,6 @@ end
 if bad then return redis.error_reply('ERR token_bucket: ' .. bad) end
 
 local full, need = capacity * window, cost * window
-if cost > capacity then return {0, -1} end
 
 local stored = redis.call('HMGET', KEYS[1], 'b', 'l')
 local balance, last = full, now
@@ -93,11 +98,18 @@ end
 -- Decided at last = max(now, l); waits count from now.
 local behind = last - now
 
+-- The RateLimit fields of the bucket as it is: whole tokens, and the time
+-- until it is full (counted from now).
+local function fields()
+  return idiv(balance, window), cdiv(full - balance, limit) + behind
+end
+
+if cost > capacity then return {0, -1, fields()} end
 if balance < need then
-  return {0, cdiv(need - balance, limit) + behind}
+  return {0, cdiv(need - balance, limit) + behind, fields()}
 end
 balance = balance - need
 redis.call('HSET', KEYS[1], 'b', int(balance), 'l', int(last))
 local fresh_in_us = cdiv(full - balance, limit) + behind
 redis.call('PEXPIRE', KEYS[1], int(math.max(1, cdiv(fresh_in_us, 1000))))
-return {1, 0}
+return {1, 0, fields()}

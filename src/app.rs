@@ -71,6 +71,22 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             io::stdout().lock().write_all(text.as_bytes())?;
             Ok(())
         }
+        Command::Export(ExportCommand::NginxLua(args)) => {
+            let s = load(&args.scenario, &[])?;
+            let options = crate::export::nginx_lua::Options {
+                redis: &args.redis,
+                key: args.key.as_deref(),
+            };
+            let script = |algorithm: &str| {
+                crate::redis::script(algorithm).map(|s| crate::export::nginx_lua::Script {
+                    text: s.text,
+                    sha: s.sha(),
+                })
+            };
+            let text = crate::export::nginx_lua::fragment(&s, &args.limiter, &options, &script)?;
+            io::stdout().lock().write_all(text.as_bytes())?;
+            Ok(())
+        }
         Command::Export(ExportCommand::Envoy(args)) => {
             let s = load(&args.scenario, &[])?;
             let text = crate::export::envoy::config(&s, &args.limiter)?;

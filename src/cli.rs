@@ -110,7 +110,7 @@ pub struct ImportArgs {
 pub enum ExportCommand {
     /// The Redis Lua scripts: one algorithm's on stdout, all into a directory, or a limiter's call
     #[command(
-        after_help = "Examples:\n  ratesim export redis gcra > gcra.lua\n  ratesim export redis --all scripts/\n  ratesim export redis s.toml --limiter api     the EVALSHA call of limiter api\n\nWith --limiter NAME the positional is a scenario, and the output is that limiter's call,\nEVALSHA <sha> 1 {KEY} {now_us} {cost} <limit> <window_us> [extra ...], after comment lines\nnaming its script; {KEY}, {now_us} and {cost} are the caller's to fill in. A limiter no script\nruns exactly (interval_bucket, nginx arithmetic, a window of no whole us, parameters outside\nthe script's exact range, a deployment of several instances, a chain) is exit 2 naming why.\n\nAlgorithms: token_bucket, gcra, leaky_bucket, fixed_window, sliding_log, sliding_counter,\nsmooth_bursty. Call a script as EVALSHA sha 1 KEY now_us cost limit window_us [extra ...]\n(its header says which extras, in which order, and the ranges it is exact in); it replies\n{outcome, wait_us}: 1 admitted, 2 delayed by wait_us, 0 rejected with retry-after wait_us\n(-1: never). Each decides exactly as `ratesim run` does at microsecond timestamps.\nArguments are checked first: numbers in plain ASCII digits within the header's range,\nwords from its list; anything else (1.5, 1e3, 0x10, -1, too large) is an error reply\n\"ERR ALGORITHM: ARGUMENT ...\" and the key is untouched. A caller whose now_us is behind\nthe key's stored time (another gateway's clock ahead) is answered on its own clock: its\nwait adds the difference (each header says how)."
+        after_help = "Examples:\n  ratesim export redis gcra > gcra.lua\n  ratesim export redis --all scripts/\n  ratesim export redis s.toml --limiter api     the EVALSHA call of limiter api\n\nWith --limiter NAME the positional is a scenario, and the output is that limiter's call,\nEVALSHA <sha> 1 {KEY} {now_us} {cost} <limit> <window_us> [extra ...], after comment lines\nnaming its script; {KEY}, {now_us} and {cost} are the caller's to fill in. A limiter no script\nruns exactly (interval_bucket, nginx arithmetic, a window of no whole us, parameters outside\nthe script's exact range, a deployment of several instances, a chain) is exit 2 naming why.\n\nAlgorithms: token_bucket, gcra, leaky_bucket, fixed_window, sliding_log, sliding_counter,\nsmooth_bursty. Call a script as EVALSHA sha 1 KEY now_us cost limit window_us [extra ...]\n(its header says which extras, in which order, and the ranges it is exact in); it replies\n{outcome, wait_us, remaining, reset_us}: 1 admitted, 2 delayed by wait_us, 0 rejected with\nretry-after wait_us (-1: never); then the RateLimit fields after the decision: the largest\ncost that passes at once now (-1: any), and the us until the key is as new.\nEach decides exactly as `ratesim run` does at microsecond timestamps.\nArguments are checked first: numbers in plain ASCII digits within the header's range,\nwords from its list; anything else (1.5, 1e3, 0x10, -1, too large) is an error reply\n\"ERR ALGORITHM: ARGUMENT ...\" and the key is untouched. A caller whose now_us is behind\nthe key's stored time (another gateway's clock ahead) is answered on its own clock: its\nwait adds the difference (each header says how)."
     )]
     Redis(ExportRedisArgs),
     /// A scenario's leaky-bucket limiters as nginx limit_req_zone / limit_req lines
@@ -123,6 +123,27 @@ pub enum ExportCommand {
         after_help = "Examples:\n  ratesim export envoy replay.toml\n  ratesim export envoy s.toml --limiter edge > envoy.yaml\n\nEach token_bucket or interval_bucket limiter with key_by = \"global\" (every one, or each\n--limiter NAME) becomes an envoy.filters.http.local_ratelimit filter (stat_prefix = its name,\nenabled and enforced at 100%) in a listener of its own: max_tokens = capacity, and the rate as\nthe smallest exact tokens_per_fill per fill_interval of whole milliseconds, at least 50 ms\n(100/1s: 5 per 0.05s); an interval_bucket keeps its own three. A limiter Envoy cannot run\nexactly (another algorithm, a key per client or address, an interval under 50 ms or of no whole\nms, a deployment, a chain) is exit 2 naming it and why. `ratesim import` of the output (with\n--envoy-timer for interval buckets) gives back limiters that decide the same."
     )]
     Envoy(ExportEnvoyArgs),
+    /// A limiter as an nginx Lua fragment that decides by its Redis script
+    #[command(
+        name = "nginx-lua",
+        after_help = "Examples:\n  ratesim export nginx-lua s.toml --limiter api > api.conf\n  ratesim export nginx-lua s.toml --limiter api --redis 10.0.0.5:6379 --key '$http_x_api_key'\n\nPrints an nginx fragment for nginx with Debian's libnginx-mod-http-lua (no other Lua\nlibrary): in the location it guards, each request calls the limiter's Redis script (the\ncall of `ratesim export redis S --limiter NAME`) with EVALSHA over a cosocket, loading the\nscript on NOSCRIPT; now_us is the request's start in whole ms. A rejection is 429 with\nRetry-After; a delay sleeps; every counted response carries RateLimit and RateLimit-Policy.\nA Redis that does not answer within the deployment's timeout (100 ms when none) is the\nscenario's on_store_failure: fail_open passes, fail_closed is 503, local_fallback runs the\nfallback's script on an ngx.shared dict. The key is the variable the limiter was imported\nwith, else --key VAR; key_by = \"ip\" is $binary_remote_addr, \"global\" one key. Exit 2\nnaming the limiter and why for what no script runs (see `ratesim export redis`), chains,\nand a key that is no nginx variable. The fragment's comments say where each part goes."
+    )]
+    NginxLua(ExportNginxLuaArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ExportNginxLuaArgs {
+    /// The scenario: a path or a built-in name
+    pub scenario: String,
+    /// The limiter to export
+    #[arg(long, value_name = "NAME")]
+    pub limiter: String,
+    /// The Redis server the fragment calls
+    #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:6379")]
+    pub redis: String,
+    /// The key variable of a limiter that reads no nginx log
+    #[arg(long, value_name = "VAR")]
+    pub key: Option<String>,
 }
 
 #[derive(Debug, clap::Args)]

@@ -3,8 +3,11 @@
 //!
 //! Each script decides one request atomically with the caller's clock,
 //! `EVALSHA sha 1 KEY now_us cost limit window_us [extra ...]`, and replies
-//! `{outcome, wait_us}`: 1 admitted, 2 delayed by wait_us, 0 rejected with
-//! retry-after wait_us (−1: never). Every argument is checked before the
+//! `{outcome, wait_us, remaining, reset_us}`: 1 admitted, 2 delayed by
+//! wait_us, 0 rejected with retry-after wait_us (−1: never); then the
+//! RateLimit fields after the decision (docs/semantics.md §6 "Replies",
+//! §11): the largest cost that passes at once (−1: any), and the µs until
+//! the key is as new. Every argument is checked before the
 //! key is read or written, as Redis' own commands check theirs: a number
 //! in plain ASCII digits within the range the script's header states, or
 //! one of its words; anything else is an error reply `ERR <algorithm>:

@@ -517,6 +517,12 @@ algorithm = "token_bucket"
 capacity = 2
 deployment = { scope = "global" }
 
+[[limiter]]
+name = "epoch"
+algorithm = "fixed_window"
+limit = 3
+window = "500ms"
+
 [[traffic]]
 pattern = "trace"
 path = "trace.csv"
@@ -576,7 +582,11 @@ fn evalsha_line(text: &str) -> (String, Vec<String>) {
 /// The arguments `ratesim export redis S --limiter NAME` prints, given to
 /// the shipped script on a real redis-server, decide every request of a
 /// trace as `ratesim run` does (outcome, and its wait rounded up to whole
-/// µs), and the printed sha is the one `SCRIPT LOAD` returns. As in
+/// µs), and the printed sha is the one `SCRIPT LOAD` returns; the RateLimit
+/// fields each reply carries after the decision are `--decisions=headers`'
+/// (`remaining` is `r` exactly, or -1 where `r` is the policy's `q`
+/// because any cost passes; `reset_us` in whole seconds rounded up is `t`;
+/// docs/semantics.md §6, §11). As in
 /// `redis_scripts.rs`, the expiry each call asks for is applied in virtual
 /// time. Skipped without a server, as the other Redis tests are.
 #[test]
@@ -588,7 +598,7 @@ fn the_exported_evalsha_call_decides_as_ratesim_run_on_a_real_redis() {
     fs::write(tmp.path().join("s.toml"), REDIS).unwrap();
     // The calls, which need no server.
     let names = [
-        "tb", "gcra", "all", "shaper", "window", "log", "counter", "guava", "store",
+        "tb", "gcra", "all", "shaper", "window", "log", "counter", "guava", "store", "epoch",
     ];
     let calls: Vec<(&str, String, Vec<String>)> = names
         .iter()
@@ -618,13 +628,14 @@ fn the_exported_evalsha_call_decides_as_ratesim_run_on_a_real_redis() {
     assert_eq!(args_of("log"), "5 1000000 0 inclusive");
     assert_eq!(args_of("counter"), "5 700000 0 floor");
     assert_eq!(args_of("guava"), "1 200000 3 empty");
+    assert_eq!(args_of("epoch"), "3 500000 0 epoch");
 
     let o = ratesim_in(
         tmp.path(),
         &[
             "run",
             "s.toml",
-            "--decisions",
+            "--decisions=headers",
             "--no-plots",
             "--quiet",
             "--out",
@@ -646,6 +657,18 @@ fn the_exported_evalsha_call_decides_as_ratesim_run_on_a_real_redis() {
             "retry_after_ns"
         ]
     );
+
+    let column = |name: &str| head.iter().position(|h| h == name).unwrap();
+    let (ratelimit, policy) = (column("ratelimit"), column("ratelimit_policy"));
+    // `"NAME";r=R;t=T` or `"NAME";q=Q;w=W`: the number after `;key=`.
+    let param = |field: &str, key: &str| -> i64 {
+        field
+            .split(';')
+            .find_map(|p| p.strip_prefix(&format!("{key}=")))
+            .unwrap_or_else(|| panic!("no {key} in {field:?}"))
+            .parse()
+            .unwrap()
+    };
 
     let Some(server) = server() else { return };
     let mut conn = connect(&server).expect("a connection");
@@ -691,20 +714,34 @@ fn the_exported_evalsha_call_decides_as_ratesim_run_on_a_real_redis() {
                 "rejected" => (0, us(&row[7])),
                 other => panic!("{other}"),
             };
-            let (outcome, wait, ms): (i64, i64, i64) = redis::cmd("EVALSHA")
-                .arg(&sha)
-                .arg(1)
-                .arg(&key)
-                .arg(t)
-                .arg(cost)
-                .arg(&call[1..])
-                .query(&mut conn)
-                .unwrap_or_else(|e| panic!("{name} request {i}: {e}"));
+            let (outcome, wait, ms, remaining, reset_us): (i64, i64, i64, i64, i64) =
+                redis::cmd("EVALSHA")
+                    .arg(&sha)
+                    .arg(1)
+                    .arg(&key)
+                    .arg(t)
+                    .arg(cost)
+                    .arg(&call[1..])
+                    .query(&mut conn)
+                    .unwrap_or_else(|e| panic!("{name} request {i}: {e}"));
             assert_eq!(
                 (outcome, wait),
                 want,
                 "{name}: request {i} (t = {t} us, key {}, cost {cost})",
                 row[2]
+            );
+            let r = param(&row[ratelimit], "r");
+            let any = remaining == -1 && r == param(&row[policy], "q");
+            assert!(
+                remaining == r || any,
+                "{name}: request {i}: remaining {remaining}, ratesim's {:?}",
+                row[ratelimit]
+            );
+            assert_eq!(
+                (reset_us as u64).div_ceil(1_000_000) as i64,
+                param(&row[ratelimit], "t"),
+                "{name}: request {i}: reset_us {reset_us}, ratesim's {:?}",
+                row[ratelimit]
             );
             outcomes[outcome as usize] += 1;
             if ms >= 0 {
@@ -798,4 +835,205 @@ fn what_no_redis_script_runs_exactly_is_refused_naming_why() {
         &["chain \"both\"", "together"],
     );
     bad(&chain, &limiter, &["\"tb\"", "inside chain \"both\""]);
+}
+
+/// `ratesim export nginx-lua S --limiter NAME` (docs/semantics.md §11): the
+/// fragment says where it goes, embeds the limiter's script and its sha,
+/// passes the call's arguments and keys as the limiter does; the fail mode
+/// is the deployment's. (scripts/nginx-lua-check.py runs it on a real
+/// nginx and Redis.)
+#[test]
+fn export_nginx_lua_prints_a_fragment_that_calls_the_limiters_script() {
+    let tmp = tempfile::tempdir().unwrap();
+    fs::write(tmp.path().join("trace.csv"), redis_trace().1).unwrap();
+    fs::write(tmp.path().join("s.toml"), REDIS).unwrap();
+    let export = |args: &[&str]| {
+        let mut all = vec!["export", "nginx-lua", "s.toml"];
+        all.extend(args);
+        let o = ratesim_in(tmp.path(), &all);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let text = export(&["--limiter", "log", "--redis", "10.0.0.5:6380"]);
+    let script = ratesim::redis::script("sliding_log").unwrap();
+    for needle in [
+        "# ratesim export nginx-lua: limiter \"log\" of scenario \"redis\" (sliding_log)",
+        "inside the location { } block",
+        "# Part 1 (location block):",
+        "set $ratesim_redis_host \"10.0.0.5\";",
+        "set $ratesim_redis_port \"6380\";",
+        "access_by_lua_block {",
+        "header_filter_by_lua_block {",
+        "local CALL = {\"5\", \"1000000\", \"0\", \"inclusive\"}",
+        &format!("local SHA = \"{}\"", script.sha()),
+        // key_by = "ip", read from no nginx log: the client's address.
+        "local KEY = ngx.var.binary_remote_addr",
+        "local NAME = \"\\\"log\\\"\"",
+        "local POLICY = \"\\\"log\\\";q=5;w=1\"",
+        "local FAIL = \"fail_open\"",
+        "local TIMEOUT_MS = 100 ",
+        "ngx.exit(429)",
+        "ngx.sleep(",
+        "NOSCRIPT",
+        "SCRIPT\", \"LOAD\"",
+    ] {
+        assert!(text.contains(needle), "{needle}:\n{text}");
+    }
+    // The script as it is, byte for byte, so SCRIPT LOAD gives the sha: in
+    // pieces of whole lines (nginx reads a Lua block's strings into a 4 KB
+    // buffer), each a long string.
+    assert!(
+        text.contains("local SCRIPT = table.concat({\n[[\n"),
+        "{text}"
+    );
+    assert_eq!(lua_pieces(&text, "local SCRIPT = "), script.text);
+    assert!(!text.contains("lua_shared_dict"), "no fallback, no dict");
+    // Every comment line of the header says where or what.
+    assert!(text.lines().take_while(|l| l.starts_with('#')).count() > 20);
+
+    let all = export(&["--limiter", "all"]);
+    assert!(all.contains("local KEY = \"all\""), "{all}");
+    let tb = export(&["--limiter", "tb", "--key", "$http_x_api_key"]);
+    assert!(tb.contains("local KEY = ngx.var.http_x_api_key"), "{tb}");
+    assert!(
+        tb.contains("local CALL = {\"3\", \"1000000\", \"4\"}"),
+        "{tb}"
+    );
+
+    // A store with a timeout and a local fallback of another algorithm.
+    let fallback = REDIS.replace(
+        "deployment = { scope = \"global\" }",
+        "deployment = { scope = \"global\", timeout = \"20ms\", on_store_failure = \"local_fallback\", fallback = { algorithm = \"gcra\", burst = 2 } }",
+    );
+    fs::write(tmp.path().join("f.toml"), &fallback).unwrap();
+    let store = ["--limiter", "store", "--key", "$http_x_client"];
+    let o = ratesim_in(
+        tmp.path(),
+        &[&["export", "nginx-lua", "f.toml"][..], &store].concat(),
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8(o.stdout).unwrap();
+    for needle in [
+        "# Part 1 (http block):\nlua_shared_dict ratesim_fallback 10m;",
+        "# Part 2 (location block):",
+        "local FAIL = \"local_fallback\"",
+        "local TIMEOUT_MS = 20 ",
+        "local FALLBACK_CALL = {\"1\", \"200000\", \"2\"}",
+        "ngx.shared[\"ratesim_fallback\"]",
+    ] {
+        assert!(text.contains(needle), "{needle}:\n{text}");
+    }
+    let gcra = ratesim::redis::script("gcra").unwrap().text;
+    assert_eq!(
+        lua_pieces(&text, "local FALLBACK_SCRIPT = "),
+        gcra,
+        "the fallback's own script"
+    );
+    let closed = REDIS.replace(
+        "deployment = { scope = \"global\" }",
+        "deployment = { scope = \"global\", on_store_failure = \"fail_closed\" }",
+    );
+    fs::write(tmp.path().join("c.toml"), &closed).unwrap();
+    let o = ratesim_in(
+        tmp.path(),
+        &[&["export", "nginx-lua", "c.toml"][..], &store].concat(),
+    );
+    assert!(String::from_utf8_lossy(&o.stdout).contains("local FAIL = \"fail_closed\""));
+}
+
+/// The text of the Lua `table.concat({[[\n...]], ...})` after `start` in
+/// `fragment`, each piece at most 2048 bytes.
+fn lua_pieces(fragment: &str, start: &str) -> String {
+    let rest = &fragment[fragment.find(start).expect(start) + start.len()..];
+    let rest = rest.strip_prefix("table.concat({\n").expect("pieces");
+    let mut text = String::new();
+    for piece in rest[..rest.find("]]})").expect("their end") + 2].split("]],\n") {
+        let piece = piece.strip_prefix("[[\n").expect("a long string");
+        let piece = piece.strip_suffix("]]").unwrap_or(piece);
+        assert!(piece.len() <= 2048, "{}", piece.len());
+        text.push_str(piece);
+    }
+    text
+}
+
+/// What the fragment cannot run is exit 2 naming the limiter and why, with
+/// nothing on stdout.
+#[test]
+fn export_nginx_lua_refuses_what_no_script_runs_and_keys_it_cannot_read() {
+    let tmp = tempfile::tempdir().unwrap();
+    fs::write(tmp.path().join("trace.csv"), redis_trace().1).unwrap();
+    let bad = |toml: &str, args: &[&str], needles: &[&str]| {
+        fs::write(tmp.path().join("b.toml"), toml).unwrap();
+        let mut all = vec!["export", "nginx-lua", "b.toml"];
+        all.extend(args);
+        let o = ratesim_in(tmp.path(), &all);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        for n in needles {
+            assert!(err.contains(n), "{n}: {err}");
+        }
+        assert!(o.stdout.is_empty());
+    };
+    let tb = "name = \"tb\"\nalgorithm = \"token_bucket\"\ncapacity = 4\nrate = \"3/1s\"";
+    let with_tb = |table: &str| REDIS.replace(tb, &format!("name = \"tb\"\n{table}"));
+    let limiter = ["--limiter", "tb", "--key", "$http_x_client"];
+    bad(
+        REDIS,
+        &["--limiter", "nope"],
+        &["--limiter \"nope\"", "names: tb"],
+    );
+    bad(
+        REDIS,
+        &["--limiter", "tb"],
+        &["\"tb\"", "keyed by client", "--key VAR"],
+    );
+    bad(
+        &with_tb(
+            "implementation = \"envoy-timer\"\nfill_interval = \"100ms\"\ntokens_per_fill = 1",
+        ),
+        &limiter,
+        &["\"tb\"", "interval_bucket", "no Redis script"],
+    );
+    bad(
+        &with_tb("implementation = \"nginx\""),
+        &limiter,
+        &["\"tb\"", "nginx's arithmetic"],
+    );
+    bad(
+        &format!(
+            "{}\n[backend]\nworkers = 4\nservice = \"exp(20ms)\"\n",
+            with_tb("algorithm = \"concurrency\"\nmax_in_flight = 4")
+        ),
+        &limiter,
+        &["\"tb\"", "concurrency", "backend"],
+    );
+    let chain = REDIS.replace(
+        "[[traffic]]",
+        "[[chain]]\nname = \"both\"\nlimiters = [\"tb\", \"gcra\"]\nmode = \"all_or_nothing\"\n\n[[traffic]]",
+    );
+    bad(
+        &chain,
+        &["--limiter", "both"],
+        &["chain \"both\"", "together"],
+    );
+    bad(&chain, &limiter, &["\"tb\"", "inside chain \"both\""]);
+    for key in ["http_x_client", "$a b", "$", "$1x", "${x}"] {
+        bad(
+            REDIS,
+            &["--limiter", "tb", "--key", key],
+            &["\"tb\"", "no single nginx variable"],
+        );
+    }
+    bad(
+        REDIS,
+        &["--limiter", "all", "--redis", "localhost"],
+        &["--redis \"localhost\"", "HOST:PORT"],
+    );
+    bad(
+        &with_tb(
+            "algorithm = \"token_bucket\"\ndeployment = { scope = \"global\", on_store_failure = \"local_fallback\", fallback = { algorithm = \"interval_bucket\", fill_interval = \"1s\", tokens_per_fill = 1, max_tokens = 2 } }",
+        ),
+        &limiter,
+        &["\"tb\"", "local_fallback", "interval_bucket"],
+    );
 }

@@ -5,7 +5,10 @@
 //! parameters whole in microseconds, times snapped to window and emission
 //! boundaries — go through `EVALSHA` and through ratesim's limiter at the
 //! same nanosecond; every outcome and wait must agree (ratesim's ns waits
-//! rounded up to whole µs). Along the way:
+//! rounded up to whole µs), and so must the RateLimit fields each reply
+//! carries after them (`remaining` exactly, -1 where ratesim's is
+//! unbounded; `reset_us` as ratesim's ns reset rounded up to whole µs, so
+//! its whole seconds are `--decisions=headers`' `t`). Along the way:
 //! - keys of one trace never interfere (each has its own ratesim key);
 //! - an expired key decides like a fresh one: the expiry each call asks for
 //!   is captured (the trace runs slower than real time, where it would fire
@@ -35,7 +38,7 @@ use ratesim::limiter::sliding_log::BoundaryRule;
 use ratesim::limiter::smooth_bursty::Start;
 use ratesim::limiter::{
     fixed_window, gcra, leaky_bucket, sliding_counter, sliding_log, smooth_bursty, token_bucket,
-    Decision, Limiter,
+    Decision, Headers, Limiter, UNBOUNDED,
 };
 
 // ---------------------------------------------------------------------------
@@ -295,12 +298,24 @@ fn expected(decision: Decision) -> (i64, i64) {
     }
 }
 
+/// The RateLimit fields a script replies after the decision for ratesim's
+/// `headers`: `{remaining, reset_us}` (docs/semantics.md §6, §11).
+fn expected_fields(headers: Headers) -> (i64, i64) {
+    let remaining = if headers.remaining == UNBOUNDED {
+        -1
+    } else {
+        headers.remaining as i64
+    };
+    (remaining, headers.reset.0.div_ceil(1000) as i64)
+}
+
 // ---------------------------------------------------------------------------
 // Replaying a trace
 // ---------------------------------------------------------------------------
 
 /// `script` with its expiry captured instead of set: `{outcome, wait_us,
-/// ms}`, where `ms` is the PEXPIRE the script asked for (−1: none). The
+/// ms, remaining, reset_us}`, where `ms` is the PEXPIRE the script asked
+/// for (−1: none). The
 /// trace runs slower than real time, so a real expiry would fire early;
 /// the caller applies it at its virtual moment instead. Nothing else of
 /// the script's text changes.
@@ -320,7 +335,7 @@ pub(crate) fn observed(script: &str) -> String {
          end\n\
          local function decide()\n{body}\nend\n\
          local r = decide()\n\
-         return {{r[1], r[2], expiry}}\n"
+         return {{r[1], r[2], expiry, r[3], r[4]}}\n"
     )
 }
 
@@ -356,19 +371,22 @@ fn replay(conn: &mut redis::Connection, prefix: &str, p: &Params, trace: &[Reque
             expired += 1;
         }
         let want = expected(limiter.decide(key, Nanos(t * 1000), cost));
+        let headers = limiter.headers(key, Nanos(t * 1000));
+        let want_fields = expected_fields(headers);
         // The expiry the call asked for is applied above, at its virtual
         // moment: the key expires `ms` after now.
-        let (outcome, wait, ms): (i64, i64, i64) = redis::cmd("EVALSHA")
-            .arg(&sha)
-            .arg(1)
-            .arg(&name)
-            .arg(t)
-            .arg(cost)
-            .arg(p.limit)
-            .arg(p.window_us)
-            .arg(&extras)
-            .query(conn)
-            .unwrap_or_else(|e| panic!("{p:?} request {i} {:?}: {e}", trace[i]));
+        let (outcome, wait, ms, remaining, reset_us): (i64, i64, i64, i64, i64) =
+            redis::cmd("EVALSHA")
+                .arg(&sha)
+                .arg(1)
+                .arg(&name)
+                .arg(t)
+                .arg(cost)
+                .arg(p.limit)
+                .arg(p.window_us)
+                .arg(&extras)
+                .query(conn)
+                .unwrap_or_else(|e| panic!("{p:?} request {i} {:?}: {e}", trace[i]));
         let got = (outcome, wait);
         assert_eq!(
             got,
@@ -376,6 +394,14 @@ fn replay(conn: &mut redis::Connection, prefix: &str, p: &Params, trace: &[Reque
             "{p:?}: request {i} (t = {t} us, key {key}, cost {cost}) — script {got:?}, ratesim {want:?}; trace so far: {:?}",
             &trace[..=i]
         );
+        assert_eq!(
+            (remaining, reset_us),
+            want_fields,
+            "{p:?}: request {i} (t = {t} us, key {key}, cost {cost}) — the script's (remaining, reset_us), ratesim's {headers:?}; trace so far: {:?}",
+            &trace[..=i]
+        );
+        // `t` of the field: the reset in whole seconds, rounded up.
+        assert_eq!((reset_us as u64).div_ceil(1_000_000), headers.reset_s());
         if ms >= 0 {
             assert!(ms >= 1, "{p:?}: request {i}: PEXPIRE {ms}");
             expires_at[k] = Some(t + ms as u64 * 1000);
@@ -529,17 +555,19 @@ fn smooth_bursty_script_decides_as_ratesim() {
 fn the_scripts_as_shipped_reply_expire_and_refuse_bad_arguments() {
     let Some(server) = server() else { return };
     let mut conn = connect(&server).expect("a connection");
-    let cases: &[(&str, &[&str], i64)] = &[
-        // (script, extras, ms the first admitted request's key lives)
-        ("token_bucket", &["5"], 200), // full again once 1 token is back
-        ("gcra", &["5"], 200),         // TAT, one emission interval ahead
-        ("leaky_bucket", &["2", "0"], 200), // the outlet is free again
-        ("fixed_window", &["0", "epoch"], 1000),
-        ("fixed_window", &["1", "first_hit"], 1000),
-        ("sliding_log", &["0", "exclusive"], 1000),
-        ("sliding_counter", &["0", "exact"], 2000),
+    let cases: &[(&str, &[&str], i64, [i64; 2])] = &[
+        // (script, extras, ms the first admitted request's key lives, and
+        // the RateLimit fields after it: remaining, reset_us)
+        ("token_bucket", &["5"], 200, [4, 200_000]), // full again once 1 token is back
+        ("gcra", &["5"], 200, [4, 200_000]),         // TAT, one emission interval ahead
+        ("leaky_bucket", &["2", "0"], 200, [0, 200_000]), // the outlet is free again
+        ("fixed_window", &["0", "epoch"], 1000, [4, 1_000_000]),
+        ("fixed_window", &["1", "first_hit"], 1000, [4, 1_000_000]),
+        ("sliding_log", &["0", "exclusive"], 1000, [4, 1_000_000]),
+        ("sliding_counter", &["0", "exact"], 2000, [4, 2_000_000]),
+        ("smooth_bursty", &["5", "full"], 200, [-1, 200_000]), // nothing owed: any cost
     ];
-    for (i, (algorithm, extras, ms)) in cases.iter().enumerate() {
+    for (i, (algorithm, extras, ms, fields)) in cases.iter().enumerate() {
         let text = ratesim::redis::script(algorithm).unwrap().text;
         let sha: String = redis::cmd("SCRIPT")
             .arg("LOAD")
@@ -559,7 +587,7 @@ fn the_scripts_as_shipped_reply_expire_and_refuse_bad_arguments() {
             .arg(*extras)
             .query(&mut conn)
             .unwrap();
-        assert_eq!(reply, [1, 0], "{algorithm}");
+        assert_eq!(reply, [1, 0, fields[0], fields[1]], "{algorithm}");
         let pttl: i64 = redis::cmd("PTTL").arg(&key).query(&mut conn).unwrap();
         assert!(
             (*ms - 50..=*ms).contains(&pttl),
@@ -743,19 +771,27 @@ fn the_edges_of_each_scripts_stated_range_still_agree() {
 // Arguments: refused as Redis' own commands refuse theirs
 // ---------------------------------------------------------------------------
 
-/// `EVAL` of `script` as shipped, on `key`, with `args` after it.
+/// `EVAL` of `script` as shipped, on `key`, with `args` after it: the
+/// reply's first two values, `{outcome, wait_us}`, as a caller that reads
+/// only those sees them (`replay` checks the RateLimit fields after them).
 fn eval(
     conn: &mut redis::Connection,
     script: &str,
     key: &str,
     args: &[&str],
 ) -> redis::RedisResult<Vec<i64>> {
-    redis::cmd("EVAL")
+    let reply: Vec<i64> = redis::cmd("EVAL")
         .arg(ratesim::redis::script(script).expect("a script").text)
         .arg(1)
         .arg(key)
         .arg(args)
-        .query(conn)
+        .query(conn)?;
+    assert_eq!(
+        reply.len(),
+        4,
+        "{script} {args:?}: {{outcome, wait_us, remaining, reset_us}}"
+    );
+    Ok(reply[..2].to_vec())
 }
 
 /// What `key` holds: its TYPE, then its hash fields and values or its

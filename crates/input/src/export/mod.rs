@@ -8,12 +8,14 @@
 //! | [`nginx`] | `limit_req_zone` / `limit_req` | `leaky_bucket`, and chains of them |
 //! | [`envoy`] | `envoy.filters.http.local_ratelimit` | `token_bucket`, `interval_bucket` with `key_by = "global"` |
 //! | [`redis`] | the `EVALSHA` call of a script of `redis/` (docs/semantics.md §6) | one limiter of an algorithm with a script |
+//! | [`nginx_lua`] | an nginx Lua fragment calling that script, with the RateLimit fields (docs/semantics.md §11) | the same |
 //!
 //! A limiter the target cannot run exactly is an error naming it and why;
 //! nothing is written then.
 
 pub mod envoy;
 pub mod nginx;
+pub mod nginx_lua;
 pub mod redis;
 
 use crate::error::{quoted, InputError};

@@ -156,7 +156,7 @@ fn nginx_rate(c: &leaky_bucket::Config) -> Option<String> {
 
 /// The key variable limiter `m` was imported with: its nginx log
 /// sources' `client` (or `ip`), when they agree.
-fn logged_key(s: &Scenario, m: usize, by: KeyBy) -> Option<String> {
+pub(super) fn logged_key(s: &Scenario, m: usize, by: KeyBy) -> Option<String> {
     let mut found: Option<String> = None;
     for &i in &s.limiters[m].traffic {
         let Pattern::Trace(t) = &s.traffic[i].pattern else {

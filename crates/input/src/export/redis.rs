@@ -25,7 +25,7 @@ use crate::deploy::Scope;
 use crate::error::{quoted, InputError};
 use crate::limiter::leaky_bucket::Arithmetic;
 use crate::limiter::Algorithm;
-use crate::scenario::{KeyBy, LimiterSpec, Scenario};
+use crate::scenario::{KeyBy, Scenario};
 
 /// 2^53 − 1: the largest integer every script's arithmetic holds exactly.
 const MAX: u128 = (1 << 53) - 1;
@@ -124,7 +124,7 @@ pub fn call(s: &Scenario, name: &str) -> Result<Call, InputError> {
         }
         Scope::Local { .. } => false,
     };
-    let (algorithm, limit, window_us, extras) = arguments(l).map_err(bad)?;
+    let (algorithm, limit, window_us, extras) = arguments(&l.algorithm).map_err(bad)?;
     Ok(Call {
         limiter: l.name.clone(),
         scenario: s.name.clone(),
@@ -137,14 +137,16 @@ pub fn call(s: &Scenario, name: &str) -> Result<Call, InputError> {
     })
 }
 
-type Arguments = (&'static str, u64, u64, Vec<String>);
+/// A script's name, `limit`, `window_us` and extras.
+pub(super) type Arguments = (&'static str, u64, u64, Vec<String>);
 
-/// The script, `limit`, `window_us` and extras of `l`'s algorithm, checked
-/// against the script's exact range; else why not.
-fn arguments(l: &LimiterSpec) -> Result<Arguments, String> {
+/// The script, `limit`, `window_us` and extras of `alg`, checked
+/// against the script's exact range; else why not (`ratesim export
+/// nginx-lua` asks this of a `local_fallback`'s limiter too).
+pub(super) fn arguments(alg: &Algorithm) -> Result<Arguments, String> {
     let flag = |b: bool| if b { "1" } else { "0" }.to_string();
     let (algorithm, (limit, window), extras): (&'static str, (u128, u128), Vec<u64>) =
-        match l.algorithm {
+        match *alg {
             Algorithm::TokenBucket(c) => ("token_bucket", per_us(c.rate), vec![c.capacity]),
             Algorithm::Gcra(c) => ("gcra", per_us(c.rate), vec![c.burst]),
             Algorithm::LeakyBucket(c) if c.arithmetic == Arithmetic::Nginx => {
@@ -250,7 +252,7 @@ fn arguments(l: &LimiterSpec) -> Result<Arguments, String> {
     }
     let mut words: Vec<String> = extras.iter().map(u64::to_string).collect();
     // The knobs as the scenario spells them, which are the scripts' words.
-    match l.algorithm {
+    match *alg {
         Algorithm::FixedWindow(c) => {
             words.extend([flag(c.count_rejected), c.align.as_str().into()]);
         }
