@@ -547,3 +547,54 @@ fn closed_loop_runs_are_the_same_on_any_number_of_threads() {
         assert_same_file(&outs[0].join(f), &outs[1].join(f));
     }
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+
+    /// docs/semantics.md §10: a global concurrency limit never lets more
+    /// than `max_in_flight` requests inside the backend, whatever the
+    /// workers, service times, queue, load and retries.
+    #[test]
+    fn in_flight_peak_is_never_above_max_in_flight(
+        max_in_flight in 1u64..24,
+        workers in 1u64..12,
+        service_ms in 1u64..80,
+        exponential in proptest::bool::ANY,
+        queue in proptest::option::of(0u64..30),
+        clients in 1u64..60,
+        rate in 1u64..40,
+        retry in proptest::bool::ANY,
+        seed in 0u64..1000,
+    ) {
+        let service = if exponential {
+            format!("exp({service_ms}ms)")
+        } else {
+            format!("const({service_ms}ms)")
+        };
+        let queue = queue.map_or(String::new(), |q| format!("queue = {q}\n"));
+        let retry = if retry {
+            "retry = { policy = \"immediate\", max_attempts = 3 }\n"
+        } else {
+            ""
+        };
+        let scenario = format!(
+            "name = \"peak\"\nseed = {seed}\nduration = \"5s\"\n\n\
+             [defaults]\nlimit = 10\nwindow = \"1s\"\n\n\
+             [[limiter]]\nname = \"conc\"\nalgorithm = \"concurrency\"\n\
+             max_in_flight = {max_in_flight}\nkey_by = \"global\"\n\n\
+             [[traffic]]\npattern = \"poisson\"\nclients = {clients}\nrate = \"{rate}/1s\"\n{retry}\n\
+             [backend]\nworkers = {workers}\nservice = \"{service}\"\n{queue}"
+        );
+        let tmp = tempfile::tempdir().unwrap();
+        let out = run(tmp.path(), &scenario);
+        let row = summary_row(&out, "conc");
+        let peak = column(&row, "in_flight_peak");
+        proptest::prop_assert!(peak <= max_in_flight, "{peak} > {max_in_flight}\n{scenario}");
+        let (head, rows) = csv_rows(&out.join("timeseries.csv"));
+        let col = head.iter().position(|h| h == "in_flight_max").unwrap();
+        for r in rows {
+            let inside: u64 = r[col].parse().unwrap_or(0);
+            proptest::prop_assert!(inside <= max_in_flight, "{inside} > {max_in_flight}");
+        }
+    }
+}
