@@ -127,6 +127,21 @@ fn run_command(args: RunArgs) -> anyhow::Result<()> {
     if let Some(seed) = args.seed {
         scenario.seed = seed;
     }
+    if let Some(text) = &args.keys {
+        let part = crate::partition::KeyPartition::parse(text)?;
+        part.apply(&mut scenario)?;
+        if !args.quiet {
+            let _ = writeln!(
+                io::stderr(),
+                "keys {}/{}: the {} keys whose FNV-1a hash mod {} is {}",
+                part.k,
+                part.n,
+                scenario.partition.map_or("", |p| p.by.as_str()),
+                part.n,
+                part.k - 1
+            );
+        }
+    }
     let out = args
         .out
         .clone()

@@ -207,6 +207,11 @@ pub struct RunArgs {
     /// Seed for random traffic, overriding the scenario's
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Simulate only partition K of N of the keys: those whose FNV-1a 64
+    /// hash of the key's text, mod N, is K - 1 (`ratesim merge` joins the
+    /// N partitions into the whole run's directory)
+    #[arg(long, value_name = "K/N")]
+    pub keys: Option<String>,
     /// Replace one scenario field before validation, named as error
     /// messages name it (defaults.limit=50, limiter[1].capacity=20,
     /// 'limiter[api-perip].rate=10/1s', traffic[0].clients=10,

@@ -30,7 +30,7 @@ pub mod staging;
 pub mod sweep;
 
 pub use ratesim_core::{
-    cache, calendar, clock, deploy, engine, limiter, metrics, population, traffic,
+    cache, calendar, clock, deploy, engine, limiter, metrics, partition, population, traffic,
 };
 pub use ratesim_input::{
     accesslog, builtin, error, export, import, overrides, scenario, InputError,
