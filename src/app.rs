@@ -128,17 +128,16 @@ fn run_command(args: RunArgs) -> anyhow::Result<()> {
         scenario.seed = seed;
     }
     if let Some(text) = &args.keys {
-        let part = crate::partition::KeyPartition::parse(text)?;
+        let ((k, n), from) = crate::jobarray::k_of_n_here("--keys", text)?;
+        let part = crate::partition::KeyPartition { k, n };
         part.apply(&mut scenario)?;
         if !args.quiet {
             let _ = writeln!(
                 io::stderr(),
-                "keys {}/{}: the {} keys whose FNV-1a hash mod {} is {}",
-                part.k,
-                part.n,
+                "keys {k}/{n}{}: the {} keys whose FNV-1a hash mod {n} is {}",
+                from.map(|f| format!(" (from {f})")).unwrap_or_default(),
                 scenario.partition.map_or("", |p| p.by.as_str()),
-                part.n,
-                part.k - 1
+                k - 1
             );
         }
     }

@@ -209,8 +209,9 @@ pub struct RunArgs {
     pub seed: Option<u64>,
     /// Simulate only partition K of N of the keys: those whose FNV-1a 64
     /// hash of the key's text, mod N, is K - 1 (`ratesim merge` joins the
-    /// N partitions into the whole run's directory)
-    #[arg(long, value_name = "K/N")]
+    /// N partitions into the whole run's directory); `auto`: K/N of the
+    /// Slurm array task or Kubernetes Indexed Job it runs in
+    #[arg(long, value_name = "K/N|auto")]
     pub keys: Option<String>,
     /// Replace one scenario field before validation, named as error
     /// messages name it (defaults.limit=50, limiter[1].capacity=20,
@@ -278,8 +279,10 @@ pub struct SweepArgs {
     /// Sweep directory (default: output/<name>-sweep)
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
-    /// Run only the points i with i mod N = K - 1 (join with `sweep merge`)
-    #[arg(long, value_name = "K/N")]
+    /// Run only the points i with i mod N = K - 1 (join with `sweep
+    /// merge`); `auto`: K/N of the Slurm array task or Kubernetes Indexed
+    /// Job it runs in
+    #[arg(long, value_name = "K/N|auto")]
     pub shard: Option<String>,
     /// A requirement every recommended point meets: COLUMN<=X or
     /// COLUMN>=X; repeatable

@@ -22,6 +22,7 @@ pub mod cli;
 pub mod diff;
 pub mod estimate;
 pub mod explain;
+pub mod jobarray;
 pub mod onboard;
 pub mod progress;
 pub mod redis;

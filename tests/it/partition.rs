@@ -272,3 +272,103 @@ fn what_cannot_be_partitioned_is_refused_naming_why() {
         refused(BASE, keys, &["--keys", says]);
     }
 }
+
+// ---------------------------------------------------------------------------
+// 3. `auto`: K/N from the job array
+// ---------------------------------------------------------------------------
+
+const JOB_VARS: [&str; 5] = [
+    "SLURM_ARRAY_TASK_ID",
+    "SLURM_ARRAY_TASK_MIN",
+    "SLURM_ARRAY_TASK_COUNT",
+    "JOB_COMPLETION_INDEX",
+    "RATESIM_SHARD_COUNT",
+];
+
+/// `ratesim` with none of the job array's variables but `vars`.
+fn in_job(vars: &[(&str, &str)]) -> assert_cmd::Command {
+    let mut cmd = ratesim();
+    for v in JOB_VARS {
+        cmd.env_remove(v);
+    }
+    for (k, v) in vars {
+        cmd.env(k, v);
+    }
+    cmd
+}
+
+#[test]
+fn keys_auto_is_the_slurm_task_or_the_indexed_jobs_partition() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = write_scenario(tmp.path(), NAT);
+    run(&s, &tmp.path().join("given"), &["--keys", "2/3"]);
+    let slurm = [
+        ("SLURM_ARRAY_TASK_ID", "11"),
+        ("SLURM_ARRAY_TASK_MIN", "10"),
+        ("SLURM_ARRAY_TASK_COUNT", "3"),
+    ];
+    let kube = [("JOB_COMPLETION_INDEX", "1"), ("RATESIM_SHARD_COUNT", "3")];
+    for (name, vars) in [("slurm", &slurm[..]), ("kube", &kube[..])] {
+        let out = tmp.path().join(name);
+        let assert = in_job(vars)
+            .arg("run")
+            .arg(&s)
+            .arg("--out")
+            .arg(&out)
+            .args(["--keys", "auto", "--decisions", "--no-plots", "--no-html"])
+            .assert()
+            .success();
+        let stderr = String::from_utf8_lossy(&assert.get_output().stderr).to_string();
+        assert!(stderr.contains("keys 2/3 (from the "), "{stderr}");
+        assert_eq!(decisions(&out), decisions(&tmp.path().join("given")));
+    }
+    let assert = in_job(&[])
+        .arg("run")
+        .arg(&s)
+        .arg("--out")
+        .arg(tmp.path().join("none"))
+        .args(["--keys", "auto", "--quiet"])
+        .assert()
+        .code(2);
+    let stderr = String::from_utf8_lossy(&assert.get_output().stderr).to_string();
+    for v in JOB_VARS {
+        assert!(stderr.contains(v), "{stderr} does not name {v}");
+    }
+}
+
+#[test]
+fn sweep_shard_auto_is_the_shard_of_the_job_array() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = write_scenario(tmp.path(), BASE);
+    let sweep = |out: &str, shard: &str, vars: &[(&str, &str)]| {
+        in_job(vars)
+            .arg("sweep")
+            .arg(&s)
+            .arg("--out")
+            .arg(tmp.path().join(out))
+            .args(["--vary", "defaults.limit=5,10,20", "--shard", shard])
+            .args(["--quiet", "--no-plots"])
+            .assert()
+            .success();
+        fs::read(tmp.path().join(out).join("sweep.csv")).unwrap()
+    };
+    let given = sweep("given", "3/3", &[]);
+    let kube = sweep(
+        "kube",
+        "auto",
+        &[("JOB_COMPLETION_INDEX", "2"), ("RATESIM_SHARD_COUNT", "3")],
+    );
+    assert_eq!(given, kube);
+    in_job(&[])
+        .arg("sweep")
+        .arg(&s)
+        .args([
+            "--vary",
+            "defaults.limit=5,10",
+            "--shard",
+            "auto",
+            "--quiet",
+        ])
+        .assert()
+        .code(2);
+}
