@@ -21,7 +21,7 @@ use crate::progress::Progress;
 use crate::report;
 use crate::report::agreement;
 use crate::run::{run_scenario, RunOptions};
-use crate::rundir::invocation::Invocation;
+use crate::rundir::invocation::{Invocation, KeyShare};
 use crate::scenario::text::ScenarioFile;
 use crate::scenario::traffic::retry::POLICIES;
 use crate::scenario::traffic::PATTERNS;
@@ -152,7 +152,15 @@ fn run_command(args: RunArgs) -> anyhow::Result<()> {
         plots: !args.no_plots,
         html: !args.no_html,
         no_budget: args.no_budget,
-        invocation: Some(Invocation::of_process(file.text)),
+        invocation: Some(Invocation {
+            keys: scenario.partition.map(|p| KeyShare {
+                k: p.k,
+                n: p.n,
+                by: p.by.as_str().to_string(),
+                seed: scenario.seed,
+            }),
+            ..Invocation::of_process(file.text)
+        }),
     };
     if !args.quiet {
         let estimate = Estimate::of_run(&scenario, options.decisions);

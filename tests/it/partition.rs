@@ -142,6 +142,10 @@ fn assert_partitions_are_the_whole(scenario: &Path, tmp: &Path, n: u64) {
             assert_eq!(fnv1a(key) % n, k - 1, "{row} in partition {k}/{n}");
         }
         assert!(!rows.is_empty(), "partition {k}/{n} decided nothing");
+        let run_json: serde_json::Value =
+            serde_json::from_slice(&fs::read(part.join("run.json")).unwrap()).unwrap();
+        assert_eq!(run_json["keys"]["k"], k, "run.json of {k}/{n}");
+        assert_eq!(run_json["keys"]["n"], n);
         all.extend(rows);
         for c in ["attempts", "admitted", "delayed", "rejected", "keys"] {
             for (limiter, v) in column(&part, c) {
@@ -149,6 +153,8 @@ fn assert_partitions_are_the_whole(scenario: &Path, tmp: &Path, n: u64) {
             }
         }
     }
+    let whole_json = fs::read_to_string(whole.join("run.json")).unwrap();
+    assert!(!whole_json.contains("\"keys\""), "{whole_json}");
     let mut expected = decisions(&whole);
     expected.sort();
     all.sort();
