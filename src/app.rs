@@ -21,7 +21,7 @@ use crate::progress::Progress;
 use crate::report;
 use crate::report::agreement;
 use crate::run::{run_scenario, RunOptions};
-use crate::rundir::invocation::Invocation;
+use crate::rundir::invocation::{Invocation, KeyShare};
 use crate::scenario::text::ScenarioFile;
 use crate::scenario::traffic::retry::POLICIES;
 use crate::scenario::traffic::PATTERNS;
@@ -143,6 +143,20 @@ fn run_command(args: RunArgs) -> anyhow::Result<()> {
     if let Some(seed) = args.seed {
         scenario.seed = seed;
     }
+    if let Some(text) = &args.keys {
+        let ((k, n), from) = crate::jobarray::k_of_n_here("--keys", text)?;
+        let part = crate::partition::KeyPartition { k, n };
+        part.apply(&mut scenario)?;
+        if !args.quiet {
+            let _ = writeln!(
+                io::stderr(),
+                "keys {k}/{n}{}: the {} keys whose FNV-1a hash mod {n} is {}",
+                from.map(|f| format!(" (from {f})")).unwrap_or_default(),
+                scenario.partition.map_or("", |p| p.by.as_str()),
+                k - 1
+            );
+        }
+    }
     let out = args
         .out
         .clone()
@@ -154,7 +168,15 @@ fn run_command(args: RunArgs) -> anyhow::Result<()> {
         plots: !args.no_plots,
         html: !args.no_html,
         no_budget: args.no_budget,
-        invocation: Some(Invocation::of_process(file.text)),
+        invocation: Some(Invocation {
+            keys: scenario.partition.map(|p| KeyShare {
+                k: p.k,
+                n: p.n,
+                by: p.by.as_str().to_string(),
+                seed: scenario.seed,
+            }),
+            ..Invocation::of_process(file.text)
+        }),
     };
     if !args.quiet {
         let estimate = Estimate::of_run(&scenario, options.decisions);

@@ -228,6 +228,12 @@ pub struct RunArgs {
     /// Seed for random traffic, overriding the scenario's
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Simulate only partition K of N of the keys: those whose FNV-1a 64
+    /// hash of the key's text, mod N, is K - 1 (`ratesim merge` joins the
+    /// N partitions into the whole run's directory); `auto`: K/N of the
+    /// Slurm array task or Kubernetes Indexed Job it runs in
+    #[arg(long, value_name = "K/N|auto")]
+    pub keys: Option<String>,
     /// Replace one scenario field before validation, named as error
     /// messages name it (defaults.limit=50, limiter[1].capacity=20,
     /// 'limiter[api-perip].rate=10/1s', traffic[0].clients=10,
@@ -294,8 +300,10 @@ pub struct SweepArgs {
     /// Sweep directory (default: output/<name>-sweep)
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
-    /// Run only the points i with i mod N = K - 1 (join with `sweep merge`)
-    #[arg(long, value_name = "K/N")]
+    /// Run only the points i with i mod N = K - 1 (join with `sweep
+    /// merge`); `auto`: K/N of the Slurm array task or Kubernetes Indexed
+    /// Job it runs in
+    #[arg(long, value_name = "K/N|auto")]
     pub shard: Option<String>,
     /// A requirement every recommended point meets: COLUMN<=X or
     /// COLUMN>=X; repeatable

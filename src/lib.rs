@@ -22,6 +22,7 @@ pub mod cli;
 pub mod diff;
 pub mod estimate;
 pub mod explain;
+pub mod jobarray;
 pub mod onboard;
 pub mod progress;
 pub mod redis;
@@ -30,7 +31,7 @@ pub mod staging;
 pub mod sweep;
 
 pub use ratesim_core::{
-    cache, calendar, clock, deploy, engine, limiter, metrics, population, traffic,
+    cache, calendar, clock, deploy, engine, limiter, metrics, partition, population, traffic,
 };
 pub use ratesim_input::{
     accesslog, builtin, error, export, import, overrides, scenario, InputError,

@@ -193,23 +193,7 @@ impl Shard {
     pub const WHOLE: Shard = Shard { k: 1, n: 1 };
 
     pub fn parse(text: &str) -> Result<Shard, InputError> {
-        let bad = |why: &str| InputError::new(format!("--shard {}: {why}", quoted(text)));
-        let (k, n) = text
-            .split_once('/')
-            .ok_or_else(|| bad("expected K/N, e.g. 2/8 (the second of eight shards)"))?;
-        let k: u64 = k
-            .trim()
-            .parse()
-            .map_err(|_| bad("K is not a whole number; expected K/N, e.g. 2/8"))?;
-        let n: u64 = n
-            .trim()
-            .parse()
-            .map_err(|_| bad("N is not a whole number; expected K/N, e.g. 2/8"))?;
-        if n == 0 || k == 0 || k > n {
-            return Err(bad(
-                "K must be from 1 to N, and N at least 1, e.g. 1/4 to 4/4",
-            ));
-        }
+        let (k, n) = crate::partition::parse_k_of_n("--shard", text)?;
         Ok(Shard { k, n })
     }
 

@@ -9,6 +9,7 @@
 //! from the joined `sweep.csv` exactly as an unsharded sweep draws them.
 
 use std::collections::BTreeMap;
+use std::io::Write as _;
 
 use super::grid::Shard;
 use super::manifest::Manifest;
@@ -123,6 +124,22 @@ pub fn command(args: SweepMergeArgs) -> anyhow::Result<()> {
         Some(super::manifest::relative(&dir, &file).display().to_string())
     });
     let staging = Staging::new(&args.out, &args.dirs)?;
+    if !args.quiet {
+        let mut joined: Vec<(u64, String)> = shards
+            .iter()
+            .zip(&args.dirs)
+            .map(|((m, _), d)| (m.shard.k, d.display().to_string()))
+            .collect();
+        joined.sort();
+        let list: Vec<String> = joined.iter().map(|(k, d)| format!("{k}/{n} {d}")).collect();
+        let mut out = std::io::stdout().lock();
+        writeln!(
+            out,
+            "joined {n} shard(s) of {}: {}",
+            first.scenario,
+            list.join(", ")
+        )?;
+    }
     super::finish(
         staging,
         &args.out,

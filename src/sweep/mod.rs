@@ -196,7 +196,13 @@ pub fn plan(args: &SweepArgs) -> Result<Plan, InputError> {
     }
     let grid = parse_grid(vary, &flag)?;
     let shard = match &args.shard {
-        Some(s) => Shard::parse(s)?,
+        Some(s) => {
+            let ((k, n), from) = crate::jobarray::k_of_n_here("--shard", s)?;
+            if let Some(from) = from.filter(|_| !args.quiet) {
+                let _ = writeln!(io::stderr(), "shard {k}/{n} (from {from})");
+            }
+            Shard { k, n }
+        }
         None => Shard::WHOLE,
     };
     let size = grid.size();

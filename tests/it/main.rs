@@ -17,6 +17,7 @@ mod export;
 mod fuzz;
 mod headers;
 mod onboard;
+mod partition;
 mod properties;
 mod readme;
 mod redis_scripts;

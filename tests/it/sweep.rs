@@ -1362,15 +1362,22 @@ fn merged_shards_are_the_unsharded_sweep_byte_for_byte() {
     }
     // Shards in any order.
     let merged = tmp.path().join("merged");
-    ratesim()
+    let joined = ratesim()
         .args(["sweep", "merge"])
         .args([&shards[2], &shards[0], &shards[3], &shards[1]])
         .arg("--out")
         .arg(&merged)
-        .arg("--quiet")
         .assert()
         .success();
     assert_same_dir(&whole, &merged);
+    // It says what it joined, in shard order.
+    let said = String::from_utf8_lossy(&joined.get_output().stdout).into_owned();
+    let list = format!(
+        "joined 4 shard(s) of sw: 1/4 {}, 2/4 {}",
+        shards[0].display(),
+        shards[1].display()
+    );
+    assert!(said.contains(&list), "{said}");
 
     // A missing shard, a shard given twice, another grid: refused.
     let out = tmp.path().join("bad");

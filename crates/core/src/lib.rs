@@ -15,6 +15,7 @@
 //! - [`backend`]: the servers and waiting room behind the limiter;
 //! - [`scenario`]: a validated scenario, as the engine runs it;
 //! - [`metrics`]: what a run measures, per limiter;
+//! - [`partition`]: a run split into runs of disjoint keys;
 //! - [`engine`]: the event queue and the run loop;
 //! - [`error`]: [`error::InputError`], the error a user can fix (exit
 //!   status 2), and how a message quotes the user's values.
@@ -28,6 +29,7 @@ pub mod engine;
 pub mod error;
 pub mod limiter;
 pub mod metrics;
+pub mod partition;
 pub mod population;
 pub mod scenario;
 pub mod traffic;

@@ -70,6 +70,18 @@ pub struct Scenario {
     /// what a run directory may never hold (see the staging of a run directory). Empty
     /// for a built-in scenario, whose files are inside the binary.
     pub inputs: Vec<PathBuf>,
+    /// `--keys K/N`: only the keys of that partition, by that field
+    /// (docs/semantics.md §12); none for the whole run.
+    pub partition: Option<Partition>,
+}
+
+/// Partition `k` (from 1) of `n` of a run's keys, the keys being those of
+/// the field `by` (docs/semantics.md §12).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Partition {
+    pub k: u64,
+    pub n: u64,
+    pub by: KeyBy,
 }
 
 /// One `[[traffic]]` source: what it sends and how its clients retry.

@@ -17,6 +17,21 @@ pub struct Invocation {
     /// the scenario was built in code (`ratesim explain`).
     #[serde(default)]
     pub scenario_text: String,
+    /// The key partition the run simulated (`run --keys K/N`); absent for
+    /// a whole run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keys: Option<KeyShare>,
+}
+
+/// Partition `k` of `n` of a run's keys, by the field `by` (`client` or
+/// `ip`), under the seed `seed` (docs/semantics.md §12): what joining the
+/// partitions of one run checks.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeyShare {
+    pub k: u64,
+    pub n: u64,
+    pub by: String,
+    pub seed: u64,
 }
 
 impl Invocation {
@@ -29,6 +44,7 @@ impl Invocation {
             ratesim_version: env!("CARGO_PKG_VERSION").to_string(),
             command,
             scenario_text,
+            keys: None,
         }
     }
 
@@ -78,6 +94,7 @@ mod tests {
                 "it's".into(),
             ],
             scenario_text: String::new(),
+            keys: None,
         };
         assert_eq!(
             i.command_line(),

@@ -262,6 +262,9 @@ struct Run<'a, 's> {
     traffic_of: Vec<u32>,
     retries: Vec<Retry>,
     sees: Vec<bool>,
+    /// With `--keys K/N`: the field the partition keys by, and per id of
+    /// it whether it is this partition's (see [`crate::partition`]).
+    keeps: Option<(KeyBy, Vec<bool>)>,
     /// Events other than first attempts (retries, store operations): a
     /// small queue whose payloads name a slot of `events`.
     queue: Queue,
@@ -371,6 +374,9 @@ impl<'a, 's> Run<'a, 's> {
                 .map(|(t, _)| scenario.traffic[t].retry)
                 .collect(),
             sees: sees(scenario, spec),
+            keeps: scenario
+                .partition
+                .map(|p| (p.by, crate::partition::members(&p, &scenario.population))),
             queue: Queue::new(),
             events: Vec::new(),
             free: Vec::new(),
@@ -408,7 +414,7 @@ impl<'a, 's> Run<'a, 's> {
                     self.prefetch(next);
                 }
             }
-            if !self.sees[s.source as usize] {
+            if !self.sees[s.source as usize] || !self.keeps(&s.arrival) {
                 continue;
             }
             let at = s.arrival.time;
@@ -437,7 +443,7 @@ impl<'a, 's> Run<'a, 's> {
     /// Asks for the state the first attempt `s` will touch (see
     /// [`crate::cache`]).
     fn prefetch(&self, s: &Shared) {
-        if !self.sees[s.source as usize] {
+        if !self.sees[s.source as usize] || !self.keeps(&s.arrival) {
             return;
         }
         let a = s.arrival;
@@ -447,6 +453,16 @@ impl<'a, 's> Run<'a, 's> {
             shadow.prefetch(a.client);
         }
         self.recorder.prefetch(key, a.client);
+    }
+
+    /// Whether `a`'s key is in the run's partition (always, for a whole
+    /// run): a dropped arrival was generated all the same, so every other
+    /// arrival is the whole run's (docs/semantics.md §12).
+    #[inline]
+    fn keeps(&self, a: &Arrival) -> bool {
+        self.keeps
+            .as_ref()
+            .is_none_or(|(by, keep)| keep[key_of(*by, a) as usize])
     }
 
     /// The key the limiter decides `a` on.
@@ -648,6 +664,15 @@ impl<'a, 's> Run<'a, 's> {
                 continue;
             }
             for (client, ip) in c.clients.iter() {
+                let first = Arrival {
+                    time: Nanos::ZERO,
+                    client,
+                    ip,
+                    cost: c.cost,
+                };
+                if !self.keeps(&first) {
+                    continue;
+                }
                 let e = Entering {
                     arrived: 0,
                     traffic: t as u32,

@@ -286,6 +286,7 @@ impl Load for Scenario {
             backend,
             population,
             inputs,
+            partition: None,
         })
     }
 }

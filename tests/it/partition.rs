@@ -1,0 +1,380 @@
+//! `ratesim run --keys K/N` end to end (docs/semantics.md §12): the N
+//! partitions of a run decide every attempt exactly as the whole run does
+//! (1), and what cannot be partitioned is refused naming why (2).
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::common::*;
+
+/// Poisson clients and NAT users behind shared addresses, every limiter
+/// keyed by address, clients that retry.
+const NAT: &str = r#"name = "pnat"
+seed = 11
+duration = "6s"
+
+[defaults]
+limit = 10
+window = "1s"
+
+[[limiter]]
+algorithm = "token_bucket"
+key_by = "ip"
+
+[[limiter]]
+algorithm = "sliding_log"
+key_by = "ip"
+
+[[traffic]]
+pattern = "nat"
+users = 60
+ips = 7
+rate = "2/1s"
+heavy_share = 0.1
+heavy_rate = "30/1s"
+retry = { policy = "exponential", base = "100ms", factor = 2, cap = "1s", jitter = "full", max_attempts = 4 }
+
+[[traffic]]
+pattern = "poisson"
+clients = 9
+rate = "12/1s"
+retry = { policy = "retry_after", max_attempts = 3 }
+"#;
+
+/// Gateway instances routed by client, one deciding locally, one through a
+/// shared store that fails now and then, one with an over-limit cache.
+const DEPLOYED: &str = r#"name = "pdep"
+seed = 5
+duration = "5s"
+
+[defaults]
+limit = 10
+window = "1s"
+
+[deployment]
+instances = 3
+routing = "hash_client"
+
+[[limiter]]
+name = "local"
+algorithm = "token_bucket"
+
+[[limiter]]
+name = "store"
+algorithm = "token_bucket"
+deployment = { scope = "global", store_latency = { median = "1ms", p99 = "5ms" }, timeout = "4ms", failure_rate = 0.05, on_store_failure = "fail_closed" }
+
+[[limiter]]
+name = "cached"
+algorithm = "fixed_window"
+deployment = { scope = "global", store_latency = "2ms", cache_over_limit = true, routing = "random" }
+
+[[traffic]]
+pattern = "poisson"
+clients = 12
+rate = "15/1s"
+retry = { policy = "immediate", max_attempts = 3 }
+"#;
+
+/// FNV-1a 64 of `text`, as docs/semantics.md §12 defines the partition.
+fn fnv1a(text: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in text.bytes() {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+fn write_scenario(dir: &Path, text: &str) -> PathBuf {
+    let path = dir.join("s.toml");
+    fs::write(&path, text).unwrap();
+    path
+}
+
+fn run(scenario: &Path, out: &Path, extra: &[&str]) {
+    ratesim()
+        .arg("run")
+        .arg(scenario)
+        .arg("--out")
+        .arg(out)
+        .args(["--decisions", "--quiet", "--no-plots", "--no-html"])
+        .args(extra)
+        .assert()
+        .success();
+}
+
+/// The rows of `decisions.csv`, without its header.
+fn decisions(dir: &Path) -> Vec<String> {
+    let text = fs::read_to_string(dir.join("decisions.csv")).unwrap();
+    text.lines().skip(1).map(str::to_string).collect()
+}
+
+/// `column` of `summary.csv`, by limiter.
+fn column(dir: &Path, column: &str) -> BTreeMap<String, u64> {
+    let text = fs::read_to_string(dir.join("summary.csv")).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let i = header.iter().position(|h| *h == column).unwrap();
+    lines
+        .map(|l| {
+            let cells: Vec<&str> = l.split(',').collect();
+            (cells[0].to_string(), cells[i].parse().unwrap())
+        })
+        .collect()
+}
+
+/// Runs `scenario` whole and as partitions 1..n of n, and checks that the
+/// partitions together made every decision the whole run made, each in
+/// the partition of its key, and no other.
+fn assert_partitions_are_the_whole(scenario: &Path, tmp: &Path, n: u64) {
+    let whole = tmp.join("whole");
+    run(scenario, &whole, &[]);
+    let mut all = Vec::new();
+    let mut sums: BTreeMap<String, BTreeMap<&str, u64>> = BTreeMap::new();
+    for k in 1..=n {
+        let part = tmp.join(format!("part{k}"));
+        run(scenario, &part, &["--keys", &format!("{k}/{n}")]);
+        let rows = decisions(&part);
+        for row in &rows {
+            let key = row.split(',').nth(2).unwrap();
+            assert_eq!(fnv1a(key) % n, k - 1, "{row} in partition {k}/{n}");
+        }
+        assert!(!rows.is_empty(), "partition {k}/{n} decided nothing");
+        let run_json: serde_json::Value =
+            serde_json::from_slice(&fs::read(part.join("run.json")).unwrap()).unwrap();
+        assert_eq!(run_json["keys"]["k"], k, "run.json of {k}/{n}");
+        assert_eq!(run_json["keys"]["n"], n);
+        all.extend(rows);
+        for c in ["attempts", "admitted", "delayed", "rejected", "keys"] {
+            for (limiter, v) in column(&part, c) {
+                *sums.entry(limiter).or_default().entry(c).or_default() += v;
+            }
+        }
+    }
+    let whole_json = fs::read_to_string(whole.join("run.json")).unwrap();
+    assert!(!whole_json.contains("\"keys\""), "{whole_json}");
+    let mut expected = decisions(&whole);
+    expected.sort();
+    all.sort();
+    assert_eq!(all.len(), expected.len());
+    assert!(
+        all == expected,
+        "the partitions' decisions are not the whole run's"
+    );
+    for c in ["attempts", "admitted", "delayed", "rejected", "keys"] {
+        for (limiter, v) in column(&whole, c) {
+            assert_eq!(sums[&limiter][c], v, "{limiter} {c}");
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// 1. the partitions are the whole run
+// ---------------------------------------------------------------------------
+
+#[test]
+fn partitions_of_nat_traffic_with_retries_decide_as_the_whole_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = write_scenario(tmp.path(), NAT);
+    assert_partitions_are_the_whole(&s, tmp.path(), 3);
+}
+
+#[test]
+fn partitions_of_an_access_log_replay_decide_as_the_whole_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    // The shipped replay without its global limiter, keyed by address.
+    let log = manifest_dir().join("scenarios/traces/access.log");
+    let text = fs::read_to_string(manifest_dir().join("scenarios/access-log.toml")).unwrap();
+    let start = text.find("[[limiter]]\nname = \"envoy-local\"").unwrap();
+    let end = text.find("# The access log, replayed").unwrap();
+    let text = format!("{}{}", &text[..start], &text[end..]).replace(
+        "path = \"traces/access.log\"",
+        &format!("path = {:?}", log.to_str().unwrap()),
+    );
+    let s = write_scenario(tmp.path(), &text);
+    assert_partitions_are_the_whole(&s, tmp.path(), 4);
+}
+
+#[test]
+fn partitions_of_a_deployment_decide_as_the_whole_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = write_scenario(tmp.path(), DEPLOYED);
+    assert_partitions_are_the_whole(&s, tmp.path(), 2);
+}
+
+#[test]
+fn one_partition_of_one_is_the_whole_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = write_scenario(tmp.path(), NAT);
+    run(&s, &tmp.path().join("a"), &[]);
+    run(&s, &tmp.path().join("b"), &["--keys", "1/1"]);
+    for f in [
+        "summary.csv",
+        "summary.json",
+        "timeseries.csv",
+        "decisions.csv",
+    ] {
+        assert_same_file(&tmp.path().join("a").join(f), &tmp.path().join("b").join(f));
+    }
+}
+
+// ---------------------------------------------------------------------------
+// 2. refusals
+// ---------------------------------------------------------------------------
+
+/// `run SCENARIO --keys K/N` is bad input (exit 2) saying each of `says`,
+/// and writes nothing.
+fn refused(text: &str, keys: &str, says: &[&str]) {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = write_scenario(tmp.path(), text);
+    let out = tmp.path().join("out");
+    let assert = ratesim()
+        .arg("run")
+        .arg(&s)
+        .arg("--out")
+        .arg(&out)
+        .args(["--keys", keys, "--quiet"])
+        .assert()
+        .code(2);
+    let stderr = String::from_utf8_lossy(&assert.get_output().stderr).to_string();
+    for s in says {
+        assert!(stderr.contains(s), "{stderr:?} does not say {s:?}");
+    }
+    assert!(!out.exists(), "a refused run wrote {}", out.display());
+}
+
+#[test]
+fn what_cannot_be_partitioned_is_refused_naming_why() {
+    let global = BASE.replace(
+        "algorithm = \"token_bucket\"",
+        "name = \"edge\"\nalgorithm = \"token_bucket\"\nkey_by = \"global\"",
+    );
+    refused(
+        &global,
+        "1/2",
+        &["--keys 1/2", "limiter \"edge\"", "keyed \"global\""],
+    );
+    let mixed =
+        format!("{BASE}\n[[limiter]]\nname = \"per-ip\"\nalgorithm = \"gcra\"\nkey_by = \"ip\"\n");
+    refused(
+        &mixed,
+        "2/2",
+        &["token_bucket", "is keyed by client", "\"per-ip\" by ip"],
+    );
+    let round_robin = BASE.replace("[[limiter]]", "[deployment]\ninstances = 2\n\n[[limiter]]");
+    refused(
+        &round_robin,
+        "1/3",
+        &["round robin over 2 instances", "hash_client"],
+    );
+    for (keys, says) in [
+        ("0/2", "K must be from 1 to N"),
+        ("3/2", "K must be from 1 to N"),
+        ("x", "expected K/N"),
+        ("1/y", "N is not a whole number"),
+    ] {
+        refused(BASE, keys, &["--keys", says]);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// 3. `auto`: K/N from the job array
+// ---------------------------------------------------------------------------
+
+const JOB_VARS: [&str; 5] = [
+    "SLURM_ARRAY_TASK_ID",
+    "SLURM_ARRAY_TASK_MIN",
+    "SLURM_ARRAY_TASK_COUNT",
+    "JOB_COMPLETION_INDEX",
+    "RATESIM_SHARD_COUNT",
+];
+
+/// `ratesim` with none of the job array's variables but `vars`.
+fn in_job(vars: &[(&str, &str)]) -> assert_cmd::Command {
+    let mut cmd = ratesim();
+    for v in JOB_VARS {
+        cmd.env_remove(v);
+    }
+    for (k, v) in vars {
+        cmd.env(k, v);
+    }
+    cmd
+}
+
+#[test]
+fn keys_auto_is_the_slurm_task_or_the_indexed_jobs_partition() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = write_scenario(tmp.path(), NAT);
+    run(&s, &tmp.path().join("given"), &["--keys", "2/3"]);
+    let slurm = [
+        ("SLURM_ARRAY_TASK_ID", "11"),
+        ("SLURM_ARRAY_TASK_MIN", "10"),
+        ("SLURM_ARRAY_TASK_COUNT", "3"),
+    ];
+    let kube = [("JOB_COMPLETION_INDEX", "1"), ("RATESIM_SHARD_COUNT", "3")];
+    for (name, vars) in [("slurm", &slurm[..]), ("kube", &kube[..])] {
+        let out = tmp.path().join(name);
+        let assert = in_job(vars)
+            .arg("run")
+            .arg(&s)
+            .arg("--out")
+            .arg(&out)
+            .args(["--keys", "auto", "--decisions", "--no-plots", "--no-html"])
+            .assert()
+            .success();
+        let stderr = String::from_utf8_lossy(&assert.get_output().stderr).to_string();
+        assert!(stderr.contains("keys 2/3 (from the "), "{stderr}");
+        assert_eq!(decisions(&out), decisions(&tmp.path().join("given")));
+    }
+    let assert = in_job(&[])
+        .arg("run")
+        .arg(&s)
+        .arg("--out")
+        .arg(tmp.path().join("none"))
+        .args(["--keys", "auto", "--quiet"])
+        .assert()
+        .code(2);
+    let stderr = String::from_utf8_lossy(&assert.get_output().stderr).to_string();
+    for v in JOB_VARS {
+        assert!(stderr.contains(v), "{stderr} does not name {v}");
+    }
+}
+
+#[test]
+fn sweep_shard_auto_is_the_shard_of_the_job_array() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = write_scenario(tmp.path(), BASE);
+    let sweep = |out: &str, shard: &str, vars: &[(&str, &str)]| {
+        in_job(vars)
+            .arg("sweep")
+            .arg(&s)
+            .arg("--out")
+            .arg(tmp.path().join(out))
+            .args(["--vary", "defaults.limit=5,10,20", "--shard", shard])
+            .args(["--quiet", "--no-plots"])
+            .assert()
+            .success();
+        fs::read(tmp.path().join(out).join("sweep.csv")).unwrap()
+    };
+    let given = sweep("given", "3/3", &[]);
+    let kube = sweep(
+        "kube",
+        "auto",
+        &[("JOB_COMPLETION_INDEX", "2"), ("RATESIM_SHARD_COUNT", "3")],
+    );
+    assert_eq!(given, kube);
+    in_job(&[])
+        .arg("sweep")
+        .arg(&s)
+        .args([
+            "--vary",
+            "defaults.limit=5,10",
+            "--shard",
+            "auto",
+            "--quiet",
+        ])
+        .assert()
+        .code(2);
+}
