@@ -43,6 +43,8 @@ fn the_readme_shows_exactly_what_run_boundary_prints() {
         "README"
     );
     assert_eq!(charts, 1 + 5, "charts of `ratesim run boundary`");
+    assert!(readme.contains("a `summary.md` and a `report.html` to open in a browser"));
+    assert!(dir.join("summary.md").is_file() && dir.join("report.html").is_file());
     // The chart's caption: the fixed window at 200, the interval bucket at
     // 101, every other limiter at the limit of 100 or under.
     assert!(readme.contains("the fixed window's bar reaches 200, twice the limit of 100; the others stay at the line, the interval bucket one over it at 101"));
