@@ -130,30 +130,11 @@ fn explain(ctx: &Context) -> anyhow::Result<String> {
         }
         table.push(row);
     }
-    let widths: Vec<usize> = (0..table[0].len())
-        .map(|c| {
-            table
-                .iter()
-                .map(|r| r[c].chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
     let _ = writeln!(
         out,
         "Latency (arrival to response), the most requests inside the backend at once, and who was rejected (summary.csv, sources.csv):\n"
     );
-    for r in &table {
-        let cells: Vec<String> = r
-            .iter()
-            .enumerate()
-            .map(|(c, v)| match c {
-                0 => format!("{v:<w$}", w = widths[c]),
-                _ => format!("{v:>w$}", w = widths[c]),
-            })
-            .collect();
-        let _ = writeln!(out, "  {}", cells.join("  ").trim_end());
-    }
+    out.push_str(&super::columns(&table));
     let _ = writeln!(out);
 
     // What it means.

@@ -88,6 +88,35 @@ pub fn run(name: &str, out: Option<&Path>) -> anyhow::Result<String> {
     Ok(text)
 }
 
+/// `table`'s rows as aligned columns, indented two spaces: the first
+/// column to the left, the others (numbers) to the right.
+pub fn columns(table: &[Vec<String>]) -> String {
+    let widths: Vec<usize> = (0..table.first().map_or(0, Vec::len))
+        .map(|c| {
+            table
+                .iter()
+                .map(|r| r[c].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for r in table {
+        let cells: Vec<String> = r
+            .iter()
+            .enumerate()
+            .map(|(c, v)| match c {
+                0 => format!("{v:<w$}", w = widths[c]),
+                _ => format!("{v:>w$}", w = widths[c]),
+            })
+            .collect();
+        out.push_str("  ");
+        out.push_str(cells.join("  ").trim_end());
+        out.push('\n');
+    }
+    out
+}
+
 /// Wraps `text` into lines of at most `width` characters (a longer word
 /// gets a line of its own); every line after the first starts with
 /// `indent` spaces, so the caller indents the first.

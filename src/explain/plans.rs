@@ -118,30 +118,11 @@ fn explain(ctx: &Context) -> anyhow::Result<String> {
         row.push(count(get(chain, src).passed));
         table.push(row);
     }
-    let widths: Vec<usize> = (0..table[0].len())
-        .map(|c| {
-            table
-                .iter()
-                .map(|r| r[c].chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
     let _ = writeln!(
         out,
         "Who was rejected, and by which layer (sources.csv; attempts count retries; - : not asked):\n"
     );
-    for r in &table {
-        let cells: Vec<String> = r
-            .iter()
-            .enumerate()
-            .map(|(c, v)| match c {
-                0 => format!("{v:<w$}", w = widths[c]),
-                _ => format!("{v:>w$}", w = widths[c]),
-            })
-            .collect();
-        let _ = writeln!(out, "  {}", cells.join("  ").trim_end());
-    }
+    out.push_str(&super::columns(&table));
     let _ = writeln!(out);
 
     // Per layer: whom it rejects.

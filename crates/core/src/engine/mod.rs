@@ -629,8 +629,14 @@ impl<'a, 's> Run<'a, 's> {
         if self.closed_of(job.source).is_none() {
             return;
         }
+        let e = self.entering_of(job);
+        self.think(e, heard);
+    }
+
+    /// The request of `job` as it enters the backend (or a think time).
+    fn entering_of(&self, job: &Job) -> Entering {
         let a = job.arrival;
-        let e = Entering {
+        Entering {
             arrived: a.time.0,
             traffic: self.traffic_of[job.source as usize],
             source: job.source,
@@ -639,8 +645,7 @@ impl<'a, 's> Run<'a, 's> {
             cost: a.cost,
             request: job.request,
             attempt: job.attempt,
-        };
-        self.think(e, heard);
+        }
     }
 
     /// The closed-loop pattern of source `source`, if it is one.
@@ -954,16 +959,7 @@ impl<'a, 's> Run<'a, 's> {
                 Decision::Delayed { delay } => Some(Nanos(decided_at.0.saturating_add(delay.0))),
                 Decision::Rejected { .. } => None,
             };
-            let e = Entering {
-                arrived: a.time.0,
-                traffic: self.traffic_of[job.source as usize],
-                source: job.source,
-                client: a.client,
-                ip: a.ip,
-                cost: a.cost,
-                request: job.request,
-                attempt: job.attempt,
-            };
+            let e = self.entering_of(&job);
             match pass_at {
                 Some(at) if at > decided_at => {
                     self.entering.push(Reverse((at.0, self.entered, e)));
