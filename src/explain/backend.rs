@@ -19,6 +19,7 @@ pub(crate) const TOPIC: Topic = Topic {
     name: "protect-backend",
     about: "a spike and a slowdown behind six limiters: which ones keep the backend's latency down, and whom they turn away for it",
     scenario,
+    text: include_str!("../../scenarios/protect-backend.toml"),
     explain,
 };
 

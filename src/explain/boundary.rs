@@ -27,6 +27,7 @@ pub(crate) const TOPIC: Topic = Topic {
     name: "boundary",
     about: "why a fixed window lets through twice its limit, and what the others remember instead",
     scenario: || Scenario::load("boundary"),
+    text: include_str!("../../scenarios/boundary.toml"),
     explain,
 };
 

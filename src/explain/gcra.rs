@@ -24,6 +24,7 @@ pub(crate) const TOPIC: Topic = Topic {
     name: "gcra",
     about: "GCRA makes exactly a token bucket's decisions from one timestamp: half the state",
     scenario,
+    text: SCENARIO,
     explain,
 };
 

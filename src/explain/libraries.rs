@@ -22,6 +22,7 @@ pub(crate) const TOPIC: Topic = Topic {
     name: "libraries",
     about: "what Python limits, Redis INCR+EXPIRE, Guava and nginx change in the textbook rules",
     scenario,
+    text: include_str!("../../scenarios/libraries.toml"),
     explain,
 };
 

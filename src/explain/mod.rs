@@ -29,6 +29,8 @@ pub struct Topic {
     pub about: &'static str,
     /// The scenario it runs.
     pub scenario: fn() -> Result<Scenario, InputError>,
+    /// That scenario's TOML, for `run.json` (and so `report.html`).
+    pub text: &'static str,
     /// Reads the finished run and returns the text to print.
     pub explain: fn(&Context) -> anyhow::Result<String>,
 }
@@ -72,6 +74,10 @@ pub fn run(name: &str, out: Option<&Path>) -> anyhow::Result<String> {
     let options = RunOptions {
         plots: true,
         html: true,
+        // The command line, version and scenario text for report.html.
+        invocation: Some(crate::rundir::invocation::Invocation::of_process(
+            topic.text.to_string(),
+        )),
         ..RunOptions::default()
     };
     let result = run::run_scenario(&scenario, &dir, &options, &|i, t, n| bar.report(i, t, n));

@@ -19,6 +19,7 @@ pub(crate) const TOPIC: Topic = Topic {
     name: "plans",
     about: "a free plan, a pro plan and a global cap on one request: which layer rejects whom",
     scenario,
+    text: include_str!("../../scenarios/plans.toml"),
     explain,
 };
 

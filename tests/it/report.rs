@@ -188,6 +188,30 @@ fn no_html_skips_the_report_and_plot_rewrites_it_byte_for_byte() {
 }
 
 #[test]
+fn an_explain_runs_report_has_its_command_line_and_scenario_text() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("gcra");
+    let out = ratesim()
+        .args(["explain", "gcra", "--out"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run: serde_json::Value = serde_json::from_str(&read_text(&dir.join("run.json"))).unwrap();
+    assert_eq!(run["command"][1], "explain");
+    assert_eq!(run["scenario_text"], ratesim::explain::gcra::SCENARIO);
+    let page = read_text(&dir.join("report.html"));
+    assert!(page.contains("id=\"command\">ratesim explain gcra --out "));
+    assert!(page.contains(&ratesim::report::html::escape(
+        ratesim::explain::gcra::SCENARIO
+    )));
+}
+
+#[test]
 fn the_report_escapes_what_the_scenario_says() {
     let tmp = tempfile::tempdir().unwrap();
     let scenario = tmp.path().join("s.toml");
