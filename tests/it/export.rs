@@ -2,6 +2,7 @@
 //! nginx configuration; `ratesim import` of the export decides the same.
 
 use std::fs;
+use std::path::Path;
 use std::process::Command;
 
 use crate::common::*;
@@ -758,21 +759,33 @@ fn the_exported_evalsha_call_decides_as_ratesim_run_on_a_real_redis() {
     }
 }
 
+/// `ratesim export SUBCOMMAND b.toml ARGS` in `dir`, with `toml` as
+/// b.toml: exit 2, an error holding every needle, nothing on stdout.
+fn assert_export_refused(
+    dir: &Path,
+    subcommand: &str,
+    toml: &str,
+    args: &[&str],
+    needles: &[&str],
+) {
+    fs::write(dir.join("b.toml"), toml).unwrap();
+    let mut all = vec!["export", subcommand, "b.toml"];
+    all.extend(args);
+    let o = ratesim_in(dir, &all);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    for n in needles {
+        assert!(err.contains(n), "{n}: {err}");
+    }
+    assert!(o.stdout.is_empty());
+}
+
 #[test]
 fn what_no_redis_script_runs_exactly_is_refused_naming_why() {
     let tmp = tempfile::tempdir().unwrap();
     fs::write(tmp.path().join("trace.csv"), redis_trace().1).unwrap();
     let bad = |toml: &str, args: &[&str], needles: &[&str]| {
-        fs::write(tmp.path().join("b.toml"), toml).unwrap();
-        let mut all = vec!["export", "redis", "b.toml"];
-        all.extend(args);
-        let o = ratesim_in(tmp.path(), &all);
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(2), "{err}");
-        for n in needles {
-            assert!(err.contains(n), "{n}: {err}");
-        }
-        assert!(o.stdout.is_empty());
+        assert_export_refused(tmp.path(), "redis", toml, args, needles)
     };
     let tb = "name = \"tb\"\nalgorithm = \"token_bucket\"\ncapacity = 4\nrate = \"3/1s\"";
     let with_tb = |table: &str| REDIS.replace(tb, &format!("name = \"tb\"\n{table}"));
@@ -963,16 +976,7 @@ fn export_nginx_lua_refuses_what_no_script_runs_and_keys_it_cannot_read() {
     let tmp = tempfile::tempdir().unwrap();
     fs::write(tmp.path().join("trace.csv"), redis_trace().1).unwrap();
     let bad = |toml: &str, args: &[&str], needles: &[&str]| {
-        fs::write(tmp.path().join("b.toml"), toml).unwrap();
-        let mut all = vec!["export", "nginx-lua", "b.toml"];
-        all.extend(args);
-        let o = ratesim_in(tmp.path(), &all);
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(2), "{err}");
-        for n in needles {
-            assert!(err.contains(n), "{n}: {err}");
-        }
-        assert!(o.stdout.is_empty());
+        assert_export_refused(tmp.path(), "nginx-lua", toml, args, needles)
     };
     let tb = "name = \"tb\"\nalgorithm = \"token_bucket\"\ncapacity = 4\nrate = \"3/1s\"";
     let with_tb = |table: &str| REDIS.replace(tb, &format!("name = \"tb\"\n{table}"));
