@@ -29,6 +29,7 @@ use crate::deploy::{Deployment, Scope};
 use crate::limiter::chain::Chain;
 use crate::limiter::{Decision, Footprint, Headers, Limiter, Sample};
 use crate::metrics::Recorder;
+use crate::partition::journal::{JournalWriter, Origin, Record, UnitChange};
 use crate::scenario::{KeyBy, Scenario};
 use crate::traffic::closed::Closed;
 use crate::traffic::retry::{event_rng, Retry, RetryPolicy};
@@ -60,6 +61,9 @@ pub struct Attempt {
     /// (not a store failure or an instance's over-limit cache):
     /// docs/semantics.md §11.
     pub headers: Option<Headers>,
+    /// For a key partition's run: the number of the event that decided it
+    /// in the run's journal (see [`crate::partition::journal`]); else 0.
+    pub event: u64,
 }
 
 /// Receives every decision in processing order (the decision log).
@@ -139,16 +143,36 @@ const PREFETCH_AHEAD: usize = 8;
 /// [`PROGRESS_EVERY`] events of a limiter.
 pub fn simulate_all(
     scenario: &Scenario,
+    sinks: Vec<Option<&mut (dyn DecisionSink + Send)>>,
+    progress: &(dyn Fn(usize, Nanos, u64) + Sync),
+) -> anyhow::Result<Vec<LimiterRun>> {
+    simulate_journaled(scenario, sinks, Vec::new(), progress)
+}
+
+/// [`simulate_all`], each limiter's run (a chain's members: their chain's)
+/// writing its journal to `journals[i]` if there is one: a key
+/// partition's (see [`crate::partition::journal`]).
+pub fn simulate_journaled(
+    scenario: &Scenario,
     mut sinks: Vec<Option<&mut (dyn DecisionSink + Send)>>,
+    mut journals: Vec<Option<Box<dyn crate::partition::journal::Sink>>>,
     progress: &(dyn Fn(usize, Nanos, u64) + Sync),
 ) -> anyhow::Result<Vec<LimiterRun>> {
     sinks.resize_with(scenario.limiters.len(), || None);
+    journals.resize_with(scenario.limiters.len(), || None);
     // A chain's member decides only inside its chain's run.
     let runs = sinks
         .into_iter()
+        .zip(journals)
         .enumerate()
         .filter(|(i, _)| scenario.limiters[*i].member_of.is_none())
-        .map(|(i, sink)| Run::new(scenario, i, sink))
+        .map(|(i, (sink, journal))| {
+            let mut run = Run::new(scenario, i, sink);
+            if let Some(out) = journal {
+                run.keep_journal(out);
+            }
+            run
+        })
         .collect();
     let mut runs: Vec<(usize, LimiterRun)> = drive(scenario, runs, progress)?
         .into_iter()
@@ -175,7 +199,8 @@ pub fn simulate(
         Some(chain) => Run::new(scenario, chain, None),
         None => Run::new(scenario, index, sink),
     };
-    let runs = drive(scenario, vec![run], &|_, t, n| progress(t, n))?;
+    let runs: Vec<Run> = vec![run];
+    let runs = drive(scenario, runs, &|_, t, n| progress(t, n))?;
     let (_, run) = runs
         .into_iter()
         .flatten()
@@ -216,6 +241,19 @@ fn drive(
         std::mem::swap(&mut chunk, &mut next);
     }
     runs.into_par_iter().map(|run| run.end(progress)).collect()
+}
+
+/// A key partition's journal as a run writes it (see
+/// [`crate::partition::journal`]).
+struct Journal {
+    writer: JournalWriter,
+    /// The record of the event being handled.
+    record: Record,
+    /// Per slot of `Run::events`: the event that created it (`None`:
+    /// before the first) and how many that event had created before.
+    created_by: Vec<(Option<u64>, u32)>,
+    /// Inside an event's handling.
+    stepping: bool,
 }
 
 /// The state of one limiter's run.
@@ -291,6 +329,10 @@ struct Run<'a, 's> {
     feedback: bool,
     asking: Option<(u32, u32, u64)>,
     responses: BinaryHeap<Reverse<(u64, u64, Response)>>,
+    /// A key partition's journal, if it keeps one, and where the event
+    /// being handled stands in the whole run's order.
+    journal: Option<Box<Journal>>,
+    origin: Origin,
 }
 
 /// A response a feedback limiter will hear of.
@@ -393,9 +435,63 @@ impl<'a, 's> Run<'a, 's> {
             asking: None,
             responses: BinaryHeap::new(),
             last: scenario.duration,
+            journal: None,
+            origin: Origin::default(),
         };
         run.start_closed();
         run
+    }
+
+    /// Writes a key partition's journal to `out` (before the first event):
+    /// the ledgers keep their changes, the recorders which event decided
+    /// each pass.
+    fn keep_journal(&mut self, out: Box<dyn crate::partition::journal::Sink>) {
+        self.recorder.track_origins();
+        self.units(|_, _, l| l.keep_changes());
+        if let Some(lane) = self.chain.as_deref_mut() {
+            lane.recorders.iter_mut().for_each(Recorder::track_origins);
+        }
+        self.journal = Some(Box::new(Journal {
+            writer: JournalWriter::new(out),
+            record: Record::default(),
+            created_by: Vec::new(),
+            stepping: false,
+        }));
+    }
+
+    /// Calls `f(limiter, instance, its state)` for every limiter state of
+    /// the run: its own instances', or its chain's members'.
+    fn units(&mut self, mut f: impl FnMut(u32, u32, &mut dyn Limiter)) {
+        let index = self.index as u32;
+        for (i, l) in self.limiters.iter_mut().enumerate() {
+            f(index, i as u32, l.as_mut());
+        }
+        if let Some(lane) = self.chain.as_deref_mut() {
+            for (i, chain) in lane.chains.iter_mut().enumerate() {
+                for (m, l) in chain.members_mut().iter_mut().enumerate() {
+                    f(lane.members[m] as u32, i as u32, l.as_mut());
+                }
+            }
+        }
+    }
+
+    /// Moves the ledgers' changes kept so far into the record.
+    fn take_changes(&mut self) {
+        let Some(mut j) = self.journal.take() else {
+            return;
+        };
+        self.units(|limiter, instance, l| {
+            if let Some(changes) = l.changes() {
+                j.record
+                    .changes
+                    .extend(changes.drain(..).map(|change| UnitChange {
+                        limiter,
+                        instance,
+                        change,
+                    }));
+            }
+        });
+        self.journal = Some(j);
     }
 
     /// Takes the first attempts of `chunk` of the sources it sees, each
@@ -414,7 +510,7 @@ impl<'a, 's> Run<'a, 's> {
                     self.prefetch(next);
                 }
             }
-            if !self.sees[s.source as usize] || !self.keeps(&s.arrival) {
+            if !self.sees[s.source as usize] {
                 continue;
             }
             let at = s.arrival.time;
@@ -426,7 +522,13 @@ impl<'a, 's> Run<'a, 's> {
                 }
                 self.pop_own(progress)?;
             }
+            // Another partition's arrival is pushed all the same: the
+            // events created after it are, as in the whole run.
             self.pushed = s.pushed;
+            if !self.keeps(&s.arrival) {
+                continue;
+            }
+            self.origin = Origin::Arrival(s.index);
             let job = Job {
                 arrival: s.arrival,
                 source: s.source,
@@ -474,9 +576,17 @@ impl<'a, 's> Run<'a, 's> {
     fn pop_own(&mut self, progress: &(dyn Fn(usize, Nanos, u64) + Sync)) -> anyhow::Result<()> {
         let (now, slot) = self.queue.pop().expect("an event is queued");
         self.free.push(slot);
-        let (_, event) = self.events[slot as usize]
+        let (pushed, event) = self.events[slot as usize]
             .take()
             .expect("a queued slot holds an event");
+        if let Some(j) = &self.journal {
+            let (creator, sub) = j.created_by[slot as usize];
+            self.origin = Origin::Own {
+                pushed,
+                creator,
+                sub,
+            };
+        }
         self.step(now, event, progress)
     }
 
@@ -486,15 +596,74 @@ impl<'a, 's> Run<'a, 's> {
         event: Event,
         progress: &(dyn Fn(usize, Nanos, u64) + Sync),
     ) -> anyhow::Result<()> {
+        if self.journal.is_some() {
+            self.begin_record(now);
+        }
         self.recorder.advance(now);
         self.enter_due(now);
         self.handle(now, event)?;
+        if self.journal.is_some() {
+            self.end_record();
+        }
         self.last = self.last.max(now);
         self.count += 1;
         if self.count % PROGRESS_EVERY == 0 {
             self.report(progress, now, PROGRESS_EVERY);
         }
         Ok(())
+    }
+
+    /// Starts the journal's record of the event at `now`: every ledger
+    /// takes its expiries due by then first (so that the merge learns of
+    /// them before any later event of another partition), and the
+    /// recorders learn the event's number.
+    fn begin_record(&mut self, now: Nanos) {
+        self.units(|_, _, l| l.expire_to(now));
+        let n = self.journal.as_ref().map_or(0, |j| j.writer.n);
+        self.recorder.event = n;
+        if let Some(lane) = self.chain.as_deref_mut() {
+            lane.recorders.iter_mut().for_each(|r| r.event = n);
+        }
+        let origin = self.origin;
+        let j = self.journal.as_deref_mut().expect("a journal");
+        j.record.t = now.0;
+        j.record.origin = origin;
+        j.record.rows = 0;
+        j.record.created = 0;
+        j.record.changes.clear();
+        j.record.end = false;
+        j.stepping = true;
+        self.take_changes();
+    }
+
+    /// Writes the record of the event just handled.
+    fn end_record(&mut self) {
+        self.take_changes();
+        let j = self.journal.as_deref_mut().expect("a journal");
+        j.stepping = false;
+        j.writer.write(&j.record);
+    }
+
+    /// Writes the journal's closing record at the run's last moment
+    /// `last`: every expiry after the last event, to the end of time.
+    fn close_journal(&mut self, last: Nanos) -> anyhow::Result<()> {
+        if self.journal.is_none() {
+            return Ok(());
+        }
+        self.units(|_, _, l| l.expire_to(Nanos(u64::MAX)));
+        let j = self.journal.as_deref_mut().expect("a journal");
+        j.record.t = last.0;
+        j.record.origin = Origin::default();
+        j.record.rows = 0;
+        j.record.created = 0;
+        j.record.changes.clear();
+        j.record.end = true;
+        self.take_changes();
+        let mut j = self.journal.take().expect("a journal");
+        j.writer.write(&j.record);
+        j.writer
+            .finish()
+            .map_err(|e| anyhow::anyhow!("cannot write the partition's journal: {e:#}"))
     }
 
     /// Takes its remaining events (after the last arrival) and closes the
@@ -514,14 +683,15 @@ impl<'a, 's> Run<'a, 's> {
         self.recorder.finish();
         self.enter_due(Nanos(u64::MAX));
         let last = self.last;
-        let mut runs = match self.chain.take() {
-            Some(lane) => lane.end(last),
-            None => Vec::new(),
+        let members = self.chain.as_deref_mut().map(|lane| lane.close(last));
+        let own: Vec<Footprint> = self.limiters.iter_mut().map(|l| l.close(last)).collect();
+        self.close_journal(last)?;
+        let mut runs = match (self.chain.take(), members) {
+            (Some(lane), Some(footprints)) => lane.into_runs(footprints),
+            _ => Vec::new(),
         };
-        let footprint = self
-            .limiters
-            .iter_mut()
-            .map(|l| l.close(last))
+        let footprint = own
+            .into_iter()
             .chain(runs.iter().map(|(_, r)| r.footprint))
             .reduce(Footprint::combine)
             .unwrap_or_default();
@@ -740,6 +910,16 @@ impl<'a, 's> Run<'a, 's> {
             }
         };
         self.events[slot] = Some((self.pushed, event));
+        if let Some(j) = self.journal.as_deref_mut() {
+            if slot >= j.created_by.len() {
+                j.created_by.resize(slot + 1, (None, 0));
+            }
+            let creator = j.stepping.then_some(j.writer.n);
+            j.created_by[slot] = (creator, j.record.created);
+            if j.stepping {
+                j.record.created += 1;
+            }
+        }
         self.queue.push(at, slot as u32);
     }
 
@@ -969,6 +1149,9 @@ impl<'a, 's> Run<'a, 's> {
                 None => {}
             }
         }
+        if let Some(j) = self.journal.as_deref_mut() {
+            j.record.rows += self.sink.is_some() as u64;
+        }
         if let Some(sink) = self.sink.as_deref_mut() {
             sink.record(&Attempt {
                 arrival: a,
@@ -979,6 +1162,7 @@ impl<'a, 's> Run<'a, 's> {
                 decision,
                 by: self.by.take(),
                 headers,
+                event: self.recorder.event,
             })?;
         }
         if let Decision::Rejected { retry_after } = decision {
@@ -1114,9 +1298,8 @@ impl ChainLane {
         (decided.decision, decided.by.map(|b| b as u32))
     }
 
-    /// Each member's run, by its index in the scenario: its recorder, and
-    /// its state over every instance.
-    fn end(mut self, last: Nanos) -> Vec<(usize, LimiterRun)> {
+    /// Each member's state over every instance, closed at `last`.
+    fn close(&mut self, last: Nanos) -> Vec<Option<Footprint>> {
         let mut footprints: Vec<Option<Footprint>> = vec![None; self.members.len()];
         for chain in &mut self.chains {
             for (i, limiter) in chain.members_mut().iter_mut().enumerate() {
@@ -1127,6 +1310,12 @@ impl ChainLane {
                 });
             }
         }
+        footprints
+    }
+
+    /// Each member's run, by its index in the scenario: its recorder, and
+    /// its state over every instance (from [`ChainLane::close`]).
+    fn into_runs(self, footprints: Vec<Option<Footprint>>) -> Vec<(usize, LimiterRun)> {
         self.recorders
             .into_iter()
             .zip(footprints)

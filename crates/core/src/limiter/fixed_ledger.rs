@@ -24,7 +24,7 @@
 //! queues another. So the first entry that finds a key's state fresh comes
 //! up exactly at its fresh moment.
 
-use super::{Bits, Footprint};
+use super::{Bits, Change, Footprint};
 use crate::calendar::Calendar;
 use crate::clock::Nanos;
 
@@ -45,6 +45,11 @@ pub struct FixedLedger {
     born: u128,
     died: u128,
     peak_alive: u64,
+    /// Every birth and death, for a key partition's journal
+    /// ([`FixedLedger::keep_changes`]); none otherwise.
+    changes: Option<Vec<Change>>,
+    /// Inside [`FixedLedger::advance`]: a death now is timed.
+    advancing: bool,
 }
 
 impl FixedLedger {
@@ -59,6 +64,31 @@ impl FixedLedger {
             born: 0,
             died: 0,
             peak_alive: 0,
+            changes: None,
+            advancing: false,
+        }
+    }
+
+    /// Keeps every birth and death from now on, for
+    /// [`FixedLedger::changes`].
+    pub fn keep_changes(&mut self) {
+        self.changes.get_or_insert_with(Vec::new);
+    }
+
+    /// The changes kept since the last call, if they are kept.
+    pub fn changes(&mut self) -> Option<&mut Vec<Change>> {
+        self.changes.as_mut()
+    }
+
+    fn note(&mut self, at: u64, sign: i64) {
+        let [compact, redis] = self.sizes;
+        let timed = self.advancing;
+        if let Some(c) = &mut self.changes {
+            c.push(Change {
+                at,
+                timed,
+                bytes: [sign * compact as i64, sign * redis as i64],
+            });
         }
     }
 
@@ -72,6 +102,7 @@ impl FixedLedger {
     /// moment (`fresh_at(key)`, read from its state) has come by then;
     /// `prefetch(key)` is asked for the key of the entry a few ahead.
     pub fn advance(&mut self, now: Nanos, fresh_at: impl Fn(u32) -> u64, prefetch: impl Fn(u32)) {
+        self.advancing = true;
         while let Some((t, key)) = self.queue.peek_due(now.0) {
             self.queue.pop();
             if let Some(&(_, next)) = self.queue.ahead(PREFETCH_AHEAD) {
@@ -88,6 +119,7 @@ impl FixedLedger {
                 self.die(key, t);
             }
         }
+        self.advancing = false;
         self.now = self.now.max(now.0);
     }
 
@@ -95,6 +127,7 @@ impl FixedLedger {
         self.alive_keys.set(key, false);
         self.alive -= 1;
         self.died += at as u128;
+        self.note(at, -1);
     }
 
     /// After a decision at the ledger's time wrote `key`: its state is
@@ -115,6 +148,7 @@ impl FixedLedger {
                 self.alive += 1;
                 self.born += now as u128;
                 self.peak_alive = self.peak_alive.max(self.alive);
+                self.note(now, 1);
                 self.queue.push((fresh, key));
             }
         }

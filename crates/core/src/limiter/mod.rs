@@ -399,6 +399,33 @@ pub struct Ledger {
     byte_ns: [u128; 2],
     peak_key: [u64; 2],
     peak_total: [u64; 2],
+    /// Every change of the bytes held, for a key partition's journal
+    /// ([`Ledger::keep_changes`]); none otherwise.
+    changes: Option<Vec<Change>>,
+    /// Inside [`Ledger::advance`]: a change now is an expiry (timed).
+    advancing: bool,
+}
+
+/// A change of the bytes one ledger holds, compact and Redis: at a
+/// decision (`timed` false: at the event that decided), or when a key or an
+/// item expired at `at` (`timed`). A key partition's journal carries them,
+/// so that the partitions' totals can be summed moment by moment
+/// (docs/semantics.md §12).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Change {
+    pub at: u64,
+    pub timed: bool,
+    pub bytes: [i64; 2],
+}
+
+impl Change {
+    fn of(at: u64, timed: bool, old: [u64; 2], new: [u64; 2]) -> Change {
+        Change {
+            at,
+            timed,
+            bytes: [0, 1].map(|f| new[f] as i64 - old[f] as i64),
+        }
+    }
 }
 
 impl Ledger {
@@ -419,6 +446,27 @@ impl Ledger {
             byte_ns: [0; 2],
             peak_key: [0; 2],
             peak_total: [0; 2],
+            changes: None,
+            advancing: false,
+        }
+    }
+
+    /// Keeps every change of the bytes held from now on, for
+    /// [`Ledger::changes`].
+    pub fn keep_changes(&mut self) {
+        self.changes.get_or_insert_with(Vec::new);
+    }
+
+    /// The changes kept since the last call, if they are kept.
+    pub fn changes(&mut self) -> Option<&mut Vec<Change>> {
+        self.changes.as_mut()
+    }
+
+    fn note(&mut self, old: [u64; 2], new: [u64; 2]) {
+        if let Some(c) = &mut self.changes {
+            if old != new {
+                c.push(Change::of(self.now, self.advancing, old, new));
+            }
         }
     }
 
@@ -440,6 +488,7 @@ impl Ledger {
     /// places behind it in its queue, so every expiry's key is on its way
     /// by the time it is taken, however many one call takes.
     pub fn advance(&mut self, now: Nanos) {
+        self.advancing = true;
         loop {
             // The heads due by `now`, and of them the earlier by `(time,
             // key, generation, is_item)`: at the same time and key a fresh
@@ -485,6 +534,7 @@ impl Ledger {
                 }
             }
         }
+        self.advancing = false;
         self.integrate_to(now.0);
     }
 
@@ -521,6 +571,7 @@ impl Ledger {
         for (total, old) in self.total.iter_mut().zip(old) {
             *total -= old;
         }
+        self.note(old, [0; 2]);
         if let Some(held) = self.held.get_mut(key as usize) {
             *held = Items {
                 now: 0,
@@ -538,6 +589,7 @@ impl Ledger {
     /// `key`'s bytes changed from `old`: the totals and peaks follow.
     fn resize(&mut self, key: u32, old: [u64; 2]) {
         let new = self.bytes(key);
+        self.note(old, new);
         for f in 0..2 {
             self.total[f] = self.total[f] - old[f] + new[f];
             self.peak_key[f] = self.peak_key[f].max(new[f]);
@@ -666,6 +718,23 @@ pub trait Limiter: Send {
     fn close(&mut self, end: Nanos) -> Footprint {
         self.footprint(end)
     }
+
+    /// Keeps every change of the bytes its keys hold from now on, for a
+    /// key partition's journal ([`Limiter::changes`]).
+    fn keep_changes(&mut self) {}
+
+    /// The changes kept since the caller last emptied them; `None` when
+    /// none are kept (or it keeps no state).
+    fn changes(&mut self) -> Option<&mut Vec<Change>> {
+        None
+    }
+
+    /// Takes every expiry due by `now` (as a decision at `now` would
+    /// first), so that kept changes are timely; after [`Limiter::close`],
+    /// with the end of time, every expiry still to come, so that a journal
+    /// holds the whole of each key's life (another partition's run may end
+    /// later). Decides nothing.
+    fn expire_to(&mut self, _now: Nanos) {}
 
     /// From when the accounting declares `key`'s stored state equivalent to
     /// a fresh key's (if nothing else arrives): from then on every request

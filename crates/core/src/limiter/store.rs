@@ -170,6 +170,28 @@ impl<R: Rule> Limiter for Stored<R> {
         }
     }
 
+    fn keep_changes(&mut self) {
+        match &mut self.books {
+            Books::Items(ledger) => ledger.keep_changes(),
+            Books::Fixed(ledger) => ledger.keep_changes(),
+        }
+    }
+
+    fn changes(&mut self) -> Option<&mut Vec<super::Change>> {
+        match &mut self.books {
+            Books::Items(ledger) => ledger.changes(),
+            Books::Fixed(ledger) => ledger.changes(),
+        }
+    }
+
+    fn expire_to(&mut self, now: Nanos) {
+        let (rule, keys) = (&self.rule, &self.keys);
+        match &mut self.books {
+            Books::Items(ledger) => ledger.advance(now),
+            Books::Fixed(ledger) => ledger.advance(now, |k| fresh_of(rule, keys, k), |_| {}),
+        }
+    }
+
     fn fresh_at(&self, key: u32) -> Nanos {
         match &self.books {
             Books::Items(ledger) => ledger.fresh_at(key),

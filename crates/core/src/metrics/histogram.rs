@@ -85,6 +85,14 @@ impl DelayHistogram {
         }
         pending.clear();
         self.pending = pending;
+        self.values = merged;
+        self.halve();
+    }
+
+    /// Halves the resolution while more than [`DelayHistogram::MAX_VALUES`]
+    /// values are distinct.
+    fn halve(&mut self) {
+        let mut merged = std::mem::take(&mut self.values);
         while merged.len() > Self::MAX_VALUES {
             self.shift += 1;
             let halved = merged.len();
@@ -102,6 +110,41 @@ impl DelayHistogram {
             merged.truncate(out);
         }
         self.values = merged;
+    }
+
+    /// Adds every value of `other` (a key partition's histogram of the
+    /// same run): the result holds exactly what one histogram recording
+    /// both histograms' values holds, as what it holds depends only on the
+    /// values (see the type's documentation) — each side's values at the
+    /// larger shift, then halved as often as the sum needs.
+    pub fn absorb(&mut self, other: &DelayHistogram) {
+        self.merge();
+        let other = other.merged();
+        let shift = self.shift.max(other.shift);
+        let at = |values: &[(u64, u64)], from: u32| {
+            let mut out = Vec::with_capacity(values.len());
+            for &(v, n) in values {
+                add(&mut out, (v >> (shift - from), n));
+            }
+            out
+        };
+        let (a, b) = (at(&self.values, self.shift), at(&other.values, other.shift));
+        let mut merged = Vec::with_capacity(a.len() + b.len());
+        let (mut a, mut b) = (a.into_iter().peekable(), b.into_iter().peekable());
+        loop {
+            let next = match (a.peek(), b.peek()) {
+                (Some(&x), Some(&y)) if x.0 <= y.0 => a.next(),
+                (_, Some(_)) => b.next(),
+                (Some(_), None) => a.next(),
+                (None, None) => break,
+            };
+            add(&mut merged, next.expect("peeked"));
+        }
+        self.values = merged;
+        self.shift = shift;
+        self.zeros += other.zeros;
+        self.count += other.count;
+        self.halve();
     }
 
     /// This histogram with every delay merged (a copy if any is pending).

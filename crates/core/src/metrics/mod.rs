@@ -13,6 +13,7 @@ use crate::clock::Nanos;
 use crate::limiter::Decision;
 
 mod histogram;
+mod saved;
 mod series;
 mod sources;
 mod stats;
@@ -97,6 +98,15 @@ pub struct Recorder {
     pub sources: Vec<SourceCounts>,
     /// A chain member's recorder ([`Recorder::for_member`]).
     member: bool,
+    /// For a key partition's journal (docs/semantics.md §12): the number
+    /// of the run's event being handled, set by the engine…
+    pub event: u64,
+    /// …the event that decided each pass still in the future, by its
+    /// sequence number, while [`Recorder::track_origins`]…
+    origins: Option<std::collections::HashMap<u64, u64>>,
+    /// …and of the pass that set `peak_at`: whether it was released (a
+    /// delayed pass), and the event that decided it.
+    pub peak_origin: (bool, u64),
 }
 
 impl Recorder {
@@ -137,6 +147,11 @@ impl Recorder {
     pub fn with_sources(mut self, n: usize) -> Self {
         self.sources = vec![SourceCounts::default(); n];
         self
+    }
+
+    /// Remembers which event decided each pass (see `peak_origin`).
+    pub fn track_origins(&mut self) {
+        self.origins.get_or_insert_with(Default::default);
     }
 
     /// The recorder of a chain's member, which may be asked about a retry
@@ -295,13 +310,14 @@ impl Recorder {
     /// order. The engine calls it before each event; passes decided at the
     /// current moment go straight in.
     pub fn advance(&mut self, now: Nanos) {
-        while let Some((t, _, key, cost)) = self.future.peek_due(now.0) {
+        while let Some((t, seq, key, cost)) = self.future.peek_due(now.0) {
             self.future.pop();
             // Each release asks for the slot of the one eight behind it.
             if let Some(&(_, _, next, _)) = self.future.ahead(PREFETCH_AHEAD) {
                 crate::cache::prefetch_all(&self.ids, next as usize);
             }
-            self.pass(key, t, cost);
+            let decided = self.origins.as_mut().and_then(|o| o.remove(&seq));
+            self.pass(key, t, cost, (true, decided.unwrap_or(0)));
         }
     }
 
@@ -370,10 +386,13 @@ impl Recorder {
         b.passed += 1;
         b.passed_cost += cost;
         if pass_at > decided_at.0 {
+            if let Some(o) = &mut self.origins {
+                o.insert(self.future_seq, self.event);
+            }
             self.future.push((pass_at, self.future_seq, key, cost));
             self.future_seq += 1;
         } else {
-            self.pass(key, pass_at, cost);
+            self.pass(key, pass_at, cost, (false, self.event));
         }
     }
 
@@ -393,8 +412,9 @@ impl Recorder {
     /// A pass of `cost` for `key` at `t`. Passes are released in time order
     /// (see [`Recorder::advance`]), so a queue of the last window's passes
     /// gives the exact peak, and its passes in `t`'s aligned window the
-    /// overshoot.
-    fn pass(&mut self, key: u32, t: u64, cost: u64) {
+    /// overshoot. `origin`: whether it is a release, and the event that
+    /// decided it.
+    fn pass(&mut self, key: u32, t: u64, cost: u64, origin: (bool, u64)) {
         let limit = self.limit;
         let slot = PerId::of(&mut self.ids, key);
         let (aligned, sum) = slot.window.pass(&mut self.spills, t, cost, self.window);
@@ -413,6 +433,7 @@ impl Recorder {
         if sum > self.peak_in_window {
             self.peak_in_window = sum;
             self.peak_at = Some((Nanos(t), key));
+            self.peak_origin = origin;
         }
         let b = self.bucket(t);
         b.worst_key_in_window = b.worst_key_in_window.max(sum);

@@ -20,6 +20,9 @@
 //! several instances (an attempt's instance depends on every attempt
 //! before it). [`KeyPartition::check`] refuses those, naming why.
 
+pub mod journal;
+pub mod wire;
+
 use crate::deploy::{fnv1a_name, Routing};
 use crate::error::InputError;
 use crate::population::Population;
