@@ -26,6 +26,7 @@ use ratesim_rundir as rundir;
 use crate::clock::{Nanos, NANOS_PER_SEC};
 use crate::engine::LimiterRun;
 use crate::metrics::SeriesBucket;
+use crate::rundir::partition::Shape;
 use crate::rundir::summary::{
     LimiterJson, LimiterSummary, PassRatioSpread, ScenarioEcho, SourceRow,
 };
@@ -93,6 +94,25 @@ impl Report {
     /// the scenario as `summary.json` echoes it: `echo`, whose
     /// `limiters[i].params` are each limiter's resolved parameters.
     pub fn new(scenario: &Scenario, runs: Vec<LimiterRun>, echo: serde_json::Value) -> Report {
+        let key_name = |i: usize, key: u32| match scenario.limiters[i].key_by {
+            crate::scenario::KeyBy::Client => scenario.population.client_name(key).to_string(),
+            crate::scenario::KeyBy::Ip => scenario.population.ip_name(key).to_string(),
+            crate::scenario::KeyBy::Global => "*".to_string(),
+        };
+        Report::of_shape(&Shape::of(scenario), runs, echo, &key_name)
+    }
+
+    /// [`Report::new`] from what the reports read of the scenario
+    /// (`shape`) and the name of each limiter's keys: `key_name(limiter,
+    /// key id)` — what `ratesim merge` has of a scenario.
+    pub fn of_shape(
+        shape: &Shape,
+        runs: Vec<LimiterRun>,
+        echo: serde_json::Value,
+        key_name: &dyn Fn(usize, u32) -> String,
+    ) -> Report {
+        let scenario = shape;
+        let duration = Nanos(shape.duration_ns);
         let echo: ScenarioEcho =
             serde_json::from_value(echo).expect("a scenario's echo has its name and limiters");
         let limiters = scenario
@@ -102,30 +122,24 @@ impl Report {
             .enumerate()
             .map(|(i, (spec, run))| {
                 let r = run.recorder;
-                let key_name = |key: u32| match spec.key_by {
-                    crate::scenario::KeyBy::Client => {
-                        scenario.population.client_name(key).to_string()
-                    }
-                    crate::scenario::KeyBy::Ip => scenario.population.ip_name(key).to_string(),
-                    crate::scenario::KeyBy::Global => "*".to_string(),
-                };
+                let key_name = |key: u32| key_name(i, key);
                 let ms = |t: Option<Nanos>| t.map(Decimal::ms);
                 let fp = &run.footprint;
                 let summary = LimiterSummary {
                     limiter: spec.name.clone(),
-                    algorithm: spec.algorithm_name().to_string(),
+                    algorithm: spec.algorithm.clone(),
                     attempts: r.attempts,
                     admitted: r.admitted,
                     delayed: r.delayed,
                     rejected: r.rejected,
                     peak_in_window: r.peak_in_window,
-                    limit: spec.policy.limit,
+                    limit: spec.limit,
                     delay_p50_ms: ms(r.delays.percentile(500)),
                     delay_p99_ms: ms(r.delays.percentile(990)),
                     state_bytes_per_key_mean: Decimal::mean(fp.mean()),
                     state_bytes_per_key_peak: fp.peak_bytes,
                     keys: fp.keys,
-                    key_by: spec.key_by.as_str().to_string(),
+                    key_by: spec.key_by.clone(),
                     passed: r.admitted + r.delayed,
                     delay_max_ms: ms(r.delays.max()),
                     logical_requests: Some(r.logical),
@@ -145,17 +159,12 @@ impl Report {
                         .map(Decimal::share),
                     fairness_jain: r.fairness().map(Decimal::fixed4),
                     collateral_share: r.collateral().map(Decimal::share),
-                    instances: Some(spec.deployment.instances.into()),
-                    scope: if spec.deployment.is_global() {
-                        "global"
-                    } else {
-                        "local"
-                    }
-                    .to_string(),
+                    instances: Some(spec.instances),
+                    scope: if spec.global { "global" } else { "local" }.to_string(),
                     added_latency_p50_ms: ms(r.added_latency.percentile(500)),
                     added_latency_p99_ms: ms(r.added_latency.percentile(990)),
                     store_ops: r.store_ops,
-                    store_ops_per_s: Decimal::per_second(r.store_ops, scenario.duration),
+                    store_ops_per_s: Decimal::per_second(r.store_ops, duration),
                     fault_decisions: r.fault_open + r.fault_closed + r.fault_fallback,
                     unprotected_passes: r.fault_open,
                     fault_rejections: r.fault_closed,
@@ -170,7 +179,7 @@ impl Report {
                     state_bytes_redis_per_key_mean: Decimal::mean(fp.redis_mean()),
                     state_bytes_redis_total_peak: fp.redis_peak_total,
                     within_limit_rejected_share: r
-                        .within_limit_rejected(spec.policy.limit, scenario.duration)
+                        .within_limit_rejected(spec.limit, duration)
                         .map(|(part, whole)| Decimal::ratio(part as u128, whole as u128, 6)),
                     chain: spec
                         .member_of
@@ -186,7 +195,7 @@ impl Report {
                             });
                         (all > 0).then(|| Decimal::share((limited, all)))
                     },
-                    ..backend_columns(run.backend.as_ref(), scenario.duration)
+                    ..backend_columns(run.backend.as_ref(), duration)
                 };
                 // A member does not answer the clients (its chain does):
                 // the clients' figures are the chain's row's. Neither a
@@ -194,9 +203,9 @@ impl Report {
                 // collateral rejection by; a chain's key (the client) is
                 // no member's policy key, so its overshoot and within-limit
                 // share would measure nothing.
-                let summary = match (spec.member_of, &spec.chain) {
-                    (None, None) => summary,
-                    (None, Some(_)) => LimiterSummary {
+                let summary = match (spec.member_of, spec.chain) {
+                    (None, false) => summary,
+                    (None, true) => LimiterSummary {
                         collateral_share: None,
                         collateral_rejections: None,
                         collateral_cost_share: None,
@@ -224,7 +233,8 @@ impl Report {
                 let peak_at = r.peak_at.map(|(t, k)| (t, key_name(k)));
                 // The sources of the [[traffic]] it sees, in id order.
                 let sources = scenario
-                    .sources()
+                    .sources
+                    .iter()
                     .enumerate()
                     .filter(|(_, (t, _))| spec.traffic.contains(t))
                     .map(|(s, (_, name))| {
@@ -240,7 +250,7 @@ impl Report {
                             delayed: c.delayed,
                             rejected: c.rejected,
                             passed,
-                            passed_per_s: Decimal::per_second(c.passed_cost, scenario.duration),
+                            passed_per_s: Decimal::per_second(c.passed_cost, duration),
                             clients_limited: c.clients_limited,
                             clients_limited_share: (c.clients > 0)
                                 .then(|| Decimal::share((c.clients_limited, c.clients))),
@@ -274,7 +284,7 @@ impl Report {
                     // See the summary's: no shadow for a chain or a member.
                     collateral: r
                         .collateral()
-                        .filter(|_| spec.chain.is_none() && spec.member_of.is_none()),
+                        .filter(|_| !spec.chain && spec.member_of.is_none()),
                     series: r.series,
                     backend_series: run.backend.map(|b| b.series).unwrap_or_default(),
                     sources,
@@ -286,10 +296,10 @@ impl Report {
             description: scenario.description.clone(),
             seed: scenario.seed,
             version: env!("CARGO_PKG_VERSION"),
-            duration: scenario.duration,
-            limit: scenario.defaults.limit,
-            window: scenario.defaults.window,
-            resolution: scenario.output.resolution,
+            duration,
+            limit: scenario.limit,
+            window: Nanos(scenario.window_ns),
+            resolution: Nanos(scenario.resolution_ns),
             scenario: echo,
             limiters,
         }

@@ -17,7 +17,7 @@ use crate::rundir::TOP_KEYS_COLUMNS;
 pub use crate::rundir::TOP_KEYS_CSV as FILE;
 
 /// Keys kept per limiter in the file.
-pub(crate) const PER_LIMITER: usize = 100;
+pub const PER_LIMITER: usize = 100;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Row {

@@ -12,6 +12,7 @@
 use serde::{Deserialize, Serialize};
 
 pub mod invocation;
+pub mod partition;
 pub mod summary;
 
 /// The file that makes a directory a ratesim run or sweep directory (its
@@ -263,6 +264,8 @@ pub const DISAGREEMENTS_COLUMNS: &[&str] = &[
 /// Whether `name` is a file ratesim writes into a run or sweep directory.
 pub fn is_own_file(name: &str) -> bool {
     RUN_FILES.contains(&name)
+        || [partition::PARTITION_JSON, partition::PARTITION_BIN].contains(&name)
+        || partition::is_partition_journal(name)
         || RUN_CHARTS.contains(&name)
         || SWEEP_FILES.contains(&name)
         || name == DIFF_HTML
@@ -286,11 +289,21 @@ mod tests {
         assert!(is_own_file(&sweep_line_png("rejected_share")));
         assert!(is_own_file(&sweep_heatmap_png(3)));
         for f in [
+            "partition.json",
+            "partition.bin",
+            &partition::partition_journal(12),
+        ] {
+            assert!(is_own_file(f), "{f}");
+        }
+        for f in [
             "notes.txt",
             "main.rs",
             "summary.csv.bak",
             "chart.png",
             ".ssh",
+            "partition-journal-.bin",
+            "partition-journal-1.bin.bak",
+            "partition-journal-x.bin",
         ] {
             assert!(!is_own_file(f), "{f}");
         }
