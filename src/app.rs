@@ -32,6 +32,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Run(args) => run_command(args),
         Command::Sweep(args) => crate::sweep::command(args),
+        Command::Merge(args) => crate::merge::command(args),
         Command::Validate { scenario } => {
             let s = load(&scenario, &[])?;
             let estimate = Estimate::of(&s);

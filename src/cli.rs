@@ -71,6 +71,11 @@ pub enum Command {
         after_help = "Examples:\n  ratesim init boundary                writes boundary.toml\n  ratesim init trace replay/t.toml     writes replay/t.toml and replay/traces/sample.csv\n  ratesim init steady experiments/     writes experiments/steady.toml\n\nFILE defaults to NAME.toml in the current directory; when it is a directory (existing, or\nending in /) the scenario goes inside it as NAME.toml. Files the scenario reads are written at their path\nrelative to FILE, so it runs unchanged: `ratesim run FILE` from any directory. Nothing is\nwritten when any of the files exists (exit status 2 naming the file); --force overwrites a\nfile only where it holds exactly what `ratesim init` writes, never a file you edited or wrote."
     )]
     Init(InitArgs),
+    /// Join the key partitions of one run (`run --keys K/N`) into the whole run's directory
+    #[command(
+        after_help = "Examples:\n  for k in 1 2 3 4; do ratesim run replay.toml --keys $k/4 --out part-$k --quiet; done\n  ratesim merge part-1 part-2 part-3 part-4 --out replay\n\nEvery partition 1/N .. N/N of one run (same scenario text, seed, --set and flags; --keys\nand --out aside) must be given once, in any order; anything else is refused naming the\ndirectory or the partition. Every CSV and JSON of the result is byte for byte what\n`ratesim run` without --keys writes (run.json: its command line with --out DIR); the charts,\nsummary.md and report.html are drawn from them as the partitions' run asked. The partitions'\nown files (partition.json, partition.bin, partition-journal-*.bin) are not in the result.\nDIR is replaced only when it is empty or holds nothing but ratesim's files."
+    )]
+    Merge(MergeArgs),
     /// Run a scenario over a grid of values, compare and recommend
     #[command(
         args_conflicts_with_subcommands = true,
@@ -86,6 +91,27 @@ pub enum Command {
         after_help = "Examples:\n  ratesim import nginx.conf --trace access.log > replay.toml\n  ratesim import nginx.conf --trace access.log --log-format main > replay.toml\n  ratesim import envoy.yaml --envoy-timer\n  ratesim import ratelimit-config.yaml\n\nReads nginx limit_req_zone/limit_req (implementation \"nginx\"), Envoy's local_ratelimit filter\n(\"envoy\", or \"envoy-timer\" with --envoy-timer) and envoyproxy/ratelimit YAML (\"envoy-ratelimit\").\nEach limiter names the directive it came from; what ratesim does not model is listed in a comment.\nWith --trace LOG the scenario replays that access log (its path as given, relative to the\nscenario file), read with the config's access_log format or --log-format; a zone key the format\ndoes not record is an error naming the variable to add. Exit status 2 naming file:line for a\nconfig ratesim cannot read."
     )]
     Import(ImportArgs),
+}
+
+/// `ratesim merge`'s arguments.
+#[derive(Debug, clap::Args)]
+pub struct MergeArgs {
+    /// The partitions' run directories (`ratesim run S --keys K/N`, every
+    /// K of 1..N once, in any order)
+    #[arg(required = true, value_name = "DIR")]
+    pub dirs: Vec<PathBuf>,
+    /// Where to write the whole run's directory
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Do not draw the PNG charts (even when the partitions' run did)
+    #[arg(long)]
+    pub no_plots: bool,
+    /// Do not write report.html (even when the partitions' run did)
+    #[arg(long)]
+    pub no_html: bool,
+    /// Print nothing on success
+    #[arg(long, short)]
+    pub quiet: bool,
 }
 
 #[derive(Debug, clap::Args)]

@@ -12,7 +12,7 @@
 //! Its own modules: [`run`] simulates a scenario into a run directory
 //! (with [`staging`], all or nothing), [`estimate`] says beforehand how
 //! much work and memory that is, [`diff`] compares two run directories,
-//! [`sweep`], [`explain`], [`onboard`],
+//! [`merge`] joins a run's key partitions, [`sweep`], [`explain`], [`onboard`],
 //! [`redis`] and [`progress`] serve the commands, [`app`] runs them and
 //! [`cli`] defines them; `main.rs` parses the arguments and maps errors
 //! to exit codes.
@@ -23,6 +23,7 @@ pub mod diff;
 pub mod estimate;
 pub mod explain;
 pub mod jobarray;
+pub mod merge;
 pub mod onboard;
 pub mod progress;
 pub mod redis;

@@ -6,7 +6,9 @@
 #
 # `sweep`: N array tasks of sweep.sbatch, then sweep-merge.sbatch with
 # --dependency=afterok on the array (OUT/merged is the unsharded sweep).
-# `replay`: N array tasks of replay.sbatch (OUT/part-1 .. OUT/part-N).
+# `replay`: N array tasks of replay.sbatch (OUT/part-1 .. OUT/part-N),
+# then replay-merge.sbatch with --dependency=afterok on the array
+# (OUT/merged is the whole run).
 # Prints the job ids, the last one the job to wait for.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -24,7 +26,9 @@ case $what in
   replay)
     array=$(sbatch --parsable --array=0-$((n - 1)) --output="$out/slurm-%A_%a.out" \
       "$here/replay.sbatch" "$scenario" "$out" "$@")
-    echo "$array"
+    merge=$(sbatch --parsable --dependency=afterok:"$array" --output="$out/slurm-%j.out" \
+      "$here/replay-merge.sbatch" "$out")
+    echo "$array $merge"
     ;;
   *)
     echo "usage: $0 sweep|replay N SCENARIO OUT [flags...]" >&2

@@ -29,7 +29,8 @@ use crate::accesslog::{AccessLog, Format, Requests, Verdict};
 use crate::engine::{Attempt, DecisionSink};
 use crate::limiter::Decision;
 pub use crate::report::agreement::agrees;
-use crate::scenario::Scenario;
+use crate::rundir::partition::AgreementPart;
+use crate::scenario::{KeyBy, Scenario};
 use crate::traffic::retry::Retry;
 use crate::traffic::Pattern;
 
@@ -39,7 +40,7 @@ use crate::rundir::{
 };
 
 /// Disagreeing lines kept per limiter.
-pub(crate) const FIRST: usize = 10;
+pub const FIRST: usize = 10;
 
 fn outcome(d: Decision) -> &'static str {
     match d {
@@ -48,6 +49,10 @@ fn outcome(d: Decision) -> &'static str {
         Decision::Rejected { .. } => "rejected",
     }
 }
+
+/// A disagreeing line: its number, client, time, the gateway's verdict,
+/// ratesim's, and their delays.
+type Line = (u64, u32, u64, &'static str, &'static str, u64, u64);
 
 /// One limiter's comparison, filled as the run goes.
 pub struct AgreementSink {
@@ -58,7 +63,12 @@ pub struct AgreementSink {
     /// The log tells delays apart from passes (nginx `$limit_req_status`).
     delays: bool,
     counts: BTreeMap<(&'static str, &'static str), u64>,
-    lines: Vec<(u64, u32, u64, &'static str, &'static str, u64, u64)>,
+    /// Each with the number of the event that decided it (a key
+    /// partition's journal's).
+    lines: Vec<(Line, u64)>,
+    /// In a key partition's run: the field it keys by, and per id of it
+    /// whether the partition holds it; the other lines are not its.
+    keeps: Option<(KeyBy, Vec<bool>)>,
 }
 
 /// The gateway a preset stands for, and whether a log of `format` is its.
@@ -131,6 +141,9 @@ impl AgreementSink {
             delays,
             counts: BTreeMap::new(),
             lines: Vec::new(),
+            keeps: scenario
+                .partition
+                .map(|p| (p.by, crate::partition::members(&p, &scenario.population))),
         }))
     }
 }
@@ -143,11 +156,21 @@ impl DecisionSink for AgreementSink {
         let requests = self.requests[a.traffic as usize]
             .as_mut()
             .expect("a decision on a source the limiter reads");
-        let Some(r) = requests.next_request()? else {
-            anyhow::bail!(
-                "agreement for {}: more decisions than log lines",
-                self.limiter
-            );
+        let r = loop {
+            let Some(r) = requests.next_request()? else {
+                anyhow::bail!(
+                    "agreement for {}: more decisions than log lines",
+                    self.limiter
+                );
+            };
+            let kept = match &self.keeps {
+                None => true,
+                Some((KeyBy::Ip, keep)) => keep[r.ip as usize],
+                Some((_, keep)) => keep[r.client as usize],
+            };
+            if kept {
+                break r;
+            }
         };
         if r.time != a.arrival.time || r.client != a.arrival.client {
             anyhow::bail!(
@@ -169,8 +192,10 @@ impl DecisionSink for AgreementSink {
                 Decision::Delayed { delay } => delay.0,
                 _ => 0,
             };
-            self.lines
-                .push((r.line, r.client, r.time.0, gateway, ratesim, r.delay, delay));
+            self.lines.push((
+                (r.line, r.client, r.time.0, gateway, ratesim, r.delay, delay),
+                a.event,
+            ));
         }
         Ok(())
     }
@@ -212,34 +237,75 @@ pub fn write(
     scenario: &Scenario,
     dir: &Path,
 ) -> anyhow::Result<()> {
-    let all: Vec<AgreementSink> = agreements.into_iter().flatten().collect();
-    if all.is_empty() {
+    let parts: Vec<AgreementPart> = agreements
+        .iter()
+        .flatten()
+        .map(|a| a.part(scenario))
+        .collect();
+    write_parts(&parts, dir)
+}
+
+/// [`write`] from each compared limiter's counts and lines (a run's, or
+/// the partitions' joined by `ratesim merge`): nothing when none was.
+pub fn write_parts(parts: &[AgreementPart], dir: &Path) -> anyhow::Result<()> {
+    if parts.is_empty() {
         return Ok(());
     }
     let mut w = csv::Writer::from_path(dir.join(FILE))?;
     w.write_record(AGREEMENT_COLUMNS)?;
-    for a in &all {
-        for ((g, r), n) in &a.counts {
+    for a in parts {
+        for (g, r, n) in &a.counts {
             w.write_record([a.limiter.as_str(), g, r, &n.to_string()])?;
         }
     }
     w.flush()?;
     let mut w = csv::Writer::from_path(dir.join(LINES_FILE))?;
     w.write_record(DISAGREEMENTS_COLUMNS)?;
-    for a in &all {
-        for &(line, client, t, g, r, gd, rd) in &a.lines {
-            w.write_record([
-                a.limiter.clone(),
-                line.to_string(),
-                scenario.population.client_name(client).to_string(),
-                t.to_string(),
-                g.to_string(),
-                r.to_string(),
-                gd.to_string(),
-                rd.to_string(),
-            ])?;
+    for a in parts {
+        for (_, fields) in &a.lines {
+            w.write_record(fields)?;
         }
     }
     w.flush()?;
     Ok(())
+}
+
+impl AgreementSink {
+    /// `disagreements.csv`'s rows of this limiter, each with the event
+    /// that decided it.
+    fn line_rows(&self, scenario: &Scenario) -> Vec<(Vec<String>, u64)> {
+        self.lines
+            .iter()
+            .map(|&((line, client, t, g, r, gd, rd), event)| {
+                let fields = vec![
+                    self.limiter.clone(),
+                    line.to_string(),
+                    scenario.population.client_name(client).to_string(),
+                    t.to_string(),
+                    g.to_string(),
+                    r.to_string(),
+                    gd.to_string(),
+                    rd.to_string(),
+                ];
+                (fields, event)
+            })
+            .collect()
+    }
+
+    /// What a key partition writes of this comparison for `ratesim merge`.
+    pub fn part(&self, scenario: &Scenario) -> AgreementPart {
+        AgreementPart {
+            limiter: self.limiter.clone(),
+            counts: self
+                .counts
+                .iter()
+                .map(|(&(g, r), &n)| (g.to_string(), r.to_string(), n))
+                .collect(),
+            lines: self
+                .line_rows(scenario)
+                .into_iter()
+                .map(|(fields, event)| (event, fields))
+                .collect(),
+        }
+    }
 }

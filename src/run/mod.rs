@@ -21,6 +21,7 @@ use crate::clock::Nanos;
 use crate::engine::{self, LimiterRun};
 use crate::error::InputError;
 use crate::estimate::Estimate;
+use crate::partition::journal::Sink;
 use crate::report::{self, Report};
 use crate::scenario::echo::Echo as _;
 use crate::scenario::Scenario;
@@ -70,6 +71,84 @@ pub fn run_scenario(
     let report = simulate_into(scenario, staging.path(), options, progress)?;
     staging.commit(&scenario.name)?;
     Ok(report)
+}
+
+/// A journal's file.
+struct FileSink(BufWriter<File>);
+
+impl Sink for FileSink {
+    fn put(&mut self, bytes: &[u8]) -> anyhow::Result<()> {
+        Ok(self.0.write_all(bytes)?)
+    }
+
+    fn finish(&mut self) -> anyhow::Result<()> {
+        Ok(self.0.flush()?)
+    }
+}
+
+/// A key partition's own files (see [`crate::rundir::partition`]):
+/// `partition.bin`, every limiter's recorder and footprint, and
+/// `partition.json`. (The journals were written as the run went.)
+fn write_partition(
+    scenario: &Scenario,
+    runs: &[LimiterRun],
+    agrees: &[Option<agreement::AgreementSink>],
+    options: &RunOptions,
+    dir: &Path,
+) -> anyhow::Result<()> {
+    use crate::partition::wire::Put;
+    use crate::rundir::partition::{PartitionInfo, Shape, PARTITION_BIN, PARTITION_JSON};
+    let p = scenario.partition.expect("a key partition's run");
+    let mut bin = Put::default();
+    for run in runs {
+        let mut one = Put::default();
+        run.recorder.save(&mut one);
+        let f = &run.footprint;
+        one.u128(f.byte_ns);
+        one.u128(f.key_ns);
+        one.u64(f.peak_bytes);
+        one.u64(f.peak_total);
+        one.u128(f.redis_byte_ns);
+        one.u64(f.redis_peak_bytes);
+        one.u64(f.redis_peak_total);
+        one.u64(f.span);
+        one.u64(f.keys);
+        bin.u64(one.0.len() as u64);
+        bin.0.extend_from_slice(&one.0);
+    }
+    fs::write(dir.join(PARTITION_BIN), &bin.0).context("cannot write partition.bin")?;
+    let key_name = |i: usize, key: u32| match scenario.limiters[i].key_by {
+        crate::scenario::KeyBy::Client => scenario.population.client_name(key).to_string(),
+        crate::scenario::KeyBy::Ip => scenario.population.ip_name(key).to_string(),
+        crate::scenario::KeyBy::Global => "*".to_string(),
+    };
+    let info = PartitionInfo {
+        keys: crate::rundir::invocation::KeyShare {
+            k: p.k,
+            n: p.n,
+            by: p.by.as_str().to_string(),
+            seed: scenario.seed,
+        },
+        shape: Shape::of(scenario),
+        echo: scenario.echo(),
+        decisions: options.decisions,
+        headers: options.headers,
+        plots: options.plots,
+        html: options.html,
+        peak_keys: runs
+            .iter()
+            .enumerate()
+            .map(|(i, r)| r.recorder.peak_at.map(|(_, k)| key_name(i, k)))
+            .collect(),
+        agreements: agrees
+            .iter()
+            .map(|a| a.as_ref().map(|a| a.part(scenario)))
+            .collect(),
+    };
+    let mut text = serde_json::to_string_pretty(&info)?;
+    text.push('\n');
+    fs::write(dir.join(PARTITION_JSON), text).context("cannot write partition.json")?;
+    Ok(())
 }
 
 /// Simulates every limiter of `scenario` and writes every result file into
@@ -123,8 +202,24 @@ pub(crate) fn simulate_into(
                     .then_some(t as &mut (dyn engine::DecisionSink + Send))
             })
             .collect();
-        engine::simulate_all(scenario, sinks, progress)?
+        let journals = match scenario.partition {
+            Some(_) => (0..n)
+                .map(|i| {
+                    let path = dir.join(crate::rundir::partition::partition_journal(i));
+                    let out = BufWriter::with_capacity(
+                        1 << 16,
+                        File::create(path).context("cannot write the partition's journal")?,
+                    );
+                    Ok(Some(Box::new(FileSink(out)) as Box<dyn Sink>))
+                })
+                .collect::<anyhow::Result<_>>()?,
+            None => Vec::new(),
+        };
+        engine::simulate_journaled(scenario, sinks, journals, progress)?
     };
+    if scenario.partition.is_some() {
+        write_partition(scenario, &runs, &agrees, options, dir)?;
+    }
     for log in logs {
         log.finish()?.flush()?;
     }

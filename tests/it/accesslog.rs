@@ -421,7 +421,7 @@ fn bad_configs_exit_2_naming_file_and_line() {
 }
 
 /// The fixture's config, imported with the fixture's log.
-fn imported_fixture(dir: &Path) -> std::path::PathBuf {
+pub(crate) fn imported_fixture(dir: &Path) -> std::path::PathBuf {
     let toml = import(&["tests/fixtures/nginx/nginx.conf", "--trace", "access.log"]);
     assert!(
         toml.contains("# tests/fixtures/nginx/nginx.conf:43: limit_req zone=perclient;"),

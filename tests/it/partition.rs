@@ -1,6 +1,8 @@
 //! `ratesim run --keys K/N` end to end (docs/semantics.md §12): the N
 //! partitions of a run decide every attempt exactly as the whole run does
-//! (1), and what cannot be partitioned is refused naming why (2).
+//! (1), what cannot be partitioned is refused naming why (2), `auto` takes
+//! K/N from the job array (3), and `ratesim merge` joins the partitions
+//! into the whole run's directory byte for byte (4).
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -377,4 +379,173 @@ fn sweep_shard_auto_is_the_shard_of_the_job_array() {
         ])
         .assert()
         .code(2);
+}
+
+// ---------------------------------------------------------------------------
+// 4. `ratesim merge`: the partitions joined are the whole run
+// ---------------------------------------------------------------------------
+
+/// Runs `scenario` whole into `tmp/run`, moves that aside, runs it as
+/// partitions 1..n of n, merges them into `tmp/run` (so that run.json's
+/// --out is the same), and checks that every file of the merged directory
+/// is the whole run's, byte for byte — the CSVs, the JSON, summary.md, and
+/// with `extra` asking for them, the charts and report.html — and that no
+/// partition's own file is left in it.
+fn assert_merge_is_the_whole(scenario: &Path, tmp: &Path, n: u64, extra: &[&str]) {
+    let out = tmp.join("run");
+    let whole = tmp.join("whole");
+    let go = |out: &Path, more: &[&str]| {
+        ratesim()
+            .arg("run")
+            .arg(scenario)
+            .arg("--out")
+            .arg(out)
+            .arg("--quiet")
+            .args(extra)
+            .args(more)
+            .assert()
+            .success();
+    };
+    go(&out, &[]);
+    fs::rename(&out, &whole).unwrap();
+    let mut parts = Vec::new();
+    // Given in an order other than K's.
+    for k in (1..=n).rev() {
+        let part = tmp.join(format!("part{k}"));
+        go(&part, &["--keys", &format!("{k}/{n}")]);
+        assert!(part.join("partition.json").is_file());
+        parts.push(part);
+    }
+    let o = ratesim()
+        .arg("merge")
+        .args(&parts)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let said = String::from_utf8_lossy(&o.stderr);
+    assert!(said.contains(&format!("merged {n} partitions")), "{said}");
+    assert_eq!(file_names(&whole), file_names(&out));
+    for f in file_names(&whole) {
+        assert_same_file(&whole.join(&f), &out.join(&f));
+    }
+    assert!(file_names(&out).iter().all(|f| !f.starts_with("partition")));
+}
+
+#[test]
+fn merged_partitions_of_nat_traffic_with_retries_are_the_whole_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = write_scenario(tmp.path(), NAT);
+    assert_merge_is_the_whole(&s, tmp.path(), 3, &["--decisions=headers", "--no-plots"]);
+}
+
+#[test]
+fn merged_partitions_of_a_deployment_are_the_whole_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = write_scenario(tmp.path(), DEPLOYED);
+    assert_merge_is_the_whole(&s, tmp.path(), 2, &["--decisions"]);
+}
+
+/// A chain of a token bucket, a sliding log (whose keys hold items) and a
+/// shaper's delays: state that grows and shrinks with items, passes
+/// released later.
+#[test]
+fn merged_partitions_of_a_chain_with_a_log_and_a_shaper_are_the_whole_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let text = format!(
+        "{}{}",
+        NAT.replace(
+            "[[limiter]]\nalgorithm = \"token_bucket\"\nkey_by = \"ip\"\n",
+            "[[limiter]]\nname = \"tb\"\nalgorithm = \"token_bucket\"\nkey_by = \"ip\"\n\n[[limiter]]\nname = \"shaper\"\nalgorithm = \"leaky_bucket\"\nrate = \"3/1s\"\nqueue = 5\nkey_by = \"ip\"\n",
+        )
+        .replace(
+            "[[limiter]]\nalgorithm = \"sliding_log\"",
+            "[[limiter]]\nname = \"log\"\nalgorithm = \"sliding_log\""
+        ),
+        "\n[[chain]]\nname = \"both\"\nlimiters = [\"tb\", \"log\"]\nmode = \"each_counts\"\n"
+    );
+    let s = write_scenario(tmp.path(), &text);
+    assert_merge_is_the_whole(
+        &s,
+        tmp.path(),
+        4,
+        &["--decisions", "--no-plots", "--no-html"],
+    );
+}
+
+/// nginx's own log replayed through its imported config: agreement.csv
+/// and disagreements.csv too; the charts and report.html as well.
+#[test]
+fn merged_partitions_of_an_nginx_replay_with_verdicts_are_the_whole_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = crate::accesslog::imported_fixture(tmp.path());
+    assert_merge_is_the_whole(&s, tmp.path(), 2, &["--decisions"]);
+    assert!(tmp.path().join("run/disagreements.csv").is_file());
+}
+
+/// `merge DIRS --out OUT`: bad input (exit 2) saying each of `says`; OUT
+/// not written.
+fn merge_refused(dirs: &[PathBuf], out: &Path, says: &[&str]) {
+    let assert = ratesim()
+        .arg("merge")
+        .args(dirs)
+        .arg("--out")
+        .arg(out)
+        .assert()
+        .code(2);
+    let stderr = String::from_utf8_lossy(&assert.get_output().stderr).to_string();
+    for s in says {
+        assert!(stderr.contains(s), "{stderr:?} does not say {s:?}");
+    }
+}
+
+#[test]
+fn merge_refuses_what_is_not_one_runs_partitions_each_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = write_scenario(tmp.path(), BASE);
+    let p = |name: &str, keys: &str, more: &[&str]| {
+        let dir = tmp.path().join(name);
+        ratesim()
+            .arg("run")
+            .arg(&s)
+            .arg("--out")
+            .arg(&dir)
+            .args(["--quiet", "--no-plots", "--no-html", "--keys", keys])
+            .args(more)
+            .assert()
+            .success();
+        dir
+    };
+    let (a, b, c) = (p("a", "1/3", &[]), p("b", "2/3", &[]), p("c", "3/3", &[]));
+    let b_seed = p("b-seed", "2/3", &["--seed", "9"]);
+    let b_of_2 = p("b-of-2", "2/2", &[]);
+    let out = tmp.path().join("out");
+    merge_refused(
+        &[a.clone(), b.clone()],
+        &out,
+        &["partition 3/3", "is missing"],
+    );
+    merge_refused(
+        &[a.clone(), b.clone(), b.clone(), c.clone()],
+        &out,
+        &["2/3 is given twice"],
+    );
+    merge_refused(
+        &[a.clone(), b_seed, c.clone()],
+        &out,
+        &["different runs", "seeds"],
+    );
+    merge_refused(&[a.clone(), b_of_2, c.clone()], &out, &["partition counts"]);
+    let whole = tmp.path().join("whole");
+    run(&s, &whole, &[]);
+    merge_refused(
+        std::slice::from_ref(&whole),
+        &out,
+        &["not a key partition's run directory"],
+    );
+    assert!(!out.exists());
+    // Never over one of its own inputs.
+    merge_refused(&[a.clone(), b.clone(), c.clone()], &a, &["holds"]);
+    assert!(a.join("partition.json").is_file());
 }

@@ -4,7 +4,7 @@
 use std::fs;
 use std::path::Path;
 
-use crate::common::{csv_rows, ratesim, read, read_text};
+use crate::common::{csv_rows, file_names, ratesim, read, read_text};
 
 /// Runs `args` (after `run`) into `dir`, quietly, and expects success.
 fn run_into(dir: &Path, args: &[&str]) {
@@ -307,12 +307,7 @@ fn a_sweep_with_no_html_writes_every_other_file_and_no_page() {
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        let mut names: Vec<String> = fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        names.sort();
-        names
+        file_names(dir)
     };
     let (with, without) = (tmp.path().join("with"), tmp.path().join("without"));
     let all = sweep(&with, &[]);
