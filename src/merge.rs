@@ -529,12 +529,17 @@ fn merge_into(
     text.push('\n');
     fs::write(dir.join(crate::rundir::RUN_JSON), text).context("cannot write run.json")?;
     report::render::render_dir(dir, info.plots && plots, info.html && html)?;
+    let joined: Vec<String> = parts
+        .iter()
+        .map(|p| format!("{}/{} {}", p.info.keys.k, p.info.keys.n, p.dir.display()))
+        .collect();
     Ok(format!(
-        "merged {} partitions of {} (keys by {}, seed {}): {events} events, {attempts} attempts, up to {keys} keys a limiter",
+        "merged {} partitions of {} (keys by {}, seed {}): {}; {events} events, {attempts} attempts, up to {keys} keys a limiter",
         parts.len(),
         quoted(&shape.name),
         info.keys.by,
         info.keys.seed,
+        joined.join(", "),
     ))
 }
 

@@ -109,6 +109,7 @@ pub struct JournalWriter {
     buf: Put,
     body: Put,
     last_t: u64,
+    last_index: u64,
     /// Records written: the next one's number.
     pub n: u64,
     error: Option<anyhow::Error>,
@@ -121,6 +122,7 @@ impl JournalWriter {
             buf: Put::default(),
             body: Put::default(),
             last_t: 0,
+            last_index: 0,
             n: 0,
             error: None,
         }
@@ -153,7 +155,11 @@ impl JournalWriter {
         b.i64(r.t.wrapping_sub(self.last_t) as i64);
         self.last_t = r.t;
         match r.origin {
-            Origin::Arrival(index) => b.u64(index),
+            // Push numbers grow nearly with time: each from the last.
+            Origin::Arrival(index) => {
+                b.i64(index.wrapping_sub(self.last_index) as i64);
+                self.last_index = index;
+            }
             Origin::Own {
                 pushed,
                 creator,
@@ -179,7 +185,7 @@ impl JournalWriter {
                 b.u64(c.instance.into());
                 b.bool(c.change.timed);
                 if c.change.timed {
-                    b.u64(c.change.at);
+                    b.i64(c.change.at.wrapping_sub(r.t) as i64);
                 }
                 b.i64(c.change.bytes[0]);
                 b.i64(c.change.bytes[1]);
@@ -217,6 +223,7 @@ pub struct JournalReader<R> {
     inp: R,
     body: Vec<u8>,
     last_t: u64,
+    last_index: u64,
     /// Records read: the next one's number.
     pub n: u64,
     what: String,
@@ -229,6 +236,7 @@ impl<R: Source> JournalReader<R> {
             inp,
             body: Vec::new(),
             last_t: 0,
+            last_index: 0,
             n: 0,
             what,
         }
@@ -271,7 +279,8 @@ impl<R: Source> JournalReader<R> {
         r.t = self.last_t.wrapping_add(t.i64()? as u64);
         self.last_t = r.t;
         r.origin = if flags & OWN == 0 {
-            Origin::Arrival(t.u64()?)
+            self.last_index = self.last_index.wrapping_add(t.i64()? as u64);
+            Origin::Arrival(self.last_index)
         } else {
             let pushed = t.u64()?;
             let creator = match flags & CREATOR {
@@ -292,7 +301,10 @@ impl<R: Source> JournalReader<R> {
                 let limiter = t.u32()?;
                 let instance = t.u32()?;
                 let timed = t.bool()?;
-                let at = if timed { t.u64()? } else { r.t };
+                let at = match timed {
+                    true => r.t.wrapping_add(t.i64()? as u64),
+                    false => r.t,
+                };
                 let bytes = [t.i64()?, t.i64()?];
                 r.changes.push(UnitChange {
                     limiter,
