@@ -281,6 +281,41 @@ fn what_cannot_be_partitioned_is_refused_naming_why() {
     }
 }
 
+/// A recorded client at two addresses, keyed by address: its attempts
+/// would fall in two partitions (its counts, its per-client shadow), so
+/// the run is refused, naming the client and both addresses.
+#[test]
+fn a_client_at_two_addresses_is_refused_in_a_partition_by_address() {
+    let tmp = tempfile::tempdir().unwrap();
+    fs::write(
+        tmp.path().join("t.csv"),
+        "time,client,ip\n0.1,dave,10.0.0.1\n0.2,erin,10.0.0.9\n0.3,dave,10.0.0.2\n",
+    )
+    .unwrap();
+    let s = write_scenario(
+        tmp.path(),
+        "name = \"two\"\nduration = \"1s\"\n[defaults]\nlimit = 1\nwindow = \"1s\"\n[[limiter]]\nalgorithm = \"fixed_window\"\nkey_by = \"ip\"\n[[traffic]]\npattern = \"trace\"\npath = \"t.csv\"\n",
+    );
+    let out = tmp.path().join("out");
+    let assert = ratesim()
+        .arg("run")
+        .arg(&s)
+        .arg("--out")
+        .arg(&out)
+        .args(["--keys", "2/2", "--quiet"])
+        .assert()
+        .code(2);
+    let stderr = String::from_utf8_lossy(&assert.get_output().stderr).to_string();
+    for says in [
+        "client \"dave\"",
+        "\"10.0.0.1\" and \"10.0.0.2\"",
+        "key by client",
+    ] {
+        assert!(stderr.contains(says), "{stderr:?} does not say {says:?}");
+    }
+    assert!(!out.exists());
+}
+
 // ---------------------------------------------------------------------------
 // 3. `auto`: K/N from the job array
 // ---------------------------------------------------------------------------

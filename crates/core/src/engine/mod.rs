@@ -303,6 +303,8 @@ struct Run<'a, 's> {
     /// With `--keys K/N`: the field the partition keys by, and per id of
     /// it whether it is this partition's (see [`crate::partition`]).
     keeps: Option<(KeyBy, Vec<bool>)>,
+    /// In a partition by address: each client's address so far.
+    address_of: Vec<u32>,
     /// Events other than first attempts (retries, store operations): a
     /// small queue whose payloads name a slot of `events`.
     queue: Queue,
@@ -419,6 +421,7 @@ impl<'a, 's> Run<'a, 's> {
             keeps: scenario
                 .partition
                 .map(|p| (p.by, crate::partition::members(&p, &scenario.population))),
+            address_of: Vec::new(),
             queue: Queue::new(),
             events: Vec::new(),
             free: Vec::new(),
@@ -525,6 +528,9 @@ impl<'a, 's> Run<'a, 's> {
             // Another partition's arrival is pushed all the same: the
             // events created after it are, as in the whole run.
             self.pushed = s.pushed;
+            if matches!(self.keeps, Some((KeyBy::Ip, _))) {
+                self.one_address(&s.arrival)?;
+            }
             if !self.keeps(&s.arrival) {
                 continue;
             }
@@ -538,6 +544,31 @@ impl<'a, 's> Run<'a, 's> {
                 last_wait: Nanos::ZERO,
             };
             self.step(at, Event::Arrive(job), progress)?;
+        }
+        Ok(())
+    }
+
+    /// In a partition by address: refuses a client seen at two addresses,
+    /// whose attempts two partitions would share (its per-client counts,
+    /// and a per-client shadow's decisions, would be split).
+    fn one_address(&mut self, a: &Arrival) -> anyhow::Result<()> {
+        let c = a.client as usize;
+        if c >= self.address_of.len() {
+            self.address_of.resize(c + 1, u32::MAX);
+        }
+        match self.address_of[c] {
+            u32::MAX => self.address_of[c] = a.ip,
+            ip if ip != a.ip => {
+                let p = &self.scenario.population;
+                return Err(crate::error::InputError::new(format!(
+                    "--keys: client {} sends from addresses {} and {}: partitions by address would split its attempts; key by client, or run it whole (without --keys)",
+                    crate::error::quoted(&p.client_name(a.client).to_string()),
+                    crate::error::quoted(&p.ip_name(ip).to_string()),
+                    crate::error::quoted(&p.ip_name(a.ip).to_string()),
+                ))
+                .into());
+            }
+            _ => {}
         }
         Ok(())
     }
