@@ -424,11 +424,76 @@ fn check_points(plan: &Plan, points: &[usize]) -> Result<PointsCost, InputError>
     Ok(cost)
 }
 
-/// Simulates point `i`: its `summary.csv` bytes, each line followed by
-/// its limiter's cells per source (`COLUMN[SOURCE]`, empty for a source
-/// the limiter does not see).
-fn run_point(plan: &Plan, i: usize) -> anyhow::Result<Vec<u8>> {
-    let s = plan.scenario(i)?;
+/// Points simulated together at most: each arrival is generated once for
+/// all of their limiters.
+const BATCH: usize = 8;
+
+/// What must be equal for points to share their arrivals: the scenario
+/// as echoed without its limiters and defaults (its traffic, seed,
+/// duration, population), and the sources its limiters see.
+fn shared_arrivals(s: &Scenario) -> (serde_json::Value, Vec<bool>) {
+    let mut echo = s.echo();
+    if let Some(o) = echo.as_object_mut() {
+        o.remove("limiters");
+        o.remove("defaults");
+    }
+    let seen = s
+        .sources()
+        .map(|(t, _)| s.limiters.iter().any(|l| l.traffic.contains(&t)))
+        .collect();
+    (echo, seen)
+}
+
+/// The points in runs of at most `batch` neighbours that share their
+/// arrivals (see [`shared_arrivals`]), each run simulated at once.
+fn batches(plan: &Plan, points: &[usize], batch: usize) -> Vec<Vec<usize>> {
+    let mut out: Vec<Vec<usize>> = Vec::new();
+    let mut last = None;
+    for &i in points {
+        let key = plan.scenario(i).ok().map(|s| shared_arrivals(&s));
+        match out.last_mut() {
+            Some(b) if b.len() < batch && key.is_some() && key == last => b.push(i),
+            _ => out.push(vec![i]),
+        }
+        last = key;
+    }
+    out
+}
+
+/// Simulates the points of `batch` over one generation of their arrivals
+/// (see [`batches`]): each point's `summary.csv` bytes (see
+/// [`point_summary`]).
+fn run_batch(plan: &Plan, batch: &[usize]) -> Vec<anyhow::Result<Vec<u8>>> {
+    let scenarios: anyhow::Result<Vec<Scenario>> =
+        batch.iter().map(|&i| Ok(plan.scenario(i)?)).collect();
+    let ran = scenarios.and_then(|scenarios| {
+        let refs: Vec<&Scenario> = scenarios.iter().collect();
+        let runs = engine::simulate_shared(&refs, &|_, _, _| {})?;
+        Ok((scenarios, runs))
+    });
+    match ran {
+        Ok((scenarios, runs)) => batch
+            .iter()
+            .zip(scenarios)
+            .zip(runs)
+            .map(|((&i, s), runs)| point_summary(plan, i, &s, runs))
+            .collect(),
+        Err(e) => {
+            let e = format!("{e:#}");
+            batch.iter().map(|_| Err(anyhow::anyhow!("{e}"))).collect()
+        }
+    }
+}
+
+/// Point `i`'s `summary.csv` bytes, its scenario `s` simulated into
+/// `runs`: each line followed by its limiter's cells per source
+/// (`COLUMN[SOURCE]`, empty for a source the limiter does not see).
+fn point_summary(
+    plan: &Plan,
+    i: usize,
+    s: &Scenario,
+    runs: Vec<engine::LimiterRun>,
+) -> anyhow::Result<Vec<u8>> {
     let names = s.source_names();
     anyhow::ensure!(
         names == plan.sources,
@@ -437,8 +502,7 @@ fn run_point(plan: &Plan, i: usize) -> anyhow::Result<Vec<u8>> {
         names.join(", "),
         plan.sources.join(", ")
     );
-    let runs = engine::simulate_all(&s, Vec::new(), &|_, _, _| {})?;
-    let report = Report::new(&s, runs, s.echo());
+    let report = Report::new(s, runs, s.echo());
     let mut summary = Vec::new();
     report::csv::summary(&report, &mut summary)?;
     let (head, rows) = records(&summary)?;
@@ -567,14 +631,31 @@ pub fn command(args: SweepArgs) -> anyhow::Result<()> {
     let staging = Staging::new(&out, &plan.file.inputs())?;
 
     let bar = PointProgress::new(points.len(), args.quiet);
-    let results: Vec<anyhow::Result<PointRows>> = points
+    // Neighbouring points that share their arrivals run together, as many
+    // as memory allows beside the others running at once (checked above
+    // for one point each).
+    let batch = match crate::estimate::available_memory().filter(|_| !args.no_budget) {
+        Some(available) => {
+            let each = largest_memory
+                .saturating_mul(rayon::current_num_threads().min(points.len()).max(1) as u128)
+                .max(1);
+            ((available as u128).saturating_sub(recordings) / each).clamp(1, BATCH as u128) as usize
+        }
+        None => BATCH,
+    };
+    let results: Vec<anyhow::Result<PointRows>> = batches(&plan, &points, batch)
         .par_iter()
-        .map(|&i| {
-            let r = run_point(&plan, i)
-                .and_then(|summary| point_rows(&plan.grid, i, &summary))
-                .with_context(|| format!("point {i} ({})", plan.grid.describe(i)));
-            bar.point_done();
-            r
+        .flat_map_iter(|b| {
+            let rows: Vec<anyhow::Result<PointRows>> = run_batch(&plan, b)
+                .into_iter()
+                .zip(b)
+                .map(|(r, &i)| {
+                    bar.point_done();
+                    r.and_then(|summary| point_rows(&plan.grid, i, &summary))
+                        .with_context(|| format!("point {i} ({})", plan.grid.describe(i)))
+                })
+                .collect();
+            rows
         })
         .collect();
     bar.finish();

@@ -379,6 +379,69 @@ fn each_points_rows_are_the_summary_rows_of_run_with_set() {
     }
 }
 
+/// Points that differ only in their limiters and defaults share one
+/// generation of their arrivals (src/sweep: a batch); with retries (events
+/// of each limiter's own) and two sources, each point's rows are still
+/// those of `run --set` of that point, byte for byte — and a point whose
+/// traffic differs runs on its own, the same.
+#[test]
+fn points_that_share_their_arrivals_are_each_the_run_of_that_point() {
+    let tmp = tempfile::tempdir().unwrap();
+    let text = format!(
+        "{SMALL}retry = {{ policy = \"retry_after\", max_attempts = 3 }}\n\n[[traffic]]\npattern = \"nat\"\nusers = 12\nips = 3\nrate = \"3/1s\"\nretry = {{ policy = \"exponential\", base = \"50ms\", factor = 2, cap = \"1s\", jitter = \"full\", max_attempts = 4 }}\n"
+    );
+    let s = scenario_in(tmp.path(), "a", &text);
+    let out = tmp.path().join("sweep");
+    let points = [
+        ("4", "3", "4"),
+        ("4", "9", "4"),
+        ("8", "3", "4"),
+        ("8", "9", "7"),
+    ];
+    sweep(
+        &s,
+        &out,
+        &[
+            "--vary",
+            "traffic[0].clients=4,7",
+            "--vary",
+            "defaults.limit=4,8",
+            "--vary",
+            "limiter[0].capacity=3,9",
+            "--quiet",
+            "--no-plots",
+            "--no-html",
+        ],
+    )
+    .success();
+    let text = read_text(&out.join("sweep.csv"));
+    let rows: Vec<&str> = text.lines().skip(1).collect();
+    assert_eq!(rows.len(), 8 * 2, "points × limiters");
+    for (limit, cap, clients) in points {
+        let run = tmp.path().join(format!("run-{limit}-{cap}-{clients}"));
+        ratesim()
+            .arg("run")
+            .arg(&s)
+            .args(["--quiet", "--no-plots", "--no-html"])
+            .args(["--set", &format!("traffic[0].clients={clients}")])
+            .args(["--set", &format!("defaults.limit={limit}")])
+            .args(["--set", &format!("limiter[0].capacity={cap}")])
+            .arg("--out")
+            .arg(&run)
+            .assert()
+            .success();
+        let summary = read_text(&run.join("summary.csv"));
+        for (l, row) in summary.lines().skip(1).enumerate() {
+            let prefix = format!("{clients},{limit},{cap},{row},");
+            let found = rows.iter().filter(|r| r.starts_with(&prefix)).count();
+            assert_eq!(
+                found, 1,
+                "limiter {l} of point {limit},{cap},{clients}: {row}"
+            );
+        }
+    }
+}
+
 /// The header of a plain run's summary.csv.
 fn summary_header(tmp: &Path) -> String {
     let s = scenario_in(tmp, "hdr", SMALL);

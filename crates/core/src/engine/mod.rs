@@ -182,6 +182,63 @@ pub fn simulate_journaled(
     Ok(runs.into_iter().map(|(_, run)| run).collect())
 }
 
+/// Simulates every limiter of each of `scenarios` over one generation of
+/// their arrivals: scenarios whose traffic is the same (its sources, seed,
+/// duration and population; the caller's to check, as a sweep's points
+/// that vary only their limiters) and whose limiters together see the
+/// same sources. Each limiter's run is the run [`simulate_all`] makes of
+/// its own scenario, byte for byte: its events are its own, its arrivals
+/// the same. Per scenario, its limiters' runs in order.
+pub fn simulate_shared(
+    scenarios: &[&Scenario],
+    progress: &(dyn Fn(usize, Nanos, u64) + Sync),
+) -> anyhow::Result<Vec<Vec<LimiterRun>>> {
+    let Some(first) = scenarios.first() else {
+        return Ok(Vec::new());
+    };
+    let mut runs = Vec::new();
+    let mut owner = Vec::new();
+    for (k, s) in scenarios.iter().enumerate() {
+        anyhow::ensure!(
+            s.partition.is_none() && s.traffic.len() == first.traffic.len(),
+            "scenarios that share arrivals have the same traffic and no key partition"
+        );
+        for i in (0..s.limiters.len()).filter(|&i| s.limiters[i].member_of.is_none()) {
+            runs.push(Run::new(s, i, None));
+            owner.push(k);
+        }
+    }
+    // The arrivals a scenario's runs would have generated alone: the
+    // sources its limiters see, the same for every scenario.
+    let seen_by = |k: usize| -> Vec<bool> {
+        first
+            .first_sources()
+            .iter()
+            .map(|&src| {
+                runs.iter()
+                    .zip(&owner)
+                    .any(|(r, &o)| o == k && r.sees[src as usize])
+            })
+            .collect()
+    };
+    let seen = seen_by(0);
+    anyhow::ensure!(
+        (1..scenarios.len()).all(|k| seen_by(k) == seen),
+        "scenarios that share arrivals see the same sources"
+    );
+    let mut out: Vec<Vec<(usize, LimiterRun)>> = vec![Vec::new(); scenarios.len()];
+    for (ran, k) in drive(first, runs, progress)?.into_iter().zip(owner) {
+        out[k].extend(ran);
+    }
+    Ok(out
+        .into_iter()
+        .map(|mut r| {
+            r.sort_by_key(|(i, _)| *i);
+            r.into_iter().map(|(_, run)| run).collect()
+        })
+        .collect())
+}
+
 /// Simulates limiter `index` of `scenario` from start to end.
 ///
 /// `progress` is called every [`PROGRESS_EVERY`] events with the simulated
