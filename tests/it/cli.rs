@@ -684,6 +684,11 @@ fn list_help_shows_examples() {
     assert_help_shows_examples("list");
 }
 
+#[test]
+fn merge_help_shows_examples() {
+    assert_help_shows_examples("merge");
+}
+
 // ---------------------------------------------------------------------------
 // 10. a closed stdout
 // ---------------------------------------------------------------------------
