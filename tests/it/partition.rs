@@ -519,6 +519,66 @@ fn merged_partitions_of_an_nginx_replay_with_verdicts_are_the_whole_run() {
     assert!(tmp.path().join("run/disagreements.csv").is_file());
 }
 
+/// A small scenario drawn from `seed`: one of eight algorithms keyed by
+/// client or address, NAT users and Poisson clients that retry (by
+/// Retry-After, with jittered backoff, or at once), on one instance, two
+/// hash-routed ones, or a shared store.
+fn drawn_scenario(seed: u64) -> String {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut pick = |n: u64| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % n
+    };
+    let algorithm = [
+        "algorithm = \"token_bucket\"\ncapacity = 3\nrate = \"2/1s\"",
+        "algorithm = \"gcra\"\nrate = \"2/1s\"\nburst = 3",
+        "algorithm = \"leaky_bucket\"\nrate = \"2/1s\"\nqueue = 3",
+        "algorithm = \"fixed_window\"\nlimit = 3\nwindow = \"1s\"",
+        "algorithm = \"sliding_log\"\nlimit = 3\nwindow = \"1s\"",
+        "algorithm = \"sliding_counter\"\nlimit = 3\nwindow = \"1s\"",
+        "algorithm = \"interval_bucket\"\nmax_tokens = 3\ntokens_per_fill = 1\nfill_interval = \"500ms\"",
+        "algorithm = \"smooth_bursty\"\nrate = \"2/1s\"\ncapacity = 3",
+    ][pick(8) as usize];
+    let key_by = ["client", "ip"][pick(2) as usize];
+    let retry = [
+        "{ policy = \"retry_after\", max_attempts = 4 }",
+        "{ policy = \"exponential\", base = \"100ms\", factor = 2, cap = \"1s\", jitter = \"full\", max_attempts = 4 }",
+        "{ policy = \"immediate\", max_attempts = 3 }",
+    ];
+    let deployment = [
+        "",
+        "deployment = { instances = 2, routing = \"hash_client\" }\n",
+        "deployment = { instances = 2, routing = \"random\", scope = \"global\", store_latency = \"1ms\" }\n",
+    ][pick(3) as usize];
+    let (r1, r2) = (retry[pick(3) as usize], retry[pick(3) as usize]);
+    format!(
+        "name = \"drawn\"\nseed = {seed}\nduration = \"4s\"\n\n[defaults]\nlimit = 3\nwindow = \"1s\"\n\n\
+         [[limiter]]\n{algorithm}\nkey_by = \"{key_by}\"\n{deployment}\n\
+         [[traffic]]\npattern = \"nat\"\nusers = 20\nips = 5\nrate = \"2/1s\"\nretry = {r1}\n\n\
+         [[traffic]]\npattern = \"poisson\"\nclients = 6\nrate = \"5/1s\"\nretry = {r2}\n"
+    )
+}
+
+/// Scenarios drawn at random (see [`drawn_scenario`]), each split into 2,
+/// 3 or 5 partitions and merged: the whole run, file for file.
+#[test]
+fn merged_partitions_of_drawn_scenarios_are_the_whole_run() {
+    for seed in 1..=12u64 {
+        let tmp = tempfile::tempdir().unwrap();
+        let text = drawn_scenario(seed);
+        let s = write_scenario(tmp.path(), &text);
+        let n = [2, 3, 5][seed as usize % 3];
+        assert_merge_is_the_whole(
+            &s,
+            tmp.path(),
+            n,
+            &["--decisions", "--no-plots", "--no-html"],
+        );
+    }
+}
+
 /// `merge DIRS --out OUT`: bad input (exit 2) saying each of `says`; OUT
 /// not written.
 fn merge_refused(dirs: &[PathBuf], out: &Path, says: &[&str]) {
