@@ -381,12 +381,15 @@ struct PointsCost {
     decisions: u128,
     memory: u128,
     recordings: u128,
+    /// Per point, what its arrivals are (see [`shared_arrivals`]).
+    arrivals: Vec<(serde_json::Value, Vec<bool>)>,
 }
 
 /// Checks every point of this shard (in parallel): the first invalid point
 /// in point order is bad input naming the point.
 fn check_points(plan: &Plan, points: &[usize]) -> Result<PointsCost, InputError> {
-    let checked: Vec<Result<(u128, u128, u128), InputError>> = points
+    type Checked = (u128, u128, u128, (serde_json::Value, Vec<bool>));
+    let checked: Vec<Result<Checked, InputError>> = points
         .par_iter()
         .map(|&i| {
             let s = plan.scenario(i).map_err(|e| {
@@ -407,16 +410,23 @@ fn check_points(plan: &Plan, points: &[usize]) -> Result<PointsCost, InputError>
             }
             let e = Estimate::of_run(&s, false);
             let recordings = e.memory.recordings;
-            Ok((e.decisions, e.memory_bytes() - recordings, recordings))
+            Ok((
+                e.decisions,
+                e.memory_bytes() - recordings,
+                recordings,
+                shared_arrivals(&s),
+            ))
         })
         .collect();
     let mut cost = PointsCost {
         decisions: 0,
         memory: 0,
         recordings: 0,
+        arrivals: Vec::with_capacity(points.len()),
     };
     for c in checked {
-        let (decisions, memory, recordings) = c?;
+        let (decisions, memory, recordings, arrivals) = c?;
+        cost.arrivals.push(arrivals);
         cost.decisions = cost.decisions.saturating_add(decisions);
         cost.memory = cost.memory.max(memory);
         cost.recordings = cost.recordings.max(recordings);
@@ -445,17 +455,19 @@ fn shared_arrivals(s: &Scenario) -> (serde_json::Value, Vec<bool>) {
 }
 
 /// The points in runs of at most `batch` neighbours that share their
-/// arrivals (see [`shared_arrivals`]), each run simulated at once.
-fn batches(plan: &Plan, points: &[usize], batch: usize) -> Vec<Vec<usize>> {
+/// arrivals (`arrivals[j]`, point `points[j]`'s: see [`shared_arrivals`]),
+/// each run simulated at once.
+fn batches(
+    points: &[usize],
+    arrivals: &[(serde_json::Value, Vec<bool>)],
+    batch: usize,
+) -> Vec<Vec<usize>> {
     let mut out: Vec<Vec<usize>> = Vec::new();
-    let mut last = None;
-    for &i in points {
-        let key = plan.scenario(i).ok().map(|s| shared_arrivals(&s));
+    for (j, &i) in points.iter().enumerate() {
         match out.last_mut() {
-            Some(b) if b.len() < batch && key.is_some() && key == last => b.push(i),
+            Some(b) if b.len() < batch && j > 0 && arrivals[j] == arrivals[j - 1] => b.push(i),
             _ => out.push(vec![i]),
         }
-        last = key;
     }
     out
 }
@@ -594,6 +606,7 @@ pub fn command(args: SweepArgs) -> anyhow::Result<()> {
         decisions,
         memory: largest_memory,
         recordings,
+        arrivals,
     } = check_points(&plan, &points)?;
     if decisions > BUDGET_DECISIONS && !args.no_budget {
         return Err(InputError::new(format!(
@@ -643,7 +656,7 @@ pub fn command(args: SweepArgs) -> anyhow::Result<()> {
         }
         None => BATCH,
     };
-    let results: Vec<anyhow::Result<PointRows>> = batches(&plan, &points, batch)
+    let results: Vec<anyhow::Result<PointRows>> = batches(&points, &arrivals, batch)
         .par_iter()
         .flat_map_iter(|b| {
             let rows: Vec<anyhow::Result<PointRows>> = run_batch(&plan, b)
