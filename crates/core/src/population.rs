@@ -23,7 +23,7 @@ struct Names {
     /// Where each interned name ends in `text`.
     ends: Vec<usize>,
     /// Hash of an interned name → the first name's id with that hash…
-    by_hash: HashMap<u64, u32>,
+    by_hash: HashMap<u64, u32, std::hash::BuildHasherDefault<Prehashed>>,
     /// …and the rare later names whose hash an earlier name has.
     collided: HashMap<String, u32>,
     /// The runs, in id order.
@@ -128,12 +128,33 @@ fn number(s: &str) -> Option<u64> {
     canonical.then(|| s.parse().ok()).flatten()
 }
 
+/// The hasher of `Names::by_hash`, whose keys are hashes already: a
+/// folded multiply spreads each key over the bits the table reads.
+#[derive(Debug, Clone, Copy, Default)]
+struct Prehashed(u64);
+
+impl std::hash::Hasher for Prehashed {
+    fn finish(&self) -> u64 {
+        let p = u128::from(self.0) * 0x9E37_79B9_7F4A_7C15;
+        p as u64 ^ (p >> 64) as u64
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+
+    fn write_u64(&mut self, v: u64) {
+        self.0 = v;
+    }
+}
+
 impl Names {
+    /// FNV-1a 64 of the name: a name is a key of the user's, not an
+    /// attacker's, and this is the hash of every name of a replayed log.
     fn hash(name: &str) -> u64 {
-        use std::hash::{Hash, Hasher};
-        let mut h = std::hash::DefaultHasher::new();
-        name.hash(&mut h);
-        h.finish()
+        crate::deploy::fnv1a(name)
     }
 
     /// Interned name number `i` (its place in `ends`).
