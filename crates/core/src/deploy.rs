@@ -45,7 +45,6 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::clock::{Nanos, MAX_NANOS};
 use crate::limiter::Algorithm;
-use crate::population::Name;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Routing {
@@ -164,37 +163,10 @@ impl Deployment {
     }
 }
 
-/// FNV-1a: a stable hash of a name, the same on every machine and run.
-pub fn fnv1a(name: &str) -> u64 {
-    let mut h = Fnv1a::default();
-    h.update(name.as_bytes());
-    h.0
-}
-
-/// [`fnv1a`] of `name` given in pieces (see [`Name::bytes`]).
-pub(crate) fn fnv1a_name(name: Name<'_>) -> u64 {
-    let mut h = Fnv1a::default();
-    name.bytes(|b| h.update(b));
-    h.0
-}
-
-/// FNV-1a's state, fed bytes in pieces.
-struct Fnv1a(u64);
-
-impl Default for Fnv1a {
-    fn default() -> Self {
-        Fnv1a(0xcbf2_9ce4_8422_2325)
-    }
-}
-
-impl Fnv1a {
-    fn update(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 ^= b as u64;
-            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-}
+/// FNV-1a, the stable hash of a name that hash routing reads (it lives
+/// with the names).
+pub use crate::population::fnv1a;
+pub(crate) use crate::population::fnv1a_name;
 
 #[cfg(test)]
 mod tests {

@@ -154,7 +154,7 @@ impl Names {
     /// FNV-1a 64 of the name: a name is a key of the user's, not an
     /// attacker's, and this is the hash of every name of a replayed log.
     fn hash(name: &str) -> u64 {
-        crate::deploy::fnv1a(name)
+        fnv1a(name)
     }
 
     /// Interned name number `i` (its place in `ends`).
@@ -324,6 +324,38 @@ fn numbered(names: &mut Names, prefix: &str, count: u32) -> IdList {
                 .map(|i| names.intern(&format!("{prefix}{i}")))
                 .collect(),
         ),
+    }
+}
+
+/// FNV-1a: a stable hash of a name, the same on every machine and run.
+pub fn fnv1a(name: &str) -> u64 {
+    let mut h = Fnv1a::default();
+    h.update(name.as_bytes());
+    h.0
+}
+
+/// [`fnv1a`] of `name` given in pieces (see [`Name::bytes`]).
+pub(crate) fn fnv1a_name(name: Name<'_>) -> u64 {
+    let mut h = Fnv1a::default();
+    name.bytes(|b| h.update(b));
+    h.0
+}
+
+/// FNV-1a's state, fed bytes in pieces.
+struct Fnv1a(u64);
+
+impl Default for Fnv1a {
+    fn default() -> Self {
+        Fnv1a(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Fnv1a {
+    fn update(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 ^= b as u64;
+            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+        }
     }
 }
 
