@@ -195,8 +195,6 @@ fn read_bin(dir: &Path, limiters: usize) -> anyhow::Result<Vec<(Recorder, Footpr
     let mut t = Take::new(&bytes, &what);
     let mut out = Vec::with_capacity(limiters);
     for _ in 0..limiters {
-        let len = t.usize()?;
-        let _ = len;
         let recorder = Recorder::load(&mut t)?;
         let footprint = Footprint {
             byte_ns: t.u128()?,

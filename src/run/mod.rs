@@ -101,27 +101,19 @@ fn write_partition(
     let p = scenario.partition.expect("a key partition's run");
     let mut bin = Put::default();
     for run in runs {
-        let mut one = Put::default();
-        run.recorder.save(&mut one);
+        run.recorder.save(&mut bin);
         let f = &run.footprint;
-        one.u128(f.byte_ns);
-        one.u128(f.key_ns);
-        one.u64(f.peak_bytes);
-        one.u64(f.peak_total);
-        one.u128(f.redis_byte_ns);
-        one.u64(f.redis_peak_bytes);
-        one.u64(f.redis_peak_total);
-        one.u64(f.span);
-        one.u64(f.keys);
-        bin.u64(one.0.len() as u64);
-        bin.0.extend_from_slice(&one.0);
+        bin.u128(f.byte_ns);
+        bin.u128(f.key_ns);
+        bin.u64(f.peak_bytes);
+        bin.u64(f.peak_total);
+        bin.u128(f.redis_byte_ns);
+        bin.u64(f.redis_peak_bytes);
+        bin.u64(f.redis_peak_total);
+        bin.u64(f.span);
+        bin.u64(f.keys);
     }
     fs::write(dir.join(PARTITION_BIN), &bin.0).context("cannot write partition.bin")?;
-    let key_name = |i: usize, key: u32| match scenario.limiters[i].key_by {
-        crate::scenario::KeyBy::Client => scenario.population.client_name(key).to_string(),
-        crate::scenario::KeyBy::Ip => scenario.population.ip_name(key).to_string(),
-        crate::scenario::KeyBy::Global => "*".to_string(),
-    };
     let info = PartitionInfo {
         keys: crate::rundir::invocation::KeyShare {
             k: p.k,
@@ -138,7 +130,11 @@ fn write_partition(
         peak_keys: runs
             .iter()
             .enumerate()
-            .map(|(i, r)| r.recorder.peak_at.map(|(_, k)| key_name(i, k)))
+            .map(|(i, r)| {
+                r.recorder
+                    .peak_at
+                    .map(|(_, k)| report::key_name(scenario, i, k))
+            })
             .collect(),
         agreements: agrees
             .iter()

@@ -94,11 +94,7 @@ impl Report {
     /// the scenario as `summary.json` echoes it: `echo`, whose
     /// `limiters[i].params` are each limiter's resolved parameters.
     pub fn new(scenario: &Scenario, runs: Vec<LimiterRun>, echo: serde_json::Value) -> Report {
-        let key_name = |i: usize, key: u32| match scenario.limiters[i].key_by {
-            crate::scenario::KeyBy::Client => scenario.population.client_name(key).to_string(),
-            crate::scenario::KeyBy::Ip => scenario.population.ip_name(key).to_string(),
-            crate::scenario::KeyBy::Global => "*".to_string(),
-        };
+        let key_name = |i: usize, key: u32| key_name(scenario, i, key);
         Report::of_shape(&Shape::of(scenario), runs, echo, &key_name)
     }
 
@@ -303,6 +299,16 @@ impl Report {
             scenario: echo,
             limiters,
         }
+    }
+}
+
+/// The text of key `key` of limiter `i` of `scenario`: its client's name,
+/// its address, or `*` for a global key.
+pub fn key_name(scenario: &Scenario, i: usize, key: u32) -> String {
+    match scenario.limiters[i].key_by {
+        crate::scenario::KeyBy::Client => scenario.population.client_name(key).to_string(),
+        crate::scenario::KeyBy::Ip => scenario.population.ip_name(key).to_string(),
+        crate::scenario::KeyBy::Global => "*".to_string(),
     }
 }
 

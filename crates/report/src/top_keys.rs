@@ -11,7 +11,7 @@ use std::path::Path;
 
 use crate::engine::LimiterRun;
 use crate::metrics::KeyCounts;
-use crate::scenario::{KeyBy, Scenario};
+use crate::scenario::Scenario;
 
 use crate::rundir::TOP_KEYS_COLUMNS;
 pub use crate::rundir::TOP_KEYS_CSV as FILE;
@@ -34,12 +34,8 @@ pub struct Row {
 /// The top keys of every limiter of a run.
 pub fn collect(scenario: &Scenario, runs: &[LimiterRun]) -> Vec<Row> {
     let mut rows = Vec::new();
-    for (spec, run) in scenario.limiters.iter().zip(runs) {
-        let name = |id: usize| match spec.key_by {
-            KeyBy::Client => scenario.population.client_name(id as u32).to_string(),
-            KeyBy::Ip => scenario.population.ip_name(id as u32).to_string(),
-            KeyBy::Global => "*".to_string(),
-        };
+    for (i, (spec, run)) in scenario.limiters.iter().zip(runs).enumerate() {
+        let name = |id: usize| crate::key_name(scenario, i, id as u32);
         let mut keys: Vec<(usize, KeyCounts)> = run.recorder.keys().collect();
         // Most rejected first, then most attempts, then by name. Only the
         // keys that rank with the first `PER_LIMITER` by counts alone

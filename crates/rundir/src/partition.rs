@@ -7,7 +7,7 @@
 //!   partition only its own keys' names can say;
 //! - `partition.bin`: every limiter's recorder (the counts, series and
 //!   histograms, per id), as `ratesim_core::metrics::Recorder::save`
-//!   writes it, each after its length;
+//!   writes it, each followed by its footprint;
 //! - `partition-journal-I.bin`: limiter `I`'s run, event by event, in the
 //!   order the whole run's events stand (`ratesim_core::partition::journal`).
 //!
