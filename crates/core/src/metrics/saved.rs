@@ -162,17 +162,9 @@ impl Recorder {
         }
         p.u64(self.sources.len() as u64);
         for s in &self.sources {
-            for v in [
-                s.attempts,
-                s.logical,
-                s.admitted,
-                s.delayed,
-                s.rejected,
-                s.passed_cost,
-                s.clients,
-                s.clients_limited,
-            ] {
-                p.u64(v);
+            // Finished: no client bits left to copy.
+            for v in s.clone().counts_mut() {
+                p.u64(*v);
             }
         }
     }
@@ -237,16 +229,7 @@ impl Recorder {
         r.sources = (0..n)
             .map(|_| {
                 let mut s = SourceCounts::default();
-                for v in [
-                    &mut s.attempts,
-                    &mut s.logical,
-                    &mut s.admitted,
-                    &mut s.delayed,
-                    &mut s.rejected,
-                    &mut s.passed_cost,
-                    &mut s.clients,
-                    &mut s.clients_limited,
-                ] {
+                for v in s.counts_mut() {
                     *v = t.u64()?;
                 }
                 Ok(s)
@@ -324,14 +307,13 @@ impl Recorder {
             }
         }
         for (mine, theirs) in self.sources.iter_mut().zip(&other.sources) {
-            mine.attempts += theirs.attempts;
-            mine.logical += theirs.logical;
-            mine.admitted += theirs.admitted;
-            mine.delayed += theirs.delayed;
-            mine.rejected += theirs.rejected;
-            mine.passed_cost += theirs.passed_cost;
-            mine.clients += theirs.clients;
-            mine.clients_limited += theirs.clients_limited;
+            for (m, t) in mine
+                .counts_mut()
+                .into_iter()
+                .zip(theirs.clone().counts_mut())
+            {
+                *m += *t;
+            }
         }
         Ok(())
     }

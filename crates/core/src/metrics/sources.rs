@@ -109,6 +109,20 @@ impl SourceCounts {
         }
     }
 
+    /// Every count, in one order (what a key partition saves and sums).
+    pub(crate) fn counts_mut(&mut self) -> [&mut u64; 8] {
+        [
+            &mut self.attempts,
+            &mut self.logical,
+            &mut self.admitted,
+            &mut self.delayed,
+            &mut self.rejected,
+            &mut self.passed_cost,
+            &mut self.clients,
+            &mut self.clients_limited,
+        ]
+    }
+
     /// Drops the client bits once the run is over (the counts stay).
     pub fn finish(&mut self) {
         self.seen = Bits::default();
