@@ -24,7 +24,7 @@
 //! queues another. So the first entry that finds a key's state fresh comes
 //! up exactly at its fresh moment.
 
-use super::{Bits, Change, Footprint};
+use super::{Bits, Change, ChangeLog, Footprint};
 use crate::calendar::Calendar;
 use crate::clock::Nanos;
 
@@ -46,10 +46,8 @@ pub struct FixedLedger {
     died: u128,
     peak_alive: u64,
     /// Every birth and death, for a key partition's journal
-    /// ([`FixedLedger::keep_changes`]); none otherwise.
-    changes: Option<Vec<Change>>,
-    /// Inside [`FixedLedger::advance`]: a death now is timed.
-    advancing: bool,
+    /// ([`FixedLedger::keep_changes`]).
+    log: ChangeLog,
 }
 
 impl FixedLedger {
@@ -64,32 +62,19 @@ impl FixedLedger {
             born: 0,
             died: 0,
             peak_alive: 0,
-            changes: None,
-            advancing: false,
+            log: ChangeLog::default(),
         }
     }
 
     /// Keeps every birth and death from now on, for
     /// [`FixedLedger::changes`].
     pub fn keep_changes(&mut self) {
-        self.changes.get_or_insert_with(Vec::new);
+        self.log.keep();
     }
 
     /// The changes kept since the last call, if they are kept.
     pub fn changes(&mut self) -> Option<&mut Vec<Change>> {
-        self.changes.as_mut()
-    }
-
-    fn note(&mut self, at: u64, sign: i64) {
-        let [compact, redis] = self.sizes;
-        let timed = self.advancing;
-        if let Some(c) = &mut self.changes {
-            c.push(Change {
-                at,
-                timed,
-                bytes: [sign * compact as i64, sign * redis as i64],
-            });
-        }
+        self.log.changes()
     }
 
     /// Whether `key` is alive (its state differs from a fresh key's) at the
@@ -102,7 +87,7 @@ impl FixedLedger {
     /// moment (`fresh_at(key)`, read from its state) has come by then;
     /// `prefetch(key)` is asked for the key of the entry a few ahead.
     pub fn advance(&mut self, now: Nanos, fresh_at: impl Fn(u32) -> u64, prefetch: impl Fn(u32)) {
-        self.advancing = true;
+        self.log.advancing = true;
         while let Some((t, key)) = self.queue.peek_due(now.0) {
             self.queue.pop();
             if let Some(&(_, next)) = self.queue.ahead(PREFETCH_AHEAD) {
@@ -119,7 +104,7 @@ impl FixedLedger {
                 self.die(key, t);
             }
         }
-        self.advancing = false;
+        self.log.advancing = false;
         self.now = self.now.max(now.0);
     }
 
@@ -127,7 +112,7 @@ impl FixedLedger {
         self.alive_keys.set(key, false);
         self.alive -= 1;
         self.died += at as u128;
-        self.note(at, -1);
+        self.log.note(at, self.sizes, [0; 2]);
     }
 
     /// After a decision at the ledger's time wrote `key`: its state is
@@ -148,7 +133,7 @@ impl FixedLedger {
                 self.alive += 1;
                 self.born += now as u128;
                 self.peak_alive = self.peak_alive.max(self.alive);
-                self.note(now, 1);
+                self.log.note(now, [0; 2], self.sizes);
                 self.queue.push((fresh, key));
             }
         }

@@ -400,10 +400,8 @@ pub struct Ledger {
     peak_key: [u64; 2],
     peak_total: [u64; 2],
     /// Every change of the bytes held, for a key partition's journal
-    /// ([`Ledger::keep_changes`]); none otherwise.
-    changes: Option<Vec<Change>>,
-    /// Inside [`Ledger::advance`]: a change now is an expiry (timed).
-    advancing: bool,
+    /// ([`Ledger::keep_changes`]).
+    log: ChangeLog,
 }
 
 /// A change of the bytes one ledger holds, compact and Redis: at a
@@ -418,12 +416,36 @@ pub struct Change {
     pub bytes: [i64; 2],
 }
 
-impl Change {
-    fn of(at: u64, timed: bool, old: [u64; 2], new: [u64; 2]) -> Change {
-        Change {
-            at,
-            timed,
-            bytes: [0, 1].map(|f| new[f] as i64 - old[f] as i64),
+/// The changes a ledger keeps when asked ([`ChangeLog::keep`]), and
+/// whether it is inside its `advance`, where a change is an expiry
+/// (timed).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ChangeLog {
+    kept: Option<Vec<Change>>,
+    pub(crate) advancing: bool,
+}
+
+impl ChangeLog {
+    /// Keeps every change from now on.
+    pub(crate) fn keep(&mut self) {
+        self.kept.get_or_insert_with(Vec::new);
+    }
+
+    /// The changes kept since the caller last emptied them, if kept.
+    pub(crate) fn changes(&mut self) -> Option<&mut Vec<Change>> {
+        self.kept.as_mut()
+    }
+
+    /// The bytes held went from `old` to `new` at `at`.
+    pub(crate) fn note(&mut self, at: u64, old: [u64; 2], new: [u64; 2]) {
+        if let Some(c) = &mut self.kept {
+            if old != new {
+                c.push(Change {
+                    at,
+                    timed: self.advancing,
+                    bytes: [0, 1].map(|f| new[f] as i64 - old[f] as i64),
+                });
+            }
         }
     }
 }
@@ -446,28 +468,19 @@ impl Ledger {
             byte_ns: [0; 2],
             peak_key: [0; 2],
             peak_total: [0; 2],
-            changes: None,
-            advancing: false,
+            log: ChangeLog::default(),
         }
     }
 
     /// Keeps every change of the bytes held from now on, for
     /// [`Ledger::changes`].
     pub fn keep_changes(&mut self) {
-        self.changes.get_or_insert_with(Vec::new);
+        self.log.keep();
     }
 
     /// The changes kept since the last call, if they are kept.
     pub fn changes(&mut self) -> Option<&mut Vec<Change>> {
-        self.changes.as_mut()
-    }
-
-    fn note(&mut self, old: [u64; 2], new: [u64; 2]) {
-        if let Some(c) = &mut self.changes {
-            if old != new {
-                c.push(Change::of(self.now, self.advancing, old, new));
-            }
-        }
+        self.log.changes()
     }
 
     fn integrate_to(&mut self, t: u64) {
@@ -488,7 +501,7 @@ impl Ledger {
     /// places behind it in its queue, so every expiry's key is on its way
     /// by the time it is taken, however many one call takes.
     pub fn advance(&mut self, now: Nanos) {
-        self.advancing = true;
+        self.log.advancing = true;
         loop {
             // The heads due by `now`, and of them the earlier by `(time,
             // key, generation, is_item)`: at the same time and key a fresh
@@ -534,7 +547,7 @@ impl Ledger {
                 }
             }
         }
-        self.advancing = false;
+        self.log.advancing = false;
         self.integrate_to(now.0);
     }
 
@@ -571,7 +584,7 @@ impl Ledger {
         for (total, old) in self.total.iter_mut().zip(old) {
             *total -= old;
         }
-        self.note(old, [0; 2]);
+        self.log.note(self.now, old, [0; 2]);
         if let Some(held) = self.held.get_mut(key as usize) {
             *held = Items {
                 now: 0,
@@ -589,7 +602,7 @@ impl Ledger {
     /// `key`'s bytes changed from `old`: the totals and peaks follow.
     fn resize(&mut self, key: u32, old: [u64; 2]) {
         let new = self.bytes(key);
-        self.note(old, new);
+        self.log.note(self.now, old, new);
         for f in 0..2 {
             self.total[f] = self.total[f] - old[f] + new[f];
             self.peak_key[f] = self.peak_key[f].max(new[f]);
