@@ -256,8 +256,7 @@ pub fn simulate(
         Some(chain) => Run::new(scenario, chain, None),
         None => Run::new(scenario, index, sink),
     };
-    let runs: Vec<Run> = vec![run];
-    let runs = drive(scenario, runs, &|_, t, n| progress(t, n))?;
+    let runs = drive(scenario, vec![run], &|_, t, n| progress(t, n))?;
     let (_, run) = runs
         .into_iter()
         .flatten()
@@ -285,7 +284,13 @@ fn drive(
     }
     let (mut chunk, mut next) = (Vec::with_capacity(CHUNK), Vec::with_capacity(CHUNK));
     arrivals.next_chunk(&mut chunk, CHUNK)?;
+    // In a partition by address: each client's address so far.
+    let by_ip = scenario.partition.is_some_and(|p| p.by == KeyBy::Ip);
+    let mut address_of = Vec::new();
     while !chunk.is_empty() {
+        if by_ip {
+            one_address(scenario, &mut address_of, &chunk)?;
+        }
         let (generated, consumed) = rayon::join(
             || arrivals.next_chunk(&mut next, CHUNK),
             || {
@@ -298,6 +303,38 @@ fn drive(
         std::mem::swap(&mut chunk, &mut next);
     }
     runs.into_par_iter().map(|run| run.end(progress)).collect()
+}
+
+/// In a partition by address: refuses a client seen at two addresses
+/// (among `chunk`'s arrivals, or before them in `address_of`), whose
+/// attempts two partitions would share (its per-client counts, and a
+/// per-client shadow's decisions, would be split).
+fn one_address(
+    scenario: &Scenario,
+    address_of: &mut Vec<u32>,
+    chunk: &[Shared],
+) -> anyhow::Result<()> {
+    for a in chunk.iter().map(|s| &s.arrival) {
+        let c = a.client as usize;
+        if c >= address_of.len() {
+            address_of.resize(c + 1, u32::MAX);
+        }
+        match address_of[c] {
+            u32::MAX => address_of[c] = a.ip,
+            ip if ip != a.ip => {
+                let p = &scenario.population;
+                return Err(crate::error::InputError::new(format!(
+                    "--keys: client {} sends from addresses {} and {}: partitions by address would split its attempts; key by client, or run it whole (without --keys)",
+                    crate::error::quoted(&p.client_name(a.client).to_string()),
+                    crate::error::quoted(&p.ip_name(ip).to_string()),
+                    crate::error::quoted(&p.ip_name(a.ip).to_string()),
+                ))
+                .into());
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// A key partition's journal as a run writes it (see
@@ -360,8 +397,6 @@ struct Run<'a, 's> {
     /// With `--keys K/N`: the field the partition keys by, and per id of
     /// it whether it is this partition's (see [`crate::partition`]).
     keeps: Option<(KeyBy, Vec<bool>)>,
-    /// In a partition by address: each client's address so far.
-    address_of: Vec<u32>,
     /// Events other than first attempts (retries, store operations): a
     /// small queue whose payloads name a slot of `events`.
     queue: Queue,
@@ -478,7 +513,6 @@ impl<'a, 's> Run<'a, 's> {
             keeps: scenario
                 .partition
                 .map(|p| (p.by, crate::partition::members(&p, &scenario.population))),
-            address_of: Vec::new(),
             queue: Queue::new(),
             events: Vec::new(),
             free: Vec::new(),
@@ -585,9 +619,6 @@ impl<'a, 's> Run<'a, 's> {
             // Another partition's arrival is pushed all the same: the
             // events created after it are, as in the whole run.
             self.pushed = s.pushed;
-            if matches!(self.keeps, Some((KeyBy::Ip, _))) {
-                self.one_address(&s.arrival)?;
-            }
             if !self.keeps(&s.arrival) {
                 continue;
             }
@@ -601,31 +632,6 @@ impl<'a, 's> Run<'a, 's> {
                 last_wait: Nanos::ZERO,
             };
             self.step(at, Event::Arrive(job), progress)?;
-        }
-        Ok(())
-    }
-
-    /// In a partition by address: refuses a client seen at two addresses,
-    /// whose attempts two partitions would share (its per-client counts,
-    /// and a per-client shadow's decisions, would be split).
-    fn one_address(&mut self, a: &Arrival) -> anyhow::Result<()> {
-        let c = a.client as usize;
-        if c >= self.address_of.len() {
-            self.address_of.resize(c + 1, u32::MAX);
-        }
-        match self.address_of[c] {
-            u32::MAX => self.address_of[c] = a.ip,
-            ip if ip != a.ip => {
-                let p = &self.scenario.population;
-                return Err(crate::error::InputError::new(format!(
-                    "--keys: client {} sends from addresses {} and {}: partitions by address would split its attempts; key by client, or run it whole (without --keys)",
-                    crate::error::quoted(&p.client_name(a.client).to_string()),
-                    crate::error::quoted(&p.ip_name(ip).to_string()),
-                    crate::error::quoted(&p.ip_name(a.ip).to_string()),
-                ))
-                .into());
-            }
-            _ => {}
         }
         Ok(())
     }
