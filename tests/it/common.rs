@@ -259,13 +259,3 @@ pub fn assert_bad_scenario(scenario: &str, files: &[(&str, &str)], needles: &[&s
 pub fn assert_bad_trace(csv: &str, needles: &[&str]) -> String {
     assert_bad_scenario(TRACE_BASE, &[("trace.csv", csv)], needles)
 }
-
-/// The names of every entry of `dir`, sorted.
-pub fn file_names(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
-}

@@ -232,18 +232,15 @@ fn refused(text: &str, keys: &str, says: &[&str]) {
     let tmp = tempfile::tempdir().unwrap();
     let s = write_scenario(tmp.path(), text);
     let out = tmp.path().join("out");
-    let assert = ratesim()
-        .arg("run")
-        .arg(&s)
-        .arg("--out")
-        .arg(&out)
-        .args(["--keys", keys, "--quiet"])
-        .assert()
-        .code(2);
-    let stderr = String::from_utf8_lossy(&assert.get_output().stderr).to_string();
-    for s in says {
-        assert!(stderr.contains(s), "{stderr:?} does not say {s:?}");
-    }
+    assert_input_error(
+        ratesim()
+            .arg("run")
+            .arg(&s)
+            .arg("--out")
+            .arg(&out)
+            .args(["--keys", keys, "--quiet"]),
+        says,
+    );
     assert!(!out.exists(), "a refused run wrote {}", out.display());
 }
 
@@ -297,22 +294,19 @@ fn a_client_at_two_addresses_is_refused_in_a_partition_by_address() {
         "name = \"two\"\nduration = \"1s\"\n[defaults]\nlimit = 1\nwindow = \"1s\"\n[[limiter]]\nalgorithm = \"fixed_window\"\nkey_by = \"ip\"\n[[traffic]]\npattern = \"trace\"\npath = \"t.csv\"\n",
     );
     let out = tmp.path().join("out");
-    let assert = ratesim()
-        .arg("run")
-        .arg(&s)
-        .arg("--out")
-        .arg(&out)
-        .args(["--keys", "2/2", "--quiet"])
-        .assert()
-        .code(2);
-    let stderr = String::from_utf8_lossy(&assert.get_output().stderr).to_string();
-    for says in [
-        "client \"dave\"",
-        "\"10.0.0.1\" and \"10.0.0.2\"",
-        "key by client",
-    ] {
-        assert!(stderr.contains(says), "{stderr:?} does not say {says:?}");
-    }
+    assert_input_error(
+        ratesim()
+            .arg("run")
+            .arg(&s)
+            .arg("--out")
+            .arg(&out)
+            .args(["--keys", "2/2", "--quiet"]),
+        &[
+            "client \"dave\"",
+            "\"10.0.0.1\" and \"10.0.0.2\"",
+            "key by client",
+        ],
+    );
     assert!(!out.exists());
 }
 
@@ -461,11 +455,11 @@ fn assert_merge_is_the_whole(scenario: &Path, tmp: &Path, n: u64, extra: &[&str]
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let said = String::from_utf8_lossy(&o.stderr);
     assert!(said.contains(&format!("merged {n} partitions")), "{said}");
-    assert_eq!(file_names(&whole), file_names(&out));
-    for f in file_names(&whole) {
+    assert_eq!(entries(&whole), entries(&out));
+    for f in entries(&whole) {
         assert_same_file(&whole.join(&f), &out.join(&f));
     }
-    assert!(file_names(&out).iter().all(|f| !f.starts_with("partition")));
+    assert!(entries(&out).iter().all(|f| !f.starts_with("partition")));
 }
 
 #[test]
@@ -582,17 +576,10 @@ fn merged_partitions_of_drawn_scenarios_are_the_whole_run() {
 /// `merge DIRS --out OUT`: bad input (exit 2) saying each of `says`; OUT
 /// not written.
 fn merge_refused(dirs: &[PathBuf], out: &Path, says: &[&str]) {
-    let assert = ratesim()
-        .arg("merge")
-        .args(dirs)
-        .arg("--out")
-        .arg(out)
-        .assert()
-        .code(2);
-    let stderr = String::from_utf8_lossy(&assert.get_output().stderr).to_string();
-    for s in says {
-        assert!(stderr.contains(s), "{stderr:?} does not say {s:?}");
-    }
+    assert_input_error(
+        ratesim().arg("merge").args(dirs).arg("--out").arg(out),
+        says,
+    );
 }
 
 #[test]

@@ -4,7 +4,7 @@
 use std::fs;
 use std::path::Path;
 
-use crate::common::{csv_rows, file_names, ratesim, read, read_text};
+use crate::common::{csv_rows, entries, ratesim, read, read_text};
 
 /// Runs `args` (after `run`) into `dir`, quietly, and expects success.
 fn run_into(dir: &Path, args: &[&str]) {
@@ -307,13 +307,14 @@ fn a_sweep_with_no_html_writes_every_other_file_and_no_page() {
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        file_names(dir)
+        entries(dir)
     };
     let (with, without) = (tmp.path().join("with"), tmp.path().join("without"));
     let all = sweep(&with, &[]);
     let lean = sweep(&without, &["--no-html"]);
-    assert!(all.contains(&"report.html".to_string()), "{all:?}");
-    let expected: Vec<String> = all.into_iter().filter(|n| n != "report.html").collect();
+    assert!(all.contains("report.html"), "{all:?}");
+    let expected: std::collections::BTreeSet<String> =
+        all.into_iter().filter(|n| n != "report.html").collect();
     assert_eq!(lean, expected);
     for name in ["sweep.csv", "recommendation.md", "summary.md"] {
         assert_eq!(
