@@ -40,7 +40,7 @@ pub(crate) fn prefetch_all<T>(slice: &[T], i: usize) {
 
 /// Asks the CPU to bring the cache line holding `x` into its cache.
 #[inline(always)]
-pub(crate) fn prefetch_ref<T>(x: &T) {
+pub fn prefetch_ref<T>(x: &T) {
     prefetch_ptr((x as *const T).cast::<u8>());
 }
 

@@ -71,6 +71,138 @@ impl PartialEq for KeyBytes {
 
 impl Eq for KeyBytes {}
 
+/// Ids found by their keys' bytes, for the keys a recorded source names
+/// (one lookup per line): open addressing with linear probing, at most
+/// three quarters full, one 32-byte slot per key holding its hash, its id,
+/// a second word for the caller, and the key's bytes when at most
+/// [`INLINE`] long. So a lookup reads one cache line — which
+/// [`IdTable::prefetch`] can ask for while earlier lines are handled — and
+/// compares a longer key where the caller keeps it.
+#[derive(Debug, Default)]
+pub(crate) struct IdTable {
+    slots: Vec<Slot>,
+    len: usize,
+    hasher: foldhash::fast::FixedState,
+}
+
+/// The longest key held in its slot.
+const INLINE: usize = 15;
+
+/// No id: an empty slot.
+const EMPTY: u32 = u32::MAX;
+
+/// One key's slot (see [`IdTable`]).
+#[derive(Debug, Clone, Copy)]
+#[repr(C, align(32))]
+struct Slot {
+    /// The key's bytes (zeros after them) and its length; a length of
+    /// [`LONG`] for a key longer than [`INLINE`].
+    bytes: [u8; INLINE + 1],
+    hash: u64,
+    id: u32,
+    value: u32,
+}
+
+/// The length byte of a key kept by the caller.
+const LONG: u8 = u8::MAX;
+
+const EMPTY_SLOT: Slot = Slot {
+    bytes: [0; INLINE + 1],
+    hash: 0,
+    id: EMPTY,
+    value: 0,
+};
+
+/// A key's bytes and length as a slot holds them (`LONG` when too long).
+fn inline(key: &[u8]) -> [u8; INLINE + 1] {
+    let mut b = [0; INLINE + 1];
+    if key.len() <= INLINE {
+        b[..key.len()].copy_from_slice(key);
+        b[INLINE] = key.len() as u8;
+    } else {
+        b[INLINE] = LONG;
+    }
+    b
+}
+
+impl IdTable {
+    pub(crate) fn hash(&self, key: &[u8]) -> u64 {
+        use std::hash::BuildHasher as _;
+        self.hasher.hash_one(key)
+    }
+
+    /// Asks the CPU for the slot where the key of `hash` is looked up first.
+    pub(crate) fn prefetch(&self, hash: u64) {
+        if !self.slots.is_empty() {
+            let i = hash as usize & (self.slots.len() - 1);
+            ratesim_core::cache::prefetch_ref(&self.slots[i]);
+        }
+    }
+
+    /// The slot of `key` (its `hash`), if it has one; a key longer than
+    /// [`INLINE`] is compared with `long(id)`.
+    pub(crate) fn find<'k>(
+        &self,
+        hash: u64,
+        key: &[u8],
+        long: impl Fn(u32) -> &'k [u8],
+    ) -> Option<usize> {
+        if self.slots.is_empty() {
+            return None;
+        }
+        let (mask, probe) = (self.slots.len() - 1, inline(key));
+        let mut i = hash as usize & mask;
+        loop {
+            let s = &self.slots[i];
+            if s.id == EMPTY {
+                return None;
+            }
+            if s.hash == hash && s.bytes == probe && (probe[INLINE] != LONG || long(s.id) == key) {
+                return Some(i);
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// The id and the second word of slot `i`.
+    pub(crate) fn get(&self, i: usize) -> (u32, u32) {
+        (self.slots[i].id, self.slots[i].value)
+    }
+
+    pub(crate) fn set_value(&mut self, i: usize, value: u32) {
+        self.slots[i].value = value;
+    }
+
+    /// Adds `key` (not in the table; its `hash`) with `id` (not
+    /// `u32::MAX`) and `value`.
+    pub(crate) fn insert(&mut self, hash: u64, key: &[u8], id: u32, value: u32) {
+        debug_assert_ne!(id, EMPTY);
+        if 4 * (self.len + 1) > 3 * self.slots.len() {
+            let old = std::mem::take(&mut self.slots);
+            self.slots = vec![EMPTY_SLOT; (2 * old.len()).max(64)];
+            for s in old.into_iter().filter(|s| s.id != EMPTY) {
+                self.place(s);
+            }
+        }
+        self.place(Slot {
+            bytes: inline(key),
+            hash,
+            id,
+            value,
+        });
+        self.len += 1;
+    }
+
+    fn place(&mut self, slot: Slot) {
+        let mask = self.slots.len() - 1;
+        let mut i = slot.hash as usize & mask;
+        while self.slots[i].id != EMPTY {
+            i = (i + 1) & mask;
+        }
+        self.slots[i] = slot;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -91,5 +223,42 @@ mod tests {
         assert_eq!(ids.get(&long[..]), Some(&4));
         assert_eq!(ids.get(&b""[..]), Some(&0));
         assert_eq!(ids.get(&b"10.0.0.2"[..]), None);
+    }
+
+    #[test]
+    fn an_id_table_finds_short_and_long_keys_as_it_grows() {
+        let keys: Vec<Vec<u8>> = (0..5000u32)
+            .map(|i| match i % 3 {
+                0 => format!("10.{}.{}.{}", i >> 16, (i >> 8) & 255, i & 255).into_bytes(),
+                1 => format!("a-long-api-key-of-client-{i}").into_bytes(),
+                _ => i.to_string().into_bytes(),
+            })
+            .chain([Vec::new(), vec![b'x'; 15], vec![b'x'; 16], vec![0; 3]])
+            .collect();
+        let mut t = IdTable::default();
+        let long = |id: u32| &keys[id as usize][..];
+        for (id, k) in keys.iter().enumerate() {
+            let h = t.hash(k);
+            assert_eq!(t.find(h, k, long), None);
+            t.insert(h, k, id as u32, 7);
+        }
+        for (id, k) in keys.iter().enumerate() {
+            let i = t.find(t.hash(k), k, long).expect("a key added is found");
+            assert_eq!(t.get(i), (id as u32, 7));
+            t.set_value(i, id as u32);
+        }
+        for (id, k) in keys.iter().enumerate() {
+            let i = t.find(t.hash(k), k, long).expect("a key added is found");
+            assert_eq!(t.get(i), (id as u32, id as u32));
+        }
+        for k in [
+            &b"10.0.0.0x"[..],
+            b"a-long-api-key-of-client-2",
+            b"\0\0",
+            b"xxxxxxxxxxxxxxxxx",
+        ] {
+            assert_eq!(t.find(t.hash(k), k, long), None, "{k:?}");
+        }
+        assert_eq!(size_of::<Slot>(), 32);
     }
 }

@@ -20,11 +20,10 @@
 //! (3 to 8 bytes for a typical line). Memory: those bytes and the names,
 //! for as long as the process runs (README, "Memory of a run").
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::clock::Nanos;
-use crate::keys::{KeyBytes, KeyIds};
+use crate::keys::IdTable;
 use crate::population::Population;
 use crate::split::Split;
 
@@ -181,14 +180,14 @@ impl RecordingBuilder {
 
 /// The clients and addresses a recorded source names, each with its id
 /// in the recording (in order of first appearance), found by its bytes
-/// (see [`crate::keys`]); a source whose address is its client (no
-/// address field) finds both ids at once.
+/// (see [`IdTable`]); a source whose address is its client (no address
+/// field) finds both ids at once.
 #[derive(Debug, Default)]
 pub struct RecordedKeys {
-    /// Client → its id, and the id of the address of the same name once
-    /// a request gave it as both (else [`NONE`]).
-    clients: HashMap<KeyBytes, (u32, u32), foldhash::fast::FixedState>,
-    ips: KeyIds,
+    /// A client's id, and the id of the address of the same name once a
+    /// request gave it as both (else [`NONE`]).
+    clients: IdTable,
+    ips: IdTable,
     names: Names,
 }
 
@@ -196,20 +195,37 @@ pub struct RecordedKeys {
 const NONE: u32 = u32::MAX;
 
 impl RecordedKeys {
+    /// A hint that `client` and `ip` (the same slice when the address
+    /// field is the client field) are interned soon.
+    pub fn prefetch(&self, client: &[u8], ip: &[u8]) {
+        self.clients.prefetch(self.clients.hash(client));
+        if !std::ptr::eq(ip, client) {
+            self.ips.prefetch(self.ips.hash(ip));
+        }
+    }
+
     /// The ids of `client` and `ip`, new ones (client first) the first
     /// time the source names them; an error if one is new and not UTF-8.
     pub fn intern(&mut self, client: &[u8], ip: &[u8]) -> Result<(u32, u32), std::str::Utf8Error> {
         // The address field is the client field (not a field of its own).
         let same = std::ptr::eq(ip, client);
-        let probe = KeyBytes::from(client);
-        let known = self.clients.get(&probe).copied();
+        let names = &self.names;
+        let hash_client = self.clients.hash(client);
+        let slot = self
+            .clients
+            .find(hash_client, client, |id| names.clients.get_bytes(id));
+        let known = slot.map(|i| self.clients.get(i));
         if let Some(ids) = known.filter(|ids| same && ids.1 != NONE) {
             return Ok(ids);
         }
-        let known_ip = match same {
-            true => self.ips.get(&probe).copied(),
-            false => self.ips.get(&KeyBytes::from(ip)).copied(),
+        let hash_ip = match same {
+            true => hash_client,
+            false => self.ips.hash(ip),
         };
+        let known_ip = self
+            .ips
+            .find(hash_ip, ip, |id| names.ips.get_bytes(id))
+            .map(|i| self.ips.get(i).0);
         // Both are checked before either is added.
         let client_text = match known {
             Some(_) => "",
@@ -223,7 +239,7 @@ impl RecordedKeys {
             Some(ids) => ids,
             None => {
                 let id = self.names.add(false, client_text);
-                self.clients.insert(probe.clone(), (id, NONE));
+                self.clients.insert(hash_client, client, id, NONE);
                 (id, NONE)
             }
         };
@@ -231,13 +247,18 @@ impl RecordedKeys {
             Some(id) => id,
             None => {
                 let id = self.names.add(true, ip_text);
-                self.ips.insert(ip.into(), id);
+                self.ips.insert(hash_ip, ip, id, 0);
                 id
             }
         };
         if same {
-            if let Some(ids) = self.clients.get_mut(&probe) {
-                ids.1 = ip_id;
+            let names = &self.names;
+            let slot = slot.or_else(|| {
+                self.clients
+                    .find(hash_client, client, |id| names.clients.get_bytes(id))
+            });
+            if let Some(i) = slot {
+                self.clients.set_value(i, ip_id);
             }
         }
         Ok((ids.0, ip_id))
@@ -259,6 +280,12 @@ impl NameList {
     fn get(&self, i: usize) -> &str {
         let start = if i == 0 { 0 } else { self.ends[i - 1] };
         &self.text[start..self.ends[i]]
+    }
+
+    fn get_bytes(&self, id: u32) -> &[u8] {
+        let i = id as usize;
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.text.as_bytes()[start..self.ends[i]]
     }
 
     fn bytes(&self) -> usize {

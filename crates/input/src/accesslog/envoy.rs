@@ -194,6 +194,29 @@ impl EnvoyFormat {
         &self.template.names[self.client]
     }
 
+    /// Field `i`'s value as a key: an address without its port.
+    fn key_value<'l>(&self, i: usize, raw: &'l [u8]) -> &'l [u8] {
+        let name = &self.template.names[i];
+        if name.starts_with("%DOWNSTREAM_") && !name.ends_with("WITHOUT_PORT%") {
+            strip_port(raw)
+        } else {
+            raw
+        }
+    }
+
+    /// The client and address keys of a line that matches the format (an
+    /// empty one as logged): a look ahead for their table slots, which
+    /// [`EnvoyFormat::parse`] then reads.
+    pub fn keys<'l>(
+        &self,
+        line: &'l [u8],
+        values: &mut Vec<Range<usize>>,
+    ) -> Option<(&'l [u8], Option<&'l [u8]>)> {
+        self.template.match_fields(line, values)?;
+        let v = |i: usize| self.key_value(i, &line[values[i].clone()]);
+        Some((v(self.client), self.ip.map(v)))
+    }
+
     /// Reads one line; `values` is scratch space for the fields' byte
     /// ranges. Only the fields read are checked for UTF-8.
     pub fn parse<'l>(
@@ -202,6 +225,16 @@ impl EnvoyFormat {
         values: &mut Vec<Range<usize>>,
     ) -> Result<Parsed<'l>, LineError> {
         self.template.read_into(line, values)?;
+        self.parse_matched(line, values)
+    }
+
+    /// [`EnvoyFormat::parse`] of a line whose fields' ranges `values` are
+    /// those [`EnvoyFormat::keys`] found.
+    pub fn parse_matched<'l>(
+        &'l self,
+        line: &'l [u8],
+        values: &[Range<usize>],
+    ) -> Result<Parsed<'l>, LineError> {
         let v = |i: usize| &line[values[i].clone()];
         let name = |i: usize| self.template.names[i].as_str();
         let raw = v(self.time);
@@ -228,11 +261,7 @@ impl EnvoyFormat {
             (None, None) => None,
         };
         let key = |i: usize| -> Key<'l> {
-            let mut s = v(i);
-            if name(i).starts_with("%DOWNSTREAM_") && !name(i).ends_with("WITHOUT_PORT%") {
-                s = strip_port(s);
-            }
-            match s {
+            match self.key_value(i, v(i)) {
                 b"" | b"-" => Err(EmptyKey(name(i))),
                 s => Ok(Cow::Borrowed(s)),
             }

@@ -46,6 +46,35 @@ impl Format {
         }
     }
 
+    /// A line's client and address keys, as a look ahead (see
+    /// [`nginx::NginxFormat::keys`]); `None` for a JSON line, whose parse costs
+    /// more than the look-up it would hasten.
+    pub(super) fn keys<'l>(
+        &self,
+        line: &'l [u8],
+        values: &mut Vec<Range<usize>>,
+    ) -> Option<(&'l [u8], Option<&'l [u8]>)> {
+        match self {
+            Format::Nginx(f) => f.keys(line, values),
+            Format::Envoy(f) => f.keys(line, values),
+            Format::Jsonl(_) => None,
+        }
+    }
+
+    /// [`Format::parse`] of a line whose fields' ranges `values` are those
+    /// [`Format::keys`] found.
+    pub(super) fn parse_matched<'l>(
+        &'l self,
+        line: &'l [u8],
+        values: &[Range<usize>],
+    ) -> Result<Parsed<'l>, LineError> {
+        match self {
+            Format::Nginx(f) => f.parse_matched(line, values),
+            Format::Envoy(f) => f.parse_matched(line, values),
+            Format::Jsonl(f) => f.parse(line),
+        }
+    }
+
     /// Stamps have whole seconds only: `subsecond` is required.
     pub(super) fn coarse(&self) -> bool {
         matches!(self, Format::Nginx(f) if f.coarse())

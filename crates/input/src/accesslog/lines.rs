@@ -21,6 +21,10 @@ pub(super) struct Lines {
     eof: bool,
     /// The number of the line last handed out (1-based).
     line: u64,
+    /// Where the next line to look at ahead starts (at least `start`)…
+    ahead: usize,
+    /// …and how many lines were looked at ahead of the last handed out.
+    looked: usize,
 }
 
 impl Lines {
@@ -47,6 +51,8 @@ impl Lines {
             end,
             eof: false,
             line: 0,
+            ahead: 0,
+            looked: 0,
         })
     }
 
@@ -67,6 +73,8 @@ impl Lines {
                     return Err(too_long(self.line));
                 }
                 self.start = nl + 1;
+                self.looked = self.looked.saturating_sub(1);
+                self.ahead = self.ahead.max(self.start);
                 return Ok(Some((self.line, without_cr(&self.buf[start..nl]))));
             }
             searched = self.end;
@@ -80,11 +88,13 @@ impl Lines {
                     return Ok(None);
                 }
                 let start = std::mem::replace(&mut self.start, self.end);
+                self.ahead = self.end;
                 return Ok(Some((self.line, without_cr(&self.buf[start..self.end]))));
             }
             if self.end == self.buf.len() {
                 self.buf.copy_within(self.start..self.end, 0);
                 (searched, self.end) = (searched - self.start, self.end - self.start);
+                self.ahead -= self.start;
                 self.start = 0;
             }
             match self.r.read(&mut self.buf[self.end..]) {
@@ -94,6 +104,29 @@ impl Lines {
                 Err(e) => return Err(format!("line {}: cannot be read: {e}", self.line)),
             }
         }
+    }
+}
+
+impl Lines {
+    /// How many lines were looked at ahead of the last one handed out:
+    /// if any, the next line handed out is the first of them.
+    pub(super) fn looked(&self) -> usize {
+        self.looked
+    }
+
+    /// The next line not yet looked at, if it is in the buffer already
+    /// and fewer than `most` lines were looked at ahead of the last one
+    /// handed out: a look at what comes, which reads nothing and moves
+    /// nothing ([`Lines::next`] still hands out every line).
+    pub(super) fn look_ahead(&mut self, most: usize) -> Option<&[u8]> {
+        if self.looked >= most {
+            return None;
+        }
+        let i = memchr::memchr(b'\n', &self.buf[self.ahead..self.end])?;
+        let (start, nl) = (self.ahead, self.ahead + i);
+        self.ahead = nl + 1;
+        self.looked += 1;
+        Some(without_cr(&self.buf[start..nl]))
     }
 }
 
@@ -137,6 +170,28 @@ mod tests {
         text.extend_from_slice(b"y\n");
         let e = all(text).unwrap_err();
         assert!(e.starts_with("line 10: longer than 65536 bytes"), "{e}");
+    }
+
+    #[test]
+    fn lines_looked_at_ahead_are_the_lines_to_come() {
+        let mut text = Vec::new();
+        for i in 0..20_000 {
+            text.extend_from_slice(format!("line {i} {}\r\n", "x".repeat(i % 97)).as_bytes());
+        }
+        let mut lines = Lines::new(Box::new(io::Cursor::new(text.clone()))).unwrap();
+        let (mut seen, mut ahead) = (Vec::new(), std::collections::VecDeque::new());
+        while let Some((_, l)) = lines.next().unwrap() {
+            let l = l.to_vec();
+            if let Some(first) = ahead.pop_front() {
+                assert_eq!(first, l, "a line looked at ahead comes next");
+            }
+            seen.push(l);
+            while let Some(a) = lines.look_ahead(1 + seen.len() % 5) {
+                ahead.push_back(a.to_vec());
+            }
+        }
+        assert!(ahead.is_empty());
+        assert_eq!(seen, all(text).unwrap());
     }
 
     #[test]

@@ -54,7 +54,7 @@ mod window;
 pub use format::{Format, Location, LogOptions, Select, Subsecond, FORMATS, MAX_LINE_BYTES};
 use lines::Lines;
 pub use parsed::{EmptyKey, Key, LineError, Parsed, Verdict};
-use pipeline::{InternError, Pipeline};
+use pipeline::{InternError, Interner, Pipeline};
 
 use std::sync::Arc;
 
@@ -491,40 +491,16 @@ fn read(
         .and_then(Lines::new)
         .map_err(|e| ("path", format!("cannot be read: {e}")))?;
     let mut recording = RecordingBuilder::default();
-    let mut keys = RecordedKeys::default();
     let mut p = Pipeline::new(lines, format, options);
     let mut verdicts = 0u64;
-    // Whether a failure is the split's (too many values), and how many
-    // replayed lines had a value to split by.
-    let (mut split_failed, mut valued) = (false, 0u64);
-    let not_utf8 = |_| InternError::NotUtf8;
-    let mut intern = |c: &[u8], i: &[u8], s: &[u8]| {
-        // Every key is checked before any is interned: a line that is not
-        // UTF-8 adds none.
-        let known = match split.as_ref() {
-            Some(split) => split.get(s),
-            None => Some(0),
-        };
-        if known.is_none() {
-            std::str::from_utf8(s).map_err(not_utf8)?;
-        }
-        let (client, ip) = keys.intern(c, i).map_err(not_utf8)?;
-        let part = match (known, split.as_mut()) {
-            (Some(part), _) => part,
-            (None, None) => 0,
-            (None, Some(split)) => {
-                let s = std::str::from_utf8(s).map_err(not_utf8)?;
-                split.intern(s).map_err(|e| {
-                    split_failed = true;
-                    InternError::Refused(e)
-                })?
-            }
-        };
-        valued += (split.is_some() && !s.is_empty()) as u64;
-        Ok((client, ip, part))
+    let mut keys = LogKeys {
+        keys: RecordedKeys::default(),
+        split: split.take(),
+        split_failed: false,
+        valued: 0,
     };
     loop {
-        match p.next(&mut intern) {
+        match p.next(&mut keys) {
             Ok(Some(r)) => {
                 verdicts += r.verdict.is_some() as u64;
                 recording.push(&Entry {
@@ -539,10 +515,16 @@ fn read(
                 });
             }
             Ok(None) => break,
-            Err(e) if split_failed => return Err(("source", e)),
+            Err(e) if keys.split_failed => return Err(("source", e)),
             Err(e) => return Err(("path", e)),
         }
     }
+    let LogKeys {
+        keys,
+        split,
+        valued,
+        ..
+    } = keys;
     // A JSON line may lack any field, so a misnamed one passes every
     // line; the variables of nginx and Envoy formats were checked.
     if let (Some(split), 0, Format::Jsonl(_)) = (&split, valued, &**format) {
@@ -591,6 +573,50 @@ fn read(
         with_verdict: verdicts,
     };
     Ok(recording.finish(keys, split, counts))
+}
+
+/// A log's keys as its lines are read: its clients and addresses, and
+/// the sources it splits into.
+struct LogKeys {
+    keys: RecordedKeys,
+    split: Option<Split>,
+    /// Whether a failure is the split's (too many values)…
+    split_failed: bool,
+    /// …and how many replayed lines had a value to split by.
+    valued: u64,
+}
+
+impl Interner for LogKeys {
+    fn intern(&mut self, c: &[u8], i: &[u8], s: &[u8]) -> Result<(u32, u32, u32), InternError> {
+        let not_utf8 = |_| InternError::NotUtf8;
+        // Every key is checked before any is interned: a line that is not
+        // UTF-8 adds none.
+        let known = match self.split.as_ref() {
+            Some(split) => split.get(s),
+            None => Some(0),
+        };
+        if known.is_none() {
+            std::str::from_utf8(s).map_err(not_utf8)?;
+        }
+        let (client, ip) = self.keys.intern(c, i).map_err(not_utf8)?;
+        let part = match (known, self.split.as_mut()) {
+            (Some(part), _) => part,
+            (None, None) => 0,
+            (None, Some(split)) => {
+                let s = std::str::from_utf8(s).map_err(not_utf8)?;
+                split.intern(s).map_err(|e| {
+                    self.split_failed = true;
+                    InternError::Refused(e)
+                })?
+            }
+        };
+        self.valued += (self.split.is_some() && !s.is_empty()) as u64;
+        Ok((client, ip, part))
+    }
+
+    fn prefetch(&self, client: &[u8], ip: &[u8]) {
+        self.keys.prefetch(client, ip);
+    }
 }
 
 /// `only = { "$var" = [values] }` or `except = { ... }` (nginx logs only):

@@ -273,12 +273,35 @@ impl NginxFormat {
 
     /// Reads one line; `values` is scratch space for the fields' byte
     /// ranges. Only the fields read are checked for UTF-8.
+    /// The client and address fields of a line that matches the format,
+    /// as they are (an empty one as logged): a look ahead for their
+    /// table slots, which [`NginxFormat::parse`] then reads.
+    pub fn keys<'l>(
+        &self,
+        line: &'l [u8],
+        values: &mut Vec<Range<usize>>,
+    ) -> Option<(&'l [u8], Option<&'l [u8]>)> {
+        self.template.match_fields(line, values)?;
+        let v = |i: usize| &line[values[i].clone()];
+        Some((v(self.client), self.ip.map(v)))
+    }
+
     pub fn parse<'l>(
         &'l self,
         line: &'l [u8],
         values: &mut Vec<Range<usize>>,
     ) -> Result<Parsed<'l>, LineError> {
         self.template.read_into(line, values)?;
+        self.parse_matched(line, values)
+    }
+
+    /// [`NginxFormat::parse`] of a line whose fields' ranges `values` are
+    /// those [`NginxFormat::keys`] found.
+    pub fn parse_matched<'l>(
+        &'l self,
+        line: &'l [u8],
+        values: &[Range<usize>],
+    ) -> Result<Parsed<'l>, LineError> {
         let v = |i: usize| &line[values[i].clone()];
         let name = |i: usize| self.template.names[i].as_str();
         let raw = v(self.time.0);

@@ -31,18 +31,82 @@ pub(super) enum InternError {
     Refused(String),
 }
 
-/// A request's keys as ids: its client's, its address's and its source's
-/// part number (from the bytes of the client, the address and the
-/// `source` field's value, empty when there is none).
-pub(super) type Intern<'a> =
-    &'a mut dyn FnMut(&[u8], &[u8], &[u8]) -> Result<(u32, u32, u32), InternError>;
+/// A request's keys as ids.
+pub(super) trait Interner {
+    /// Its client's, its address's and its source's part number (from the
+    /// bytes of the client, the address and the `source` field's value,
+    /// empty when there is none).
+    fn intern(
+        &mut self,
+        client: &[u8],
+        ip: &[u8],
+        source: &[u8],
+    ) -> Result<(u32, u32, u32), InternError>;
+
+    /// A hint that `client` and `ip` are interned soon.
+    fn prefetch(&self, _client: &[u8], _ip: &[u8]) {}
+}
+
+impl<F> Interner for F
+where
+    F: FnMut(&[u8], &[u8], &[u8]) -> Result<(u32, u32, u32), InternError>,
+{
+    fn intern(&mut self, c: &[u8], i: &[u8], s: &[u8]) -> Result<(u32, u32, u32), InternError> {
+        self(c, i, s)
+    }
+}
+
+pub(super) type Intern<'a> = &'a mut dyn Interner;
+
+/// How many lines ahead of the one parsed a log of a template format
+/// (nginx, Envoy) is parsed for its keys, whose table slots are asked for
+/// then: the cache misses of several lines' look-ups overlap.
+const LOOK_AHEAD: usize = 16;
+
+/// The lines looked at ahead (see [`LOOK_AHEAD`]), in line order: a
+/// ring of each one's fields' ranges, if it matched the format, which its
+/// parse then starts from.
+struct Ahead {
+    ranges: Vec<Vec<Range<usize>>>,
+    matched: [bool; LOOK_AHEAD],
+    first: usize,
+    len: usize,
+}
+
+impl Ahead {
+    fn new() -> Ahead {
+        Ahead {
+            ranges: vec![Vec::new(); LOOK_AHEAD],
+            matched: [false; LOOK_AHEAD],
+            first: 0,
+            len: 0,
+        }
+    }
+
+    /// The slot of the next line looked at.
+    fn push(&mut self) -> usize {
+        debug_assert!(self.len < LOOK_AHEAD);
+        self.len += 1;
+        (self.first + self.len - 1) % LOOK_AHEAD
+    }
+
+    /// The first line's slot, taken off the ring, if that line matched.
+    fn pop(&mut self) -> Option<usize> {
+        let slot = self.first;
+        self.first = (self.first + 1) % LOOK_AHEAD;
+        self.len -= 1;
+        self.matched[slot].then_some(slot)
+    }
+}
 
 /// Lines → requests in replay order.
 pub(super) struct Pipeline {
     lines: Lines,
     format: Arc<Format>,
-    /// The fields' byte ranges of the line being parsed.
+    /// The fields' byte ranges of the line being parsed…
     values: Vec<Range<usize>>,
+    /// …and of the lines looked at ahead (`None`: none are, a JSON log).
+    ahead: Option<Ahead>,
     order: Order,
     pub(super) filtered: u64,
     /// Lines `only`/`except` passed over.
@@ -209,6 +273,10 @@ impl Pipeline {
             lines,
             format: Arc::clone(format),
             values: Vec::new(),
+            ahead: match **format {
+                Format::Nginx(_) | Format::Envoy(_) => Some(Ahead::new()),
+                Format::Jsonl(_) => None,
+            },
             order: Order {
                 options: options.clone(),
                 window: Window::new(options.reorder.0),
@@ -239,15 +307,34 @@ impl Pipeline {
 
     /// Reads one line into the window.
     fn read_one(&mut self, intern: Intern) -> Result<(), String> {
+        if let Some(ahead) = self.ahead.as_mut() {
+            while let Some(line) = self.lines.look_ahead(LOOK_AHEAD) {
+                let slot = ahead.push();
+                let keys = self.format.keys(line, &mut ahead.ranges[slot]);
+                ahead.matched[slot] = keys.is_some();
+                if let Some((client, ip)) = keys {
+                    intern.prefetch(client, ip.unwrap_or(client));
+                }
+            }
+        }
+        let looked = self.lines.looked() > 0;
         let Some((line_no, bytes)) = self.lines.next()? else {
             self.order.eof = true;
             return self.order.finish_seconds(true);
+        };
+        let matched = match (looked, self.ahead.as_mut()) {
+            (true, Some(ahead)) => ahead.pop().map(|slot| &ahead.ranges[slot][..]),
+            _ => None,
         };
         if blank(bytes) {
             return Ok(());
         }
         let order = &mut self.order;
-        let parsed = match self.format.parse(bytes, &mut self.values) {
+        let parsed = match matched {
+            Some(values) => self.format.parse_matched(bytes, values),
+            None => self.format.parse(bytes, &mut self.values),
+        };
+        let parsed = match parsed {
             Ok(p) => p,
             Err(e) => return order.bad(line_no, &e.message(bytes), bytes),
         };
@@ -286,7 +373,7 @@ impl Pipeline {
                         _ => client,
                     };
                     let source = parsed.source.as_deref().unwrap_or_default();
-                    match intern(client, ip, source) {
+                    match intern.intern(client, ip, source) {
                         Ok(ids) => Some(ids),
                         Err(InternError::NotUtf8) => return order.bad(line_no, NOT_UTF8, bytes),
                         Err(InternError::Refused(e)) => return Err(format!("line {line_no}: {e}")),
@@ -394,6 +481,99 @@ mod tests {
             }
         };
         (r, p)
+    }
+
+    /// Every request of `log` (skipping bad lines) as the pipeline hands
+    /// it out, and the counts, with lines looked at ahead or not.
+    fn requests(log: &[u8], look_ahead: bool) -> (Vec<String>, [u64; 4]) {
+        let format = nginx::NginxFormat::new(
+            "$msec $http_x_k $remote_addr \"$request\" $status",
+            None,
+            Some("$http_x_k"),
+            Some("$remote_addr"),
+        )
+        .unwrap();
+        let lines = Lines::new(Box::new(std::io::Cursor::new(log.to_vec()))).unwrap();
+        let options = LogOptions {
+            reorder: Nanos(2 * NS),
+            subsecond: None,
+            skip_bad: true,
+            location: Location::parse("/a"),
+            select: None,
+        };
+        let mut p = Pipeline::new(lines, &Arc::new(Format::Nginx(format)), &options);
+        if !look_ahead {
+            p.ahead = None;
+        }
+        let mut ids = std::collections::HashMap::new();
+        let mut intern = |c: &[u8], i: &[u8], _: &[u8]| {
+            let n = ids.len() as u32;
+            let c = *ids.entry(c.to_vec()).or_insert(n);
+            let n = ids.len() as u32;
+            Ok((c, *ids.entry(i.to_vec()).or_insert(n), 0))
+        };
+        let mut out = Vec::new();
+        while let Some(r) = p.next(&mut intern).unwrap() {
+            out.push(format!("{r:?}"));
+        }
+        let counts = [p.skipped(), p.reordered(), p.filtered, p.empty_key];
+        (out, counts)
+    }
+
+    // The lines looked at ahead (their keys asked for, their fields'
+    // ranges kept for their parse) change nothing a log gives: bad, blank,
+    // long and out-of-order lines, across the line buffer's refills.
+    #[test]
+    fn lines_looked_at_ahead_give_what_lines_read_one_by_one_give() {
+        let mut log = Vec::new();
+        let mut x = 7u64;
+        for i in 0..40_000u64 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let r = x >> 33;
+            let t = 1_796_085_720_000 + i * 3 - r % 1500;
+            let line = match r % 50 {
+                0 => "garbage".to_string(),
+                1 => String::new(),
+                2 => format!(
+                    "{}.{:03} - 10.0.0.{} \"GET /a HTTP/1.1\" 200",
+                    t / 1000,
+                    t % 1000,
+                    r % 9
+                ),
+                3 => format!(
+                    "{}.{:03} k{} 10.0.0.1 \"GET /b HTTP/1.1\" 503",
+                    t / 1000,
+                    t % 1000,
+                    r % 7
+                ),
+                4 => format!(
+                    "{}.{:03} k{} 10.0.0.1 \"GET /a{} HTTP/1.1\" 503",
+                    t / 1000,
+                    t % 1000,
+                    r % 7,
+                    "x".repeat(20_000)
+                ),
+                _ => format!(
+                    "{}.{:03} k{} 10.0.{}.{} \"GET /a HTTP/1.1\" {}",
+                    t / 1000,
+                    t % 1000,
+                    r % 300,
+                    r % 3,
+                    r % 11,
+                    if r % 4 == 0 { 503 } else { 200 }
+                ),
+            };
+            log.extend_from_slice(line.as_bytes());
+            log.extend_from_slice(if r % 3 == 0 { b"\r\n" } else { b"\n" });
+        }
+        let (with, counts) = requests(&log, true);
+        assert!(
+            with.len() > 30_000 && counts.iter().all(|&c| c > 0),
+            "{counts:?}"
+        );
+        assert_eq!((with, counts), requests(&log, false));
     }
 
     // issue 23: line 1, an /api/ request without the header, failed the

@@ -223,6 +223,18 @@ impl Template {
 
     /// Sets `values` (its allocation reused) to the byte range of each
     /// field in `line`, or says what did not match.
+    /// [`Template::read_into`] without the message of a line that does
+    /// not match.
+    pub fn match_fields(
+        &self,
+        line: &[u8],
+        values: &mut Vec<std::ops::Range<usize>>,
+    ) -> Option<()> {
+        values.clear();
+        values.resize(self.names.len(), 0..0);
+        self.match_into(line, values).ok()
+    }
+
     pub fn read_into(
         &self,
         line: &[u8],
