@@ -251,9 +251,13 @@ impl<T: Timed> Calendar<T> {
             self.near.pop();
         } else {
             if self.late.is_empty() {
-                // All at once: heapifying is linear.
-                let pending = std::mem::take(&mut self.pending);
-                self.late = pending.into_iter().map(Reverse).collect();
+                // All at once: heapifying is linear. The heap's buffer is
+                // kept, and `pending`'s: a queue that takes its entries
+                // this way one by one (a lone stream's next arrival, pushed
+                // into the current bucket) allocates nothing.
+                let mut heap = std::mem::take(&mut self.late).into_vec();
+                heap.extend(self.pending.drain(..).map(Reverse));
+                self.late = BinaryHeap::from(heap);
             } else {
                 self.late.extend(self.pending.drain(..).map(Reverse));
             }
