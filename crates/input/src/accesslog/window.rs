@@ -214,6 +214,15 @@ impl Window {
             self.first = Some((b, sorted, 0));
             (self.base, self.scan) = (b + 1, b + 1);
             self.reach();
+            // The window's lines were pushed long ago and left the cache:
+            // the next bucket's are asked for while this one is handed out.
+            if let Some(next) = self.next_occupied() {
+                let bucket = &self.ring[(next % RING) as usize];
+                bucket
+                    .iter()
+                    .take(8)
+                    .for_each(ratesim_core::cache::prefetch_ref);
+            }
         }
     }
 
