@@ -5,7 +5,8 @@
 //! every run is deterministic. Payloads are small integers the run loop
 //! interprets.
 //! The events sit in a [`Calendar`]: a queue of 10^6 Poisson clients'
-//! next arrivals costs O(1) per event, not a walk down a 20-level heap.
+//! next arrivals costs O(1) per event, not a walk down a 20-level heap. A
+//! queue of one event keeps it aside, out of the calendar.
 
 use crate::calendar::Calendar;
 use crate::clock::Nanos;
@@ -13,6 +14,13 @@ use crate::clock::Nanos;
 /// A min-queue of `u32` payloads ordered by `(time, sequence)`.
 pub(super) struct Queue {
     events: Events,
+    /// The queue's one event while its calendar holds none — a lone
+    /// stream's next arrival (a replayed log: each is pushed as the one
+    /// before is taken), a run's one pending retry — taken and replaced
+    /// without the calendar's work.
+    solo: Option<(Nanos, u64, u32)>,
+    /// Events in the calendar.
+    in_calendar: usize,
     seq: u64,
     /// Sequence numbers below this are packed ([`PACKED_SEQ`]; less in
     /// tests, to reach the widening).
@@ -35,6 +43,8 @@ impl Queue {
     pub(super) fn new() -> Self {
         Queue {
             events: Events::Packed(Calendar::new()),
+            solo: None,
+            in_calendar: 0,
             seq: 0,
             packed_below: PACKED_SEQ,
         }
@@ -44,14 +54,28 @@ impl Queue {
         if self.seq == self.packed_below {
             self.widen();
         }
-        match &mut self.events {
-            Events::Packed(c) => c.push((t.0, self.seq << 32 | u64::from(payload))),
-            Events::Wide(c) => c.push((t.0, self.seq, payload)),
-        }
+        let seq = self.seq;
         self.seq += 1;
+        if self.in_calendar == 0 {
+            match self.solo.take() {
+                None => {
+                    self.solo = Some((t, seq, payload));
+                    return;
+                }
+                Some((t0, s0, p0)) => self.push_calendar(t0, s0, p0),
+            }
+        }
+        self.push_calendar(t, seq, payload);
     }
 
-    /// Moves every event to 24-byte entries, in order.
+    fn push_calendar(&mut self, t: Nanos, seq: u64, payload: u32) {
+        self.in_calendar += 1;
+        match &mut self.events {
+            Events::Packed(c) => c.push((t.0, seq << 32 | u64::from(payload))),
+            Events::Wide(c) => c.push((t.0, seq, payload)),
+        }
+    }
+
     fn widen(&mut self) {
         if let Events::Packed(c) = &mut self.events {
             let mut wide = Calendar::new();
@@ -69,6 +93,10 @@ impl Queue {
     /// The next event, its sequence number (its position among all
     /// pushes, from 0) and payload.
     pub(super) fn pop_numbered(&mut self) -> Option<(Nanos, u64, u32)> {
+        if let Some(solo) = self.solo.take() {
+            return Some(solo);
+        }
+        self.in_calendar = self.in_calendar.saturating_sub(1);
         match &mut self.events {
             Events::Packed(c) => c.pop().map(|(t, w)| (Nanos(t), w >> 32, w as u32)),
             Events::Wide(c) => c.pop().map(|(t, s, p)| (Nanos(t), s, p)),
@@ -77,6 +105,9 @@ impl Queue {
 
     /// The next event's time and payload, left in the queue.
     pub(super) fn peek(&mut self) -> Option<(Nanos, u32)> {
+        if let Some((t, _, p)) = self.solo {
+            return Some((t, p));
+        }
         match &mut self.events {
             Events::Packed(c) => c.peek().map(|(t, w)| (Nanos(t), w as u32)),
             Events::Wide(c) => c.peek().map(|(t, _, p)| (Nanos(t), p)),
@@ -86,6 +117,9 @@ impl Queue {
     /// The payload of an event likely to come `k` pops from now (see
     /// [`Calendar::ahead`]).
     pub(super) fn ahead(&self, k: usize) -> Option<u32> {
+        if let Some((_, _, p)) = self.solo {
+            return (k == 0).then_some(p);
+        }
         match &self.events {
             Events::Packed(c) => c.ahead(k).map(|&(_, w)| w as u32),
             Events::Wide(c) => c.ahead(k).map(|&(_, _, p)| p),
