@@ -174,8 +174,8 @@ impl IdTable {
     }
 
     /// Adds `key` (not in the table; its `hash`) with `id` (not
-    /// `u32::MAX`) and `value`.
-    pub(crate) fn insert(&mut self, hash: u64, key: &[u8], id: u32, value: u32) {
+    /// `u32::MAX`) and `value`: its slot, until the next insert.
+    pub(crate) fn insert(&mut self, hash: u64, key: &[u8], id: u32, value: u32) -> usize {
         debug_assert_ne!(id, EMPTY);
         if 4 * (self.len + 1) > 3 * self.slots.len() {
             let old = std::mem::take(&mut self.slots);
@@ -184,22 +184,24 @@ impl IdTable {
                 self.place(s);
             }
         }
+        self.len += 1;
         self.place(Slot {
             bytes: inline(key),
             hash,
             id,
             value,
-        });
-        self.len += 1;
+        })
     }
 
-    fn place(&mut self, slot: Slot) {
+    /// Puts `slot` in the first empty slot from its hash's: its index.
+    fn place(&mut self, slot: Slot) -> usize {
         let mask = self.slots.len() - 1;
         let mut i = slot.hash as usize & mask;
         while self.slots[i].id != EMPTY {
             i = (i + 1) & mask;
         }
         self.slots[i] = slot;
+        i
     }
 }
 
@@ -240,7 +242,8 @@ mod tests {
         for (id, k) in keys.iter().enumerate() {
             let h = t.hash(k);
             assert_eq!(t.find(h, k, long), None);
-            t.insert(h, k, id as u32, 7);
+            let i = t.insert(h, k, id as u32, 7);
+            assert_eq!(t.get(i), (id as u32, 7));
         }
         for (id, k) in keys.iter().enumerate() {
             let i = t.find(t.hash(k), k, long).expect("a key added is found");

@@ -235,12 +235,14 @@ impl RecordedKeys {
             Some(_) => "",
             None => std::str::from_utf8(ip)?,
         };
-        let ids = match known {
-            Some(ids) => ids,
+        let (ids, slot) = match slot {
+            Some(i) => (self.clients.get(i), i),
             None => {
                 let id = self.names.add(false, client_text);
-                self.clients.insert(hash_client, client, id, NONE);
-                (id, NONE)
+                (
+                    (id, NONE),
+                    self.clients.insert(hash_client, client, id, NONE),
+                )
             }
         };
         let ip_id = match known_ip {
@@ -252,14 +254,9 @@ impl RecordedKeys {
             }
         };
         if same {
-            let names = &self.names;
-            let slot = slot.or_else(|| {
-                self.clients
-                    .find(hash_client, client, |id| names.clients.get_bytes(id))
-            });
-            if let Some(i) = slot {
-                self.clients.set_value(i, ip_id);
-            }
+            // The slot is the client table's: the address's insert
+            // leaves it where it is.
+            self.clients.set_value(slot, ip_id);
         }
         Ok((ids.0, ip_id))
     }
@@ -277,15 +274,20 @@ impl NameList {
         self.ends.len()
     }
 
-    fn get(&self, i: usize) -> &str {
+    /// Where name `i` lies in `text`.
+    fn span(&self, i: usize) -> std::ops::Range<usize> {
         let start = if i == 0 { 0 } else { self.ends[i - 1] };
-        &self.text[start..self.ends[i]]
+        start..self.ends[i]
     }
 
+    fn get(&self, i: usize) -> &str {
+        &self.text[self.span(i)]
+    }
+
+    /// Name `id`'s bytes (no look at character boundaries: a key's
+    /// look-up compares them once a line).
     fn get_bytes(&self, id: u32) -> &[u8] {
-        let i = id as usize;
-        let start = if i == 0 { 0 } else { self.ends[i - 1] };
-        &self.text.as_bytes()[start..self.ends[i]]
+        &self.text.as_bytes()[self.span(id as usize)]
     }
 
     fn bytes(&self) -> usize {
