@@ -19,8 +19,6 @@ pub(super) struct Queue {
     /// before is taken), a run's one pending retry — taken and replaced
     /// without the calendar's work.
     solo: Option<(Nanos, u64, u32)>,
-    /// Events in the calendar.
-    in_calendar: usize,
     seq: u64,
     /// Sequence numbers below this are packed ([`PACKED_SEQ`]; less in
     /// tests, to reach the widening).
@@ -44,7 +42,6 @@ impl Queue {
         Queue {
             events: Events::Packed(Calendar::new()),
             solo: None,
-            in_calendar: 0,
             seq: 0,
             packed_below: PACKED_SEQ,
         }
@@ -56,7 +53,7 @@ impl Queue {
         }
         let seq = self.seq;
         self.seq += 1;
-        if self.in_calendar == 0 {
+        if self.calendar_is_empty() {
             match self.solo.take() {
                 None => {
                     self.solo = Some((t, seq, payload));
@@ -68,8 +65,14 @@ impl Queue {
         self.push_calendar(t, seq, payload);
     }
 
+    fn calendar_is_empty(&self) -> bool {
+        match &self.events {
+            Events::Packed(c) => c.len() == 0,
+            Events::Wide(c) => c.len() == 0,
+        }
+    }
+
     fn push_calendar(&mut self, t: Nanos, seq: u64, payload: u32) {
-        self.in_calendar += 1;
         match &mut self.events {
             Events::Packed(c) => c.push((t.0, seq << 32 | u64::from(payload))),
             Events::Wide(c) => c.push((t.0, seq, payload)),
@@ -96,7 +99,6 @@ impl Queue {
         if let Some(solo) = self.solo.take() {
             return Some(solo);
         }
-        self.in_calendar = self.in_calendar.saturating_sub(1);
         match &mut self.events {
             Events::Packed(c) => c.pop().map(|(t, w)| (Nanos(t), w >> 32, w as u32)),
             Events::Wide(c) => c.pop().map(|(t, s, p)| (Nanos(t), s, p)),
