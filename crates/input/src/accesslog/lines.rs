@@ -21,10 +21,8 @@ pub(super) struct Lines {
     eof: bool,
     /// The number of the line last handed out (1-based).
     line: u64,
-    /// Where the next line to look at ahead starts (at least `start`)…
+    /// Where the next line to look at ahead starts (at least `start`).
     ahead: usize,
-    /// …and how many lines were looked at ahead of the last handed out.
-    looked: usize,
 }
 
 impl Lines {
@@ -52,7 +50,6 @@ impl Lines {
             eof: false,
             line: 0,
             ahead: 0,
-            looked: 0,
         })
     }
 
@@ -73,7 +70,6 @@ impl Lines {
                     return Err(too_long(self.line));
                 }
                 self.start = nl + 1;
-                self.looked = self.looked.saturating_sub(1);
                 self.ahead = self.ahead.max(self.start);
                 return Ok(Some((self.line, without_cr(&self.buf[start..nl]))));
             }
@@ -108,24 +104,14 @@ impl Lines {
 }
 
 impl Lines {
-    /// How many lines were looked at ahead of the last one handed out:
-    /// if any, the next line handed out is the first of them.
-    pub(super) fn looked(&self) -> usize {
-        self.looked
-    }
-
-    /// The next line not yet looked at, if it is in the buffer already
-    /// and fewer than `most` lines were looked at ahead of the last one
-    /// handed out: a look at what comes, which reads nothing and moves
-    /// nothing ([`Lines::next`] still hands out every line).
-    pub(super) fn look_ahead(&mut self, most: usize) -> Option<&[u8]> {
-        if self.looked >= most {
-            return None;
-        }
+    /// The next line not yet looked at, if it is in the buffer already: a
+    /// look at what comes, which reads nothing and moves nothing
+    /// ([`Lines::next`] still hands out every line, the lines looked at
+    /// first, in order).
+    pub(super) fn look_ahead(&mut self) -> Option<&[u8]> {
         let i = memchr::memchr(b'\n', &self.buf[self.ahead..self.end])?;
         let (start, nl) = (self.ahead, self.ahead + i);
         self.ahead = nl + 1;
-        self.looked += 1;
         Some(without_cr(&self.buf[start..nl]))
     }
 }
@@ -186,7 +172,8 @@ mod tests {
                 assert_eq!(first, l, "a line looked at ahead comes next");
             }
             seen.push(l);
-            while let Some(a) = lines.look_ahead(1 + seen.len() % 5) {
+            while ahead.len() < 1 + seen.len() % 5 {
+                let Some(a) = lines.look_ahead() else { break };
                 ahead.push_back(a.to_vec());
             }
         }

@@ -83,7 +83,8 @@ impl Ahead {
         }
     }
 
-    /// The slot of the next line looked at.
+    /// The slot of the next line looked at (fewer than [`LOOK_AHEAD`]
+    /// are).
     fn push(&mut self) -> usize {
         debug_assert!(self.len < LOOK_AHEAD);
         self.len += 1;
@@ -308,7 +309,10 @@ impl Pipeline {
     /// Reads one line into the window.
     fn read_one(&mut self, intern: Intern) -> Result<(), String> {
         if let Some(ahead) = self.ahead.as_mut() {
-            while let Some(line) = self.lines.look_ahead(LOOK_AHEAD) {
+            while ahead.len < LOOK_AHEAD {
+                let Some(line) = self.lines.look_ahead() else {
+                    break;
+                };
                 let slot = ahead.push();
                 let keys = self.format.keys(line, &mut ahead.ranges[slot]);
                 ahead.matched[slot] = keys.is_some();
@@ -317,13 +321,13 @@ impl Pipeline {
                 }
             }
         }
-        let looked = self.lines.looked() > 0;
         let Some((line_no, bytes)) = self.lines.next()? else {
             self.order.eof = true;
             return self.order.finish_seconds(true);
         };
-        let matched = match (looked, self.ahead.as_mut()) {
-            (true, Some(ahead)) => ahead.pop().map(|slot| &ahead.ranges[slot][..]),
+        // A line looked at ahead is the next handed out.
+        let matched = match self.ahead.as_mut() {
+            Some(ahead) if ahead.len > 0 => ahead.pop().map(|slot| &ahead.ranges[slot][..]),
             _ => None,
         };
         if blank(bytes) {
