@@ -229,7 +229,15 @@ fn one_partition_of_one_is_the_whole_run() {
 /// `run SCENARIO --keys K/N` is bad input (exit 2) saying each of `says`,
 /// and writes nothing.
 fn refused(text: &str, keys: &str, says: &[&str]) {
+    refused_with(&[], text, keys, says);
+}
+
+/// [`refused`], with `files` (name, text) beside the scenario.
+fn refused_with(files: &[(&str, &str)], text: &str, keys: &str, says: &[&str]) {
     let tmp = tempfile::tempdir().unwrap();
+    for (name, body) in files {
+        fs::write(tmp.path().join(name), body).unwrap();
+    }
     let s = write_scenario(tmp.path(), text);
     let out = tmp.path().join("out");
     assert_input_error(
@@ -283,31 +291,19 @@ fn what_cannot_be_partitioned_is_refused_naming_why() {
 /// the run is refused, naming the client and both addresses.
 #[test]
 fn a_client_at_two_addresses_is_refused_in_a_partition_by_address() {
-    let tmp = tempfile::tempdir().unwrap();
-    fs::write(
-        tmp.path().join("t.csv"),
-        "time,client,ip\n0.1,dave,10.0.0.1\n0.2,erin,10.0.0.9\n0.3,dave,10.0.0.2\n",
-    )
-    .unwrap();
-    let s = write_scenario(
-        tmp.path(),
+    refused_with(
+        &[(
+            "t.csv",
+            "time,client,ip\n0.1,dave,10.0.0.1\n0.2,erin,10.0.0.9\n0.3,dave,10.0.0.2\n",
+        )],
         "name = \"two\"\nduration = \"1s\"\n[defaults]\nlimit = 1\nwindow = \"1s\"\n[[limiter]]\nalgorithm = \"fixed_window\"\nkey_by = \"ip\"\n[[traffic]]\npattern = \"trace\"\npath = \"t.csv\"\n",
-    );
-    let out = tmp.path().join("out");
-    assert_input_error(
-        ratesim()
-            .arg("run")
-            .arg(&s)
-            .arg("--out")
-            .arg(&out)
-            .args(["--keys", "2/2", "--quiet"]),
+        "2/2",
         &[
             "client \"dave\"",
             "\"10.0.0.1\" and \"10.0.0.2\"",
             "key by client",
         ],
     );
-    assert!(!out.exists());
 }
 
 // ---------------------------------------------------------------------------

@@ -35,3 +35,12 @@ pub use recording::RecordedKeys;
 pub use trace_data::{regular_file, TraceData};
 
 use ratesim_core::{clock, deploy, limiter, population, traffic};
+
+/// A test's numbers, the same on every run: Knuth's MMIX linear
+/// congruential step, `x` advanced.
+#[cfg(test)]
+pub(crate) fn lcg(x: &mut u64) {
+    *x = x
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+}

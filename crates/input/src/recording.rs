@@ -521,9 +521,7 @@ mod tests {
         let mut entries = Vec::new();
         let mut time = 0u64;
         for i in 0..300_000u64 {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
+            crate::lcg(&mut x);
             let r = x >> 20;
             time += r % 3 * (r % 1_000_000_007);
             let e = Entry {

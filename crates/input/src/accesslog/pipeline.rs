@@ -532,9 +532,7 @@ mod tests {
         let mut log = Vec::new();
         let mut x = 7u64;
         for i in 0..40_000u64 {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
+            crate::lcg(&mut x);
             let r = x >> 33;
             let t = 1_796_085_720_000 + i * 3 - r % 1500;
             let line = match r % 50 {

@@ -315,9 +315,7 @@ mod tests {
             for _ in 0..20 {
                 let hay: Vec<u8> = (0..len)
                     .map(|_| {
-                        x = x
-                            .wrapping_mul(6364136223846793005)
-                            .wrapping_add(1442695040888963407);
+                        crate::lcg(&mut x);
                         [b' ', b'a', 0x80, 0xff, 0, b'!'][(x >> 33) as usize % 6]
                     })
                     .collect();

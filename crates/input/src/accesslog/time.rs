@@ -376,9 +376,7 @@ mod tests {
     fn near(seed: u64, forms: &[&str], alphabet: &[u8]) -> Vec<String> {
         let mut x = seed;
         let mut next = move |n: usize| {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
+            crate::lcg(&mut x);
             ((x >> 33) as usize) % n
         };
         let mut out = Vec::new();

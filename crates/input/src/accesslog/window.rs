@@ -304,9 +304,7 @@ mod tests {
         for i in 0..200_000u64 {
             // A pseudo-random delay of up to 70 s (some lines too late),
             // equal arrivals, and two gaps far past the ring.
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
+            crate::lcg(&mut x);
             let t = i * 3_000_000
                 + if i > 120_000 { 1_000_000 * s } else { 0 }
                 + if i > 150_000 { 10_000_000 * s } else { 0 };
@@ -326,9 +324,7 @@ mod tests {
         ] {
             let dense: Vec<u64> = (0..40_000u64)
                 .map(|i| {
-                    x = x
-                        .wrapping_mul(6364136223846793005)
-                        .wrapping_add(1442695040888963407);
+                    crate::lcg(&mut x);
                     (i * spacing + spread).saturating_sub((x >> 33) % spread) / 1000 * 1000
                 })
                 .collect();
