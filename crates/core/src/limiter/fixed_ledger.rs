@@ -1,6 +1,6 @@
 //! The state-memory accounting of the rules whose state per key is a fixed
-//! size (every rule but the two that hold items: the sliding log and the
-//! sliding counter).
+//! size (every rule but the one that holds items: the sliding log, whose
+//! bytes follow its entries).
 //!
 //! It counts what [`Ledger`](super::Ledger) counts — a key is charged its
 //! bytes from the decision that makes its state differ from a fresh key's

@@ -67,7 +67,7 @@
 //!
 //! [`state_bytes::SLIDING_COUNTER`]: super::state_bytes::SLIDING_COUNTER
 
-use super::{redis_bytes, span, state_bytes, Decision, Ledger, Rule, Stored};
+use super::{redis_bytes, span, state_bytes, Decision, FixedLedger, Rule, Stored};
 use crate::clock::Nanos;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -127,39 +127,16 @@ impl SlidingCounter {
     pub fn new(cfg: Config) -> Self {
         Stored::of(
             SlidingCounterRule { cfg },
-            // In Redis, the script's one hash (`k`, `p`, `c`), held while
-            // either count weighs: while the key holds any item.
-            Ledger::new(
-                |_, _| state_bytes::SLIDING_COUNTER,
-                |windows, _| windows.min(1) * redis_bytes::HASH,
-            ),
+            // A key's state is one size while either count weighs (in
+            // Redis, the script's one hash of `k`, `p`, `c`), and it is
+            // fresh-equivalent once neither does: the counts are not
+            // items whose number changes the bytes.
+            FixedLedger::new(state_bytes::SLIDING_COUNTER, redis_bytes::HASH),
         )
     }
 }
 
 impl SlidingCounterRule {
-    /// When `c` is fresh-equivalent (see the module docs), and its
-    /// `[previous, current]` counts as items, each by the moment it stops
-    /// weighing (`None` if zero).
-    fn windows(&self, c: &WindowCounts) -> (Nanos, [Option<u64>; 2]) {
-        let w = self.cfg.window.0 as u128;
-        let k = c.window as u128;
-        let end = |j: u128| span(j * w).0;
-        // A count n of window j weighs in window j + 1 until the offset
-        // from which it no longer can: exact, its end; floor, once
-        // ⌊n·(W − e)/W⌋ = 0, i.e. e ≥ W − ⌊(W − 1)/n⌋.
-        let stops = |j: u128, n: u64| match self.cfg.weight {
-            Weight::Exact => end(j + 2),
-            Weight::Floor => span((j + 1) * w + w - (w - 1) / n as u128).0,
-        };
-        let current = (c.current > 0).then(|| stops(k, c.current));
-        let previous = (c.previous > 0 && k > 0).then(|| stops(k - 1, c.previous));
-        (
-            Nanos(current.or(previous).unwrap_or(0)),
-            [previous, current],
-        )
-    }
-
     /// The most the weighted previous count `p·(W − e)` may be for `cost`
     /// to fit on top of a current count `c`; `None` if it never fits.
     fn budget(cfg: &Config, c: u64, cost: u64) -> Option<u128> {
@@ -199,22 +176,29 @@ impl Rule for SlidingCounterRule {
     }
 
     fn decide(&self, s: &mut WindowCounts, now: Nanos, cost: u64) -> (Decision, Option<u64>) {
-        let before = (s.window, s.current);
-        let decision = self.count(s, now, cost);
-        // The current window's counter is an item from when it becomes
-        // non-zero: new unless it was non-zero before in the same window.
-        let [_, current] = self.windows(s).1;
-        let opened = !(before.0 == s.window && before.1 > 0);
-        (decision, current.filter(|_| opened))
+        (self.count(s, now, cost), None)
     }
 
-    /// When neither count weighs any more.
+    /// When `c` is fresh-equivalent (see the module docs): when the later
+    /// of its counts stops weighing (0 if both are zero).
     fn fresh_at(&self, c: &WindowCounts) -> Nanos {
-        self.windows(c).0
-    }
-
-    fn items(&self, c: &WindowCounts) -> impl Iterator<Item = u64> {
-        self.windows(c).1.into_iter().flatten()
+        let w = self.cfg.window.0 as u128;
+        let k = c.window as u128;
+        // A count n of window j weighs in window j + 1 until the offset
+        // from which it no longer can: exact, its end; floor, once
+        // ⌊n·(W − e)/W⌋ = 0, i.e. e ≥ W − ⌊(W − 1)/n⌋. The current
+        // count stops after the previous one.
+        let stops = |j: u128, n: u64| match self.cfg.weight {
+            Weight::Exact => span((j + 2) * w),
+            Weight::Floor => span((j + 1) * w + w - (w - 1) / n as u128),
+        };
+        if c.current > 0 {
+            stops(k, c.current)
+        } else if c.previous > 0 && k > 0 {
+            stops(k - 1, c.previous)
+        } else {
+            Nanos(0)
+        }
     }
 
     /// `limit − c − ⌈p·(W − e)/W⌉` (exact) or `limit − c − ⌊p·(W − e)/W⌋`
@@ -456,5 +440,26 @@ mod tests {
         early.decide(0, Nanos(500 * MS), 1);
         assert!(!early.decide(0, Nanos(1000 * MS), 3).passes());
         assert_eq!(sc.decide(0, Nanos(1000 * MS + 1), 3), Decision::Admitted);
+    }
+
+    #[test]
+    fn a_floored_count_that_grows_is_held_in_redis_until_it_stops_weighing() {
+        let mut sc = weighted(10, false, Weight::Floor);
+        // One request would stop weighing at 1 s + 1 ns; ten make the
+        // count weigh until ⌊10·(W − e)/W⌋ = 0, from e = W − ⌊(W − 1)/10⌋.
+        for _ in 0..10 {
+            sc.decide(0, Nanos(500 * MS), 1);
+        }
+        let w = 1000 * MS;
+        let fresh = w + w - (w - 1) / 10;
+        assert_eq!(sc.fresh_at(0), Nanos(fresh));
+        // Both figures hold one key from 0.5 s until then: the Redis hash
+        // does not leave earlier, when the first request alone would have
+        // stopped weighing.
+        let f = sc.footprint(Nanos(5000 * MS));
+        let life = (fresh - 500 * MS) as u128;
+        assert_eq!(f.byte_ns, 12 * life);
+        let hash = crate::limiter::redis_bytes::HASH as u128;
+        assert_eq!(f.redis_byte_ns, hash * life);
     }
 }
