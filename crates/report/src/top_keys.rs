@@ -6,6 +6,7 @@
 //! read it back from the run directory.
 
 use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::io::Write;
 use std::path::Path;
 
@@ -36,16 +37,10 @@ pub fn collect(scenario: &Scenario, runs: &[LimiterRun]) -> Vec<Row> {
     let mut rows = Vec::new();
     for (i, (spec, run)) in scenario.limiters.iter().zip(runs).enumerate() {
         let name = |id: usize| crate::key_name(scenario, i, id as u32);
-        let mut keys: Vec<(usize, KeyCounts)> = run.recorder.keys().collect();
         // Most rejected first, then most attempts, then by name. Only the
         // keys that rank with the first `PER_LIMITER` by counts alone
         // (ties included) need their names, each made once.
-        let counts = |k: &KeyCounts| (Reverse(k.rejected), Reverse(k.attempts));
-        if keys.len() > PER_LIMITER {
-            keys.select_nth_unstable_by_key(PER_LIMITER - 1, |(_, k)| counts(k));
-            let cut = counts(&keys[PER_LIMITER - 1].1);
-            keys.retain(|(_, k)| counts(k) <= cut);
-        }
+        let mut keys = contenders(|| run.recorder.keys(), PER_LIMITER);
         keys.sort_by_cached_key(|(id, k)| (counts(k), name(*id)));
         for (rank, (id, k)) in keys.into_iter().take(PER_LIMITER).enumerate() {
             rows.push(Row {
@@ -61,6 +56,36 @@ pub fn collect(scenario: &Scenario, runs: &[LimiterRun]) -> Vec<Row> {
         }
     }
     rows
+}
+
+/// How a key ranks by its counts alone: most rejected first, then most
+/// attempts.
+fn counts(k: &KeyCounts) -> (Reverse<u64>, Reverse<u64>) {
+    (Reverse(k.rejected), Reverse(k.attempts))
+}
+
+/// The keys that rank with the first `n` by [`counts`], ties at the cut
+/// included, in no order. Two passes over the keys, the first keeping the
+/// best `n` counts in a heap, so that a run of millions of keys does not
+/// list them all.
+fn contenders<I>(keys: impl Fn() -> I, n: usize) -> Vec<(usize, KeyCounts)>
+where
+    I: Iterator<Item = (usize, KeyCounts)>,
+{
+    let mut best = BinaryHeap::with_capacity(n + 1);
+    for (_, k) in keys() {
+        let c = counts(&k);
+        if best.len() < n || best.peek().is_some_and(|worst| c < *worst) {
+            best.push(c);
+            if best.len() > n {
+                best.pop();
+            }
+        }
+    }
+    let cut = best.peek().copied().filter(|_| best.len() == n);
+    keys()
+        .filter(|(_, k)| cut.is_none_or(|cut| counts(k) <= cut))
+        .collect()
 }
 
 pub fn write(rows: &[Row], out: impl Write) -> anyhow::Result<()> {
@@ -211,5 +236,56 @@ pub(crate) fn with_sections(md: String, dir: &Path) -> String {
     match md.find("\n## Charts\n") {
         Some(i) => format!("{}\n{}{}", &md[..i], sections, &md[i + 1..]),
         None => format!("{md}\n{sections}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The keys ranking with the first `n`, ties included, the plain way:
+    /// every key sorted.
+    fn sorted_contenders(keys: &[(usize, KeyCounts)], n: usize) -> Vec<(usize, KeyCounts)> {
+        let mut all = keys.to_vec();
+        all.sort_by_key(|(id, k)| (counts(k), *id));
+        match all.get(n.wrapping_sub(1)) {
+            Some((_, last)) if n > 0 => {
+                let cut = counts(last);
+                all.retain(|(_, k)| counts(k) <= cut);
+                all
+            }
+            _ => all,
+        }
+    }
+
+    #[test]
+    fn contenders_are_the_best_keys_with_every_tie_at_the_cut() {
+        // Few distinct counts, so ties at the cut are the rule.
+        let mut x = 7u64;
+        let mut next = move |m: u64| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (x >> 33) % m
+        };
+        for len in [0, 1, 5, 99, 100, 101, 150, 400] {
+            for n in [1, 3, 100] {
+                let keys: Vec<(usize, KeyCounts)> = (0..len)
+                    .map(|id| {
+                        let rejected = next(4);
+                        let k = KeyCounts {
+                            attempts: rejected + next(3),
+                            rejected,
+                            ..KeyCounts::default()
+                        };
+                        (id, k)
+                    })
+                    .collect();
+                let mut got = contenders(|| keys.iter().copied(), n);
+                got.sort_by_key(|(id, k)| (counts(k), *id));
+                assert_eq!(got, sorted_contenders(&keys, n), "{len} keys, n = {n}");
+                assert!(got.len() >= n.min(len));
+            }
+        }
     }
 }

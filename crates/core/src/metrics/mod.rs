@@ -517,7 +517,6 @@ mod tests {
         assert_eq!((r.logical, r.attempts, r.gave_up), (3, 4, 1));
         assert_eq!(r.series[3].retries, 1);
         assert_eq!(r.time_to_success.percentile(1000), Some(Nanos(300 * MS)));
-        assert_eq!(r.pass_ratios(), [1.0, 0.5]);
         assert_eq!(
             r.pass_ratio_spread(),
             Some([(1, 2), (1, 2), (1, 2), (1, 1), (1, 1)])

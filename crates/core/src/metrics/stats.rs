@@ -71,21 +71,17 @@ impl Recorder {
     /// requests) over clients that sent anything: `(Σx)² / (n·Σx²)`, 1 when
     /// every client got the same share, `1/n` when one got everything.
     /// `None` when no client sent anything or none passed.
+    /// (Summed in client order as the ratios come, not listed first.)
     pub fn fairness(&self) -> Option<f64> {
-        let ratios = self.pass_ratios();
-        let n = ratios.len() as f64;
-        let sum: f64 = ratios.iter().sum();
-        let squares: f64 = ratios.iter().map(|x| x * x).sum();
+        let (mut n, mut sum, mut squares) = (0u64, 0.0f64, 0.0f64);
+        for c in self.clients().filter(|c| c.logical > 0) {
+            let x = c.passed as f64 / c.logical as f64;
+            n += 1;
+            sum += x;
+            squares += x * x;
+        }
+        let n = n as f64;
         (n > 0.0 && squares > 0.0).then(|| sum * sum / (n * squares))
-    }
-
-    /// Each sending client's share of its logical requests that passed, in
-    /// client order.
-    pub fn pass_ratios(&self) -> Vec<f64> {
-        self.clients()
-            .filter(|c| c.logical > 0)
-            .map(|c| c.passed as f64 / c.logical as f64)
-            .collect()
     }
 
     /// The spread of the clients' pass ratios: min, p10, p50, p90 and max
