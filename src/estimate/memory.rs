@@ -29,8 +29,8 @@ use crate::traffic::Pattern;
 /// [`crate::metrics`]), its state (the rule's `State`, e.g. 16 for a token
 /// bucket), its pending fresh event (16, plus the part-filled blocks of
 /// the calendar queue holding them), two bits beside them, and for the
-/// rules that hold items (sliding log and counter) a ledger mark (16) and
-/// item counts (24) more — per instance of a local deployment, and once more for a
+/// rule that holds items (the sliding log) a ledger mark (16) and item
+/// counts (24) more — per instance of a local deployment, and once more for a
 /// limiter keyed by `ip` or `global` (its per-client shadow). A Poisson
 /// client is an 8-byte clock and a 16-byte event on the arrivals' queue;
 /// every other synthetic client a boxed stream with its next arrival
@@ -72,7 +72,6 @@ pub struct Memory {
 
 /// What a limiter's entries are, for messages.
 pub(super) const LOG_ENTRIES: &str = "log entries (a sliding log's `limit` per key)";
-pub(super) const WINDOW_COUNTS: &str = "window counts (a sliding counter's two per key)";
 pub(super) const WAITING_REQUESTS: &str = "waiting requests (a leaky bucket's `queue` per key)";
 pub(super) const CROWDED_WINDOWS: &str =
     "windows of passes (more than five a key in a policy window)";
@@ -179,13 +178,13 @@ pub(super) const RECORDER_SLOT: u128 = 64;
 /// crates/core/src/limiter/mod.rs `Ledger` and `fixed_ledger.rs`).
 pub(super) const FRESH_EVENT: u128 = 16;
 
-/// A key's ledger mark, for the rules whose keys hold items (the other
+/// A key's ledger mark, for the rule whose keys hold items (the other
 /// rules' ledger reads a key's fresh moment from its state: nothing per
 /// key).
 pub(super) const LEDGER_MARK: u128 = 16;
 
-/// A key's item counts, for the rules whose keys hold items (sliding log
-/// and counter: crates/core/src/limiter/mod.rs `Items`).
+/// A key's item counts, for the rule whose keys hold items (the sliding
+/// log: crates/core/src/limiter/mod.rs `Items`).
 pub(super) const ITEM_COUNTS: u128 = 24;
 
 /// An item's expiry in the ledger's queue (16), and as many again of those
@@ -368,10 +367,7 @@ pub(super) fn store_memory(
     seen: u128,
     duration: u128,
 ) -> (u128, u128) {
-    let items = matches!(
-        algorithm,
-        Algorithm::SlidingLog(_) | Algorithm::SlidingCounter(_)
-    );
+    let items = matches!(algorithm, Algorithm::SlidingLog(_));
     let per_key =
         state_size(algorithm) + FRESH_EVENT + if items { LEDGER_MARK + ITEM_COUNTS } else { 0 };
     // Two bits per key: present, alive. The fresh events' calendar keeps
@@ -395,12 +391,6 @@ pub(super) fn store_memory(
             };
             calendar(live, EXPIRY).saturating_add(spilled)
         }
-        Algorithm::SlidingCounter(c) => {
-            let live = keys
-                .saturating_mul(2)
-                .min(within(seen, 2 * c.window.0 as u128, duration));
-            calendar(live, EXPIRY)
-        }
         Algorithm::LeakyBucket(c) => {
             // A full queue drains in queue / rate.
             let drain = mul_div(c.queue as u128, c.rate.per_ns(), c.rate.tokens());
@@ -422,7 +412,6 @@ pub(super) fn store_memory(
 pub(super) fn entries_of(algorithm: &Algorithm) -> &'static str {
     match algorithm {
         Algorithm::SlidingLog(_) => LOG_ENTRIES,
-        Algorithm::SlidingCounter(_) => WINDOW_COUNTS,
         _ => WAITING_REQUESTS,
     }
 }
