@@ -48,8 +48,8 @@
 //! once the floored weight is 0. Before that a request of `limit` is
 //! refused. The key is charged [`state_bytes::SLIDING_COUNTER`] (12 bytes:
 //! window index, both counts) until then, and under the Redis figure one
-//! hash while either count weighs (each non-zero count is an item of the
-//! ledger that expires when it stops weighing).
+//! hash: one size while either count weighs, so the fixed-size ledger
+//! reads the moment from the counts ([`Rule::fresh_at`]).
 //!
 //! ## `weight = "floor"` (Python `limits` SlidingWindowCounter)
 //!
