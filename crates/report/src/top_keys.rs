@@ -260,21 +260,15 @@ mod tests {
 
     #[test]
     fn contenders_are_the_best_keys_with_every_tie_at_the_cut() {
-        // Few distinct counts, so ties at the cut are the rule.
-        let mut x = 7u64;
-        let mut next = move |m: u64| {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (x >> 33) % m
-        };
+        // Few distinct counts, spread over the ids, so ties at the cut are
+        // the rule.
         for len in [0, 1, 5, 99, 100, 101, 150, 400] {
             for n in [1, 3, 100] {
                 let keys: Vec<(usize, KeyCounts)> = (0..len)
                     .map(|id| {
-                        let rejected = next(4);
+                        let rejected = (id as u64 * 7) % 4;
                         let k = KeyCounts {
-                            attempts: rejected + next(3),
+                            attempts: rejected + (id as u64 * 5 + id as u64 / 4) % 3,
                             rejected,
                             ..KeyCounts::default()
                         };
