@@ -8,7 +8,7 @@
 //! holds. Here time is cut into buckets of `2^shift` ns. The entries of
 //! the current bucket (and any earlier) are `near`; those of the next
 //! [`BUCKETS`] − 1 buckets sit unsorted in the `ring`, each bucket a chain
-//! of fixed-size blocks from one pool; later ones in a heap of their own,
+//! of fixed-size blocks from one pool ([`crate::chains`]); later ones in a heap of their own,
 //! `far`. A push is a store into its bucket's last block; when `near` runs
 //! out, the next non-empty bucket is copied into it and sorted, and taken
 //! from its end — a bucket's entries, which fit in the cache. (Blocks,
@@ -30,6 +30,8 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+
+use crate::chains::Chains;
 
 /// Buckets in the ring: `near`'s and the `BUCKETS − 1` after it.
 pub const BUCKETS: usize = 1024;
@@ -86,7 +88,7 @@ pub(crate) struct Calendar<T: Timed> {
     pending: Vec<T>,
     pending_min: Option<T>,
     /// Bucket `b` in `(cur, cur + BUCKETS)` at slot `b % BUCKETS`.
-    ring: Ring<T>,
+    ring: Chains<T>,
     in_ring: usize,
     /// Entries of buckets `≥ cur + BUCKETS`.
     far: BinaryHeap<Reverse<T>>,
@@ -124,7 +126,7 @@ impl<T: Timed> Calendar<T> {
             late: BinaryHeap::new(),
             pending: Vec::new(),
             pending_min: None,
-            ring: Ring::default(),
+            ring: Chains::new(BUCKETS),
             in_ring: 0,
             far: BinaryHeap::new(),
             popped: 0,
@@ -283,7 +285,7 @@ impl<T: Timed> Calendar<T> {
         self.pending_min = self.pending.iter().copied().min();
         self.far.retain(|r| keep(&r.0));
         let mut bucket = Vec::new();
-        for slot in 0..self.ring.chains.len() {
+        for slot in 0..self.ring.slots() {
             self.ring.take(slot, &mut bucket);
             for e in bucket.drain(..) {
                 if keep(&e) {
@@ -370,7 +372,7 @@ impl<T: Timed> Calendar<T> {
             .map(|r| r.0)
             .collect();
         entries.reserve(len - entries.len());
-        for slot in 0..self.ring.chains.len() {
+        for slot in 0..self.ring.slots() {
             self.ring.take(slot, &mut entries);
         }
         entries.append(&mut self.near);
@@ -397,126 +399,6 @@ impl<T: Timed> Calendar<T> {
         for e in entries {
             self.push(e);
         }
-    }
-}
-
-/// Entries in one block of a [`Ring`].
-const BLOCK: usize = 32;
-
-/// No block.
-const NONE: u32 = u32::MAX;
-
-/// The ring's unsorted buckets: each a chain of blocks of [`BLOCK`]
-/// entries, all full but its last, from one pool with a free list. A
-/// bucket taken gives its blocks back, so the pool holds the most blocks
-/// the ring ever held at once, and a bucket's turn allocates nothing.
-#[derive(Debug, Clone)]
-struct Ring<T> {
-    /// Per bucket (none until the first push).
-    chains: Vec<Chain>,
-    blocks: Vec<Block<T>>,
-    /// The first free block, `NONE` if none.
-    free: u32,
-}
-
-impl<T> Default for Ring<T> {
-    fn default() -> Self {
-        Ring {
-            chains: Vec::new(),
-            blocks: Vec::new(),
-            free: NONE,
-        }
-    }
-}
-
-/// One bucket's blocks: the first, the last, and the bucket's entries.
-#[derive(Debug, Clone, Copy)]
-struct Chain {
-    head: u32,
-    tail: u32,
-    len: u32,
-}
-
-const EMPTY: Chain = Chain {
-    head: NONE,
-    tail: NONE,
-    len: 0,
-};
-
-#[derive(Debug, Clone)]
-struct Block<T> {
-    entries: [T; BLOCK],
-    /// The next block of its chain, or of the free list.
-    next: u32,
-}
-
-impl<T: Copy> Ring<T> {
-    fn len(&self, slot: usize) -> usize {
-        self.chains.get(slot).map_or(0, |c| c.len as usize)
-    }
-
-    fn push(&mut self, slot: usize, entry: T) {
-        if self.chains.is_empty() {
-            self.chains = vec![EMPTY; BUCKETS];
-        }
-        let c = self.chains[slot];
-        let at = c.len as usize % BLOCK;
-        if c.len > 0 && at > 0 {
-            self.blocks[c.tail as usize].entries[at] = entry;
-        } else {
-            let b = self.block(entry);
-            if c.len > 0 {
-                self.blocks[c.tail as usize].next = b;
-            } else {
-                self.chains[slot].head = b;
-            }
-            self.chains[slot].tail = b;
-        }
-        // A bucket of 2^32 entries would take 64 GiB of 16-byte entries
-        // (and the pool's 32-bit block indices run out first): the count
-        // is checked, never wrapped.
-        self.chains[slot].len = c.len.checked_add(1).expect("under 2^32 entries a bucket");
-    }
-
-    /// A block whose first entry is `entry`: from the free list, else new.
-    fn block(&mut self, entry: T) -> u32 {
-        match self.free {
-            NONE => {
-                self.blocks.push(Block {
-                    entries: [entry; BLOCK],
-                    next: NONE,
-                });
-                u32::try_from(self.blocks.len() - 1).expect("under 2^32 blocks")
-            }
-            b => {
-                let block = &mut self.blocks[b as usize];
-                self.free = block.next;
-                block.entries[0] = entry;
-                block.next = NONE;
-                b
-            }
-        }
-    }
-
-    /// Appends bucket `slot`'s entries to `out` and empties it, its blocks
-    /// back on the free list.
-    fn take(&mut self, slot: usize, out: &mut Vec<T>) {
-        let Some(&c) = self.chains.get(slot) else {
-            return;
-        };
-        let (mut b, mut left) = (c.head, c.len as usize);
-        out.reserve(left);
-        while left > 0 {
-            let block = &mut self.blocks[b as usize];
-            let n = left.min(BLOCK);
-            out.extend_from_slice(&block.entries[..n]);
-            left -= n;
-            let next = block.next;
-            block.next = self.free;
-            self.free = b;
-            b = next;
-        }
-        self.chains[slot] = EMPTY;
     }
 }
 

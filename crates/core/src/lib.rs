@@ -5,6 +5,8 @@
 //!
 //! - [`clock`]: integer nanoseconds and exact rational rates;
 //! - [`calendar`]: the calendar queue of timed entries;
+//! - [`chains`]: unsorted buckets as chains of blocks from one pool (the
+//!   calendar's ring, a reorder window's);
 //! - [`cache`]: software prefetch and the allocator's tuning for the
 //!   tables that grow with keys;
 //! - [`limiter`]: the algorithms, one file each, as pure decisions
@@ -23,6 +25,7 @@
 pub mod backend;
 pub mod cache;
 pub mod calendar;
+pub mod chains;
 pub mod clock;
 pub mod deploy;
 pub mod engine;

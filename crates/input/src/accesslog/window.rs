@@ -16,8 +16,14 @@
 //! ring, with a bit each saying whether it holds anything, so that
 //! finding the next one skips 64 empty buckets a step; a bucket past the
 //! ring (after a gap in the log) waits in `far` until the ring reaches it.
+//! The ring's buckets are chains of blocks from one pool
+//! ([`ratesim_core::chains`]): a window of a busy log's minute holds
+//! hundreds of thousands of requests, in a few huge pages instead of a
+//! vector each.
 
 use std::collections::BTreeMap;
+
+use ratesim_core::chains::Chains;
 
 use super::Verdict;
 
@@ -77,7 +83,7 @@ pub(super) struct Window {
     /// Bucket width: `2^shift` ns; a request's bucket is `arrival >> shift`.
     shift: u32,
     /// Buckets `base .. base + RING`, bucket `b` at `b % RING`, unsorted.
-    ring: Box<[Vec<Pending>]>,
+    ring: Chains<Pending>,
     /// A bit per ring bucket: it holds a request.
     occupied: Box<[u64]>,
     /// Ring buckets holding a request.
@@ -90,7 +96,7 @@ pub(super) struct Window {
     /// The bucket before `base` being handed out: its number, its
     /// requests sorted, and how many of them were handed out.
     first: Option<(u64, Vec<Pending>, usize)>,
-    /// Emptied buckets' allocations, for new buckets.
+    /// Emptied buckets' allocations, for new far and sorted buckets.
     spare: Vec<Vec<Pending>>,
 }
 
@@ -101,7 +107,7 @@ impl Window {
                 .max(1)
                 .checked_next_power_of_two()
                 .map_or(63, u64::trailing_zeros),
-            ring: (0..RING).map(|_| Vec::new()).collect(),
+            ring: Chains::new(RING as usize),
             occupied: vec![0; (RING / 64) as usize].into_boxed_slice(),
             in_ring: 0,
             base: 0,
@@ -135,15 +141,12 @@ impl Window {
             return;
         }
         let i = (b % RING) as usize;
-        if self.ring[i].is_empty() {
-            if let Some(v) = self.spare.pop() {
-                self.ring[i] = v;
-            }
+        if self.ring.len(i) == 0 {
             self.occupied[i / 64] |= 1 << (i % 64);
             self.in_ring += 1;
             self.scan = self.scan.min(b);
         }
-        self.ring[i].push(p);
+        self.ring.push(i, p);
     }
 
     /// The earliest ring bucket holding a request, if any.
@@ -170,10 +173,14 @@ impl Window {
             if *entry.key() >= self.base + RING {
                 break;
             }
-            let (b, v) = entry.remove_entry();
+            let (b, mut v) = entry.remove_entry();
             let i = (b % RING) as usize;
-            debug_assert!(self.ring[i].is_empty());
-            self.ring[i] = v;
+            debug_assert_eq!(self.ring.len(i), 0);
+            for &p in &v {
+                self.ring.push(i, p);
+            }
+            v.clear();
+            self.spare.push(v);
             self.occupied[i / 64] |= 1 << (i % 64);
             self.in_ring += 1;
             self.scan = self.scan.min(b);
@@ -207,7 +214,8 @@ impl Window {
                 return None;
             }
             let i = (b % RING) as usize;
-            let mut sorted = std::mem::take(&mut self.ring[i]);
+            let mut sorted = self.spare.pop().unwrap_or_default();
+            self.ring.take(i, &mut sorted);
             self.occupied[i / 64] &= !(1 << (i % 64));
             self.in_ring -= 1;
             sort_nearly_sorted(&mut sorted);
@@ -217,8 +225,8 @@ impl Window {
             // The window's lines were pushed long ago and left the cache:
             // the next bucket's are asked for while this one is handed out.
             if let Some(next) = self.next_occupied() {
-                let bucket = &self.ring[(next % RING) as usize];
-                bucket
+                self.ring
+                    .first((next % RING) as usize)
                     .iter()
                     .take(8)
                     .for_each(ratesim_core::cache::prefetch_ref);

@@ -1,0 +1,191 @@
+//! Unsorted buckets of a ring — a calendar queue's, a reorder window's —
+//! as chains of fixed-size blocks from one pool with a free list.
+//!
+//! A bucket taken gives its blocks back, so the pool holds the most blocks
+//! the buckets ever held at once, and a bucket's turn allocates nothing.
+//! Where vectors grown by doubling, one per bucket, held 40 % more than
+//! their entries, a chain holds its entries and at most one part-filled
+//! block. The pool is one allocation: past 4 MiB it asks for huge pages
+//! (see [`crate::cache`]), so that a window of hundreds of thousands of
+//! entries costs a few page faults, not one per 4 KiB.
+
+/// Entries in one block.
+const BLOCK: usize = 32;
+
+/// No block.
+const NONE: u32 = u32::MAX;
+
+/// See the module documentation.
+#[derive(Debug, Clone)]
+pub struct Chains<T> {
+    /// Buckets (allocated at the first push).
+    slots: usize,
+    /// Per bucket.
+    chains: Vec<Chain>,
+    blocks: Vec<Block<T>>,
+    /// The first free block, `NONE` if none.
+    free: u32,
+}
+
+impl<T> Default for Chains<T> {
+    fn default() -> Self {
+        Chains::new(0)
+    }
+}
+
+/// One bucket's blocks: the first, the last, and the bucket's entries.
+#[derive(Debug, Clone, Copy)]
+struct Chain {
+    head: u32,
+    tail: u32,
+    len: u32,
+}
+
+const EMPTY: Chain = Chain {
+    head: NONE,
+    tail: NONE,
+    len: 0,
+};
+
+#[derive(Debug, Clone)]
+struct Block<T> {
+    entries: [T; BLOCK],
+    /// The next block of its chain, or of the free list.
+    next: u32,
+}
+
+impl<T> Chains<T> {
+    /// `slots` empty buckets (nothing is allocated before a push).
+    pub fn new(slots: usize) -> Self {
+        Chains {
+            slots,
+            chains: Vec::new(),
+            blocks: Vec::new(),
+            free: NONE,
+        }
+    }
+
+    /// How many buckets there are.
+    pub fn slots(&self) -> usize {
+        self.slots
+    }
+}
+
+impl<T: Copy> Chains<T> {
+    /// Entries in bucket `slot`.
+    pub fn len(&self, slot: usize) -> usize {
+        self.chains.get(slot).map_or(0, |c| c.len as usize)
+    }
+
+    pub fn push(&mut self, slot: usize, entry: T) {
+        if self.chains.is_empty() {
+            self.chains = vec![EMPTY; self.slots];
+        }
+        let c = self.chains[slot];
+        let at = c.len as usize % BLOCK;
+        if c.len > 0 && at > 0 {
+            self.blocks[c.tail as usize].entries[at] = entry;
+        } else {
+            let b = self.block(entry);
+            if c.len > 0 {
+                self.blocks[c.tail as usize].next = b;
+            } else {
+                self.chains[slot].head = b;
+            }
+            self.chains[slot].tail = b;
+        }
+        // A bucket of 2^32 entries would take 64 GiB of 16-byte entries
+        // (and the pool's 32-bit block indices run out first): the count
+        // is checked, never wrapped.
+        self.chains[slot].len = c.len.checked_add(1).expect("under 2^32 entries a bucket");
+    }
+
+    /// A block whose first entry is `entry`: from the free list, else new.
+    fn block(&mut self, entry: T) -> u32 {
+        match self.free {
+            NONE => {
+                crate::cache::reserve_one(&mut self.blocks);
+                self.blocks.push(Block {
+                    entries: [entry; BLOCK],
+                    next: NONE,
+                });
+                u32::try_from(self.blocks.len() - 1).expect("under 2^32 blocks")
+            }
+            b => {
+                let block = &mut self.blocks[b as usize];
+                self.free = block.next;
+                block.entries[0] = entry;
+                block.next = NONE;
+                b
+            }
+        }
+    }
+
+    /// The first entries of bucket `slot` (its first block's): for
+    /// prefetching them before it is taken.
+    pub fn first(&self, slot: usize) -> &[T] {
+        match self.chains.get(slot) {
+            Some(c) if c.len > 0 => {
+                &self.blocks[c.head as usize].entries[..(c.len as usize).min(BLOCK)]
+            }
+            _ => &[],
+        }
+    }
+
+    /// Appends bucket `slot`'s entries to `out` and empties it, its blocks
+    /// back on the free list.
+    pub fn take(&mut self, slot: usize, out: &mut Vec<T>) {
+        let Some(&c) = self.chains.get(slot) else {
+            return;
+        };
+        let (mut b, mut left) = (c.head, c.len as usize);
+        out.reserve(left);
+        while left > 0 {
+            let block = &mut self.blocks[b as usize];
+            let n = left.min(BLOCK);
+            out.extend_from_slice(&block.entries[..n]);
+            left -= n;
+            let next = block.next;
+            block.next = self.free;
+            self.free = b;
+            b = next;
+        }
+        self.chains[slot] = EMPTY;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_give_back_what_was_pushed_in_order_and_reuse_their_blocks() {
+        let mut c = Chains::new(3);
+        assert_eq!(c.len(1), 0);
+        assert!(c.first(1).is_empty());
+        for i in 0..100u32 {
+            c.push((i % 3) as usize, i);
+        }
+        assert_eq!(c.len(0), 34);
+        assert_eq!(c.first(0), &(0..32).map(|i| 3 * i).collect::<Vec<_>>()[..]);
+        let mut out = vec![7];
+        c.take(0, &mut out);
+        assert_eq!(
+            out,
+            [7].into_iter()
+                .chain((0..34).map(|i| 3 * i))
+                .collect::<Vec<_>>()
+        );
+        assert_eq!(c.len(0), 0);
+        let blocks = c.blocks.len();
+        // Bucket 0's two blocks are reused: the pool does not grow.
+        for i in 0..64 {
+            c.push(2, i);
+        }
+        assert_eq!(c.blocks.len(), blocks);
+        out.clear();
+        c.take(2, &mut out);
+        let want: Vec<u32> = (0..33).map(|i| 3 * i + 2).chain(0..64).collect();
+        assert_eq!(out, want);
+    }
+}
