@@ -350,11 +350,19 @@ impl<T: Timed> Calendar<T> {
     /// boundary.) Checked at most once per queue-length pops, for a queue
     /// of at least `4 · BUCKETS` entries (a smaller one is a heap, `late`,
     /// at worst); rebuilt only when the width changes fourfold or more.
+    /// (The check is inlined: every refill makes it, and nearly every one
+    /// goes no further.)
+    #[inline(always)]
     fn retune(&mut self) {
         let len = self.len();
         if self.popped < self.check_after || len < 4 * BUCKETS || self.ahead_count == 0 {
             return;
         }
+        self.retune_now(len);
+    }
+
+    #[inline(never)]
+    fn retune_now(&mut self, len: usize) {
         self.popped = 0;
         self.check_after = len;
         let mean = self.ahead_sum / u128::from(self.ahead_count);

@@ -52,7 +52,7 @@
 use super::{
     redis_bytes, span, state_bytes, wait_until_scaled, Decision, FixedLedger, Rule, Stored,
 };
-use crate::clock::{Nanos, Rate};
+use crate::clock::{div_ceil, Nanos, Rate};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Config {
@@ -122,14 +122,14 @@ impl Rule for GcraRule {
     /// one request of cost 1 conforms, but a request of cost `burst` (or a
     /// burst of `burst` requests) does not, while a fresh key passes it.
     fn fresh_at(&self, tat: &u128) -> Nanos {
-        span(tat.div_ceil(self.cfg.rate.tokens()))
+        span(div_ceil(*tat, self.cfg.rate.tokens()))
     }
 
     /// `cost` conforms at `t` iff `TAT − t ≤ (burst − cost)·T`, so the
     /// largest is `burst − ⌈(TAT − t)/T⌉` (docs/semantics.md §11).
     fn remaining(&self, tat: &u128, now: Nanos) -> u64 {
         let (n, d) = (self.cfg.rate.tokens(), self.cfg.rate.per_ns());
-        let ahead = tat.saturating_sub(now.0 as u128 * n).div_ceil(d);
+        let ahead = div_ceil(tat.saturating_sub(now.0 as u128 * n), d);
         (self.cfg.burst as u128).saturating_sub(ahead) as u64
     }
 }

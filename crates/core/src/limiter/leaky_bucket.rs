@@ -71,7 +71,7 @@ use super::{
     redis_bytes, span, state_bytes, wait_until_scaled, Decision, FixedLedger, Limiter, Rule,
     Stored, UNBOUNDED,
 };
-use crate::clock::{Nanos, Rate};
+use crate::clock::{div_ceil, Nanos, Rate};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Config {
@@ -190,7 +190,7 @@ impl Rule for LeakyBucketRule {
             Decision::Admitted
         } else {
             Decision::Delayed {
-                delay: span((passes - t).div_ceil(n)),
+                delay: span(div_ceil(passes - t, n)),
             }
         };
         (decision, None)
@@ -201,7 +201,7 @@ impl Rule for LeakyBucketRule {
     /// arrival as on a fresh key. While `next_free > t` a policer refuses
     /// what a fresh key admits, and a queue takes one request fewer.
     fn fresh_at(&self, o: &Outlet) -> Nanos {
-        span(o.next_free.div_ceil(self.cfg.rate.tokens()))
+        span(div_ceil(o.next_free, self.cfg.rate.tokens()))
     }
 
     /// The cost never decides whether a request waits: any is admitted if

@@ -823,7 +823,7 @@ pub struct Sample {
 /// The smallest `d ≥ 1` ns such that `now + d ≥ at`, where `at` is a time
 /// scaled by `scale` (`at_scaled / scale` ns, rounded up).
 pub(crate) fn wait_until_scaled(now: Nanos, at_scaled: u128, scale: u128) -> Nanos {
-    let at = at_scaled.div_ceil(scale);
+    let at = crate::clock::div_ceil(at_scaled, scale);
     span(at.saturating_sub(now.0 as u128).max(1))
 }
 

@@ -56,7 +56,7 @@
 //! [`state_bytes::SMOOTH_BURSTY`]: super::state_bytes::SMOOTH_BURSTY
 
 use super::{redis_bytes, span, state_bytes, Decision, FixedLedger, Rule, Stored, UNBOUNDED};
-use crate::clock::{Nanos, Rate};
+use crate::clock::{div_ceil, Nanos, Rate};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Config {
@@ -144,7 +144,7 @@ impl Rule for SmoothBurstyRule {
         }
         // The debt −T is paid off after −T / n ns (T is scaled by d).
         let debt = b.tokens.unsigned_abs();
-        let retry_after = Some(span(debt.div_ceil(n)));
+        let retry_after = Some(span(div_ceil(debt, n)));
         (Decision::Rejected { retry_after }, None)
     }
 
@@ -157,7 +157,7 @@ impl Rule for SmoothBurstyRule {
             Start::Empty => u128::MAX,
             Start::Full => {
                 let missing = (self.full - b.tokens).unsigned_abs();
-                b.last.0 as u128 + missing.div_ceil(self.cfg.rate.tokens())
+                b.last.0 as u128 + div_ceil(missing, self.cfg.rate.tokens())
             }
         })
     }
@@ -180,7 +180,7 @@ impl Rule for SmoothBurstyRule {
     /// be given (docs/semantics.md §11).
     fn reset_at(&self, b: &StoredPermits) -> Nanos {
         let missing = (self.full - b.tokens).unsigned_abs();
-        span(b.last.0 as u128 + missing.div_ceil(self.cfg.rate.tokens()))
+        span(b.last.0 as u128 + div_ceil(missing, self.cfg.rate.tokens()))
     }
 }
 

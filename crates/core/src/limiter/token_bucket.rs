@@ -55,7 +55,7 @@
 use super::{
     redis_bytes, span, state_bytes, wait_until_scaled, Decision, FixedLedger, Rule, Stored,
 };
-use crate::clock::{Nanos, Rate};
+use crate::clock::{div_ceil, Nanos, Rate};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Config {
@@ -185,7 +185,7 @@ impl<B: Balance> Rule for TokenBucketRule<B> {
     /// key's. One nanosecond before, a request of `capacity` is refused.
     fn fresh_at(&self, b: &Tokens<B>) -> Nanos {
         let missing = self.full - b.balance();
-        span(b.last.0 as u128 + missing.div_ceil(self.cfg.rate.tokens()))
+        span(b.last.0 as u128 + div_ceil(missing, self.cfg.rate.tokens()))
     }
 
     /// The whole tokens the bucket holds at `now`: `⌊tokens(now)⌋`, at most
