@@ -72,19 +72,12 @@ pub(crate) fn grow_with<T>(v: &mut Vec<T>, len: usize, f: impl FnMut() -> T) {
     v.resize_with(len, f);
 }
 
-/// Makes room for one more element in `v` (doubling, as `push` would),
-/// in a new allocation that asks for huge pages (see [`huge_pages`])
-/// before the elements are copied into it — a reallocation would copy
-/// them first, into pages faulted in 4 KiB at a time: for a pool that
-/// grows with what it holds.
-pub(crate) fn reserve_one<T>(v: &mut Vec<T>) {
-    if v.len() < v.capacity() {
-        return;
-    }
-    let mut bigger = Vec::with_capacity((2 * v.capacity()).max(4));
-    huge_pages(&bigger);
-    bigger.append(v);
-    *v = bigger;
+/// `Vec::with_capacity(n)`, asking for huge pages (see [`huge_pages`])
+/// for the room: for a buffer that is filled and never moves.
+pub(crate) fn with_capacity_huge<T>(n: usize) -> Vec<T> {
+    let v = Vec::with_capacity(n);
+    huge_pages(&v);
+    v
 }
 
 /// Sets the C allocator (glibc; elsewhere a no-op) for tables that grow

@@ -5,9 +5,11 @@
 //! the buckets ever held at once, and a bucket's turn allocates nothing.
 //! Where vectors grown by doubling, one per bucket, held 40 % more than
 //! their entries, a chain holds its entries and at most one part-filled
-//! block. The pool is one allocation: past 4 MiB it asks for huge pages
-//! (see [`crate::cache`]), so that a window of hundreds of thousands of
-//! entries costs a few page faults, not one per 4 KiB.
+//! block. The pool grows by segments, each twice the one before, that
+//! never move: no block is copied and no page is faulted twice, and a
+//! segment of 4 MiB or more asks for huge pages (see [`crate::cache`]),
+//! so that a window of hundreds of thousands of entries costs a few page
+//! faults, not one per 4 KiB.
 
 /// Entries in one block.
 const BLOCK: usize = 32;
@@ -22,7 +24,7 @@ pub struct Chains<T> {
     slots: usize,
     /// Per bucket.
     chains: Vec<Chain>,
-    blocks: Vec<Block<T>>,
+    blocks: Pool<T>,
     /// The first free block, `NONE` if none.
     free: u32,
 }
@@ -54,13 +56,64 @@ struct Block<T> {
     next: u32,
 }
 
+/// Blocks in the pool's first segment (a power of two); segment `k`
+/// holds `FIRST << k`.
+const FIRST: usize = 64;
+
+/// The blocks, numbered from 0 across segments.
+#[derive(Debug, Clone)]
+struct Pool<T> {
+    segments: Vec<Vec<Block<T>>>,
+}
+
+/// Block `b`'s segment and its index there: segment `k` starts at block
+/// `FIRST · (2^k − 1)`.
+#[inline(always)]
+fn locate(b: u32) -> (usize, usize) {
+    let q = b as usize / FIRST + 1;
+    let k = (usize::BITS - 1 - q.leading_zeros()) as usize;
+    (k, b as usize - FIRST * ((1 << k) - 1))
+}
+
+impl<T> Pool<T> {
+    fn len(&self) -> usize {
+        self.segments.iter().map(Vec::len).sum()
+    }
+
+    #[inline(always)]
+    fn get(&self, b: u32) -> &Block<T> {
+        let (k, i) = locate(b);
+        &self.segments[k][i]
+    }
+
+    #[inline(always)]
+    fn get_mut(&mut self, b: u32) -> &mut Block<T> {
+        let (k, i) = locate(b);
+        &mut self.segments[k][i]
+    }
+
+    /// Adds a block; its number.
+    fn push(&mut self, block: Block<T>) -> u32 {
+        let n = self.len();
+        if self.segments.last().is_none_or(|s| s.len() == s.capacity()) {
+            let k = self.segments.len();
+            self.segments
+                .push(crate::cache::with_capacity_huge(FIRST << k));
+        }
+        self.segments.last_mut().expect("a segment").push(block);
+        u32::try_from(n).expect("under 2^32 blocks")
+    }
+}
+
 impl<T> Chains<T> {
     /// `slots` empty buckets (nothing is allocated before a push).
     pub fn new(slots: usize) -> Self {
         Chains {
             slots,
             chains: Vec::new(),
-            blocks: Vec::new(),
+            blocks: Pool {
+                segments: Vec::new(),
+            },
             free: NONE,
         }
     }
@@ -84,11 +137,11 @@ impl<T: Copy> Chains<T> {
         let c = self.chains[slot];
         let at = c.len as usize % BLOCK;
         if c.len > 0 && at > 0 {
-            self.blocks[c.tail as usize].entries[at] = entry;
+            self.blocks.get_mut(c.tail).entries[at] = entry;
         } else {
             let b = self.block(entry);
             if c.len > 0 {
-                self.blocks[c.tail as usize].next = b;
+                self.blocks.get_mut(c.tail).next = b;
             } else {
                 self.chains[slot].head = b;
             }
@@ -103,16 +156,12 @@ impl<T: Copy> Chains<T> {
     /// A block whose first entry is `entry`: from the free list, else new.
     fn block(&mut self, entry: T) -> u32 {
         match self.free {
-            NONE => {
-                crate::cache::reserve_one(&mut self.blocks);
-                self.blocks.push(Block {
-                    entries: [entry; BLOCK],
-                    next: NONE,
-                });
-                u32::try_from(self.blocks.len() - 1).expect("under 2^32 blocks")
-            }
+            NONE => self.blocks.push(Block {
+                entries: [entry; BLOCK],
+                next: NONE,
+            }),
             b => {
-                let block = &mut self.blocks[b as usize];
+                let block = self.blocks.get_mut(b);
                 self.free = block.next;
                 block.entries[0] = entry;
                 block.next = NONE;
@@ -125,9 +174,7 @@ impl<T: Copy> Chains<T> {
     /// prefetching them before it is taken.
     pub fn first(&self, slot: usize) -> &[T] {
         match self.chains.get(slot) {
-            Some(c) if c.len > 0 => {
-                &self.blocks[c.head as usize].entries[..(c.len as usize).min(BLOCK)]
-            }
+            Some(c) if c.len > 0 => &self.blocks.get(c.head).entries[..(c.len as usize).min(BLOCK)],
             _ => &[],
         }
     }
@@ -141,7 +188,7 @@ impl<T: Copy> Chains<T> {
         let (mut b, mut left) = (c.head, c.len as usize);
         out.reserve(left);
         while left > 0 {
-            let block = &mut self.blocks[b as usize];
+            let block = self.blocks.get_mut(b);
             let n = left.min(BLOCK);
             out.extend_from_slice(&block.entries[..n]);
             left -= n;
@@ -157,6 +204,18 @@ impl<T: Copy> Chains<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn blocks_are_numbered_across_segments_each_twice_the_last() {
+        let mut want = Vec::new();
+        for (k, size) in (0..6).map(|k| (k, FIRST << k)) {
+            want.extend((0..size).map(|i| (k, i)));
+        }
+        let got: Vec<_> = (0..want.len() as u32).map(locate).collect();
+        assert_eq!(got, want);
+        // The last block number there is: segment 26 starts at 64 · (2^26 − 1).
+        assert_eq!(locate(u32::MAX), (26, 63));
+    }
 
     #[test]
     fn buckets_give_back_what_was_pushed_in_order_and_reuse_their_blocks() {
