@@ -35,6 +35,9 @@ pub struct Recorder {
     limit: u64,
     resolution: u64,
     max_buckets: usize,
+    /// The series bucket last found, `(its start, its index)`: most times
+    /// asked for fall in it, found without a division.
+    last_bucket: (u64, usize),
     /// Clients in the population (ids past it are keys only).
     clients: usize,
     /// Passes still in the future (a shaper's releases), released into the

@@ -33,7 +33,16 @@ impl Recorder {
     /// late passes (a shaper's releases, a store's answers), up to twice its
     /// planned length; anything later counts in the last bucket.
     pub(super) fn bucket(&mut self, t: u64) -> &mut SeriesBucket {
-        let i = ((t / self.resolution) as usize).min(self.max_buckets.max(1) - 1);
+        let (start, last) = self.last_bucket;
+        let i = if t.wrapping_sub(start) < self.resolution {
+            // Within `[start, start + resolution)`: the same bucket (the
+            // last one, which holds every later time, is found anew).
+            last
+        } else {
+            let i = ((t / self.resolution) as usize).min(self.max_buckets.max(1) - 1);
+            self.last_bucket = (i as u64 * self.resolution, i);
+            i
+        };
         if i >= self.series.len() {
             self.series.resize(i + 1, SeriesBucket::default());
         }
