@@ -196,8 +196,9 @@ pub(super) const EXPIRY: u128 = 32;
 /// than four (crates/core/src/limiter/sliding_log.rs).
 pub(super) const LOG_ENTRY: u128 = 16;
 
-/// A waiting request in a leaky bucket's deque (16) and its release in
-/// the recorder's queue (32).
+/// A waiting request in a leaky bucket's deque (16: kept only while
+/// requests of different costs wait together, and counted always, a
+/// bound) and its release in the recorder's queue (32).
 pub(super) const WAITING: u128 = 48;
 
 /// A delayed request's release in the recorder's queue (the nginx
