@@ -5,31 +5,31 @@
 //! the buckets ever held at once, and a bucket's turn allocates nothing.
 //! Where vectors grown by doubling, one per bucket, held 40 % more than
 //! their entries, a chain holds its entries and at most one part-filled
-//! block. The pool grows by segments, each twice the one before, that
+//! block of `BLOCK` entries (32 by default; a reorder window's larger
+//! entries take 8 a block, so that a bucket of one costs 384 bytes, not
+//! 1.5 KiB). The pool grows by segments, each twice the one before, that
 //! never move: no block is copied and no page is faulted twice, and a
 //! segment of 4 MiB or more asks for huge pages (see [`crate::cache`]),
 //! so that a window of hundreds of thousands of entries costs a few page
 //! faults, not one per 4 KiB.
 
-/// Entries in one block.
-const BLOCK: usize = 32;
-
 /// No block.
 const NONE: u32 = u32::MAX;
 
-/// See the module documentation.
+/// See the module documentation (`BLOCK`: entries in one block).
 #[derive(Debug, Clone)]
-pub struct Chains<T> {
+pub struct Chains<T, const BLOCK: usize = 32> {
     /// Buckets (allocated at the first push).
     slots: usize,
     /// Per bucket.
     chains: Vec<Chain>,
-    blocks: Pool<T>,
+    blocks: Pool<T, BLOCK>,
     /// The first free block, `NONE` if none.
     free: u32,
 }
 
-impl<T> Default for Chains<T> {
+impl<T, const BLOCK: usize> Default for Chains<T, BLOCK> {
+    /// No bucket: only a placeholder to move another into.
     fn default() -> Self {
         Chains::new(0)
     }
@@ -50,7 +50,7 @@ const EMPTY: Chain = Chain {
 };
 
 #[derive(Debug, Clone)]
-struct Block<T> {
+struct Block<T, const BLOCK: usize> {
     entries: [T; BLOCK],
     /// The next block of its chain, or of the free list.
     next: u32,
@@ -60,10 +60,26 @@ struct Block<T> {
 /// holds `FIRST << k`.
 const FIRST: usize = 64;
 
-/// The blocks, numbered from 0 across segments.
-#[derive(Debug, Clone)]
-struct Pool<T> {
-    segments: Vec<Vec<Block<T>>>,
+/// The blocks, numbered from 0 across segments: segment `k` holds at
+/// most `FIRST << k` (its length, never its capacity, says when it is
+/// full: a clone's capacity is its length).
+#[derive(Debug)]
+struct Pool<T, const BLOCK: usize> {
+    segments: Vec<Vec<Block<T, BLOCK>>>,
+}
+
+impl<T: Clone, const BLOCK: usize> Clone for Pool<T, BLOCK> {
+    /// Each segment with its own room: a clone grows as the original.
+    fn clone(&self) -> Self {
+        let segments = self.segments.iter().enumerate().map(|(k, s)| {
+            let mut copy = crate::cache::with_capacity_huge(FIRST << k);
+            copy.extend_from_slice(s);
+            copy
+        });
+        Pool {
+            segments: segments.collect(),
+        }
+    }
 }
 
 /// Block `b`'s segment and its index there: segment `k` starts at block
@@ -75,37 +91,41 @@ fn locate(b: u32) -> (usize, usize) {
     (k, b as usize - FIRST * ((1 << k) - 1))
 }
 
-impl<T> Pool<T> {
+impl<T, const BLOCK: usize> Pool<T, BLOCK> {
     fn len(&self) -> usize {
         self.segments.iter().map(Vec::len).sum()
     }
 
     #[inline(always)]
-    fn get(&self, b: u32) -> &Block<T> {
+    fn get(&self, b: u32) -> &Block<T, BLOCK> {
         let (k, i) = locate(b);
         &self.segments[k][i]
     }
 
     #[inline(always)]
-    fn get_mut(&mut self, b: u32) -> &mut Block<T> {
+    fn get_mut(&mut self, b: u32) -> &mut Block<T, BLOCK> {
         let (k, i) = locate(b);
         &mut self.segments[k][i]
     }
 
     /// Adds a block; its number.
-    fn push(&mut self, block: Block<T>) -> u32 {
+    fn push(&mut self, block: Block<T, BLOCK>) -> u32 {
         let n = self.len();
-        if self.segments.last().is_none_or(|s| s.len() == s.capacity()) {
-            let k = self.segments.len();
+        let k = self.segments.len();
+        if k == 0 || self.segments[k - 1].len() == FIRST << (k - 1) {
             self.segments
                 .push(crate::cache::with_capacity_huge(FIRST << k));
         }
         self.segments.last_mut().expect("a segment").push(block);
-        u32::try_from(n).expect("under 2^32 blocks")
+        // The last number is `NONE`'s: never a block's.
+        u32::try_from(n)
+            .ok()
+            .filter(|&b| b != NONE)
+            .expect("under 2^32 − 1 blocks")
     }
 }
 
-impl<T> Chains<T> {
+impl<T, const BLOCK: usize> Chains<T, BLOCK> {
     /// `slots` empty buckets (nothing is allocated before a push).
     pub fn new(slots: usize) -> Self {
         Chains {
@@ -124,7 +144,7 @@ impl<T> Chains<T> {
     }
 }
 
-impl<T: Copy> Chains<T> {
+impl<T: Copy, const BLOCK: usize> Chains<T, BLOCK> {
     /// Entries in bucket `slot`.
     pub fn len(&self, slot: usize) -> usize {
         self.chains.get(slot).map_or(0, |c| c.len as usize)
@@ -206,6 +226,28 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_clone_grows_as_the_original_does() {
+        let mut c = Chains::<u32, 2>::new(3);
+        for i in 0..5 {
+            c.push(0, i);
+        }
+        // Three blocks of the first segment's 64: its clone's must keep
+        // room for the rest, or a new block goes past the numbering.
+        let mut d = c.clone();
+        for i in 0..300 {
+            c.push(1 + i as usize % 2, i);
+            d.push(1 + i as usize % 2, i);
+        }
+        let (mut from_c, mut from_d) = (Vec::new(), Vec::new());
+        for slot in 0..3 {
+            c.take(slot, &mut from_c);
+            d.take(slot, &mut from_d);
+        }
+        assert_eq!(from_c, from_d);
+        assert_eq!(from_c.len(), 305);
+    }
+
+    #[test]
     fn blocks_are_numbered_across_segments_each_twice_the_last() {
         let mut want = Vec::new();
         for (k, size) in (0..6).map(|k| (k, FIRST << k)) {
@@ -219,7 +261,7 @@ mod tests {
 
     #[test]
     fn buckets_give_back_what_was_pushed_in_order_and_reuse_their_blocks() {
-        let mut c = Chains::new(3);
+        let mut c = Chains::<u32>::new(3);
         assert_eq!(c.len(1), 0);
         assert!(c.first(1).is_empty());
         for i in 0..100u32 {

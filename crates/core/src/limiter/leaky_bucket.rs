@@ -125,8 +125,9 @@ pub struct Outlet {
     next_free: u128,
     /// Accepted requests still waiting (as of the last decision), never
     /// more than `queue`, and their cost while they all have the same.
-    /// Each waiting slot is the one before it plus its request's cost
-    /// (× d), and `next_free` the last plus its cost: so with one cost
+    /// Each waiting slot is the one before it plus the cost (× d) of the
+    /// request given that one, and `next_free` the last plus its
+    /// request's cost: so with one cost
     /// the slots are `next_free − j · cost · d` for `j = 1..=waiting`,
     /// and need not be kept.
     waiting: u64,
@@ -149,6 +150,8 @@ impl Outlet {
         match &self.mixed {
             Some(slots) => (slots.len() - slots.partition_point(|&s| s <= t)) as u64,
             None if self.waiting == 0 => 0,
+            // Requests of cost 0 all wait for `next_free` itself.
+            None if self.cost == 0 => self.waiting,
             None => {
                 // Slot j is after t iff j < (next_free − t) / step.
                 let step = self.cost as u128 * d;
@@ -453,6 +456,16 @@ mod tests {
         assert!(o.mixed.is_none());
         assert_eq!(decide(&mut o, 700, 1), delayed(100));
         assert!(o.mixed.is_none());
+        // Requests of cost 0 (the engine never sends one; the rule takes
+        // it) wait for the slot they are given and hold the outlet no
+        // longer: all three wait for 900 ms, the queue full after them.
+        let mut o = Outlet::default();
+        assert_eq!(decide(&mut o, 0, 9), Decision::Admitted);
+        for _ in 0..3 {
+            assert_eq!(decide(&mut o, 0, 0), delayed(900));
+        }
+        assert_eq!(decide(&mut o, 100, 0), retry(800));
+        assert_eq!(decide(&mut o, 900, 1), Decision::Admitted);
     }
 
     #[test]

@@ -34,7 +34,7 @@ impl Recorder {
     /// planned length; anything later counts in the last bucket.
     pub(super) fn bucket(&mut self, t: u64) -> &mut SeriesBucket {
         let (start, last) = self.last_bucket;
-        let i = if t.wrapping_sub(start) < self.resolution {
+        let i = if t >= start && t - start < self.resolution {
             // Within `[start, start + resolution)`: the same bucket (the
             // last one, which holds every later time, is found anew).
             last

@@ -78,12 +78,18 @@ const WINDOW: u64 = 1 << 14;
 /// Buckets in the ring: four windows' worth.
 const RING: u64 = 4 * WINDOW;
 
+/// Requests in one block of a ring bucket: 384 bytes, so that a log
+/// sparse enough to leave one request a bucket costs little more than the
+/// requests (a busy one fills several blocks a bucket).
+const BLOCK: usize = 8;
+
 /// The window (see the module documentation).
 pub(super) struct Window {
     /// Bucket width: `2^shift` ns; a request's bucket is `arrival >> shift`.
     shift: u32,
-    /// Buckets `base .. base + RING`, bucket `b` at `b % RING`, unsorted.
-    ring: Chains<Pending>,
+    /// Buckets `base .. base + RING`, bucket `b` at `b % RING`, unsorted,
+    /// in blocks of [`BLOCK`].
+    ring: Chains<Pending, BLOCK>,
     /// A bit per ring bucket: it holds a request.
     occupied: Box<[u64]>,
     /// Ring buckets holding a request.
