@@ -1,0 +1,57 @@
+#!/usr/bin/env python3
+"""Runs a command for each of several values in turn, round after round,
+and prints each one's CPU-seconds (user + system of the process and its
+children): lowest, highest and median. The README's before/after numbers
+from the later session of 2026-12-02 were measured this way: binaries
+run in turn on a machine whose speed moves, so that each round compares
+them at the same moment.
+
+    python3 benches/in_turn.py ROUNDS 'COMMAND with {}' VALUE...
+
+{} in the command is replaced by each value, e.g. two binaries:
+
+    RAYON_NUM_THREADS=1 python3 benches/in_turn.py 5 \\
+      '{} run benches/log.toml --quiet --no-plots --no-html --out /tmp/log' \\
+      /tmp/before/ratesim target/release/ratesim
+
+A command that fails stops the measurement; so does a wrong call (exit
+status 2 for both).
+"""
+
+import resource
+import statistics
+import subprocess
+import sys
+
+
+def cpu_seconds():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def main():
+    if len(sys.argv) < 4 or not sys.argv[1].isdigit() or "{}" not in sys.argv[2]:
+        print(__doc__, file=sys.stderr)
+        sys.exit(2)
+    rounds, command, values = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
+    times = {v: [] for v in values}
+    for _ in range(rounds):
+        for v in values:
+            start = cpu_seconds()
+            done = subprocess.run(
+                command.replace("{}", v),
+                shell=True,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            if done.returncode != 0:
+                print(f"{command.replace('{}', v)}: exit status {done.returncode}", file=sys.stderr)
+                sys.exit(2)
+            times[v].append(cpu_seconds() - start)
+    for v in values:
+        t = sorted(times[v])
+        print(f"{v}: {t[0]:.3f}–{t[-1]:.3f} CPU-s (median {statistics.median(t):.3f}) in {rounds} rounds")
+
+
+if __name__ == "__main__":
+    main()
