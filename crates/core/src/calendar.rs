@@ -5,23 +5,23 @@
 //! A run's queues hold one entry per key or per client, nearly all due
 //! within a window or so of the present: 10^5 and more entries, in a heap
 //! whose every pop walks 17 levels through memory the cache no longer
-//! holds. Here time is cut into buckets of `2^shift` ns. The entries of
-//! the current bucket (and any earlier) are `near`; those of the next
+//! holds. Here time is cut into buckets of `2^shift` ns. The entries of the
+//! current bucket (and any earlier) are `near`; those of the next
 //! [`BUCKETS`] − 1 buckets sit unsorted in the `ring`, each bucket a chain
-//! of fixed-size blocks from one pool ([`crate::chains`]); later ones in a heap of their own,
-//! `far`. A push is a store into its bucket's last block; when `near` runs
-//! out, the next non-empty bucket is copied into it and sorted, and taken
-//! from its end — a bucket's entries, which fit in the cache. (Blocks,
-//! not a vector per bucket: buckets that turn over allocate nothing, and
-//! the ring holds its entries and at most one part-filled block a bucket,
-//! where vectors grown by doubling held 40 % more.) An entry pushed into
-//! the current bucket goes beside it, into `late`: a vector until one of
-//! them is taken, then a heap made of it at once — a fixed window's keys,
-//! all fresh at the same boundary, are pushed there one by one and taken
-//! all together. Every entry of
-//! `near` and `late` is earlier than every entry elsewhere, so the lesser
-//! of their least is the queue's least: the order is the entries' own
-//! (`Ord`), ties and all.
+//! of fixed-size blocks from one pool ([`crate::chains`]); later ones in a
+//! heap of their own, `far`. A push is a store into its bucket's last
+//! block; when `near` runs out, the next non-empty bucket is copied into it
+//! and sorted, and taken from its end — a bucket's entries, which fit in
+//! the cache. (Blocks, not a vector per bucket: buckets that turn over
+//! allocate nothing, and the ring holds its entries and at most one
+//! part-filled block a bucket, where vectors grown by doubling held 40 %
+//! more.) An entry pushed into the current bucket goes beside it, into
+//! `late`: a vector until one of them is taken, then a heap made of it at
+//! once — a fixed window's keys, all fresh at the same boundary, are pushed
+//! there one by one and taken all together. Every entry of `near` and
+//! `late` is earlier than every entry elsewhere, so the lesser of their
+//! least is the queue's least: the order is the entries' own (`Ord`), ties
+//! and all.
 //!
 //! The bucket width follows the entries: the ring spans four times how
 //! far ahead they are pushed on average, rebuilt when that changes

@@ -127,9 +127,9 @@ pub struct Outlet {
     /// more than `queue`, and their cost while they all have the same.
     /// Each waiting slot is the one before it plus the cost (× d) of the
     /// request given that one, and `next_free` the last plus its
-    /// request's cost: so with one cost
-    /// the slots are `next_free − j · cost · d` for `j = 1..=waiting`,
-    /// and need not be kept.
+    /// request's cost: so with one cost the slots are
+    /// `next_free − j · cost · d` for `j = 1..=waiting`, and need not be
+    /// kept.
     waiting: u64,
     cost: u64,
     /// The waiting slots (× n), oldest first, while requests of different
