@@ -277,6 +277,61 @@ impl<T: Timed> Calendar<T> {
         Some(least)
     }
 
+    /// Takes every entry of the buckets before `now`'s — all of them due
+    /// by `now` — handing them to `f` a slice at a time, in no particular
+    /// order; the bucket of `now` itself is left to [`Calendar::peek_due`].
+    /// For a caller to whom the order of what is due does not matter:
+    /// nothing is sorted or copied, and a bucket is taken whole, block by
+    /// block.
+    #[inline]
+    pub fn drain_before(&mut self, now: u64, f: impl FnMut(&[T])) {
+        if self.bucket(now) > self.cur {
+            self.drain_before_slow(now, f);
+        }
+    }
+
+    #[inline(never)]
+    fn drain_before_slow(&mut self, now: u64, mut f: impl FnMut(&[T])) {
+        self.retune();
+        // In buckets of the width the retune may just have changed.
+        let limit = self.bucket(now);
+        if limit <= self.cur {
+            return;
+        }
+        // `near` and `late` hold buckets up to `cur`, all before `limit`.
+        let mut taken = self.near.len() + self.pending.len() + self.late.len();
+        f(&self.near);
+        f(&self.pending);
+        self.near.clear();
+        self.pending.clear();
+        self.pending_min = None;
+        for r in self.late.drain() {
+            f(&[r.0]);
+        }
+        let end = limit.min(self.cur.saturating_add(BUCKETS as u64));
+        let mut b = self.cur + 1;
+        while b < end && self.in_ring > 0 {
+            let slot = (b % BUCKETS as u64) as usize;
+            let n = self.ring.len(slot);
+            self.in_ring -= n;
+            taken += n;
+            self.ring.take_with(slot, &mut f);
+            b += 1;
+        }
+        while let Some(&Reverse(e)) = self.far.peek() {
+            if self.bucket(e.time()) >= limit {
+                break;
+            }
+            self.far.pop();
+            taken += 1;
+            f(&[e]);
+        }
+        self.cur = limit - 1;
+        self.pull_far();
+        self.popped += taken;
+        self.last = self.last.max(now);
+    }
+
     /// Keeps only the entries `keep` says to.
     pub fn retain(&mut self, mut keep: impl FnMut(&T) -> bool) {
         self.near.retain(&mut keep);

@@ -202,15 +202,23 @@ impl<T: Copy, const BLOCK: usize> Chains<T, BLOCK> {
     /// Appends bucket `slot`'s entries to `out` and empties it, its blocks
     /// back on the free list.
     pub fn take(&mut self, slot: usize, out: &mut Vec<T>) {
+        if let Some(c) = self.chains.get(slot) {
+            out.reserve(c.len as usize);
+        }
+        self.take_with(slot, |entries| out.extend_from_slice(entries));
+    }
+
+    /// Hands bucket `slot`'s entries to `f` a block at a time, in order,
+    /// and empties it, its blocks back on the free list.
+    pub fn take_with(&mut self, slot: usize, mut f: impl FnMut(&[T])) {
         let Some(&c) = self.chains.get(slot) else {
             return;
         };
         let (mut b, mut left) = (c.head, c.len as usize);
-        out.reserve(left);
         while left > 0 {
             let block = self.blocks.get_mut(b);
             let n = left.min(BLOCK);
-            out.extend_from_slice(&block.entries[..n]);
+            f(&block.entries[..n]);
             left -= n;
             let next = block.next;
             block.next = self.free;

@@ -431,6 +431,11 @@ impl ChangeLog {
         self.kept.get_or_insert_with(Vec::new);
     }
 
+    /// Whether changes are kept.
+    pub(crate) fn is_kept(&self) -> bool {
+        self.kept.is_some()
+    }
+
     /// The changes kept since the caller last emptied them, if kept.
     pub(crate) fn changes(&mut self) -> Option<&mut Vec<Change>> {
         self.kept.as_mut()

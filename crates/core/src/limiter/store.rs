@@ -139,11 +139,12 @@ impl<R: Rule> Limiter for Stored<R> {
                     |k| fresh_of(rule, keys, k),
                     |k| crate::cache::prefetch_all(&keys.states, k as usize),
                 );
-                let before = ledger.is_alive(key).then(|| fresh_of(rule, keys, key));
+                let before = ledger.alive_until(key, || fresh_of(rule, keys, key));
                 let state = self.keys.entry(key, || rule.fresh(now));
                 let (decision, _) = rule.decide(state, now, cost);
-                ledger.hold(key, before, rule.fresh_at(state));
+                let fresh = rule.fresh_at(state);
                 let keys = &self.keys;
+                ledger.hold(key, before, fresh, |k| fresh_of(rule, keys, k));
                 ledger.compact(|k| fresh_of(rule, keys, k));
                 decision
             }
@@ -225,11 +226,13 @@ impl<R: Rule> Limiter for Stored<R> {
                 // the write.
                 let keys = &self.keys;
                 ledger.advance(now, |k| fresh_of(rule, keys, k), |_| {});
-                let before = ledger.is_alive(key).then(|| fresh_of(rule, keys, key));
+                let before = ledger.alive_until(key, || fresh_of(rule, keys, key));
                 self.keys.attach(key, ticket);
                 if let Some(state) = self.keys.get(key) {
-                    ledger.hold(key, before, rule.fresh_at(state));
                     let keys = &self.keys;
+                    ledger.hold(key, before, rule.fresh_at(state), |k| {
+                        fresh_of(rule, keys, k)
+                    });
                     ledger.compact(|k| fresh_of(rule, keys, k));
                 }
             }
