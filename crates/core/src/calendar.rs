@@ -97,7 +97,9 @@ pub(crate) struct Calendar<T: Timed> {
     /// rebuilding cost O(1) per pop.
     popped: usize,
     check_after: usize,
-    /// The time of the entry last taken: the queue's present.
+    /// The latest time of an entry taken or of a moment drained to
+    /// ([`Calendar::drain_before`]): the queue's present, for how far ahead
+    /// entries are pushed.
     last: u64,
     /// How far ahead of the present entries were pushed since the last
     /// check: their sum (ns) and count.
@@ -267,7 +269,7 @@ impl<T: Timed> Calendar<T> {
             self.late.pop();
         }
         self.popped += 1;
-        self.last = least.time();
+        self.last = self.last.max(least.time());
         // Also here, not only between buckets: a current bucket that never
         // empties (the width too wide for how close entries come) would
         // leave the queue a heap.
@@ -736,6 +738,78 @@ mod tests {
             )
         ) {
             agrees(&ops);
+        }
+
+        /// Draining mixed with pushes and in-order takes: what
+        /// [`Calendar::drain_before`] hands over is due and was queued,
+        /// nothing of a bucket before `now`'s stays behind, and the rest
+        /// still comes out in a heap's order — across retunes (4096
+        /// entries and more), the ring's horizon and the far heap.
+        #[test]
+        fn draining_takes_the_passed_buckets_and_leaves_the_order(
+            ops in prop::collection::vec((0..10u8, 0..64u64, 0..1000u32), 0..12000),
+            scale in 0..36u32,
+        ) {
+            use std::collections::BTreeMap;
+            let mut calendar = Calendar::new();
+            let mut queued: BTreeMap<(u64, u32), usize> = BTreeMap::new();
+            let take = |queued: &mut BTreeMap<(u64, u32), usize>, e: (u64, u32)| {
+                let n = queued.get_mut(&e).expect("a queued entry");
+                *n -= 1;
+                if *n == 0 {
+                    queued.remove(&e);
+                }
+            };
+            let (mut now, mut len) = (0u64, 0usize);
+            // First 5000 entries spread 2^8 times wider than the pushes
+            // after them: the queue is long enough to retune, and its
+            // width then changes.
+            for i in 0..5000u64 {
+                let e = (((i * 7919) % 65536) << (scale + 8), i as u32);
+                calendar.push(e);
+                *queued.entry(e).or_default() += 1;
+                len += 1;
+            }
+            for (op, dt, key) in ops {
+                let dt = dt << scale;
+                match op {
+                    // Pushes ahead of the present, near and far.
+                    0..=7 => {
+                        let e = (now + (dt << (4 * (op % 4))), key);
+                        calendar.push(e);
+                        *queued.entry(e).or_default() += 1;
+                        len += 1;
+                    }
+                    8 => {
+                        now += dt;
+                        let mut drained = Vec::new();
+                        calendar.drain_before(now, |es| drained.extend_from_slice(es));
+                        for e in drained {
+                            prop_assert!(e.0 <= now);
+                            take(&mut queued, e);
+                            len -= 1;
+                        }
+                        let start = now >> calendar.shift << calendar.shift;
+                        prop_assert!(queued.keys().next().is_none_or(|e| e.0 >= start));
+                    }
+                    _ => {
+                        now += dt;
+                        while let Some(e) = calendar.peek_due(now) {
+                            prop_assert_eq!(Some(&e), queued.keys().next());
+                            prop_assert_eq!(calendar.pop(), Some(e));
+                            take(&mut queued, e);
+                            len -= 1;
+                        }
+                    }
+                }
+                prop_assert_eq!(calendar.len(), len);
+            }
+            for (&e, &n) in &queued {
+                for _ in 0..n {
+                    prop_assert_eq!(calendar.pop(), Some(e));
+                }
+            }
+            prop_assert_eq!(calendar.pop(), None);
         }
     }
 }

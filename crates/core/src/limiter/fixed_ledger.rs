@@ -14,15 +14,20 @@
 //! - the integral is `Σ (end of a life − its start)`, kept as the sum of
 //!   the moments keys died minus the sum of the moments they were born;
 //! - the peak can only rise when a key is born, after every death due by
-//!   then has been taken: deaths are taken from a calendar queue of
-//!   `(moment, key)` in time order, each checked against the key's state
-//!   when it comes up (a key written since may live on: it is queued again
-//!   at its new fresh moment).
+//!   then has been taken.
 //!
-//! Every alive key has a queued entry no later than its fresh moment: a
-//! birth queues one, and a decision that brings the fresh moment earlier
-//! queues another. So the first entry that finds a key's state fresh comes
-//! up exactly at its fresh moment.
+//! Deaths are found through a calendar queue of `(moment, key)`, each
+//! entry checked against the key's state when it is taken: a key written
+//! since may live on, and is queued again at its new fresh moment. Every
+//! alive key has a queued entry no later than its fresh moment (a birth
+//! queues one, and a decision that brings the fresh moment earlier queues
+//! another), so a key whose state is found fresh died at its fresh moment,
+//! whichever of its entries finds it and whenever. The buckets that have
+//! passed are therefore taken whole, in any order; the present's bucket
+//! is taken in time order only when that matters (a birth that may set a
+//! new peak, the close, a key partition's journal); and a key still
+//! counted alive whose fresh moment has come is taken when it is next
+//! written ([`FixedLedger::alive_until`]).
 
 use super::{Bits, Change, ChangeLog, Footprint};
 use crate::calendar::Calendar;
@@ -266,7 +271,9 @@ impl FixedLedger {
     /// `end` (nothing is held after it).
     pub fn close(&mut self, keys: u64, end: Nanos, fresh_at: impl Fn(u32) -> u64) -> Footprint {
         self.advance(end, &fresh_at, |_| {});
-        self.take_due_in_order(end.0, &fresh_at, |_| {});
+        // Every death due by the ledger's time, which may be after `end`
+        // (then `key_ns` counts to it, as the entries taken so far do).
+        self.take_due_in_order(end.0.max(self.now), &fresh_at, |_| {});
         let key_ns = self.alive as u128 * self.now as u128 + self.died - self.born;
         let ever = u64::from(self.peak_alive > 0);
         let [compact, redis] = self.sizes;
@@ -303,7 +310,7 @@ mod tests {
 
     /// [`both`] with every time multiplied by `scale`: at 1 every write
     /// falls in the calendar's first bucket (of 2^20 ns), taken in order;
-    /// at 2^18 and more they cross buckets, whose entries are taken whole.
+    /// at 2^14 and more they cross buckets, whose entries are taken whole.
     fn scaled(writes: &Writes, end: u64, scale: u64) -> (Footprint, Footprint) {
         let mut fixed = FixedLedger::new(16, 104);
         let mut general = Ledger::new(|_, _| 16, |_, _| 104);
@@ -345,6 +352,40 @@ mod tests {
         assert_eq!(fixed, general);
         assert_eq!(fixed.byte_ns, 16 * (30 + 10));
         assert_eq!(fixed.peak_total, 16);
+    }
+
+    #[test]
+    fn a_far_entry_is_taken_with_its_bucket_mid_run() {
+        // Key 0's first fresh moment lies past the ring's horizon (1024
+        // buckets of 2^20 ns): it waits in the far heap, and is drained
+        // with the buckets when the clock passes it.
+        let (fixed, general) = scaled(
+            &vec![(0, 0, 1500), (0, 1, 10), (2000, 2, 5), (0, 0, 3)],
+            10,
+            1 << 20,
+        );
+        assert_eq!(fixed, general);
+        assert_eq!(fixed.peak_total, 32);
+    }
+
+    #[test]
+    fn a_footprint_before_the_last_write_counts_its_deaths_up_to_it() {
+        // Key 0 alive [0, 18), key 1 [0, 100) (written again at 20): the
+        // footprint to 15 counts the lives taken by the ledger's time, 20.
+        let mut fixed = FixedLedger::new(16, 104);
+        let mut general = Ledger::new(|_, _| 16, |_, _| 104);
+        let mut fresh = [0u64; 2];
+        for (now, key, until) in [(0, 0, 18), (0, 1, 50), (20, 1, 100)] {
+            fixed.advance(Nanos(now), |k| fresh[k as usize], |_| {});
+            general.advance(Nanos(now));
+            let before = fixed.alive_until(key, || fresh[key as usize]);
+            fresh[key as usize] = until;
+            fixed.hold(key, before, Nanos(until), |k| fresh[k as usize]);
+            general.hold(key, Nanos(until), []);
+        }
+        let fixed = fixed.close(2, Nanos(15), |k| fresh[k as usize]);
+        assert_eq!(fixed, general.close(2, Nanos(15)));
+        assert_eq!(fixed.byte_ns, 16 * (18 + 20));
     }
 
     #[test]
