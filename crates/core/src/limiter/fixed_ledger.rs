@@ -36,12 +36,36 @@ use crate::clock::Nanos;
 /// How many entries ahead the ledger asks for their keys' states.
 const PREFETCH_AHEAD: usize = 8;
 
+/// Which keys are alive, how many, and the sums of their lives' moments.
+#[derive(Debug, Clone, Default)]
+struct Lives {
+    keys: Bits,
+    alive: u64,
+    /// Σ birth moments and Σ death moments (ns).
+    born: u128,
+    died: u128,
+}
+
+impl Lives {
+    fn begin(&mut self, key: u32, at: u64) {
+        self.keys.set(key, true);
+        self.alive += 1;
+        self.born += at as u128;
+    }
+
+    fn end(&mut self, key: u32, at: u64) {
+        self.keys.set(key, false);
+        self.alive -= 1;
+        self.died += at as u128;
+    }
+}
+
 /// See the module documentation.
 #[derive(Debug, Clone)]
 pub struct FixedLedger {
     /// A key's bytes while alive: compact and Redis.
     sizes: [u64; 2],
-    alive_keys: Bits,
+    lives: Lives,
     /// `(moment, key)`: a key to look at then (see the module docs).
     queue: Calendar<(u64, u32)>,
     /// The keys [`FixedLedger::advance`] finds written since their entry
@@ -49,10 +73,6 @@ pub struct FixedLedger {
     /// kept from call to call).
     later: Vec<(u64, u32)>,
     now: u64,
-    alive: u64,
-    /// Σ birth moments and Σ death moments (ns).
-    born: u128,
-    died: u128,
     peak_alive: u64,
     /// Every birth and death, for a key partition's journal
     /// ([`FixedLedger::keep_changes`]).
@@ -64,13 +84,10 @@ impl FixedLedger {
     pub fn new(compact: u64, redis: u64) -> FixedLedger {
         FixedLedger {
             sizes: [compact, redis],
-            alive_keys: Bits::default(),
+            lives: Lives::default(),
             queue: Calendar::new(),
             later: Vec::new(),
             now: 0,
-            alive: 0,
-            born: 0,
-            died: 0,
             peak_alive: 0,
             log: ChangeLog::default(),
         }
@@ -90,7 +107,7 @@ impl FixedLedger {
     /// Whether `key` is alive (its state differs from a fresh key's) as the
     /// ledger last saw it.
     fn is_alive(&self, key: u32) -> bool {
-        self.alive_keys.get(key)
+        self.lives.keys.get(key)
     }
 
     /// Moves the ledger's clock to `now`, taking the keys whose fresh
@@ -125,9 +142,7 @@ impl FixedLedger {
         let FixedLedger {
             queue,
             later,
-            alive_keys,
-            alive,
-            died,
+            lives,
             ..
         } = self;
         queue.drain_before(now, |entries| {
@@ -135,16 +150,14 @@ impl FixedLedger {
                 if let Some(&(_, next)) = entries.get(i + PREFETCH_AHEAD) {
                     prefetch(next);
                 }
-                if !alive_keys.get(key) {
+                if !lives.keys.get(key) {
                     continue;
                 }
                 let fresh = fresh_at(key);
                 if fresh <= now {
                     // `die`, but for the journal's changes, which are not
                     // kept on this way.
-                    alive_keys.set(key, false);
-                    *alive -= 1;
-                    *died += fresh as u128;
+                    lives.end(key, fresh);
                 } else {
                     // Written since: it lives on.
                     later.push((fresh, key));
@@ -187,9 +200,7 @@ impl FixedLedger {
     }
 
     fn die(&mut self, key: u32, at: u64) {
-        self.alive_keys.set(key, false);
-        self.alive -= 1;
-        self.died += at as u128;
+        self.lives.end(key, at);
         self.log.note(at, self.sizes, [0; 2]);
     }
 
@@ -232,16 +243,14 @@ impl FixedLedger {
                 }
             }
             None => {
-                if self.alive >= self.peak_alive {
+                if self.lives.alive >= self.peak_alive {
                     // Counted alive are also the keys whose deaths in
                     // `now`'s bucket wait: the count is exact once they
                     // are taken.
                     self.take_due_in_order(now, &fresh_of, |_| {});
                 }
-                self.alive_keys.set(key, true);
-                self.alive += 1;
-                self.born += now as u128;
-                self.peak_alive = self.peak_alive.max(self.alive);
+                self.lives.begin(key, now);
+                self.peak_alive = self.peak_alive.max(self.lives.alive);
                 self.log.note(now, [0; 2], self.sizes);
                 self.queue.push((fresh, key));
             }
@@ -253,10 +262,10 @@ impl FixedLedger {
     /// outnumber the alive keys, so memory follows keys, not requests.
     /// `fresh_at` reads a key's fresh moment from its state.
     pub fn compact(&mut self, fresh_at: impl Fn(u32) -> u64) {
-        if (self.queue.len() as u64) <= 64 + 2 * self.alive {
+        if (self.queue.len() as u64) <= 64 + 2 * self.lives.alive {
             return;
         }
-        let alive = &self.alive_keys;
+        let alive = &self.lives.keys;
         let mut kept = Bits::default();
         self.queue.retain(|&(t, key)| {
             let keep = alive.get(key) && !kept.get(key) && t <= fresh_at(key);
@@ -274,7 +283,10 @@ impl FixedLedger {
         // Every death due by the ledger's time, which may be after `end`
         // (then `key_ns` counts to it, as the entries taken so far do).
         self.take_due_in_order(end.0.max(self.now), &fresh_at, |_| {});
-        let key_ns = self.alive as u128 * self.now as u128 + self.died - self.born;
+        let Lives {
+            alive, born, died, ..
+        } = self.lives;
+        let key_ns = alive as u128 * self.now as u128 + died - born;
         let ever = u64::from(self.peak_alive > 0);
         let [compact, redis] = self.sizes;
         Footprint {
