@@ -92,8 +92,12 @@ fn locate(b: u32) -> (usize, usize) {
 }
 
 impl<T, const BLOCK: usize> Pool<T, BLOCK> {
+    /// Blocks in the pool: every segment but the last is full.
     fn len(&self) -> usize {
-        self.segments.iter().map(Vec::len).sum()
+        match self.segments.len() {
+            0 => 0,
+            k => FIRST * ((1 << (k - 1)) - 1) + self.segments[k - 1].len(),
+        }
     }
 
     #[inline(always)]
@@ -245,6 +249,11 @@ mod tests {
         for i in 0..300 {
             c.push(1 + i as usize % 2, i);
             d.push(1 + i as usize % 2, i);
+        }
+        // Into the second segment: the count is every block's.
+        for pool in [&c.blocks, &d.blocks] {
+            assert_eq!(pool.segments.len(), 2);
+            assert_eq!(pool.len(), pool.segments.iter().map(Vec::len).sum());
         }
         let (mut from_c, mut from_d) = (Vec::new(), Vec::new());
         for slot in 0..3 {
