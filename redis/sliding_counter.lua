@@ -43,9 +43,11 @@
 --   nothing).
 --
 -- State: hash KEY {k = window index, p, c}.
--- Expiry: PEXPIRE to the end of window k + 1, when neither count matters
--- and the key decides as a fresh one. Garbage collection only; the time is
--- the caller's.
+-- Expiry: PEXPIRE to when window k's count c stops weighing, and with it
+-- the previous one, so that the key decides as a fresh one: exact, the end
+-- of window k + 1; floor, the offset of window k + 1 from which
+-- floor(c * (W - e) / W) = 0, W - floor((W - 1) / c). Garbage collection
+-- only; the time is the caller's.
 
 local function int(x) return string.format('%d', x) end
 
@@ -122,6 +124,13 @@ if stored[1] then
   elseif sk + 1 == k then p = tonumber(stored[3]) end
 end
 
+-- A count n of window j weighs in window j + 1 until: exact, its end;
+-- floor, the offset from which floor(n * (W - e) / W) = 0.
+local function stops(j, n)
+  if weight == 'exact' then return (j + 2) * W end
+  return (j + 1) * W + W - idiv(W - 1, n)
+end
+
 -- Whether a request of `cost` fits at offset e with counts prev, cur.
 local function fits(prev, cur, at)
   local room = limit - cur - cost
@@ -154,7 +163,7 @@ end
 if admit or count_rejected == '1' then
   c = c + cost
   redis.call('HSET', KEYS[1], 'k', int(k), 'p', int(p), 'c', int(c))
-  redis.call('PEXPIRE', KEYS[1], int(math.max(1, cdiv((k + 2) * W - now, 1000))))
+  redis.call('PEXPIRE', KEYS[1], int(math.max(1, cdiv(stops(k, c) - now, 1000))))
 end
 -- The RateLimit fields of the counts as they are, at t. The weighed
 -- previous count p * (W - e) is formed only when it is at most limit * W
@@ -166,12 +175,6 @@ local function fields()
     local weigh = idiv(weighed, W)
     if weight == 'exact' then weigh = cdiv(weighed, W) end
     remaining = math.max(0, limit - c - weigh)
-  end
-  -- A count n of window j weighs in window j + 1 until: exact, its end;
-  -- floor, the offset from which floor(n * (W - e) / W) = 0.
-  local function stops(j, n)
-    if weight == 'exact' then return (j + 2) * W end
-    return (j + 1) * W + W - idiv(W - 1, n)
   end
   local fresh = 0
   if c > 0 then fresh = stops(k, c) elseif p > 0 and k > 0 then fresh = stops(k - 1, p) end

@@ -565,6 +565,9 @@ fn the_scripts_as_shipped_reply_expire_and_refuse_bad_arguments() {
         ("fixed_window", &["1", "first_hit"], 1000, [4, 1_000_000]),
         ("sliding_log", &["0", "exclusive"], 1000, [4, 1_000_000]),
         ("sliding_counter", &["0", "exact"], 2000, [4, 2_000_000]),
+        // Floored, a count of 1 weighs nothing from offset W − (W − 1) of
+        // the next window: 1 000 001 µs, 1001 ms rounded up.
+        ("sliding_counter", &["0", "floor"], 1001, [4, 1_000_001]),
         ("smooth_bursty", &["5", "full"], 200, [-1, 200_000]), // nothing owed: any cost
     ];
     for (i, (algorithm, extras, ms, fields)) in cases.iter().enumerate() {
