@@ -9,9 +9,11 @@
 2. A live run: redis-server and nginx (Debian's nginx with
    libnginx-mod-http-lua) on free loopback ports, each in a temporary
    directory of its own (nginx -p PREFIX, its own nginx.conf, pid file,
-   error log). Three locations, one per limiter of one scenario — a token
-   bucket (fail_closed), a leaky bucket that delays (fail_open) and a GCRA
-   (local_fallback) — each keyed by the X-Client header. Clients send
+   error log). Eight locations, one per limiter of one scenario and so one
+   or more per Redis script — a token bucket (fail_closed), a leaky bucket
+   that delays (fail_open), a GCRA (local_fallback), a fixed window of each
+   align, a sliding log, a floored sliding counter and a smooth_bursty
+   bucket — each keyed by the X-Client header. Clients send
    seeded schedules, each client's requests one after another (so a key's
    requests reach nginx in the order they were sent). nginx logs `$msec
    $request_time $status` and the RateLimit, RateLimit-Policy and
@@ -20,9 +22,15 @@
    $request_time, docs/semantics.md §8) with `--decisions=headers`; every
    request's status (429 = rejected, else 200) and header fields must equal
    ratesim's decision for it (`ratelimit`, `ratelimit_policy`,
-   `retry_after_s`).
+   `retry_after_s`); every limiter must admit and reject (the leaky bucket:
+   delay). Redis
+   counts the epoch-aligned fixed window's and the sliding counter's
+   windows from Unix time 0, a replay from the log's first arrival: their
+   logs get an anchor line first, on the whole second before every
+   request, which is not compared.
 4. Redis stopped mid-run: SIGSTOP (connected, but no answer: the timeout),
-   then killed (connection refused). fail_closed answers 503, fail_open 200
+   then killed (connection refused), on the first three locations.
+   fail_closed answers 503, fail_open 200
    with no RateLimit field, local_fallback decides by the fallback limiter
    on nginx's shared dict (passes, then 429 past its capacity).
 5. Stops nginx and Redis by pid; prints one summary line.
@@ -87,7 +95,49 @@ burst = 3
 rate = "4/1s"
 traffic = ["gcra"]
 deployment = {{ on_store_failure = "local_fallback", fallback = {{ algorithm = "token_bucket", capacity = 2, rate = "1/1s" }} }}
+
+[[limiter]]
+name = "fw"
+algorithm = "fixed_window"
+traffic = ["fw"]
+deployment = {{ on_store_failure = "fail_open" }}
+
+[[limiter]]
+name = "fwhit"
+algorithm = "fixed_window"
+align = "first_hit"
+count_rejected = true
+traffic = ["fwhit"]
+deployment = {{ on_store_failure = "fail_open" }}
+
+[[limiter]]
+name = "slog"
+algorithm = "sliding_log"
+boundary = "inclusive"
+traffic = ["slog"]
+deployment = {{ on_store_failure = "fail_open" }}
+
+[[limiter]]
+name = "sctr"
+algorithm = "sliding_counter"
+weight = "floor"
+traffic = ["sctr"]
+deployment = {{ on_store_failure = "fail_open" }}
+
+[[limiter]]
+name = "sb"
+algorithm = "smooth_bursty"
+capacity = 3
+traffic = ["sb"]
+deployment = {{ on_store_failure = "fail_open" }}
 {traffic}"""
+
+# The limiters whose windows Redis counts from Unix time 0 and a replay
+# from the log's first arrival (README, "Redis scripts in nginx"): their
+# logs start with an anchor line on a whole second, before every request,
+# so that the two count the same windows. The anchor is not compared.
+ALIGNED = ["fw", "sctr"]
+ANCHOR = "anchor"
 
 TRAFFIC = """
 [[traffic]]
@@ -309,7 +359,9 @@ def main():
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         procs.append(redis)
         wait_for(lambda: ping(rport), "redis-server")
-        names = ["tb", "shaper", "gcra"]
+        # One location per Redis script (fixed_window in both aligns); the
+        # outages are checked on the first three.
+        names = ["tb", "shaper", "gcra", "fw", "fwhit", "slog", "sctr", "sb"]
         traffic = "".join(TRAFFIC.format(name=n, fmt=LOG_FORMAT) for n in names)
         with open(f"{tmp}/s.toml", "w") as f:
             f.write(SCENARIO.format(traffic=traffic))
@@ -346,6 +398,13 @@ def main():
         sent = sum(len(s[2]) for s in schedules)
         for n in names:
             shutil.copy(f"{prefix}/{n}.log", f"{tmp}/{n}.log")
+        for n in ALIGNED:
+            with open(f"{tmp}/{n}.log") as f:
+                logged = f.read()
+            second = min(r[0] for r in read_log(f"{tmp}/{n}.log")) // 1000
+            with open(f"{tmp}/{n}.log", "w") as f:
+                f.write(f'{second}.000 0.000 200 "{ANCHOR}" "GET /x HTTP/1.1" "-" "-" "-"\n')
+                f.write(logged)
 
         # 3. ratesim on the same arrivals.
         out = subprocess.run([ratesim, "run", "s.toml", "--decisions=headers", "--no-plots",
@@ -355,10 +414,10 @@ def main():
         with open(f"{tmp}/run/decisions.csv") as f:
             decisions = list(csv.DictReader(f))
         failures, agree, delayed = [], {"status": 0, "RateLimit": 0, "RateLimit-Policy": 0, "Retry-After": 0}, 0
-        outcomes = {}
+        outcomes, by_limiter = {}, {}
         for n in names:
-            lines = read_log(f"{tmp}/{n}.log")
-            mine = [d for d in decisions if d["limiter"] == n]
+            lines = [l for l in read_log(f"{tmp}/{n}.log") if l[1] != ANCHOR]
+            mine = [d for d in decisions if d["limiter"] == n and d["client"] != ANCHOR]
             if len(lines) != len(mine):
                 failures.append(f"{n}: nginx logged {len(lines)} requests, ratesim decided {len(mine)}")
                 continue
@@ -376,6 +435,7 @@ def main():
                     continue
                 for k, ((_, _, (arrival, _, status, rl, policy, retry, took)), d) in enumerate(zip(got, want)):
                     outcomes[d["outcome"]] = outcomes.get(d["outcome"], 0) + 1
+                    by_limiter.setdefault(n, set()).add(d["outcome"])
                     checks = {
                         "status": (status, 429 if d["outcome"] == "rejected" else 200),
                         "RateLimit": (rl, d["ratelimit"]),
@@ -393,12 +453,19 @@ def main():
                         if took * 1_000_000 < int(d["delay_ns"]) - 1_000_000:
                             failures.append(f"{n} {who} request {k}: delayed {d['delay_ns']} ns, "
                                             f"nginx took {took} ms")
-        total = sum(len(read_log(f"{tmp}/{n}.log")) for n in names)
+        total = sum(len([l for l in read_log(f"{tmp}/{n}.log") if l[1] != ANCHOR]) for n in names)
         if total != sent:
             failures.append(f"the clients sent {sent} requests, nginx logged {total}")
         for want in ["admitted", "delayed", "rejected"]:
             if not outcomes.get(want):
                 failures.append(f"no request was {want}: the run shows too little")
+        for n in names:
+            # The shaper must delay; every other limiter pass and reject.
+            seen, want = by_limiter.get(n, set()), {"admitted", "rejected"}
+            if n == "shaper":
+                want = {"delayed"}
+            if not want <= seen:
+                failures.append(f"{n}: outcomes {sorted(seen)}, not all of {sorted(want)}")
 
         # 4. Redis stops answering, then is gone.
         outage = {}
@@ -409,7 +476,7 @@ def main():
                 os.kill(redis.pid, signal.SIGCONT)
                 redis.kill()
                 redis.wait()
-            for n in names:
+            for n in names[:3]:
                 got = [get(nport, f"/{n}/x", f"outage-{how}") for _ in range(4)]
                 outage[(n, how)] = got
         for how in ["stopped", "killed"]:
