@@ -72,51 +72,44 @@ fn bucket_fields(b: &mut SeriesBucket) -> [&mut u64; BUCKET_FIELDS] {
     ]
 }
 
+/// The Recorder's scalar counts, in the order they are written: one list
+/// for both [`Recorder::scalar_values`] and [`Recorder::scalars`], so that
+/// a count added to one is in the other.
+macro_rules! recorder_scalars {
+    ($($amp:tt)*) => {
+        |r| [
+            $($amp)* r.attempts,
+            $($amp)* r.admitted,
+            $($amp)* r.delayed,
+            $($amp)* r.rejected,
+            $($amp)* r.overruled,
+            $($amp)* r.logical,
+            $($amp)* r.gave_up,
+            $($amp)* r.pending_at_end,
+            $($amp)* r.overshoot,
+            $($amp)* r.store_ops,
+            $($amp)* r.fault_open,
+            $($amp)* r.fault_closed,
+            $($amp)* r.fault_fallback,
+            $($amp)* r.cache_rejections,
+            $($amp)* r.rejected_cost,
+            $($amp)* r.collateral,
+            $($amp)* r.collateral_cost,
+        ]
+    };
+}
+
 impl Recorder {
     /// The scalar counts' values, in the order they are written.
     fn scalar_values(&self) -> [u64; 17] {
-        [
-            self.attempts,
-            self.admitted,
-            self.delayed,
-            self.rejected,
-            self.overruled,
-            self.logical,
-            self.gave_up,
-            self.pending_at_end,
-            self.overshoot,
-            self.store_ops,
-            self.fault_open,
-            self.fault_closed,
-            self.fault_fallback,
-            self.cache_rejections,
-            self.rejected_cost,
-            self.collateral,
-            self.collateral_cost,
-        ]
+        let values: fn(&Recorder) -> [u64; 17] = recorder_scalars!();
+        values(self)
     }
 
     /// The scalar counts, in the order they are written.
     fn scalars(&mut self) -> [&mut u64; 17] {
-        [
-            &mut self.attempts,
-            &mut self.admitted,
-            &mut self.delayed,
-            &mut self.rejected,
-            &mut self.overruled,
-            &mut self.logical,
-            &mut self.gave_up,
-            &mut self.pending_at_end,
-            &mut self.overshoot,
-            &mut self.store_ops,
-            &mut self.fault_open,
-            &mut self.fault_closed,
-            &mut self.fault_fallback,
-            &mut self.cache_rejections,
-            &mut self.rejected_cost,
-            &mut self.collateral,
-            &mut self.collateral_cost,
-        ]
+        let counts: fn(&mut Recorder) -> [&mut u64; 17] = recorder_scalars!(&mut);
+        counts(self)
     }
 
     /// Writes a finished recorder (see the module documentation).
