@@ -23,16 +23,15 @@
    request's status (429 = rejected, else 200) and header fields must equal
    ratesim's decision for it (`ratelimit`, `ratelimit_policy`,
    `retry_after_s`); every limiter must admit and reject (the leaky bucket:
-   delay). Redis
-   counts the epoch-aligned fixed window's and the sliding counter's
-   windows from Unix time 0, a replay from the log's first arrival: their
-   logs get an anchor line first, on the whole second before every
-   request, which is not compared.
+   delay). Redis counts the epoch-aligned fixed window's and the sliding
+   counter's windows from Unix time 0, a replay from the log's first
+   arrival: their logs get an anchor line first, on the whole second
+   before every request, which is not compared.
 4. Redis stopped mid-run: SIGSTOP (connected, but no answer: the timeout),
    then killed (connection refused), on the first three locations.
-   fail_closed answers 503, fail_open 200
-   with no RateLimit field, local_fallback decides by the fallback limiter
-   on nginx's shared dict (passes, then 429 past its capacity).
+   fail_closed answers 503, fail_open 200 with no RateLimit field,
+   local_fallback decides by the fallback limiter on nginx's shared dict
+   (passes, then 429 past its capacity).
 5. Stops nginx and Redis by pid; prints one summary line.
 
 Exit 0 on success, 1 on a disagreement. Without nginx, its Lua module or
@@ -133,9 +132,10 @@ deployment = {{ on_store_failure = "fail_open" }}
 {traffic}"""
 
 # The limiters whose windows Redis counts from Unix time 0 and a replay
-# from the log's first arrival (README, "Redis scripts in nginx"): their
-# logs start with an anchor line on a whole second, before every request,
-# so that the two count the same windows. The anchor is not compared.
+# from the log's first arrival (README, "From simulation to production"):
+# their logs start with an anchor line on a whole second, before every
+# request, so that the two count the same windows. The anchor is not
+# compared.
 ALIGNED = ["fw", "sctr"]
 ANCHOR = "anchor"
 
