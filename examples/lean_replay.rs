@@ -11,9 +11,12 @@
 //!     target/release/examples/lean_replay benches/access.log heap
 //!     target/release/examples/lean_replay benches/access.log unordered
 //!
-//! `heap` re-orders the lines by arrival as ratesim must (docs/semantics.md
-//! §8): a line waits in a binary heap until it arrives more than 60 s
-//! before the latest arrival seen. `unordered` decides each line as it is
+//! `heap` re-orders the lines by arrival within the window ratesim uses
+//! (docs/semantics.md §8): a line waits in a binary heap until it arrives
+//! more than 60 s before the latest arrival seen. Equal arrivals stay in
+//! log order: it ignores `$status`, by which §8 takes one key's equal
+//! arrivals passed first, then delayed, then rejected, so on another log
+//! it may decide a tie differently from ratesim. `unordered` decides each line as it is
 //! read, in completion order, which no correct replay may do: it is the
 //! floor of reading, interning and deciding alone. It prints the lines,
 //! the keys, and the requests admitted and rejected.
