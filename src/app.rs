@@ -251,6 +251,71 @@ fn diff(args: DiffArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `ratesim export redis --all DIR`: every script into `DIR` as
+/// `ALGORITHM.lua`. A file there of a script's name is replaced only when
+/// it holds exactly that script (so nothing changes); anything else there
+/// — a user's script, an edited or older copy, a link — is refused, all
+/// of them checked before any file is written: no file ratesim did not
+/// write is ever overwritten.
+fn export_all(dir: &Path) -> anyhow::Result<()> {
+    let scripts = crate::redis::SCRIPTS;
+    let path_of = |s: &crate::redis::Script| dir.join(format!("{}.lua", s.algorithm));
+    let mut refused = Vec::new();
+    for s in scripts {
+        let path = path_of(s);
+        match fs::symlink_metadata(&path) {
+            Err(_) => {}
+            Ok(m) if m.is_file() && fs::read(&path).is_ok_and(|b| b == s.text.as_bytes()) => {}
+            Ok(_) => refused.push(crate::error::quoted(&path.display().to_string())),
+        }
+    }
+    if !refused.is_empty() {
+        return Err(InputError::new(format!(
+            "--all {}: {} already {} and {} not the script ratesim writes; ratesim never \
+             overwrites a file it did not write — move {} away, or name another directory",
+            dir.display(),
+            refused.join(", "),
+            if refused.len() == 1 {
+                "exists"
+            } else {
+                "exist"
+            },
+            if refused.len() == 1 { "is" } else { "are" },
+            if refused.len() == 1 { "it" } else { "them" },
+        ))
+        .into());
+    }
+    fs::create_dir_all(dir)
+        .map_err(|e| InputError::new(format!("--all {}: cannot be created: {e}", dir.display())))?;
+    for s in scripts {
+        let path = path_of(s);
+        if path.exists() {
+            // Checked above: it holds this very script.
+            continue;
+        }
+        let tmp = dir.join(format!(".{}.lua.tmp-{}", s.algorithm, std::process::id()));
+        // A file of the temporary's name is someone's: never written over.
+        let written = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+            .and_then(|mut f| f.write_all(s.text.as_bytes()));
+        let moved = written.and_then(|()| match fs::symlink_metadata(&path) {
+            // Appeared since the check: left as it is.
+            Ok(_) => Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                "appeared while ratesim was writing; it is left as it is",
+            )),
+            Err(_) => fs::rename(&tmp, &path),
+        });
+        moved.map_err(|e| {
+            let _ = fs::remove_file(&tmp);
+            InputError::new(format!("--all {}: cannot be written: {e}", path.display()))
+        })?;
+    }
+    Ok(())
+}
+
 /// `ratesim explain TOPIC`: runs the topic's scenario and prints the
 /// walkthrough.
 fn explain_command(args: ExplainArgs) -> anyhow::Result<()> {
@@ -272,20 +337,7 @@ fn export_redis(args: ExportRedisArgs) -> anyhow::Result<()> {
             .join(", ")
     };
     if let Some(dir) = args.all {
-        fs::create_dir_all(&dir).map_err(|e| {
-            InputError::new(format!("--all {}: cannot be created: {e}", dir.display()))
-        })?;
-        for s in crate::redis::SCRIPTS {
-            let path = dir.join(format!("{}.lua", s.algorithm));
-            let tmp = dir.join(format!(".{}.lua.tmp-{}", s.algorithm, std::process::id()));
-            fs::write(&tmp, s.text)
-                .and_then(|()| fs::rename(&tmp, &path))
-                .map_err(|e| {
-                    let _ = fs::remove_file(&tmp);
-                    InputError::new(format!("--all {}: cannot be written: {e}", path.display()))
-                })?;
-        }
-        return Ok(());
+        return export_all(&dir);
     }
     let target = args.target.unwrap_or_default();
     let text = match args.limiter {

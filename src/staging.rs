@@ -24,7 +24,11 @@
 //!   this process are removed and it exits 130, 143 or 129.
 //! - **SIGKILL.** Nothing can clean up after it, so the next run to the
 //!   same target removes staging directories whose process no longer
-//!   exists (and puts back an earlier result caught mid-replacement).
+//!   exists (and puts back an earlier result caught mid-replacement) —
+//!   only a directory that carries the marker (a staging directory is
+//!   marked when it is made) or is empty, and in it only the files
+//!   ratesim writes: a directory of someone's that merely has such a name
+//!   is left as it is.
 
 use std::fs;
 use std::io;
@@ -78,9 +82,23 @@ impl Staging {
         let pid = std::process::id();
         let tmp = parent.join(format!(".{name}.tmp-{pid}"));
         let old = parent.join(format!(".{name}.old-{pid}"));
-        let _ = fs::remove_dir_all(&tmp);
-        fs::create_dir(&tmp).map_err(|e| bad(format!("cannot be written: {e}")))?;
+        // A directory of this very name is an earlier process's of the
+        // same pid: removed only if it is ratesim's (see `remove_ours`).
+        remove_ours(&tmp);
+        fs::create_dir(&tmp).map_err(|e| {
+            bad(format!(
+                "cannot be written: {} cannot be made: {e}",
+                crate::error::quoted(&tmp.display().to_string())
+            ))
+        })?;
         lock().push(tmp.clone());
+        // Marked from the start, so that a staging directory left by a
+        // SIGKILL is known as ratesim's; `commit` writes the final marker.
+        if let Err(e) = fs::write(tmp.join(MARKER), STAGING_MARK) {
+            let _ = fs::remove_dir_all(&tmp);
+            lock().retain(|p| *p != tmp);
+            return Err(bad(format!("cannot be written: {e}")).into());
+        }
         Ok(Staging {
             target: target.to_path_buf(),
             tmp,
@@ -249,10 +267,53 @@ fn is_empty_dir(p: &Path) -> bool {
         .unwrap_or(false)
 }
 
+/// What a staging directory's marker says until the run is committed.
+const STAGING_MARK: &str = concat!(
+    "ratesim ",
+    env!("CARGO_PKG_VERSION"),
+    " staging directory (not yet a run directory)\n"
+);
+
+/// Whether `dir` is a directory ratesim made beside a target: a directory
+/// (not a link to one) that carries the marker, or is empty.
+fn is_ours(dir: &Path) -> bool {
+    let is_dir = fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir());
+    let marked = fs::symlink_metadata(dir.join(MARKER)).is_ok_and(|m| m.is_file());
+    is_dir && (marked || is_empty_dir(dir))
+}
+
+/// Removes `dir` if [`is_ours`]: the files ratesim writes there (a run's,
+/// and the decision log's parts of a run cut short), then the directory
+/// once empty. Anything else is kept, and the directory with it.
+fn remove_ours(dir: &Path) {
+    if !is_ours(dir) {
+        return;
+    }
+    if let Ok(entries) = fs::read_dir(dir) {
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let is_file = entry.file_type().is_ok_and(|t| t.is_file());
+            if is_file && (is_own_file(&name) || is_decision_part(&name)) {
+                let _ = fs::remove_file(entry.path());
+            }
+        }
+    }
+    let _ = fs::remove_dir(dir);
+}
+
+/// `decisions.partN.csv`: a limiter's decision log while a run writes it
+/// (joined into `decisions.csv` before the commit).
+fn is_decision_part(name: &str) -> bool {
+    name.strip_prefix("decisions.part")
+        .and_then(|n| n.strip_suffix(".csv"))
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
 /// Removes `.NAME.tmp-PID` and `.NAME.old-PID` beside `target` left by
-/// processes that no longer exist (a SIGKILL, a power cut). An `old-PID`
-/// directory is an earlier result caught between its two renames: it is
-/// put back if the target is missing.
+/// processes that no longer exist (a SIGKILL, a power cut), if they are
+/// ratesim's ([`remove_ours`]). An `old-PID` directory is an earlier
+/// result caught between its two renames: it is put back if the target
+/// is missing.
 fn remove_stale(parent: &Path, name: &str, target: &Path) {
     let Ok(entries) = fs::read_dir(parent) else {
         return;
@@ -275,14 +336,18 @@ fn remove_stale(parent: &Path, name: &str, target: &Path) {
             continue;
         }
         let path = entry.path();
+        if !is_ours(&path) {
+            // Someone's directory that only has such a name.
+            continue;
+        }
         if is_old {
             // An earlier result, checked to be ratesim's before it moved.
             if target.exists() || fs::rename(&path, target).is_err() {
-                let _ = remove_own(&path);
+                remove_ours(&path);
             }
             continue;
         }
-        let _ = fs::remove_dir_all(&path);
+        remove_ours(&path);
     }
 }
 
@@ -424,7 +489,10 @@ mod tests {
         let other = d.path().join(".other.tmp-4194305");
         for p in [&dead, &live, &other] {
             fs::create_dir(p).unwrap();
+            fs::write(p.join(MARKER), STAGING_MARK).unwrap();
+            fs::write(p.join("summary.csv"), "partial").unwrap();
         }
+        fs::write(dead.join("decisions.part0.csv"), "partial").unwrap();
         remove_stale(d.path(), "run", &d.path().join("run"));
         if Path::new("/proc/self").exists() {
             assert!(!dead.exists());
@@ -432,11 +500,79 @@ mod tests {
         assert!(live.exists() && other.exists());
     }
 
+    // Regression: a directory of the user's named like a staging directory
+    // of a dead process was removed whole, with everything in it.
+    #[test]
+    fn a_users_directory_named_like_stale_staging_is_kept_whole() {
+        let d = tempfile::tempdir().unwrap();
+        let theirs = d.path().join(".run.tmp-4194305");
+        fs::create_dir_all(theirs.join("sub/deeper")).unwrap();
+        fs::write(theirs.join("sub/deeper/thesis.tex"), "precious").unwrap();
+        fs::write(theirs.join("summary.csv"), "theirs").unwrap();
+        let old = d.path().join(".run.old-4194305");
+        fs::create_dir(&old).unwrap();
+        fs::write(old.join("summary.csv"), "theirs too").unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        fs::write(outside.path().join(MARKER), "x").unwrap();
+        fs::write(outside.path().join("summary.csv"), "outside").unwrap();
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(outside.path(), d.path().join(".run.tmp-4194306")).unwrap();
+        let target = d.path().join("run");
+        remove_stale(d.path(), "run", &target);
+        let s = Staging::new(&target, &[]).unwrap();
+        drop(s);
+        assert_eq!(
+            fs::read_to_string(theirs.join("sub/deeper/thesis.tex")).unwrap(),
+            "precious"
+        );
+        assert_eq!(
+            fs::read_to_string(theirs.join("summary.csv")).unwrap(),
+            "theirs"
+        );
+        assert_eq!(
+            fs::read_to_string(old.join("summary.csv")).unwrap(),
+            "theirs too"
+        );
+        assert!(
+            !target.exists(),
+            "an unmarked directory is not put back as a result"
+        );
+        assert_eq!(
+            fs::read_to_string(outside.path().join("summary.csv")).unwrap(),
+            "outside"
+        );
+        assert!(outside.path().join(MARKER).exists());
+    }
+
+    #[test]
+    fn a_staging_directory_is_marked_from_the_start() {
+        let d = tempfile::tempdir().unwrap();
+        let s = Staging::new(&d.path().join("run"), &[]).unwrap();
+        assert_eq!(
+            fs::read_to_string(s.path().join(MARKER)).unwrap(),
+            STAGING_MARK
+        );
+    }
+
+    #[test]
+    fn a_decision_logs_part_is_named_by_its_number_only() {
+        assert!(is_decision_part("decisions.part0.csv"));
+        assert!(is_decision_part("decisions.part12.csv"));
+        for name in [
+            "decisions.part.csv",
+            "decisions.partx.csv",
+            "decisions.part1.csv.bak",
+        ] {
+            assert!(!is_decision_part(name), "{name}");
+        }
+    }
+
     #[test]
     fn an_earlier_result_caught_mid_replacement_is_put_back() {
         let d = tempfile::tempdir().unwrap();
         let old = d.path().join(".run.old-4194305");
         fs::create_dir(&old).unwrap();
+        fs::write(old.join(MARKER), "ratesim run directory\n").unwrap();
         fs::write(old.join("summary.csv"), "earlier").unwrap();
         let target = d.path().join("run");
         remove_stale(d.path(), "run", &target);

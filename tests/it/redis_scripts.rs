@@ -671,6 +671,57 @@ fn export_all_writes_every_script_into_a_directory() {
     );
 }
 
+// Regression: `--all` wrote over a user's own `gcra.lua` and exited 0.
+#[test]
+fn export_all_never_writes_over_a_file_it_did_not_write() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("scripts");
+    let export = || {
+        ratesim()
+            .args(["export", "redis", "--all"])
+            .arg(&dir)
+            .output()
+            .unwrap()
+    };
+    assert!(export().status.success());
+    // Again over its own scripts, unchanged: nothing to refuse.
+    assert!(export().status.success());
+    std::fs::write(dir.join("gcra.lua"), "-- my lua\n").unwrap();
+    std::fs::remove_file(dir.join("token_bucket.lua")).unwrap();
+    let out = export();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("gcra.lua") && stderr.contains("never overwrites"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("gcra.lua")).unwrap(),
+        "-- my lua\n"
+    );
+    assert!(
+        !dir.join("token_bucket.lua").exists(),
+        "a refusal writes nothing"
+    );
+    // A link of a script's name is refused too, and its target untouched.
+    let fresh = tmp.path().join("fresh");
+    std::fs::create_dir(&fresh).unwrap();
+    let outside = tmp.path().join("secret.txt");
+    std::fs::write(&outside, "secret").unwrap();
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink(&outside, fresh.join("gcra.lua")).unwrap();
+        let out = ratesim()
+            .args(["export", "redis", "--all"])
+            .arg(&fresh)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "secret");
+        assert_eq!(std::fs::read_dir(&fresh).unwrap().count(), 1);
+    }
+}
+
 #[test]
 fn export_of_an_unknown_algorithm_is_bad_input_naming_the_scripts() {
     let out = ratesim()

@@ -244,6 +244,44 @@ fn plot_keeps_a_run_directory_replaceable() {
         .success();
 }
 
+// Regression: `plot` replaced a link named like one of its files (which
+// `run` refuses to touch) with a regular file.
+#[cfg(unix)]
+#[test]
+fn plot_refuses_a_link_in_place_of_a_file_it_draws_and_changes_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    ratesim()
+        .args(["run", "boundary", "--quiet", "--no-plots", "--out"])
+        .arg(&out)
+        .assert()
+        .success();
+    let elsewhere = tmp.path().join("notes.md");
+    fs::write(&elsewhere, "mine").unwrap();
+    fs::remove_file(out.join("summary.md")).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, out.join("summary.md")).unwrap();
+    let names = || {
+        let mut v: Vec<_> = fs::read_dir(&out)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        v.sort();
+        v
+    };
+    let before = names();
+    let err = assert_input_error(
+        ratesim().arg("plot").arg(&out),
+        &["summary.md", "not a regular file"],
+    );
+    assert!(err.contains("move it away"), "{err}");
+    assert!(fs::symlink_metadata(out.join("summary.md"))
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert_eq!(fs::read_to_string(&elsewhere).unwrap(), "mine");
+    assert_eq!(before, names(), "no chart drawn, nothing removed");
+}
+
 // ---------------------------------------------------------------------------
 // 2. an unwritable stderr is no panic
 // ---------------------------------------------------------------------------

@@ -29,6 +29,7 @@ pub fn render_dir(
 ) -> anyhow::Result<(RunData, Vec<&'static Chart>)> {
     let data = RunData::load(dir)?;
     check_unmarked(dir)?;
+    check_regular(dir)?;
     let stage = Stage::new(dir)?;
     let written = if plots {
         render_all(&data, stage.path())?
@@ -106,6 +107,36 @@ fn check_unmarked(dir: &Path) -> Result<(), InputError> {
     )))
 }
 
+/// The names [`render_dir`] writes or removes in a run directory.
+fn drawn_names() -> impl Iterator<Item = &'static str> {
+    [markdown::FILE, html::run::FILE]
+        .into_iter()
+        .chain(CHARTS.iter().map(|c| c.file))
+}
+
+/// Refuses to draw where a name [`render_dir`] writes or removes is
+/// anything but a regular file — a link, a directory —, which ratesim
+/// never makes: replacing it would delete what someone made (as
+/// `ratesim run` refuses such a run directory).
+fn check_regular(dir: &Path) -> Result<(), InputError> {
+    let mut odd: Vec<String> = drawn_names()
+        .filter(|n| fs::symlink_metadata(dir.join(n)).is_ok_and(|m| !m.is_file()))
+        .map(str::to_string)
+        .collect();
+    if odd.is_empty() {
+        return Ok(());
+    }
+    odd.sort();
+    Err(InputError::new(format!(
+        "{}: {} {} not a regular file (a link or a directory), which ratesim never writes; \
+         plot replaces only the files it drew — move {} away",
+        dir.display(),
+        odd.join(", "),
+        if odd.len() == 1 { "is" } else { "are" },
+        if odd.len() == 1 { "it" } else { "them" },
+    )))
+}
+
 /// A temporary directory beside a run directory, removed when dropped.
 struct Stage {
     path: PathBuf,
@@ -124,7 +155,22 @@ impl Stage {
             name.to_string_lossy(),
             std::process::id()
         ));
-        let _ = fs::remove_dir_all(&path);
+        // One of this very name is an earlier drawing's of the same pid,
+        // cut short: removed if it holds nothing but what is drawn.
+        if fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir()) {
+            let ours = fs::read_dir(&path).is_ok_and(|entries| {
+                entries.flatten().all(|e| {
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    e.file_type().is_ok_and(|t| t.is_file()) && drawn_names().any(|n| n == name)
+                })
+            });
+            if ours {
+                for n in drawn_names() {
+                    let _ = fs::remove_file(path.join(n));
+                }
+                let _ = fs::remove_dir(&path);
+            }
+        }
         fs::create_dir(&path)
             .with_context(|| format!("cannot create {} to draw in", path.display()))?;
         Ok(Stage { path })
