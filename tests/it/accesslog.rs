@@ -279,6 +279,13 @@ fn a_line_older_than_the_reorder_window_is_a_bad_line() {
     assert!(summary.contains("\"lines_reordered\": 1"), "{summary}");
     let md = read_text(&out.join("summary.md"));
     assert!(md.contains("re-ordered within 2m (1 line moved)"), "{md}");
+    // A window of zero is refused like any zero duration (DESIGN §3),
+    // naming the field and the value; "1ns" is the strictest accepted.
+    let toml = scenario_with(tmp.path(), &format!("{fmt}reorder = \"0s\"\n"));
+    assert_input_error(
+        ratesim().args(["validate", toml.to_str().unwrap()]),
+        &["reorder", "\"0s\"", "must be longer than zero"],
+    );
 }
 
 #[test]

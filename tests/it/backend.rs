@@ -193,6 +193,11 @@ fn a_bad_backend_is_refused_naming_the_field() {
             &["backend.slowdown", "for"],
         ),
         ("[backend]\nworkers = 4\nservice = \"exp(20ms)\"\nthreads = 2\n", &["threads"]),
+        // Finite and non-negative, but too long to hold exactly: said so.
+        (
+            "[backend]\nworkers = 4\nservice = \"exp(20ms)\"\n[[backend.slowdown]]\nat = \"1s\"\nfor = \"1s\"\nfactor = 1e20\n",
+            &["backend.slowdown[0].factor", "too many digits", "at most 20 before the point"],
+        ),
     ] {
         assert_bad_scenario(&format!("{SCENARIO}{table}"), &[], needles);
     }

@@ -404,6 +404,35 @@ fn trace_row_with_wrong_field_count_is_rejected_naming_the_line() {
     );
 }
 
+// Regression: a quote left open read the rest of the file as one client
+// name, and the run went on without the rows it swallowed.
+#[test]
+fn trace_with_a_quote_never_closed_is_rejected_naming_the_line() {
+    assert_bad_trace(
+        "time,client\n0.1,\"ab\n0.2,c\n",
+        &[
+            "traffic[0].path",
+            "line 2",
+            "client runs across lines",
+            "never closed",
+        ],
+    );
+}
+
+// The seconds of a trace take no unit: the message does not ask for one.
+#[test]
+fn trace_time_with_a_unit_is_rejected_as_not_a_plain_decimal() {
+    let e = assert_bad_trace(
+        "time,client\n0.1s,a\n",
+        &[
+            "line 2",
+            "\"0.1s\" is not a plain decimal",
+            "seconds as a decimal",
+        ],
+    );
+    assert!(!e.contains("with a unit"), "{e}");
+}
+
 #[test]
 fn trace_errors_name_the_right_line_with_crlf_line_endings() {
     // The same unsorted trace as above, saved with Windows line endings:

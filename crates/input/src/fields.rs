@@ -218,9 +218,14 @@ impl<'a> Fields<'a> {
             Value::Float(f) if f.is_finite() => format!("{f}"),
             _ => String::new(),
         };
-        crate::clock::parse_decimal(&text)
-            .map(Some)
-            .map_err(|_| self.error(key, v, "expected a finite non-negative number, e.g. 1.5"))
+        crate::clock::parse_decimal(&text).map(Some).map_err(|too_long| {
+            let why = if too_long {
+                "too many digits to hold exactly: expected at most 20 before the point and 18 after it"
+            } else {
+                "expected a finite non-negative number, e.g. 1.5"
+            };
+            self.error(key, v, why)
+        })
     }
 
     /// A finite number in `[min, max]`, for parameters of random

@@ -196,7 +196,7 @@ impl AccessLog {
                 }
             }
         }
-        let reorder = f.opt_duration("reorder", true)?.unwrap_or(Nanos(60 * NS));
+        let reorder = f.opt_duration("reorder", false)?.unwrap_or(Nanos(60 * NS));
         let subsecond = match f.opt_str("subsecond")? {
             None => None,
             Some("start") => Some(Subsecond::Start),

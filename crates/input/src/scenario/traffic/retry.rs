@@ -167,7 +167,16 @@ fn parse_fraction(f: &mut Fields, key: &str) -> Result<Option<(u64, u64)>, Input
                 _ => return Err(bad(f, crate::error::quoted(s))),
             }
         }
-        Some(_) => f.opt_decimal(key)?.expect("the key is there"),
+        Some(v) => {
+            let shown = match v {
+                toml::Value::String(s) => crate::error::quoted(s),
+                v => v.to_string(),
+            };
+            match f.opt_decimal(key) {
+                Ok(Some(d)) => d,
+                _ => return Err(bad(f, shown)),
+            }
+        }
     };
     if num > den {
         return Err(bad(f, crate::clock::decimal(num, den)));
@@ -359,6 +368,15 @@ mod tests {
                 .starts_with("retry.slow_below: 1.5 — a fraction from 0 to 1"),
             "{e}"
         );
+        // Below zero or not a number: the same message, with the value.
+        for (text, shown) in [("-0.1", "-0.1"), ("\"abc\"", "\"abc\"")] {
+            let e = parse(&format!(
+                "policy = \"ratelimit_headers\"\nslow_below = {text}"
+            ))
+            .unwrap_err();
+            let want = format!("retry.slow_below: {shown} — a fraction from 0 to 1");
+            assert!(e.message().starts_with(&want), "{e}");
+        }
     }
 
     #[test]

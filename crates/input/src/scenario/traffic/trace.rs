@@ -28,7 +28,7 @@ use serde_json::{json, Value};
 
 use super::ParseCtx;
 use crate::accesslog::AccessLog;
-use crate::clock::{parse_seconds, Nanos, MAX_NANOS};
+use crate::clock::{parse_seconds, Nanos, ParseError, MAX_NANOS};
 use crate::error::{quoted, InputError};
 use crate::fields::{Fields, MAX_COUNT};
 use crate::population::Population;
@@ -261,8 +261,14 @@ impl Columns {
         let raw_time = field(self.time, "time")?;
         let time = if self.seconds {
             parse_seconds(raw_time).map_err(|e| {
+                // The duration parser's own syntax message asks for a unit,
+                // which a trace's seconds must not have.
+                let why = match e {
+                    ParseError::DurationSyntax => "is not a plain decimal".to_string(),
+                    e => e.to_string(),
+                };
                 format!(
-                    "time {} {e}; expected seconds as a decimal, e.g. 12.000000001",
+                    "time {} {why}; expected seconds as a decimal, e.g. 12.000000001",
                     quoted(raw_time)
                 )
             })?
@@ -277,12 +283,22 @@ impl Columns {
                 }
             }
         };
-        let client = field(self.client, "client")?;
+        // A quote left open swallows the lines after it into one field:
+        // no key or source spans lines (`time` and `cost` cannot parse).
+        let one_line = |value: &'r str, name: &str| -> Result<&'r str, String> {
+            match value.contains(['\n', '\r']) {
+                true => Err(format!(
+                    "{name} runs across lines from here: a quote (\") that is never closed?"
+                )),
+                false => Ok(value),
+            }
+        };
+        let client = one_line(field(self.client, "client")?, "client")?;
         if client.is_empty() {
             return Err("client is empty".to_string());
         }
         let ip = match self.ip {
-            Some(i) if !rec[i].is_empty() => field(i, "ip")?,
+            Some(i) if !rec[i].is_empty() => one_line(field(i, "ip")?, "ip")?,
             _ => client,
         };
         let cost = match self.cost {
@@ -301,7 +317,7 @@ impl Columns {
             _ => 1,
         };
         let source = match self.source {
-            Some(i) => field(i, "the source column")?,
+            Some(i) => one_line(field(i, "the source column")?, "the source column")?,
             None => "",
         };
         Ok(Row {
