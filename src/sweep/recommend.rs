@@ -135,6 +135,46 @@ impl Criteria {
         Ok(Criteria { require, objective })
     }
 
+    /// The criteria as they bear on a limiter whose rows only the axes
+    /// `own` can change ([`axes_of`]): a requirement or the objective on
+    /// another axis's column — another limiter's field — is left out,
+    /// since every value of it gives this limiter the same rows
+    /// (docs/semantics.md §7). Returns them, and the names left out.
+    pub fn own(&self, grid: &Grid, own: &[bool]) -> (Criteria, Vec<String>) {
+        let foreign = |m: &Metric| {
+            grid.axes
+                .iter()
+                .zip(own)
+                .any(|(a, &mine)| !mine && a.path == m.name())
+        };
+        let mut left_out: Vec<String> = Vec::new();
+        let mut note = |m: &Metric| {
+            if !left_out.iter().any(|n| n == m.name()) {
+                left_out.push(m.name().to_string());
+            }
+        };
+        let require = self
+            .require
+            .iter()
+            .filter(|q| match foreign(&q.metric) {
+                true => {
+                    note(&q.metric);
+                    false
+                }
+                false => true,
+            })
+            .cloned()
+            .collect();
+        let objective = match &self.objective {
+            Some((m, _)) if foreign(m) => {
+                note(m);
+                None
+            }
+            o => o.clone(),
+        };
+        (Criteria { require, objective }, left_out)
+    }
+
     fn describe(&self) -> String {
         let req = if self.require.is_empty() {
             "none".to_string()
@@ -250,6 +290,15 @@ pub fn render(t: &SweepTable, grid: &Grid, c: &Criteria, scenario: &str) -> Stri
             continue;
         }
         let at = |r: usize| grid.describe_only(t.point_of[r], &own);
+        let (c, left_out) = &c.own(grid, &own);
+        if !left_out.is_empty() {
+            let names: Vec<String> = left_out.iter().map(|n| format!("`{n}`")).collect();
+            out.push_str(&format!(
+                "{} {} another limiter's field, which cannot change {name}'s rows: left out of its choice.\n\n",
+                names.join(", "),
+                if names.len() == 1 { "is" } else { "are" },
+            ));
+        }
         match choose(t, c, &name) {
             Choice::Empty => out.push_str("No rows.\n"),
             Choice::Best(r) => {

@@ -67,7 +67,7 @@ pub fn render(t: &SweepTable, m: &Manifest, c: &Criteria, dir: &Path) -> Result<
         .filter(|l| t.chain_of(l).is_none())
         .map(|l| {
             let own = recommend::axes_of(t, grid, &l);
-            let point = match recommend::choose(t, c, &l) {
+            let point = match recommend::choose(t, &c.own(grid, &own).0, &l) {
                 Choice::Best(r) if own.contains(&true) => Some(t.point_of[r]),
                 _ => None,
             };

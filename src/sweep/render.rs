@@ -235,13 +235,14 @@ fn line_charts(
 fn chosen_points(t: &SweepTable, m: &Manifest, criteria: Option<&Criteria>) -> Vec<Option<usize>> {
     t.limiters()
         .iter()
-        .map(|l| match criteria.map(|c| recommend::choose(t, c, l)) {
-            Some(Choice::Best(r))
-                if t.chain_of(l).is_none() && recommend::axes_of(t, &m.grid, l).contains(&true) =>
-            {
-                Some(t.point_of[r])
+        .map(|l| {
+            let own = recommend::axes_of(t, &m.grid, l);
+            match criteria.map(|c| recommend::choose(t, &c.own(&m.grid, &own).0, l)) {
+                Some(Choice::Best(r)) if t.chain_of(l).is_none() && own.contains(&true) => {
+                    Some(t.point_of[r])
+                }
+                _ => None,
             }
-            _ => None,
         })
         .collect()
 }
@@ -259,7 +260,25 @@ fn heatmaps(
         (None, None) => Metric::parse(DEFAULT_METRIC, &t.columns, "--metric")?,
     };
     let chosen = chosen_points(t, m, criteria);
-    let meets = |r: usize| criteria.is_some_and(|c| recommend::qualifies(t, c, r));
+    // Each row against the criteria as they bear on its own limiter.
+    let own: Vec<(String, Criteria)> = match criteria {
+        Some(c) => t
+            .limiters()
+            .into_iter()
+            .map(|l| {
+                let mine = c.own(&m.grid, &recommend::axes_of(t, &m.grid, &l)).0;
+                (l, mine)
+            })
+            .collect(),
+        None => Vec::new(),
+    };
+    let limiter = t.column("limiter");
+    let meets = |r: usize| {
+        let name = limiter.and_then(|i| t.rows[r].get(i));
+        own.iter()
+            .find(|(l, _)| Some(l) == name)
+            .is_some_and(|(_, c)| recommend::qualifies(t, c, r))
+    };
     let series = heatmap::heat_series(
         t,
         &m.grid,

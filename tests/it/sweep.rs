@@ -1515,3 +1515,74 @@ fn a_limiter_no_axis_changes_is_recommended_nothing() {
         "{md}"
     );
 }
+
+// Regression: with the objective on one limiter's axis, the other
+// limiter's recommendation showed that axis as its own objective and in
+// its neighbours' lines (DESIGN §9: a limiter's recommendation names only
+// the axes that can change it).
+#[test]
+fn an_objective_on_another_limiters_axis_is_left_out_of_a_limiters_choice() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = scenario_in(tmp.path(), "a", SMALL);
+    let out = tmp.path().join("sweep");
+    sweep(
+        &s,
+        &out,
+        &[
+            "--vary",
+            "limiter[0].capacity=20,5,10",
+            "--vary",
+            "limiter[1].limit=2,12,40",
+            "--require",
+            "rejected_share<=0.05",
+            "--minimize",
+            "limiter[0].capacity",
+            "--quiet",
+            "--no-plots",
+        ],
+    )
+    .success();
+    let md = read_text(&out.join("recommendation.md"));
+    let second = md
+        .split("\n## sliding_log\n")
+        .nth(1)
+        .expect("its section")
+        .trim_start();
+    assert!(
+        second.starts_with(
+            "`limiter[0].capacity` is another limiter's field, which cannot change sliding_log's rows: left out of its choice."
+        ),
+        "{md}"
+    );
+    let rest = second.split_once('\n').unwrap().1;
+    assert!(!rest.contains("limiter[0]"), "{md}");
+    // Chosen as without the objective: the first qualifying limit in sweep
+    // order, at the point where the other axis takes its first value.
+    let csv = read_text(&out.join("sweep.csv"));
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let (lim, limit, rej, att) = (
+        col("limiter"),
+        col("limiter[1].limit"),
+        col("rejected"),
+        col("attempts"),
+    );
+    let first = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect::<Vec<_>>())
+        .find(|r| {
+            r[lim] == "sliding_log"
+                && r[rej].parse::<f64>().unwrap() / r[att].parse::<f64>().unwrap() <= 0.05
+        })
+        .expect("a qualifying row");
+    assert!(
+        second.contains(&format!(
+            "**Recommended: limiter[1].limit={}**",
+            first[limit]
+        )),
+        "{md}"
+    );
+    let first_section = md.split("\n## token_bucket\n").nth(1).unwrap();
+    assert!(first_section.contains("| limiter[0].capacity |"), "{md}");
+}
