@@ -488,3 +488,76 @@ fn diff_names_the_limiters_one_run_has_and_refuses_what_is_not_a_run() {
         assert!(stderr.contains("run director"), "{stderr}");
     }
 }
+
+// DESIGN §14: the report holds the tables the run has, chains among them.
+#[test]
+fn a_run_with_chains_reports_each_chain_and_its_members_as_summary_csv_counts_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("run");
+    run_into(&dir, &["plans", "--no-plots"]);
+    let page = read_text(&dir.join("report.html"));
+    let (head, rows) = html_table(&page, "chains");
+    assert_eq!(
+        head,
+        [
+            "chain",
+            "mode",
+            "limiter",
+            "algorithm",
+            "attempts",
+            "admitted",
+            "delayed",
+            "rejected",
+            "overruled"
+        ]
+    );
+    let (sum_head, sum_rows) = csv_rows(&dir.join("summary.csv"));
+    let col = |name: &str| sum_head.iter().position(|h| h == name).unwrap();
+    let chains: Vec<&Vec<String>> = sum_rows
+        .iter()
+        .filter(|r| r[col("algorithm")] == "chain")
+        .collect();
+    assert!(!chains.is_empty(), "plans has a chain");
+    // Every chain, then each of its members: the rows of summary.csv.
+    let mut expected = 0;
+    for c in &chains {
+        expected += 1 + sum_rows
+            .iter()
+            .filter(|r| r[col("chain")] == c[col("limiter")])
+            .count();
+    }
+    assert_eq!(rows.len(), expected);
+    for row in &rows {
+        let s = sum_rows
+            .iter()
+            .find(|r| r[col("limiter")] == row[2])
+            .unwrap();
+        for (i, name) in head.iter().enumerate().skip(3) {
+            assert_eq!(row[i], s[col(name)], "{name} of {}", row[2]);
+        }
+        let member = s[col("algorithm")] != "chain";
+        assert_eq!(
+            &row[0],
+            if member {
+                &s[col("chain")]
+            } else {
+                &s[col("limiter")]
+            }
+        );
+        if member {
+            let n = |name: &str| {
+                row[head.iter().position(|h| h == name).unwrap()]
+                    .parse::<u64>()
+                    .unwrap()
+            };
+            assert_eq!(
+                n("attempts"),
+                n("admitted") + n("delayed") + n("rejected") + n("overruled")
+            );
+        }
+    }
+    // A run without chains has no such section.
+    let plain = tmp.path().join("plain");
+    run_into(&plain, &["boundary", "--no-plots"]);
+    assert!(!read_text(&plain.join("report.html")).contains("section-chains"));
+}

@@ -75,6 +75,7 @@ pub fn render(data: &RunData, dir: &Path, images: &[Image]) -> String {
         "The first log lines on which ratesim and the gateway disagree",
         100,
     ));
+    b.push_str(&chains_section(dir));
     b.push_str(&charts_section(data, images));
     b.push_str(&scenario_section(dir));
     page(&format!("{} — ratesim results", data.name), &b)
@@ -162,6 +163,77 @@ fn charts_section(data: &RunData, images: &[Image]) -> String {
     }
     s.push_str("</section>\n");
     s
+}
+
+/// Each chain of the run (docs/semantics.md §13): its row, then its
+/// members' in the order they are asked, with what each was asked and
+/// decided, from `summary.json`. Empty when the run has no chain.
+fn chains_section(dir: &Path) -> String {
+    let Some(summary) = std::fs::read_to_string(dir.join(SUMMARY_JSON))
+        .ok()
+        .and_then(|t| serde_json::from_str::<Summary>(&t).ok())
+    else {
+        return String::new();
+    };
+    let head: Vec<String> = [
+        "chain",
+        "mode",
+        "limiter",
+        "algorithm",
+        "attempts",
+        "admitted",
+        "delayed",
+        "rejected",
+        "overruled",
+    ]
+    .map(str::to_string)
+    .to_vec();
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    let row_of = |chain: &str, mode: &str, s: &crate::rundir::summary::LimiterSummary| {
+        vec![
+            chain.to_string(),
+            mode.to_string(),
+            s.limiter.clone(),
+            s.algorithm.clone(),
+            s.attempts.to_string(),
+            s.admitted.to_string(),
+            s.delayed.to_string(),
+            s.rejected.to_string(),
+            s.overruled.to_string(),
+        ]
+    };
+    for c in summary
+        .limiters
+        .iter()
+        .filter(|l| l.summary.algorithm == "chain")
+    {
+        let name = &c.summary.limiter;
+        let mode = c.params.get("mode").and_then(|m| m.as_str()).unwrap_or("");
+        rows.push(row_of(name, mode, &c.summary));
+        let members = c.params.get("limiters").and_then(|m| m.as_array());
+        for m in members.into_iter().flatten().filter_map(|m| m.as_str()) {
+            if let Some(l) = summary
+                .limiters
+                .iter()
+                .find(|l| l.summary.limiter == m && l.summary.chain == *name)
+            {
+                rows.push(row_of(name, mode, &l.summary));
+            }
+        }
+    }
+    if rows.is_empty() {
+        return String::new();
+    }
+    format!(
+        "<section id=\"section-chains\">\n<h2>Chains</h2>\n<p>Each chain asks its members in the \
+         order listed and decides every request it is asked about; its row is what clients got \
+         (docs/semantics.md §13). A member's <code>attempts</code> are the requests it was asked \
+         about, <code>rejected</code> those it rejected, <code>admitted</code> and \
+         <code>delayed</code> its own decisions on requests the chain passed, and \
+         <code>overruled</code> those it would have passed that the chain rejected: attempts = \
+         admitted + delayed + rejected + overruled.</p>\n{}</section>\n",
+        table("chains", &head, &rows)
+    )
 }
 
 /// The scenario's text and the command line from `run.json`, the version
