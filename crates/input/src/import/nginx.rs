@@ -274,6 +274,7 @@ pub fn import(file: &str, text_in: &str, out: &mut Import) -> Result<(), InputEr
     let mut maps: Vec<Map> = Vec::new();
     let mut formats: Vec<(String, String)> = Vec::new();
     let mut access_format: Option<String> = None;
+    let mut access_logs: Vec<(usize, String)> = Vec::new();
     fn all(dirs: &[Directive], f: &mut dyn FnMut(&Directive)) {
         for d in dirs {
             f(d);
@@ -302,8 +303,12 @@ pub fn import(file: &str, text_in: &str, out: &mut Import) -> Result<(), InputEr
                 formats.push((d.args[0].clone(), rest.join("")));
             }
             // `access_log PATH [FORMAT]`: nginx's `combined` unless named.
-            "access_log" if access_format.is_none() && !d.args.is_empty() && d.args[0] != "off" => {
-                access_format = Some(d.args.get(1).cloned().unwrap_or_else(|| "combined".into()));
+            "access_log" if !d.args.is_empty() && d.args[0] != "off" => {
+                let name = d.args.get(1).cloned().unwrap_or_else(|| "combined".into());
+                if access_format.is_none() {
+                    access_format = Some(name.clone());
+                }
+                access_logs.push((d.line, name));
             }
             n if n.starts_with("limit_") && !MODELLED.contains(&n) => out.notes.push(format!(
                 "{file}:{}: {} — not modelled by ratesim",
@@ -315,6 +320,22 @@ pub fn import(file: &str, text_in: &str, out: &mut Import) -> Result<(), InputEr
     });
     if let Some(e) = first_err {
         return Err(e);
+    }
+    // One `--trace` log is read in one format: say which, when the
+    // configuration writes logs in several.
+    let mut names: Vec<&str> = Vec::new();
+    for (_, n) in &access_logs {
+        if !names.contains(&n.as_str()) {
+            names.push(n);
+        }
+    }
+    if let ([first, ..], true) = (&names[..], names.len() > 1) {
+        let line = access_logs[0].0;
+        out.notes.push(format!(
+            "{file}:{line}: access_log … {first} — this configuration writes logs in {} formats ({}); a --trace log is read as {first}, its first access_log's, unless --log-format names another",
+            names.len(),
+            names.join(", ")
+        ));
     }
     if let Some(name) = access_format {
         let text = named_format(&name, &formats);
@@ -671,5 +692,38 @@ mod tests {
         );
         assert_eq!(http[1].line, 4);
         assert_eq!(http[1].args, vec!["=", "/x"]);
+    }
+
+    #[test]
+    fn a_configuration_logging_in_two_formats_says_which_one_a_trace_is_read_as() {
+        let conf = "http {\n  log_format main '$msec $remote_addr';\n  \
+                    limit_req_zone $binary_remote_addr zone=ip:10m rate=5r/s;\n  \
+                    server {\n    access_log /var/log/a.log main;\n    \
+                    location / { limit_req zone=ip; }\n  }\n  \
+                    server {\n    access_log /var/log/b.log;\n  }\n}\n";
+        let mut out = Import::default();
+        import("n.conf", conf, &mut out).unwrap();
+        assert_eq!(out.log_format_name.as_deref(), Some("main"));
+        let note = out
+            .notes
+            .iter()
+            .find(|n| n.contains("formats"))
+            .expect("a note on the formats");
+        assert!(
+            note.starts_with("n.conf:5: access_log … main — this configuration writes logs in 2 formats (main, combined)"),
+            "{note}"
+        );
+        // One format, written twice: nothing to say.
+        let one = conf.replace(
+            "access_log /var/log/b.log;",
+            "access_log /var/log/b.log main;",
+        );
+        let mut out = Import::default();
+        import("n.conf", &one, &mut out).unwrap();
+        assert!(
+            !out.notes.iter().any(|n| n.contains("formats")),
+            "{:?}",
+            out.notes
+        );
     }
 }
