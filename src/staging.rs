@@ -176,6 +176,14 @@ fn check_replaceable(target: &Path) -> Result<(), String> {
         Err(e) => return Err(format!("cannot be read: {e}")),
         Ok(m) => m,
     };
+    if meta.file_type().is_symlink() {
+        // Moving results into place would replace the link itself.
+        return Err(
+            "is a symbolic link; ratesim writes a run directory in place of a real \
+                    directory only — give the path it points to, or choose another --out"
+                .into(),
+        );
+    }
     if !meta.is_dir() {
         return Err("exists and is not a directory; choose another --out".into());
     }
@@ -432,6 +440,19 @@ mod tests {
         assert!(!why.contains("timeline.png"), "{why}");
         let clean = dir_with(&[MARKER, "summary.csv", "timeline.png", "summary.md"]);
         assert!(check_replaceable(clean.path()).is_ok());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_link_to_a_directory_is_refused_as_a_link() {
+        let d = tempfile::tempdir().unwrap();
+        let real = d.path().join("real");
+        fs::create_dir(&real).unwrap();
+        let link = d.path().join("link");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        let e = check_replaceable(&link).unwrap_err();
+        assert!(e.starts_with("is a symbolic link"), "{e}");
+        assert!(check_replaceable(&real).is_ok());
     }
 
     #[test]
