@@ -129,7 +129,19 @@ fn load_file(arg: &str, sets: &[Override]) -> Result<(ScenarioFile, Scenario), I
     Ok((file, scenario))
 }
 
+/// `--force` of `run`, `sweep` and `sweep merge`, kept so older scripts
+/// parse: it replaces nothing, and says so on stderr (unless `--quiet`).
+pub(crate) fn note_retired_force(force: bool, quiet: bool) {
+    if force && !quiet {
+        let _ = writeln!(
+            io::stderr(),
+            "note: --force does nothing any more: an output directory is replaced only when it holds nothing but ratesim's own files, whatever the flags (--no-budget lifts the work budget)"
+        );
+    }
+}
+
 fn run_command(args: RunArgs) -> anyhow::Result<()> {
+    note_retired_force(args.force, args.quiet);
     let sets = crate::overrides::parse_all(&args.set, "--set")?;
     let (file, mut scenario) = load_file(&args.scenario, &sets)?;
     if !args.quiet && !scenario.reads_default_limit {

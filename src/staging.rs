@@ -190,36 +190,49 @@ fn check_replaceable(target: &Path) -> Result<(), String> {
     let entries = fs::read_dir(target).map_err(|e| format!("cannot be read: {e}"))?;
     let mut marked = false;
     let mut foreign = Vec::new();
+    let mut all = Vec::new();
     for entry in entries {
         let entry = entry.map_err(|e| format!("cannot be read: {e}"))?;
         let name = entry.file_name().to_string_lossy().into_owned();
         let is_file = entry.file_type().map(|t| t.is_file()).unwrap_or(false);
         marked |= name == MARKER && is_file;
         if !(is_file && is_own_file(&name)) {
-            foreign.push(name);
+            foreign.push(name.clone());
         }
+        all.push(name);
     }
     if foreign.is_empty() && (marked || is_empty_dir(target)) {
         return Ok(());
     }
-    let why = if !marked {
-        format!("exists and is not a ratesim run directory (no {MARKER} file)")
-    } else {
-        foreign.sort();
-        let shown: Vec<String> = foreign
+    // At most three names, sorted, and how many more.
+    let named = |mut names: Vec<String>| {
+        names.sort();
+        let shown: Vec<String> = names
             .iter()
             .take(3)
             .map(|n| crate::error::quoted(n))
             .collect();
-        let more = foreign.len().saturating_sub(3);
+        let more = names.len().saturating_sub(3);
         format!(
-            "is a ratesim run directory but also holds {}{} that ratesim did not write",
+            "{}{}",
             shown.join(", "),
             if more > 0 {
                 format!(" and {more} more")
             } else {
                 String::new()
             }
+        )
+    };
+    let why = if !marked {
+        // Without the marker nothing in it is ratesim's, whatever its name.
+        format!(
+            "exists and is not a ratesim run directory (no {MARKER} file): it holds {}",
+            named(all)
+        )
+    } else {
+        format!(
+            "is a ratesim run directory but also holds {} that ratesim did not write",
+            named(foreign)
         )
     };
     Err(format!(
@@ -430,6 +443,17 @@ mod tests {
         let why = check_replaceable(d.path()).unwrap_err();
         assert!(why.contains("no .ratesim-run"), "{why}");
         assert!(!why.contains("--force"), "no flag replaces it: {why}");
+        // It names what the directory holds.
+        assert!(
+            why.contains("it holds \"main.rs\", \"summary.json\";"),
+            "{why}"
+        );
+        let d = dir_with(&["a", "b", "c", "d", "e"]);
+        let why = check_replaceable(d.path()).unwrap_err();
+        assert!(
+            why.contains("it holds \"a\", \"b\", \"c\" and 2 more;"),
+            "{why}"
+        );
     }
 
     #[test]

@@ -70,6 +70,21 @@ fn a_file_added_to_a_run_directory_is_kept_even_with_force() {
     fs::remove_file(out.join("notes.md")).unwrap();
     run(&["--force"]).assert().success();
     assert_run_dir(&out);
+    // It is kept for older scripts, and says that it does nothing (but
+    // not under --quiet, which prints nothing).
+    let said = ratesim()
+        .args(["run", "trace", "--force", "--no-plots", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(said.status.success());
+    let stderr = String::from_utf8_lossy(&said.stderr);
+    assert!(
+        stderr.contains("note: --force does nothing any more"),
+        "{stderr}"
+    );
+    let quiet = run(&["--force"]).output().unwrap();
+    assert!(quiet.status.success() && quiet.stderr.is_empty() && quiet.stdout.is_empty());
 }
 
 fn ratesim_in(dir: &Path) -> assert_cmd::Command {
