@@ -197,7 +197,6 @@ fn explain(ctx: &Context) -> anyhow::Result<String> {
     };
     let _ = writeln!(s, "  {}\n", wrap(&verdict, 76, 2));
     let _ = writeln!(s, "State per key");
-    let bytes = |mean: f64, keys: u64| style::count(mean * keys as f64);
     let _ = writeln!(
         s,
         "  {}\n",
@@ -211,8 +210,8 @@ fn explain(ctx: &Context) -> anyhow::Result<String> {
                 l_g.keys,
                 style::trim(l_tb.state_mean, 2),
                 style::trim(l_g.state_mean, 2),
-                bytes(l_tb.state_mean, l_tb.keys),
-                bytes(l_g.state_mean, l_g.keys)
+                l_tb.state_total_mean,
+                l_g.state_total_mean
             ),
             76,
             2

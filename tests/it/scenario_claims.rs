@@ -505,6 +505,13 @@ fn explain_gcra_reports_full_agreement_with_its_own_counts() {
     );
     assert!(text.contains(&claim), "no {claim:?} in:\n{text}");
     assert!(!text.contains("bug worth reporting"), "{text}");
+    // The state of all keys together, quoted from the summary as written.
+    let in_all = format!(
+        "{} bytes against {} in all",
+        s.text("token_bucket", "state_bytes_total_mean"),
+        s.text("gcra", "state_bytes_total_mean")
+    );
+    assert!(text.contains(&in_all), "no {in_all:?} in:\n{text}");
 }
 
 // ---------------------------------------------------------------------------

@@ -72,6 +72,9 @@ pub struct LimiterData {
     pub delay_p99_ms: Option<f64>,
     pub delay_max_ms: Option<f64>,
     pub state_mean: f64,
+    /// The mean bytes of all keys together (`state_bytes_total_mean`), as
+    /// the summary writes it.
+    pub state_total_mean: String,
     pub state_peak: u64,
     pub keys: u64,
     /// What clients experienced (absent from older summaries).
@@ -466,6 +469,7 @@ impl RunData {
                         delay_p99_ms: f(s.delay_p99_ms),
                         delay_max_ms: f(s.delay_max_ms),
                         state_mean: s.state_bytes_per_key_mean.value(),
+                        state_total_mean: s.state_bytes_total_mean.text().to_string(),
                         state_peak: s.state_bytes_per_key_peak,
                         keys: s.keys,
                         series: Vec::new(),
@@ -933,6 +937,7 @@ pub mod tests_support {
             delay_p99_ms: None,
             delay_max_ms: None,
             state_mean: 8.0,
+            state_total_mean: "8".to_string(),
             state_peak: 8,
             keys: 1,
             clients: ClientMetrics::default(),
