@@ -90,3 +90,66 @@ fn the_readme_holds_no_merge_conflict_markers() {
         assert!(!marker, "README.md line {}: {line}", i + 1);
     }
 }
+
+/// The "stated" columns of the README's peak-RSS table are what `validate`
+/// says of each shape (its `memory: ≈N MiB`), so they cannot drift from
+/// the estimate they quote.
+#[test]
+fn the_readme_states_validates_memory_estimates() {
+    let readme = include_str!("../../README.md");
+    let speed = include_str!("../../benches/speed.toml");
+    let one = |algorithm: &str| {
+        format!(
+            "duration = \"10s\"\n[defaults]\nlimit = 5\nwindow = \"1s\"\n[[limiter]]\nalgorithm = \"{algorithm}\"\n[[traffic]]\npattern = \"poisson\"\nclients = 10000\nrate = \"1/1s\"\n"
+        )
+    };
+    let shapes = [
+        (1, one("token_bucket")),
+        (3, speed.to_string()),
+        (5, one("sliding_log")),
+    ];
+    let tmp = tempfile::tempdir().unwrap();
+    let mut checked = 0;
+    for (exp, keys) in [
+        (4, 10_000u64),
+        (5, 100_000),
+        (6, 1_000_000),
+        (7, 10_000_000),
+    ] {
+        let row = readme
+            .lines()
+            .find(|l| l.starts_with(&format!("| 10^{exp} | ")))
+            .unwrap_or_else(|| panic!("the table's 10^{exp} row"));
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        for (column, text) in &shapes {
+            let stated = cells[1 + column];
+            if stated.is_empty() {
+                continue;
+            }
+            let scenario: String = text
+                .lines()
+                .map(|l| match l.starts_with("clients = ") {
+                    true => format!("clients = {keys}\n"),
+                    false => format!("{l}\n"),
+                })
+                .collect();
+            let path = tmp.path().join(format!("s-{exp}-{column}.toml"));
+            std::fs::write(&path, scenario).unwrap();
+            let out = Command::new(env!("CARGO_BIN_EXE_ratesim"))
+                .arg("validate")
+                .arg(&path)
+                .output()
+                .unwrap();
+            assert!(out.status.success());
+            let text = String::from_utf8(out.stdout).unwrap();
+            let said = text
+                .split("memory: ≈")
+                .nth(1)
+                .and_then(|r| r.split(" MiB").next())
+                .unwrap_or_else(|| panic!("no memory estimate in {text}"));
+            assert_eq!(stated, said, "10^{exp} keys, column {column}: {row}");
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 10, "every stated cell");
+}
