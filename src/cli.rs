@@ -50,7 +50,7 @@ pub enum Command {
     },
     /// Walk through one idea with a run of its built-in scenario and its numbers
     #[command(
-        after_help = "Topics:\n  boundary   why a fixed window lets through twice its limit (writes boundary-zoom.png)\n  gcra       GCRA decides exactly as a token bucket, in half the state\n\nExamples:\n  ratesim explain boundary\n  ratesim explain gcra --out /tmp/gcra\n\nThe run directory (default output/<topic>) gets the usual results and charts too."
+        after_help = "Topics:\n  boundary          why a fixed window lets through twice its limit (writes boundary-zoom.png)\n  gcra              GCRA decides exactly as a token bucket, in half the state\n  libraries         what Python limits, Redis INCR+EXPIRE, Guava and nginx change in the rules\n  plans             a free plan, a pro plan and a global cap on one request: which layer rejects\n  protect-backend   a spike and a slowdown behind six limiters: which keep the backend's latency down\n\nExamples:\n  ratesim explain boundary\n  ratesim explain gcra --out /tmp/gcra\n\nThe run directory (default output/<topic>) gets the usual results and charts too."
     )]
     Explain(ExplainArgs),
     /// Print a built-in scenario's TOML exactly as shipped
@@ -84,7 +84,10 @@ pub enum Command {
     )]
     Sweep(SweepArgs),
     /// Print or write ratesim's algorithms for production use
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  ratesim export redis gcra > gcra.lua\n  ratesim export redis --all scripts/\n  ratesim export nginx replay.toml > limits.conf\n  ratesim export envoy replay.toml > envoy.yaml\n  ratesim export nginx-lua s.toml --limiter api\n\n`ratesim export COMMAND --help` says what each writes and what it refuses."
+    )]
     Export(ExportCommand),
     /// Turn a gateway's rate-limit config into a commented scenario (stdout)
     #[command(
@@ -236,7 +239,7 @@ pub struct InitArgs {
 
 #[derive(Debug, clap::Args)]
 pub struct ExplainArgs {
-    /// What to explain: boundary, gcra
+    /// What to explain: boundary, gcra, libraries, plans, protect-backend
     pub topic: String,
     /// Run directory (default: output/<topic>)
     #[arg(long, value_name = "DIR")]

@@ -180,6 +180,33 @@ mod tests {
         assert!(e.message().contains("gcra"), "{e}");
     }
 
+    /// `ratesim explain --help` and the README's command table name every
+    /// topic there is.
+    #[test]
+    fn the_help_and_the_readme_name_every_topic() {
+        use clap::CommandFactory;
+        let mut cli = crate::cli::Cli::command();
+        let explain = cli.find_subcommand_mut("explain").expect("explain");
+        let help = explain.render_long_help().to_string();
+        let readme = include_str!("../../README.md");
+        let row = readme
+            .lines()
+            .find(|l| l.starts_with("| `ratesim explain TOPIC` |"))
+            .expect("the README's row of explain");
+        for t in TOPICS {
+            assert!(
+                help.contains(&format!("\n  {} ", t.name)),
+                "help lacks {}",
+                t.name
+            );
+            assert!(
+                row.contains(&format!("`{}`", t.name)),
+                "README lacks {}",
+                t.name
+            );
+        }
+    }
+
     #[test]
     fn wrapping_keeps_words_whole_and_indents() {
         assert_eq!(wrap("aa bb cc", 5, 2), "aa bb\n  cc");

@@ -718,6 +718,36 @@ fn merge_help_shows_examples() {
     assert_help_shows_examples("merge");
 }
 
+/// The README: "Every command has `--help` with examples" — every one,
+/// and every subcommand, as the binary prints it.
+#[test]
+fn every_command_and_subcommand_has_help_with_examples() {
+    use clap::CommandFactory;
+    fn paths(cmd: &clap::Command, prefix: &[String], out: &mut Vec<Vec<String>>) {
+        for sub in cmd.get_subcommands() {
+            if sub.get_name() == "help" {
+                continue;
+            }
+            let mut path = prefix.to_vec();
+            path.push(sub.get_name().to_string());
+            paths(sub, &path, out);
+            out.push(path);
+        }
+    }
+    let mut all = Vec::new();
+    paths(&ratesim::cli::Cli::command(), &[], &mut all);
+    assert!(all.len() >= 15, "{all:?}");
+    for path in all {
+        let out = ratesim().args(&path).arg("--help").output().unwrap();
+        assert!(out.status.success(), "{path:?}");
+        let help = String::from_utf8(out.stdout).unwrap();
+        assert!(
+            help.contains("Examples:"),
+            "{path:?} --help has no examples"
+        );
+    }
+}
+
 // ---------------------------------------------------------------------------
 // 10. a closed stdout
 // ---------------------------------------------------------------------------
