@@ -30,8 +30,17 @@ use crate::scenario::{Scenario, IMPLEMENTATIONS};
 
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
-        Command::Run(args) => run_command(args),
-        Command::Sweep(args) => crate::sweep::command(args),
+        Command::Run(args) => {
+            let force = (args.force, args.quiet);
+            run_command(args).inspect(|()| note_retired_force(force))
+        }
+        Command::Sweep(args) => {
+            let force = match &args.command {
+                Some(crate::cli::SweepCommand::Merge(m)) => (m.force, m.quiet),
+                None => (args.force, args.quiet),
+            };
+            crate::sweep::command(args).inspect(|()| note_retired_force(force))
+        }
         Command::Merge(args) => crate::merge::command(args),
         Command::Validate { scenario } => {
             let s = load(&scenario, &[])?;
@@ -130,8 +139,9 @@ fn load_file(arg: &str, sets: &[Override]) -> Result<(ScenarioFile, Scenario), I
 }
 
 /// `--force` of `run`, `sweep` and `sweep merge`, kept so older scripts
-/// parse: it replaces nothing, and says so on stderr (unless `--quiet`).
-pub(crate) fn note_retired_force(force: bool, quiet: bool) {
+/// parse: it replaces nothing, and says so on stderr once the command has
+/// succeeded (unless `--quiet`; an error is the first thing said).
+fn note_retired_force((force, quiet): (bool, bool)) {
     if force && !quiet {
         let _ = writeln!(
             io::stderr(),
@@ -141,7 +151,6 @@ pub(crate) fn note_retired_force(force: bool, quiet: bool) {
 }
 
 fn run_command(args: RunArgs) -> anyhow::Result<()> {
-    note_retired_force(args.force, args.quiet);
     let sets = crate::overrides::parse_all(&args.set, "--set")?;
     let (file, mut scenario) = load_file(&args.scenario, &sets)?;
     if !args.quiet && !scenario.reads_default_limit {

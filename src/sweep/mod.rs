@@ -598,10 +598,8 @@ fn point_rows(grid: &Grid, i: usize, summary: &[u8]) -> anyhow::Result<PointRows
 /// `ratesim sweep …` and `ratesim sweep merge …`.
 pub fn command(args: SweepArgs) -> anyhow::Result<()> {
     if let Some(SweepCommand::Merge(m)) = args.command {
-        crate::app::note_retired_force(m.force, m.quiet);
         return merge::command(m);
     }
-    crate::app::note_retired_force(args.force, args.quiet);
     let plan = plan(&args)?;
     let points = plan.points();
     let PointsCost {
