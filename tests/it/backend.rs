@@ -603,3 +603,52 @@ proptest::proptest! {
         }
     }
 }
+
+// Regression: behind a shared store and with no backend, a closed-loop
+// client sent its next request a think time after the store's moment
+// (half a round trip after its attempt), although it hears a rejection,
+// and its time to success says it heard the pass, a whole round trip
+// after (README, "Deployments": the client hears it rtt after arriving).
+#[test]
+fn a_closed_loop_client_hears_a_pass_through_a_store_a_round_trip_after_sending() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = run(
+        tmp.path(),
+        r#"name = "closed_store"
+duration = "500ms"
+[defaults]
+limit = 5
+window = "1s"
+[[limiter]]
+name = "glob"
+algorithm = "token_bucket"
+capacity = 1
+deployment = { scope = "global", store_latency = "10ms" }
+[[traffic]]
+pattern = "closed"
+think = "const(100ms)"
+prefix = "c"
+"#,
+    );
+    let (_, rows) = csv_rows(&out.join("decisions.csv"));
+    let sent: Vec<(&str, &str)> = rows
+        .iter()
+        .map(|r| (r[1].as_str(), r[5].as_str()))
+        .collect();
+    // Each request a think time (100 ms) after the one before was heard,
+    // 10 ms (the round trip) after it was sent, passed or rejected alike.
+    assert_eq!(
+        sent,
+        [
+            ("100000000", "admitted"),
+            ("210000000", "rejected"),
+            ("320000000", "admitted"),
+            ("430000000", "rejected")
+        ]
+    );
+    let summary = fs::read_to_string(out.join("summary.json")).unwrap();
+    assert!(
+        summary.contains("\"time_to_success_p50_ms\": 10"),
+        "{summary}"
+    );
+}

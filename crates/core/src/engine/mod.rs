@@ -1216,14 +1216,19 @@ impl<'a, 's> Run<'a, 's> {
         }
         let closed = self.closed_of(job.source);
         if self.backend.is_none() && decision.passes() && closed.is_some() {
-            // No backend: a closed-loop client's response is its pass.
-            let pass_at = match decision {
-                Decision::Delayed { delay } => Nanos(decided_at.0.saturating_add(delay.0)),
-                _ => decided_at,
+            // No backend: a closed-loop client's response is its pass, which
+            // it hears when the gateway can answer it — a shared store's
+            // round trip after the attempt (`latency`; the pass itself is at
+            // the store's moment, half-way), then a shaper's delay — as it
+            // hears a rejection a round trip after (docs/semantics.md §10).
+            let delay = match decision {
+                Decision::Delayed { delay } => delay,
+                _ => Nanos::ZERO,
             };
+            let pass_heard = Nanos(a.time.0.saturating_add(latency.0).saturating_add(delay.0));
             let heard = match closed.and_then(|c| c.timeout) {
-                Some(t) => pass_at.min(Nanos(a.time.0.saturating_add(t.0))),
-                None => pass_at,
+                Some(t) => pass_heard.min(Nanos(a.time.0.saturating_add(t.0))),
+                None => pass_heard,
             };
             self.answered(&job, heard);
         }
