@@ -64,6 +64,9 @@ impl Staging {
     pub fn new(target: &Path, inputs: &[PathBuf]) -> anyhow::Result<Staging> {
         let bad =
             |why: String| InputError::new(format!("output directory {}: {why}", target.display()));
+        // First, as it is the weightier reason: `--out .` beside the
+        // scenario holds it.
+        check_not_over_inputs(target, inputs).map_err(bad)?;
         let name = target
             .file_name()
             .filter(|n| *n != "." && *n != "..")
@@ -75,7 +78,6 @@ impl Staging {
             _ => PathBuf::from("."),
         };
         remove_stale(&parent, &name, target);
-        check_not_over_inputs(target, inputs).map_err(bad)?;
         check_replaceable(target).map_err(bad)?;
         fs::create_dir_all(&parent).map_err(|e| bad(format!("cannot be created: {e}")))?;
         install_handlers();

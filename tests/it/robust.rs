@@ -137,7 +137,10 @@ fn force_leaves_a_project_directory_byte_for_byte() {
     let before = tree(proj);
     let whole = proj.canonicalize().unwrap();
     for (out, needle) in [
-        (Path::new("."), "output directory ."),
+        (
+            Path::new("."),
+            "output directory .: holds \"base.toml\", which this run reads",
+        ),
         (Path::new("src"), "whatever the flags"),
         (whole.as_path(), "which this run reads"),
     ] {
