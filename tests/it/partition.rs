@@ -276,6 +276,21 @@ fn what_cannot_be_partitioned_is_refused_naming_why() {
         "1/3",
         &["round robin over 2 instances", "hash_client"],
     );
+    // Regression: closed-loop clients panicked a partition (exit 101).
+    let closed = BASE.replace(
+        "pattern = \"steady\"\nrate = \"5/1s\"",
+        "name = \"shoppers\"\npattern = \"closed\"\nthink = \"const(100ms)\"",
+    );
+    assert!(closed.contains("closed"));
+    refused(
+        &closed,
+        "1/1",
+        &[
+            "--keys 1/1",
+            "traffic \"shoppers\" is closed-loop",
+            "run it whole",
+        ],
+    );
     for (keys, says) in [
         ("0/2", "K must be from 1 to N"),
         ("3/2", "K must be from 1 to N"),

@@ -77,6 +77,16 @@ impl KeyPartition {
                 "the scenario has a [backend], which every key's passes share, so its keys are not independent".into(),
             );
         }
+        if let Some(t) = scenario
+            .traffic
+            .iter()
+            .find(|t| matches!(t.pattern, crate::traffic::Pattern::Closed(_)))
+        {
+            return refuse(format!(
+                "traffic {} is closed-loop: its clients send as each limiter answers them, so its arrivals are each limiter's run's own, not one stream a partition can take its keys from",
+                crate::error::quoted(&t.name)
+            ));
+        }
         let mut by: Option<(KeyBy, &str)> = None;
         for l in &scenario.limiters {
             let name = crate::error::quoted(&l.name);
