@@ -202,14 +202,20 @@ pub fn render(rows: &[Row], n: usize, markdown: bool) -> String {
     out.push_str(&format!(
         "\nwho would be limited (top {n} keys by rejected; all in {FILE}):\n"
     ));
+    // Padded by hand: `format!`'s width takes at most 65535, and a key or a
+    // limiter's name may be longer.
     let line = |cells: [&str; 7]| {
         let mut s = String::new();
         for (i, c) in cells.iter().enumerate() {
+            let pad = " ".repeat(widths[i].saturating_sub(c.chars().count()));
             if i < 2 {
-                s.push_str(&format!("{c:<w$}  ", w = widths[i]));
+                s.push_str(c);
+                s.push_str(&pad);
             } else {
-                s.push_str(&format!("{c:>w$}  ", w = widths[i]));
+                s.push_str(&pad);
+                s.push_str(c);
             }
+            s.push_str("  ");
         }
         s.trim_end().to_string() + "\n"
     };
@@ -242,6 +248,37 @@ pub(crate) fn with_sections(md: String, dir: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // Regression: a limiter name of 65536 bytes panicked the terminal
+    // table (`format!`'s width is at most 65535).
+    #[test]
+    fn a_name_longer_than_a_format_width_is_padded_all_the_same() {
+        let row = |limiter: &str, key: &str| Row {
+            limiter: limiter.to_string(),
+            rank: 1,
+            key: key.to_string(),
+            attempts: 3,
+            admitted: 1,
+            delayed: 0,
+            rejected: 2,
+            peak_in_window: 1,
+        };
+        let long = "a".repeat(70_000);
+        // The terminal names keys of a limiter that rejected two or more.
+        let rows = [
+            row(&long, "k1"),
+            row(&long, "k2"),
+            row("b", "k3"),
+            row("b", "k4"),
+        ];
+        let text = render(&rows, 5, false);
+        let lines: Vec<&str> = text.lines().filter(|l| !l.is_empty()).collect();
+        assert_eq!(lines.len(), 6, "title, head and four rows: {}", lines.len());
+        assert!(lines[2].starts_with(&format!("{long}  k1 ")));
+        // Columns line up: a short name's key starts where the long one's does.
+        assert_eq!(lines[4].find("k3"), lines[2].find("k1"));
+        assert!(lines[4].ends_with("  1"), "{}", lines[4]);
+    }
 
     /// The keys ranking with the first `n`, ties included, the plain way:
     /// every key sorted.
