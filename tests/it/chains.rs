@@ -673,3 +673,24 @@ fn a_member_asked_only_about_retries_counts_their_clients() {
         assert!(limited <= clients, "{r:?}");
     }
 }
+
+// Regression: a location quoted across lines (nginx -t accepts it) was
+// copied into a comment of the scenario as it was, and its second line
+// became TOML: here a real `[output]` table turning the decision log on.
+#[test]
+fn text_from_the_configuration_never_leaves_its_comment() {
+    let conf = "http {\n limit_req_zone $binary_remote_addr zone=z1:10m rate=5r/s;\n server {\n  location \"/a\n[output]\ndecisions = true #\" { limit_req zone=z1; }\n }\n}\n";
+    let (ok, toml, stderr) = import_text("inj.conf", conf);
+    assert!(ok, "{stderr}");
+    let value: toml::Value = toml::from_str(&toml).expect("valid TOML");
+    assert!(value.get("output").is_none(), "{toml}");
+    for line in toml.lines() {
+        assert!(!line.starts_with("[output]"), "{toml}");
+    }
+    assert!(toml.contains("\\n[output]\\ndecisions = true #"), "{toml}");
+    // An Envoy string with a line break, in a name and its comment.
+    let yaml = "static_resources:\n  listeners:\n  - name: l\n    filter_chains:\n    - filters:\n      - name: envoy.filters.network.http_connection_manager\n        typed_config:\n          \"@type\": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager\n          http_filters:\n          - name: envoy.filters.http.local_ratelimit\n            typed_config:\n              \"@type\": type.googleapis.com/envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit\n              stat_prefix: \"x\\ny\"\n              token_bucket:\n                max_tokens: 5\n                tokens_per_fill: 5\n                fill_interval: 1s\n";
+    let (ok, toml, stderr) = import_text("inj.yaml", yaml);
+    assert!(ok, "{stderr}");
+    toml::from_str::<toml::Value>(&toml).unwrap_or_else(|e| panic!("{e}\n{toml}"));
+}

@@ -173,11 +173,37 @@ pub(crate) fn import_text(
 
 /// A string as TOML writes it (a literal string when it has no `'`).
 fn toml_str(s: &str) -> String {
-    if !s.contains('\'') && !s.contains('\n') {
+    // A literal string holds no quote and no control character but tab.
+    if !s
+        .chars()
+        .any(|c| c == '\'' || (c.is_control() && c != '\t'))
+    {
         format!("'{s}'")
     } else {
         toml::Value::String(s.to_string()).to_string()
     }
+}
+
+/// `s` as a TOML string, double-quoted where it can be (as a variable's
+/// name or a map's value always can), escaped as TOML escapes.
+fn quoted_str(s: &str) -> String {
+    toml::Value::String(s.to_string()).to_string()
+}
+
+/// Text from a configuration, as it may stand in a `#` comment: one line,
+/// its control characters (a line break inside a quoted nginx argument, an
+/// Envoy string's `\n`) escaped, so that it can never end the comment and
+/// add TOML to the scenario.
+fn one_line(text: &str) -> String {
+    text.chars()
+        .flat_map(|c| -> Box<dyn Iterator<Item = char>> {
+            if c.is_control() {
+                Box::new(c.escape_debug())
+            } else {
+                Box::new(std::iter::once(c))
+            }
+        })
+        .collect()
 }
 
 /// Words into lines of at most `width` characters (a longer word alone).
@@ -250,7 +276,11 @@ fn render(
 ) -> String {
     let mut s = String::new();
     let shown: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
-    let _ = writeln!(s, "# Imported by `ratesim import {}`.", shown.join(" "));
+    let _ = writeln!(
+        s,
+        "# Imported by `ratesim import {}`.",
+        one_line(&shown.join(" "))
+    );
     let _ = writeln!(
         s,
         "# Each [[limiter]] names the directive it came from. Check the numbers, then run:\n#   ratesim run THIS.toml"
@@ -266,7 +296,7 @@ fn render(
             "#\n# Not modelled by ratesim (read, and left out of the replay):"
         );
         for n in &imp.notes {
-            let _ = writeln!(s, "#   {n}");
+            let _ = writeln!(s, "#   {}", one_line(n));
         }
     }
     for n in replay.map(|r| r.notes.as_slice()).unwrap_or_default() {
@@ -284,8 +314,11 @@ fn render(
     let first = &imp.limiters[0];
     let _ = writeln!(
         s,
-        "description = \"The rate limits of {}, replayed exactly.\"",
-        shown.join(", ").replace('"', "'")
+        "description = {}",
+        toml_str(&format!(
+            "The rate limits of {}, replayed exactly.",
+            shown.join(", ")
+        ))
     );
     if options.trace.is_none() {
         let _ = writeln!(s, "duration = \"10s\"");
@@ -299,9 +332,9 @@ fn render(
     let mut names = Vec::new();
     let mut limiter_names = Vec::new();
     for (i, l) in imp.limiters.iter().enumerate() {
-        let _ = writeln!(s, "\n# {}", l.source);
+        let _ = writeln!(s, "\n# {}", one_line(&l.source));
         for n in &l.notes {
-            let _ = writeln!(s, "#   {n}");
+            let _ = writeln!(s, "#   {}", one_line(n));
         }
         let _ = writeln!(s, "[[limiter]]");
         let name = unique(&mut names, &l.name);
@@ -401,12 +434,13 @@ fn render(
                 if src.gateway == Gateway::Nginx {
                     match &src.client {
                         Some(c) if src.keyed => {
-                            let _ = writeln!(s, "client = \"{c}\"   # the zone's key");
+                            let _ = writeln!(s, "client = {}   # the zone's key", quoted_str(c));
                         }
                         Some(c) => {
                             let _ = writeln!(
                                 s,
-                                "client = \"{c}\"   # each request's client (the zone has one key)"
+                                "client = {}   # each request's client (the zone has one key)",
+                                quoted_str(c)
                             );
                         }
                         None => {}
@@ -432,17 +466,18 @@ fn render(
                     }
                 }
                 if let Some(ip) = &src.ip {
-                    let _ = writeln!(s, "ip = \"{ip}\"   # a second zone's key");
+                    let _ = writeln!(s, "ip = {}   # a second zone's key", quoted_str(ip));
                 }
                 if let Some(loc) = &src.location {
                     let _ = writeln!(s, "location = {}", toml_str(loc));
                 }
                 if let Some((var, values, except)) = &src.select {
-                    let values: Vec<String> = values.iter().map(|v| format!("{v:?}")).collect();
+                    let values: Vec<String> = values.iter().map(|v| quoted_str(v)).collect();
                     let _ = writeln!(
                         s,
-                        "{} = {{ \"{var}\" = [{}] }}   # {}",
+                        "{} = {{ {} = [{}] }}   # {}",
                         if *except { "except" } else { "only" },
+                        quoted_str(var),
                         values.join(", "),
                         if *except {
                             "the map's default: every other value"
