@@ -230,6 +230,75 @@ fn what_nginx_cannot_run_exactly_is_refused_naming_why() {
         &key,
         &["\"per_ip\"", "\"per.ip\"", "zone per_ip"],
     );
+    // Regression: --key was written as given, so an empty one, or one with
+    // a space or a `;`, made a limit_req_zone nginx refuses.
+    for k in ["", "$a b", "$x;y", "binary_remote_addr", "$1x"] {
+        bad(
+            LAYERED,
+            &["--key", k],
+            &["\"perip\"", "is no single nginx variable", "--key VAR"],
+        );
+    }
+    // Regression: a rate nginx's import of it cannot hold was written.
+    bad(
+        &LAYERED.replace("rate = \"5/1s\"", "rate = \"1000000000000/1ns\""),
+        &key,
+        &[
+            "\"perip\"",
+            "rate=1000000000000000000000r/s",
+            "above the 10^12",
+        ],
+    );
+}
+
+// Regression: `queue = 0` with `delay = 3` was written `delay=3` without a
+// burst, which an import of it refuses (delay above burst); with no queue
+// nothing waits, so nginx is given no delay and the round trip holds.
+#[test]
+fn a_delay_without_a_queue_is_left_out_of_the_export() {
+    let tmp = tempfile::tempdir().unwrap();
+    let toml = LAYERED
+        .replace("queue = 5\ndelay = 5", "queue = 0\ndelay = 3")
+        .replace("[[chain]]\nname = \"c\"\nlimiters = [\"perip\", \"perserver\"]\nmode = \"all_or_nothing\"\n", "");
+    fs::write(tmp.path().join("s.toml"), &toml).unwrap();
+    let o = ratesim_in(
+        tmp.path(),
+        &[
+            "export",
+            "nginx",
+            "s.toml",
+            "--limiter",
+            "perip",
+            "--key",
+            "$binary_remote_addr",
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let export = String::from_utf8(o.stdout).unwrap();
+    assert!(export.contains("    limit_req zone=perip;\n"), "{export}");
+    let conf = format!(
+        "http {{\n{}    server {{\n        location / {{\n{}        }}\n    }}\n}}\n",
+        export
+            .lines()
+            .filter(|l| l.trim_start().starts_with("limit_req_zone"))
+            .map(|l| format!("{l}\n"))
+            .collect::<String>(),
+        export
+            .lines()
+            .filter(|l| l.trim_start().starts_with("limit_req zone"))
+            .map(|l| format!("{l}\n"))
+            .collect::<String>(),
+    );
+    fs::write(tmp.path().join("nginx.conf"), &conf).unwrap();
+    let o = ratesim_in(tmp.path(), &["import", "nginx.conf"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let imported = String::from_utf8(o.stdout).unwrap();
+    let of = decisions_beside(tmp.path(), &toml, imported_limiters(&imported));
+    let original = of("perip");
+    assert!(original.iter().any(|r| r[4] == "rejected"));
+    // One zone in location `/`: a limiter named after both.
+    assert!(imported.contains("name = 'all-perip'"), "{imported}");
+    assert_eq!(of("all-perip"), original, "{imported}");
 }
 
 // ---------------------------------------------------------------------------

@@ -21,6 +21,17 @@ pub mod redis;
 use crate::error::{quoted, InputError};
 use crate::scenario::Scenario;
 
+/// The name of `variable` if it is one nginx variable (`$name`: letters,
+/// digits and `_`, not starting with a digit), the only key an export
+/// writes, and the only one an import of it reads back.
+pub(crate) fn nginx_variable(variable: &str) -> Option<&str> {
+    variable.strip_prefix('$').filter(|v| {
+        !v.is_empty()
+            && v.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            && !v.starts_with(|c: char| c.is_ascii_digit())
+    })
+}
+
 /// Every `--limiter NAME` names a limiter (or chain) of `s`.
 fn check_names(s: &Scenario, names: &[String]) -> Result<(), InputError> {
     for n in names {

@@ -9,7 +9,8 @@
 //! | `queue` | `burst=` |
 //! | `delay = queue` (> 0) | `nodelay` |
 //! | `0 < delay < queue` | `delay=` |
-//! | `key_by = "client"` / `"ip"` | the variable the limiter was imported with (its nginx log source's `client` / `ip`), else `--key VAR` |
+//! | `queue = 0` | neither (nothing waits, whatever `delay` says) |
+//! | `key_by = "client"` / `"ip"` | the variable the limiter was imported with (its nginx log source's `client` / `ip`), else `--key VAR`: one variable, `$name` |
 //! | `key_by = "global"` | `$server_name`: one key for the server block |
 //! | a chain's members | the `limit_req` lines of one location, in order |
 //!
@@ -82,13 +83,21 @@ pub fn config(s: &Scenario, names: &[String], key: Option<&str>) -> Result<Strin
                     l.deployment.instances
                 )));
             }
-            let rate = nginx_rate(&c).ok_or_else(|| {
+            let (count, unit) = nginx_rate(&c).ok_or_else(|| {
                 InputError::new(format!(
                     "limiter {}: rate {} is no whole number of requests per second or per minute, which is all nginx's rate= takes",
                     quoted(&l.name),
                     c.rate
                 ))
             })?;
+            if count > u128::from(crate::fields::MAX_COUNT) {
+                return Err(InputError::new(format!(
+                    "limiter {}: rate {} is rate={count}r/{unit}, and an import of it would hold a limit of {count}, above the 10^12 a count may be",
+                    quoted(&l.name),
+                    c.rate
+                )));
+            }
+            let rate = format!("{count}r/{unit}");
             let variable = match l.key_by {
                 KeyBy::Global => "$server_name".to_string(),
                 by => match key.map(str::to_string).or_else(|| logged_key(s, m, by)) {
@@ -102,6 +111,13 @@ pub fn config(s: &Scenario, names: &[String], key: Option<&str>) -> Result<Strin
                     }
                 },
             };
+            if super::nginx_variable(&variable).is_none() {
+                return Err(InputError::new(format!(
+                    "limiter {}: its key {} is no single nginx variable ($name: letters, digits and _), which is the key a limit_req_zone of the export takes (give one with --key VAR, e.g. --key '$binary_remote_addr')",
+                    quoted(&l.name),
+                    quoted(&variable)
+                )));
+            }
             if c.arithmetic == leaky_bucket::Arithmetic::Exact {
                 return Err(InputError::new(format!(
                     "limiter {}: a leaky bucket of exact arithmetic — nginx computes in whole milliseconds and thousandths of a request (docs/semantics.md §5), so it would decide otherwise; model what nginx runs with implementation = \"nginx\" (or arithmetic = \"nginx\"), then export that",
@@ -125,9 +141,11 @@ pub fn config(s: &Scenario, names: &[String], key: Option<&str>) -> Result<Strin
             if c.queue > 0 {
                 let _ = write!(line, " burst={}", c.queue);
             }
+            // With no queue nothing waits, whatever `delay` says: nginx
+            // is given none (an import of `delay=` above `burst=` is refused).
             if c.queue > 0 && c.delay >= c.queue {
                 line.push_str(" nodelay");
-            } else if c.delay > 0 {
+            } else if c.queue > 0 && c.delay > 0 {
                 let _ = write!(line, " delay={}", c.delay);
             }
             let _ = writeln!(locations, "{line};");
@@ -143,12 +161,13 @@ pub fn config(s: &Scenario, names: &[String], key: Option<&str>) -> Result<Strin
     Ok(out)
 }
 
-/// `rate=` of a leaky bucket: `Nr/s` or `Nr/m` when exact.
-fn nginx_rate(c: &leaky_bucket::Config) -> Option<String> {
+/// `rate=` of a leaky bucket, `(N, "s")` for `Nr/s` or `(N, "m")` for
+/// `Nr/m`, when exact.
+fn nginx_rate(c: &leaky_bucket::Config) -> Option<(u128, &'static str)> {
     let (tokens, per) = (c.rate.tokens(), c.rate.per_ns());
     for (unit, ns) in [("s", 1_000_000_000u128), ("m", 60_000_000_000)] {
         if (tokens * ns) % per == 0 && tokens * ns / per > 0 {
-            return Some(format!("{}r/{unit}", tokens * ns / per));
+            return Some((tokens * ns / per, unit));
         }
     }
     None

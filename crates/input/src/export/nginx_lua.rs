@@ -102,11 +102,7 @@ pub fn fragment(
                     )))
                 }
             };
-            let Some(bare) = variable.strip_prefix('$').filter(|v| {
-                !v.is_empty()
-                    && v.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-                    && !v.starts_with(|c: char| c.is_ascii_digit())
-            }) else {
+            let Some(bare) = super::nginx_variable(&variable) else {
                 return Err(bad(format!(
                     "its key {} is no single nginx variable ($name: letters, digits and _), which is all the fragment can read a key from",
                     quoted(&variable)
