@@ -693,4 +693,46 @@ fn text_from_the_configuration_never_leaves_its_comment() {
     let (ok, toml, stderr) = import_text("inj.yaml", yaml);
     assert!(ok, "{stderr}");
     toml::from_str::<toml::Value>(&toml).unwrap_or_else(|e| panic!("{e}\n{toml}"));
+    assert_runs(&toml);
+    // Two zones in such a location: a chain, named after it, that run takes.
+    let chain = conf
+        .replace(
+            "limit_req zone=z1; }",
+            "limit_req zone=z1; limit_req zone=z2; }",
+        )
+        .replace(
+            " server {",
+            " limit_req_zone $binary_remote_addr zone=z2:1m rate=50r/s;\n server {",
+        );
+    let (ok, toml, stderr) = import_text("inj2.conf", &chain);
+    assert!(ok, "{stderr}");
+    assert!(toml.contains("[[chain]]"), "{toml}");
+    assert_runs(&toml);
+    // An empty stat_prefix, and a rate above what a Poisson source draws:
+    // the default name, and placeholder traffic at the most it may.
+    let fast = yaml
+        .replace("stat_prefix: \"x\\ny\"", "stat_prefix: \"\"")
+        .replace("max_tokens: 5", "max_tokens: 900000")
+        .replace("tokens_per_fill: 5", "tokens_per_fill: 900000");
+    let (ok, toml, stderr) = import_text("fast.yaml", &fast);
+    assert!(ok, "{stderr}");
+    assert!(toml.contains("name = 'local_rate_limit'"), "{toml}");
+    assert!(toml.contains("rate = \"1000000/1s\""), "{toml}");
+    assert_runs(&toml);
+}
+
+/// `ratesim validate` takes the imported scenario.
+fn assert_runs(toml: &str) {
+    let tmp = tempfile::tempdir().unwrap();
+    fs::write(tmp.path().join("i.toml"), toml).unwrap();
+    let o = ratesim()
+        .current_dir(tmp.path())
+        .args(["validate", "i.toml"])
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "{}\n{toml}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 }

@@ -186,9 +186,11 @@ pub fn import(file: &str, doc: &YamlNode, timer: bool, out: &mut Import) -> Resu
         out.log_format = formats.into_iter().next();
     }
     for cfg in found {
+        // An empty stat_prefix names no limiter: the default one does.
         let prefix = cfg
             .get("stat_prefix")
             .and_then(YamlNode::str)
+            .filter(|p| !p.trim().is_empty())
             .unwrap_or("local_rate_limit")
             .to_string();
         let mut notes = vec![format!(

@@ -184,6 +184,10 @@ fn toml_str(s: &str) -> String {
     }
 }
 
+/// The most requests a second a Poisson source may draw (README,
+/// "Parameters: accepted ranges").
+const MAX_POISSON_PER_S: u64 = 1_000_000;
+
 /// `s` as a TOML string, double-quoted where it can be (as a variable's
 /// name or a map's value always can), escaped as TOML escapes.
 fn quoted_str(s: &str) -> String {
@@ -258,6 +262,11 @@ fn unique(names: &mut Vec<String>, name: &str) -> String {
             }
         })
         .collect();
+    let clean = if clean.is_empty() {
+        "limiter".to_string()
+    } else {
+        clean
+    };
     let mut n = clean.clone();
     let mut i = 2;
     while names.contains(&n) {
@@ -371,7 +380,15 @@ fn render(
         for line in wrap(&why, 76) {
             let _ = writeln!(s, "# {line}");
         }
-        let mut name = g.name.clone();
+        // A name holds no comma, quote or line break (a location may).
+        let mut name: String = g
+            .name
+            .chars()
+            .map(|c| match c == ',' || c == '"' || c.is_control() {
+                true => '-',
+                false => c,
+            })
+            .collect();
         while names.contains(&name) {
             name.push_str(" (chain)");
         }
@@ -489,12 +506,21 @@ fn render(
             }
         }
         _ => {
+            // Twice the first limiter's policy, within the most a Poisson
+            // source may draw (10^6 a second).
+            let (limit, window) = (first.policy.0, &first.policy.1);
+            let too_fast = crate::clock::parse_duration(window).is_ok_and(|w| {
+                u128::from(limit) * 2 * 1_000_000_000
+                    > u128::from(MAX_POISSON_PER_S) * u128::from(w.0)
+            });
+            let rate = match too_fast {
+                true => format!("{MAX_POISSON_PER_S}/1s"),
+                false => format!("{}/{window}", limit * 2),
+            };
             let _ = writeln!(
                 s,
-                "\n# Placeholder traffic: replay your access log instead with\n#   ratesim import {} --trace LOG\n[[traffic]]\npattern = \"poisson\"\nclients = 3\nrate = \"{}/{}\"",
-                shown.join(" "),
-                first.policy.0 * 2,
-                first.policy.1
+                "\n# Placeholder traffic: replay your access log instead with\n#   ratesim import {} --trace LOG\n[[traffic]]\npattern = \"poisson\"\nclients = 3\nrate = \"{rate}\"",
+                one_line(&shown.join(" ")),
             );
         }
     }
