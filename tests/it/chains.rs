@@ -736,3 +736,47 @@ fn assert_runs(toml: &str) {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+// Regression: counts above ratesim's 10^12 were imported as they were, and
+// run refused the scenario; a policy window past 10^9 s likewise.
+#[test]
+fn counts_past_ratesims_range_are_refused_at_import_naming_the_line() {
+    let nginx = |rate: &str, burst: &str| {
+        format!("http {{\n limit_req_zone $binary_remote_addr zone=z:1m rate={rate};\n server {{\n  location / {{ limit_req zone=z burst={burst}; }}\n }}\n}}\n")
+    };
+    let yaml = |n: &str| {
+        format!("domain: api\ndescriptors:\n  - key: remote_address\n    rate_limit: {{ unit: second, requests_per_unit: {n} }}\n")
+    };
+    for (name, conf, says) in [
+        (
+            "a.conf",
+            nginx("1000000000001r/s", "5"),
+            "a.conf:2: rate=\"1000000000001r/s\" — at most 10^12",
+        ),
+        (
+            "b.conf",
+            nginx("5r/s", "1000000000001"),
+            "b.conf:4: burst=\"1000000000001\" — expected a whole number up to 10^12",
+        ),
+        (
+            "c.yaml",
+            yaml("1000000000001"),
+            "c.yaml:4: requests_per_unit: expected a whole number from 1 to 10^12",
+        ),
+    ] {
+        let (ok, toml, stderr) = import_text(name, &conf);
+        assert!(!ok && toml.is_empty(), "{name}: {toml}");
+        assert!(stderr.contains(says), "{name}: {stderr}");
+    }
+    // At the edge, 10^12, the scenario runs.
+    let (ok, toml, stderr) = import_text("d.yaml", &yaml("1000000000000"));
+    assert!(ok, "{stderr}");
+    assert_runs(&toml);
+    // An Envoy bucket refilling 2^32 tokens one a second: its policy is
+    // not 2^32 per 136 years (past 10^9 s) but one per second.
+    let envoy = "static_resources:\n  listeners:\n  - name: l\n    filter_chains:\n    - filters:\n      - name: envoy.filters.network.http_connection_manager\n        typed_config:\n          \"@type\": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager\n          http_filters:\n          - name: envoy.filters.http.local_ratelimit\n            typed_config:\n              \"@type\": type.googleapis.com/envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit\n              stat_prefix: slow\n              token_bucket:\n                max_tokens: 4294967296\n                tokens_per_fill: 1\n                fill_interval: 1s\n";
+    let (ok, toml, stderr) = import_text("e.yaml", envoy);
+    assert!(ok, "{stderr}");
+    assert!(toml.contains("limit = 1\nwindow = \"1s\""), "{toml}");
+    assert_runs(&toml);
+}

@@ -106,11 +106,13 @@ fn bucket(file: &str, b: &YamlNode) -> Result<(u64, u64, Nanos), InputError> {
             Some(v) => v
                 .str()
                 .and_then(|s| s.parse::<u64>().ok())
-                .filter(|&c| c > 0)
+                .filter(|&c| c > 0 && c <= crate::fields::MAX_COUNT)
                 .ok_or_else(|| {
                     at(
                         v,
-                        format!("token_bucket.{key}: expected a positive whole number"),
+                        format!(
+                            "token_bucket.{key}: expected a whole number from 1 to 10^12 (ratesim's counts)"
+                        ),
                     )
                 }),
         }
@@ -152,7 +154,11 @@ fn limiter(
     };
     // The policy: max_tokens per the time they take to refill, when whole.
     let window = interval.0 as u128 * max_tokens as u128;
-    let policy = if window % per_fill as u128 == 0 && window / (per_fill as u128) < 1 << 63 {
+    // (A window longer than ratesim's longest duration cannot be the
+    // policy's: the rate per fill interval is then.)
+    let policy = if window % per_fill as u128 == 0
+        && window / (per_fill as u128) <= u128::from(crate::clock::MAX_NANOS)
+    {
         (
             max_tokens,
             Nanos((window / per_fill as u128) as u64).to_string(),

@@ -410,6 +410,12 @@ fn parse_rate(r: &str) -> Result<(u64, &'static str), String> {
     if n == 0 {
         return Err(bad());
     }
+    if n > crate::fields::MAX_COUNT {
+        return Err(format!(
+            "rate={} — at most 10^12 requests per second or minute (ratesim's counts)",
+            quoted(r)
+        ));
+    }
     let unit = match unit {
         "s" => "1s",
         "m" => "1m",
@@ -458,12 +464,18 @@ fn walk(
         let (mut burst, mut nodelay, mut delay) = (0u64, false, 0u64);
         for a in &d.args {
             let num = |v: &str, what: &str| {
-                v.parse::<u64>().map_err(|_| {
-                    at(
-                        d.line,
-                        format!("{what}={} — expected a whole number", quoted(v)),
-                    )
-                })
+                v.parse::<u64>()
+                    .ok()
+                    .filter(|&n| n <= crate::fields::MAX_COUNT)
+                    .ok_or_else(|| {
+                        at(
+                            d.line,
+                            format!(
+                                "{what}={} — expected a whole number up to 10^12 (ratesim's counts)",
+                                quoted(v)
+                            ),
+                        )
+                    })
             };
             if let Some(z) = a.strip_prefix("zone=") {
                 zone_name = Some(z.to_string());

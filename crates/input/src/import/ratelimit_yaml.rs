@@ -124,11 +124,12 @@ fn walk(
                 let limit: u64 = n_node
                     .str()
                     .and_then(|s| s.parse().ok())
-                    .filter(|&n| n > 0)
+                    .filter(|&n| n > 0 && n <= crate::fields::MAX_COUNT)
                     .ok_or_else(|| {
                         at(
                             n_node,
-                            "requests_per_unit: expected a positive whole number".into(),
+                            "requests_per_unit: expected a whole number from 1 to 10^12 (ratesim's counts)"
+                                .into(),
                         )
                     })?;
                 let mut notes = vec![format!(
