@@ -347,6 +347,31 @@ fn huge_rate_is_rejected() {
     );
 }
 
+// Regression: a count past 10^12 was said to be too large for 10^12,
+// although the field's own limit is lower.
+#[test]
+fn too_many_instances_or_clients_name_the_fields_own_limit() {
+    let text = base_with_limiter_line("deployment = { instances = 1000000000001 }");
+    assert_bad_scenario(
+        &text,
+        &[],
+        &[
+            "limiter[0].deployment.instances",
+            "1000000000001",
+            "at most 10000",
+        ],
+    );
+    let text = base_replacing(
+        "rate = \"5/1s\"",
+        "rate = \"5/1s\"\nclients = 1000000000001",
+    );
+    assert_bad_scenario(
+        &text,
+        &[],
+        &["traffic[0].clients", "1000000000001", "at most 10000000\n"],
+    );
+}
+
 #[test]
 fn malformed_duration_is_rejected() {
     let text = base_replacing("duration = \"2s\"", "duration = \"10 parsecs\"");

@@ -143,6 +143,23 @@ impl<'a> Fields<'a> {
         }
     }
 
+    /// A whole number in `min..=max` (`max` at most `MAX_COUNT`), saying
+    /// `max` when it is larger.
+    pub fn opt_count_max(
+        &mut self,
+        key: &str,
+        min: u64,
+        max: u64,
+    ) -> Result<Option<u64>, InputError> {
+        if let Some(v @ Value::Integer(i)) = self.peek(key) {
+            if *i > max as i64 {
+                let _ = self.take(key);
+                return Err(self.error(key, v, format_args!("too large; at most {max}")));
+            }
+        }
+        self.opt_count(key, min)
+    }
+
     /// Any `u64` (seeds).
     pub fn opt_u64(&mut self, key: &str) -> Result<Option<u64>, InputError> {
         match self.take(key) {

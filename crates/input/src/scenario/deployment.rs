@@ -39,7 +39,7 @@ pub fn parse(
     defaults: &Defaults,
 ) -> Result<Deployment, InputError> {
     let mut d = Deployment::default();
-    if let Some(n) = f.opt_count("instances", 1)? {
+    if let Some(n) = f.opt_count_max("instances", 1, MAX_INSTANCES)? {
         if n > MAX_INSTANCES {
             return Err(InputError::new(format!(
                 "{}: {n} — at most {MAX_INSTANCES} instances",

@@ -9,7 +9,9 @@ use crate::fields::Fields;
 use crate::traffic::boundary::*;
 
 pub fn parse(f: &mut Fields, ctx: &mut ParseCtx) -> Result<Boundary, InputError> {
-    let count = f.opt_count("clients", 1)?.unwrap_or(1);
+    let count = f
+        .opt_count_max("clients", 1, super::MAX_CLIENTS)?
+        .unwrap_or(1);
     let burst = match f.opt_count("burst", 1)? {
         Some(b) => b,
         None => {

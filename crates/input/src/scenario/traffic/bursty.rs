@@ -11,7 +11,9 @@ use crate::traffic::bursty::*;
 use crate::traffic::poisson::MIN_MEAN_GAP_NS;
 
 pub fn parse(f: &mut Fields, ctx: &mut ParseCtx) -> Result<Bursty, InputError> {
-    let count = f.opt_count("clients", 1)?.unwrap_or(1);
+    let count = f
+        .opt_count_max("clients", 1, super::MAX_CLIENTS)?
+        .unwrap_or(1);
     let form = match f.opt_str("form")? {
         None | Some("on_off") => Form::OnOff {
             rate: opt_poisson_rate(f, "rate")?

@@ -9,7 +9,9 @@ use crate::scenario::backend::{service, service_text, SERVICES};
 use crate::traffic::closed::Closed;
 
 pub fn parse(f: &mut Fields, ctx: &mut ParseCtx) -> Result<Closed, InputError> {
-    let count = f.opt_count("clients", 1)?.unwrap_or(1);
+    let count = f
+        .opt_count_max("clients", 1, super::MAX_CLIENTS)?
+        .unwrap_or(1);
     let text = f.opt_str("think")?.ok_or_else(|| {
         f.missing(
             "think",

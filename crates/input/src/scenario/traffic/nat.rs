@@ -13,7 +13,7 @@ pub fn parse(f: &mut Fields, ctx: &mut ParseCtx) -> Result<Nat, InputError> {
         .opt_count("users", 1)?
         .ok_or_else(|| f.missing("users", "how many users, e.g. 1000"))?;
     let ips = f
-        .opt_count("ips", 1)?
+        .opt_count_max("ips", 1, super::MAX_CLIENTS)?
         .ok_or_else(|| f.missing("ips", "how many shared addresses, e.g. 20"))?;
     if ips > super::MAX_CLIENTS {
         return Err(InputError::new(format!(

@@ -32,7 +32,9 @@ pub(crate) fn opt_poisson_rate(f: &mut Fields, key: &str) -> Result<Option<Rate>
 }
 
 pub fn parse(f: &mut Fields, ctx: &mut ParseCtx) -> Result<Poisson, InputError> {
-    let count = f.opt_count("clients", 1)?.unwrap_or(1);
+    let count = f
+        .opt_count_max("clients", 1, super::MAX_CLIENTS)?
+        .unwrap_or(1);
     let rate = opt_poisson_rate(f, "rate")?
         .ok_or_else(|| f.missing("rate", "each client's mean rate, e.g. \"10/1s\""))?;
     let cost = cost_field(f)?;

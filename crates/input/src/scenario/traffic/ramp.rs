@@ -10,7 +10,9 @@ use crate::fields::Fields;
 use crate::traffic::ramp::*;
 
 pub fn parse(f: &mut Fields, ctx: &mut ParseCtx) -> Result<Ramp, InputError> {
-    let count = f.opt_count("clients", 1)?.unwrap_or(1);
+    let count = f
+        .opt_count_max("clients", 1, super::MAX_CLIENTS)?
+        .unwrap_or(1);
     let from = opt_steady_rate(f, "from")?
         .ok_or_else(|| f.missing("from", "each client's starting rate, e.g. \"1/1s\""))?;
     let to = opt_steady_rate(f, "to")?

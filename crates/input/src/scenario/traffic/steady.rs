@@ -46,7 +46,9 @@ pub(crate) fn phase_text(phase: Phase) -> String {
 }
 
 pub fn parse(f: &mut Fields, ctx: &mut ParseCtx) -> Result<Steady, InputError> {
-    let count = f.opt_count("clients", 1)?.unwrap_or(1);
+    let count = f
+        .opt_count_max("clients", 1, super::MAX_CLIENTS)?
+        .unwrap_or(1);
     let rate = opt_steady_rate(f, "rate")?
         .ok_or_else(|| f.missing("rate", "each client's rate, e.g. \"10/1s\""))?;
     let phase = parse_phase(f)?;
