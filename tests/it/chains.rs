@@ -780,3 +780,30 @@ fn counts_past_ratesims_range_are_refused_at_import_naming_the_line() {
     assert!(toml.contains("limit = 1\nwindow = \"1s\""), "{toml}");
     assert_runs(&toml);
 }
+
+// nginx takes `delay=` above `burst=` (none waits then, as with nodelay)
+// and refuses one zone asked twice in a block; import did the reverse.
+#[test]
+fn import_takes_what_nginx_takes_and_refuses_what_it_refuses() {
+    let conf = |lines: &str| {
+        format!("http {{\n limit_req_zone $binary_remote_addr zone=z:1m rate=5r/s;\n server {{\n  location / {{ {lines} }}\n }}\n}}\n")
+    };
+    let (ok, toml, stderr) = import_text("a.conf", &conf("limit_req zone=z burst=2 delay=3;"));
+    assert!(ok, "{stderr}");
+    assert!(toml.contains("queue = 2\ndelay = 2\n"), "{toml}");
+    assert!(
+        toml.contains("its delay= is above burst=, so nothing waits"),
+        "{toml}"
+    );
+    assert_runs(&toml);
+    let (ok, _, stderr) = import_text(
+        "b.conf",
+        &conf("limit_req zone=z; limit_req zone=z burst=5;"),
+    );
+    assert!(!ok);
+    assert!(
+        stderr.contains("b.conf:4: ")
+            && stderr.contains("zone z is asked twice here; nginx -t refuses it"),
+        "{stderr}"
+    );
+}

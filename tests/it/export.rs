@@ -252,8 +252,8 @@ fn what_nginx_cannot_run_exactly_is_refused_naming_why() {
 }
 
 // Regression: `queue = 0` with `delay = 3` was written `delay=3` without a
-// burst, which an import of it refuses (delay above burst); with no queue
-// nothing waits, so nginx is given no delay and the round trip holds.
+// burst, which import then refused; with no queue nothing waits, so nginx
+// is given no delay, and the round trip holds.
 #[test]
 fn a_delay_without_a_queue_is_left_out_of_the_export() {
     let tmp = tempfile::tempdir().unwrap();

@@ -142,7 +142,7 @@ pub fn config(s: &Scenario, names: &[String], key: Option<&str>) -> Result<Strin
                 let _ = write!(line, " burst={}", c.queue);
             }
             // With no queue nothing waits, whatever `delay` says: nginx
-            // is given none (an import of `delay=` above `burst=` is refused).
+            // is given none.
             if c.queue > 0 && c.delay >= c.queue {
                 line.push_str(" nodelay");
             } else if c.queue > 0 && c.delay > 0 {

@@ -459,6 +459,7 @@ fn walk(
         }
     }
     let first = out.limiters.len();
+    let mut seen_zones: Vec<String> = Vec::new();
     for d in dirs.iter().filter(|d| d.name == "limit_req") {
         let mut zone_name = None;
         let (mut burst, mut nodelay, mut delay) = (0u64, false, 0u64);
@@ -494,6 +495,17 @@ fn walk(
         }
         let zone_name = zone_name
             .ok_or_else(|| at(d.line, format!("{} has no zone=NAME", quoted(&text(d)))))?;
+        // As nginx: one zone once per block.
+        if seen_zones.contains(&zone_name) {
+            return Err(at(
+                d.line,
+                format!(
+                    "{} — zone {zone_name} is asked twice here; nginx -t refuses it (\"limit_req\" directive is duplicate)",
+                    quoted(&text(d))
+                ),
+            ));
+        }
+        seen_zones.push(zone_name.clone());
         let (_, z) = zones.iter().find(|(n, _)| *n == zone_name).ok_or_else(|| {
             at(
                 d.line,
@@ -503,13 +515,10 @@ fn walk(
                 ),
             )
         })?;
-        if delay > burst {
-            return Err(at(
-                d.line,
-                format!("limit_req: delay={delay} is more than burst={burst}"),
-            ));
-        }
-        let delay = if nodelay { burst } else { delay };
+        // nginx takes a delay above the burst: a passing request's excess
+        // is at most the burst, so none waits, as with nodelay.
+        let above = !nodelay && delay > burst;
+        let delay = if nodelay || above { burst } else { delay };
         let mut notes = vec![format!(
             "zone {zone_name} ({file}:{}): {}",
             z.line,
@@ -520,7 +529,13 @@ fn walk(
             here.where_,
             z.rate.0,
             z.rate.1,
-            if nodelay { " (nodelay)" } else { "" }
+            if nodelay {
+                " (nodelay)".to_string()
+            } else if above {
+                " (its delay= is above burst=, so nothing waits: as nodelay)".to_string()
+            } else {
+                String::new()
+            }
         ));
         if here.dry_run {
             notes.push("limit_req_dry_run on: nginx only logs these decisions (REJECTED_DRY_RUN); ratesim shows the same decisions".into());
