@@ -67,6 +67,9 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             if let Some(warning) = estimate.state_warning() {
                 writeln!(out, "warning: {warning}")?;
             }
+            for warning in idle_locations(&s) {
+                writeln!(out, "warning: {warning}")?;
+            }
             Ok(())
         }
         Command::List => list(),
@@ -138,6 +141,31 @@ fn load_file(arg: &str, sets: &[Override]) -> Result<(ScenarioFile, Scenario), I
     Ok((file, scenario))
 }
 
+/// The access-log sources of `s` whose `location` none of the log's lines
+/// are in: a location idle that day, whose limiters see no request (said,
+/// since a location mistyped looks the same).
+fn idle_locations(s: &Scenario) -> Vec<String> {
+    s.traffic
+        .iter()
+        .filter_map(|t| {
+            let crate::traffic::Pattern::Trace(trace) = &t.pattern else {
+                return None;
+            };
+            let log = crate::accesslog::AccessLog::of(trace.as_ref())?;
+            let location = log.options.location.as_ref()?;
+            (log.rows() == 0).then(|| {
+                format!(
+                    "traffic {}: no line of {} is inside location {} ({} are outside it): its limiters see no request",
+                    crate::error::quoted(&t.name),
+                    crate::error::quoted(&log.shown),
+                    crate::error::quoted(&location.shown()),
+                    log.counts().filtered
+                )
+            })
+        })
+        .collect()
+}
+
 /// `--force` of `run`, `sweep` and `sweep merge`, kept so older scripts
 /// parse: it replaces nothing, and says so on stderr once the command has
 /// succeeded (unless `--quiet`; an error is the first thing said).
@@ -205,6 +233,9 @@ fn run_command(args: RunArgs) -> anyhow::Result<()> {
         // A run about to be refused says why in its error, not twice.
         let refused = !options.no_budget && estimate.refusal().is_some();
         if let Some(warning) = estimate.state_warning().filter(|_| !refused) {
+            let _ = writeln!(io::stderr(), "warning: {warning}");
+        }
+        for warning in idle_locations(&scenario) {
             let _ = writeln!(io::stderr(), "warning: {warning}");
         }
     }

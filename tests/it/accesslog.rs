@@ -1083,3 +1083,65 @@ fn a_zone_keyed_by_server_name_is_one_key_for_the_server_block() {
         "{toml}"
     );
 }
+
+// Regression: a location the log has no line of (idle that day) made
+// `run` refuse the scenario `import` wrote for the config, against
+// "import never writes a scenario that run refuses" (DESIGN §8). It now
+// replays no request, and validate and run say so.
+#[test]
+fn an_idle_location_replays_nothing_and_is_said() {
+    let tmp = tempfile::tempdir().unwrap();
+    fs::write(
+        tmp.path().join("n.conf"),
+        "http {\n    log_format main '$msec $request_time $status $remote_addr \"$request\"';\n    limit_req_zone $binary_remote_addr zone=z1:10m rate=5r/s;\n    server { access_log /x main;\n        location /api/ { limit_req zone=z1; }\n        location /admin/ { limit_req zone=z1; } } }\n",
+    )
+    .unwrap();
+    fs::write(
+        tmp.path().join("a.log"),
+        "1796083200.100 0.000 200 10.0.0.1 \"GET /api/a HTTP/1.1\"\n1796083200.200 0.000 200 10.0.0.1 \"GET /api/b HTTP/1.1\"\n",
+    )
+    .unwrap();
+    let o = ratesim()
+        .current_dir(tmp.path())
+        .args(["import", "n.conf", "--trace", "a.log"])
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    fs::write(tmp.path().join("s.toml"), &o.stdout).unwrap();
+    let said = "warning: traffic \"admin\": no line of \"a.log\" is inside location \"/admin/\" (2 are outside it): its limiters see no request";
+    let v = ratesim()
+        .current_dir(tmp.path())
+        .args(["validate", "s.toml"])
+        .output()
+        .unwrap();
+    assert!(v.status.success());
+    assert!(String::from_utf8_lossy(&v.stdout).contains(said));
+    let r = ratesim()
+        .current_dir(tmp.path())
+        .args(["run", "s.toml", "--no-plots", "--out", "o"])
+        .output()
+        .unwrap();
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    assert!(String::from_utf8_lossy(&r.stderr).contains(said));
+    let summary = read_text(&tmp.path().join("o/summary.csv"));
+    let admin = summary
+        .lines()
+        .find(|l| l.starts_with("admin-z1,"))
+        .expect("the idle location's limiter");
+    assert!(
+        admin.starts_with("admin-z1,leaky_bucket,0,0,0,0,0,"),
+        "{admin}"
+    );
+    // Every line outside (a location of no line at all): still an error.
+    fs::write(
+        tmp.path().join("a.log"),
+        "1796083200.100 0.000 200 10.0.0.1 \"GET /x HTTP/1.1\"\n",
+    )
+    .unwrap();
+    assert_input_error(
+        ratesim()
+            .current_dir(tmp.path())
+            .args(["validate", "s.toml"]),
+        &["traffic[0].path: \"a.log\" has no line inside location \"/api/\", nor inside any other location of the scenario"],
+    );
+}

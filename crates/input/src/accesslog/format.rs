@@ -146,7 +146,7 @@ impl Location {
         }
     }
 
-    pub(super) fn shown(&self) -> String {
+    pub fn shown(&self) -> String {
         match self {
             Location::Exact(p) => format!("= {p}"),
             Location::Prefix(p) => p.clone(),

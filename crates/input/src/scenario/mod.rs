@@ -209,6 +209,7 @@ impl Load for Scenario {
             });
         }
         check_source_names(&traffic)?;
+        check_some_location_replays(&traffic)?;
 
         for (spec, (path, wanted)) in limiters.iter_mut().zip(wanted_traffic) {
             spec.traffic = match wanted {
@@ -288,6 +289,35 @@ impl Load for Scenario {
             inputs,
             partition: None,
         })
+    }
+}
+
+/// A location of an access log none of whose lines is in it is idle, and
+/// replays nothing (docs/semantics.md §8) — but not every one: when the
+/// scenario's access-log sources by location replay nothing at all, the
+/// first is an input error.
+fn check_some_location_replays(traffic: &[Source]) -> Result<(), InputError> {
+    let located: Vec<(usize, &crate::accesslog::AccessLog)> = traffic
+        .iter()
+        .enumerate()
+        .filter_map(|(i, t)| match &t.pattern {
+            Pattern::Trace(trace) => crate::accesslog::AccessLog::of(trace.as_ref())
+                .filter(|l| l.options.location.is_some())
+                .map(|l| (i, l)),
+            _ => None,
+        })
+        .collect();
+    match located.first() {
+        Some(&(i, log)) if located.iter().all(|(_, l)| l.rows() == 0) => {
+            Err(InputError::new(format!(
+                "traffic[{i}].path: {} has no line inside location {}, nor inside any other location of the scenario",
+                crate::error::quoted(&log.shown),
+                crate::error::quoted(
+                    &log.options.location.as_ref().map(|l| l.shown()).unwrap_or_default()
+                )
+            )))
+        }
+        _ => Ok(()),
     }
 }
 
