@@ -40,12 +40,6 @@ pub fn parse(
 ) -> Result<Deployment, InputError> {
     let mut d = Deployment::default();
     if let Some(n) = f.opt_count_max("instances", 1, MAX_INSTANCES)? {
-        if n > MAX_INSTANCES {
-            return Err(InputError::new(format!(
-                "{}: {n} — at most {MAX_INSTANCES} instances",
-                f.at("instances")
-            )));
-        }
         d.instances = n as u32;
     }
     d.routing = match f.opt_str("routing")? {

@@ -15,13 +15,6 @@ pub fn parse(f: &mut Fields, ctx: &mut ParseCtx) -> Result<Nat, InputError> {
     let ips = f
         .opt_count_max("ips", 1, super::MAX_CLIENTS)?
         .ok_or_else(|| f.missing("ips", "how many shared addresses, e.g. 20"))?;
-    if ips > super::MAX_CLIENTS {
-        return Err(InputError::new(format!(
-            "{}: {ips} — at most {} addresses",
-            f.at("ips"),
-            super::MAX_CLIENTS
-        )));
-    }
     let rate = opt_poisson_rate(f, "rate")?
         .ok_or_else(|| f.missing("rate", "each user's mean rate, e.g. \"1/1s\""))?;
     let heavy_share = f.opt_decimal("heavy_share")?.unwrap_or((0, 1));
