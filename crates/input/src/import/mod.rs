@@ -184,10 +184,6 @@ fn toml_str(s: &str) -> String {
     }
 }
 
-/// The most requests a second a Poisson source may draw (README,
-/// "Parameters: accepted ranges").
-const MAX_POISSON_PER_S: u64 = 1_000_000;
-
 /// `s` as a TOML string, double-quoted where it can be (as a variable's
 /// name or a map's value always can), escaped as TOML escapes.
 fn quoted_str(s: &str) -> String {
@@ -507,14 +503,14 @@ fn render(
         }
         _ => {
             // Twice the first limiter's policy, within the most a Poisson
-            // source may draw (10^6 a second).
+            // source may draw: a mean gap of at least MIN_MEAN_GAP_NS, as
+            // its rate is checked.
+            use crate::traffic::poisson::{MAX_POISSON_RATE, MIN_MEAN_GAP_NS};
             let (limit, window) = (first.policy.0, &first.policy.1);
-            let too_fast = crate::clock::parse_duration(window).is_ok_and(|w| {
-                u128::from(limit) * 2 * 1_000_000_000
-                    > u128::from(MAX_POISSON_PER_S) * u128::from(w.0)
-            });
+            let too_fast = crate::clock::parse_duration(window)
+                .is_ok_and(|w| u128::from(w.0) < MIN_MEAN_GAP_NS * u128::from(limit) * 2);
             let rate = match too_fast {
-                true => format!("{MAX_POISSON_PER_S}/1s"),
+                true => MAX_POISSON_RATE.to_string(),
                 false => format!("{}/{window}", limit * 2),
             };
             let _ = writeln!(
