@@ -263,15 +263,16 @@ fn check_not_over_inputs(target: &Path, inputs: &[PathBuf]) -> Result<(), String
     Ok(())
 }
 
-/// Removes a replaced run directory: the files ratesim writes, then the
-/// directory if that left it empty. Anything else is kept, and the
-/// directory with it, named in the error.
+/// Removes a replaced run directory (or a staging directory left behind):
+/// the files ratesim writes, and the decision log's parts of a run cut
+/// short, then the directory if that left it empty. Anything else is
+/// kept, and the directory with it, named in the error.
 fn remove_own(dir: &Path) -> anyhow::Result<()> {
     let entries = fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))?;
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
         let is_file = entry.file_type().map(|t| t.is_file()).unwrap_or(false);
-        if is_file && is_own_file(&name) {
+        if is_file && (is_own_file(&name) || is_decision_part(&name)) {
             fs::remove_file(entry.path())
                 .with_context(|| format!("cannot remove {}", entry.path().display()))?;
         }
@@ -305,23 +306,12 @@ fn is_ours(dir: &Path) -> bool {
     is_dir && (marked || is_empty_dir(dir))
 }
 
-/// Removes `dir` if [`is_ours`]: the files ratesim writes there (a run's,
-/// and the decision log's parts of a run cut short), then the directory
-/// once empty. Anything else is kept, and the directory with it.
+/// Removes `dir` as [`remove_own`] does, if [`is_ours`].
 fn remove_ours(dir: &Path) {
-    if !is_ours(dir) {
-        return;
+    if is_ours(dir) {
+        // Best effort: what stays is taken by a later run.
+        let _ = remove_own(dir);
     }
-    if let Ok(entries) = fs::read_dir(dir) {
-        for entry in entries.flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let is_file = entry.file_type().is_ok_and(|t| t.is_file());
-            if is_file && (is_own_file(&name) || is_decision_part(&name)) {
-                let _ = fs::remove_file(entry.path());
-            }
-        }
-    }
-    let _ = fs::remove_dir(dir);
 }
 
 /// `decisions.partN.csv`: a limiter's decision log while a run writes it
