@@ -148,10 +148,7 @@ fn idle_locations(s: &Scenario) -> Vec<String> {
     s.traffic
         .iter()
         .filter_map(|t| {
-            let crate::traffic::Pattern::Trace(trace) = &t.pattern else {
-                return None;
-            };
-            let log = crate::accesslog::AccessLog::of(trace.as_ref())?;
+            let log = crate::accesslog::AccessLog::of_pattern(&t.pattern)?;
             let location = log.options.location.as_ref()?;
             (log.rows() == 0).then(|| {
                 format!(

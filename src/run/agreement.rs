@@ -32,7 +32,6 @@ pub use crate::report::agreement::agrees;
 use crate::rundir::partition::AgreementPart;
 use crate::scenario::{KeyBy, Scenario};
 use crate::traffic::retry::Retry;
-use crate::traffic::Pattern;
 
 use crate::rundir::{
     AGREEMENT_COLUMNS, AGREEMENT_CSV as FILE, DISAGREEMENTS_COLUMNS,
@@ -107,10 +106,7 @@ pub(crate) fn logs_of(scenario: &Scenario, index: usize) -> Option<Vec<(usize, &
         .iter()
         .map(|&source| {
             let src = &scenario.traffic[source];
-            let Pattern::Trace(t) = &src.pattern else {
-                return None;
-            };
-            let log = AccessLog::of(&**t)?;
+            let log = AccessLog::of_pattern(&src.pattern)?;
             let same = implementations
                 .iter()
                 .all(|&i| same_gateway(i, &log.format));

@@ -393,6 +393,15 @@ impl AccessLog {
         trace.as_any().downcast_ref()
     }
 
+    /// The access log a `[[traffic]]`'s pattern replays, if it is a trace
+    /// of one.
+    pub fn of_pattern(pattern: &crate::traffic::Pattern) -> Option<&AccessLog> {
+        match pattern {
+            crate::traffic::Pattern::Trace(t) => AccessLog::of(t.as_ref()),
+            _ => None,
+        }
+    }
+
     /// How it splits into sources by `source`, if it does.
     pub fn split(&self) -> Option<&Split> {
         self.recording.split.as_ref()

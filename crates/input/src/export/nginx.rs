@@ -25,7 +25,6 @@ use crate::accesslog::{AccessLog, Format};
 use crate::error::{quoted, InputError};
 use crate::limiter::{leaky_bucket, Algorithm};
 use crate::scenario::{KeyBy, Scenario};
-use crate::traffic::Pattern;
 
 /// nginx's zone size in the export: 10m holds about 160 000 keys.
 const ZONE_SIZE: &str = "10m";
@@ -178,10 +177,7 @@ fn nginx_rate(c: &leaky_bucket::Config) -> Option<(u128, &'static str)> {
 pub(super) fn logged_key(s: &Scenario, m: usize, by: KeyBy) -> Option<String> {
     let mut found: Option<String> = None;
     for &i in &s.limiters[m].traffic {
-        let Pattern::Trace(t) = &s.traffic[i].pattern else {
-            return None;
-        };
-        let log = AccessLog::of(&**t)?;
+        let log = AccessLog::of_pattern(&s.traffic[i].pattern)?;
         // Lines picked by a map's value: the key is the map's result, which
         // the export cannot write back.
         if log.options.select.is_some() {

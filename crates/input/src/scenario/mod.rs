@@ -300,11 +300,10 @@ fn check_some_location_replays(traffic: &[Source]) -> Result<(), InputError> {
     let located: Vec<(usize, &crate::accesslog::AccessLog)> = traffic
         .iter()
         .enumerate()
-        .filter_map(|(i, t)| match &t.pattern {
-            Pattern::Trace(trace) => crate::accesslog::AccessLog::of(trace.as_ref())
+        .filter_map(|(i, t)| {
+            crate::accesslog::AccessLog::of_pattern(&t.pattern)
                 .filter(|l| l.options.location.is_some())
-                .map(|l| (i, l)),
-            _ => None,
+                .map(|l| (i, l))
         })
         .collect();
     match located.first() {
