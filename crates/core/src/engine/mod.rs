@@ -1204,31 +1204,29 @@ impl<'a, 's> Run<'a, 's> {
             a.cost,
             decision,
         );
-        let headers = self.headers.take();
-        if let Some(h) = headers {
+        // When the client hears the decision: `latency` after the attempt
+        // (a shared store's round trip), then a shaper's delay. Saturating:
+        // a delay may reach past the clock's end.
+        let heard_at = || {
             let delay = match decision {
                 Decision::Delayed { delay } => delay,
                 _ => Nanos::ZERO,
             };
-            // Saturating: a delay may reach past the clock's end.
-            let heard = a.time.0.saturating_add(latency.0).saturating_add(delay.0);
-            self.read_headers(&job, Nanos(heard), h);
+            Nanos(a.time.0.saturating_add(latency.0).saturating_add(delay.0))
+        };
+        let headers = self.headers.take();
+        if let Some(h) = headers {
+            self.read_headers(&job, heard_at(), h);
         }
         let closed = self.closed_of(job.source);
         if self.backend.is_none() && decision.passes() && closed.is_some() {
-            // No backend: a closed-loop client's response is its pass, which
-            // it hears when the gateway can answer it — a shared store's
-            // round trip after the attempt (`latency`; the pass itself is at
-            // the store's moment, half-way), then a shaper's delay — as it
-            // hears a rejection a round trip after (docs/semantics.md §10).
-            let delay = match decision {
-                Decision::Delayed { delay } => delay,
-                _ => Nanos::ZERO,
-            };
-            let pass_heard = Nanos(a.time.0.saturating_add(latency.0).saturating_add(delay.0));
+            // No backend: a closed-loop client's response is its pass, heard
+            // when the gateway can answer it — as a rejection is, a round
+            // trip after the attempt (the pass itself is at the store's
+            // moment, half-way; docs/semantics.md §10) — or at its timeout.
             let heard = match closed.and_then(|c| c.timeout) {
-                Some(t) => pass_heard.min(Nanos(a.time.0.saturating_add(t.0))),
-                None => pass_heard,
+                Some(t) => heard_at().min(Nanos(a.time.0.saturating_add(t.0))),
+                None => heard_at(),
             };
             self.answered(&job, heard);
         }
