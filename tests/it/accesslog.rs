@@ -279,8 +279,9 @@ fn a_line_older_than_the_reorder_window_is_a_bad_line() {
     assert!(summary.contains("\"lines_reordered\": 1"), "{summary}");
     let md = read_text(&out.join("summary.md"));
     assert!(md.contains("re-ordered within 2m (1 line moved)"), "{md}");
-    // A window of zero is refused like any zero duration (DESIGN §3),
-    // naming the field and the value; "1ns" is the strictest accepted.
+    // A window of zero is refused like any zero duration (README,
+    // "Parameters: accepted ranges"), naming the field and the value;
+    // "1ns" is the strictest accepted.
     let toml = scenario_with(tmp.path(), &format!("{fmt}reorder = \"0s\"\n"));
     assert_input_error(
         ratesim().args(["validate", toml.to_str().unwrap()]),
@@ -1086,7 +1087,7 @@ fn a_zone_keyed_by_server_name_is_one_key_for_the_server_block() {
 
 // Regression: a location the log has no line of (idle that day) made
 // `run` refuse the scenario `import` wrote for the config, against
-// "import never writes a scenario that run refuses" (DESIGN §8). It now
+// "it never writes a scenario run refuses" (docs/semantics.md §8). It now
 // replays no request, and validate and run say so.
 #[test]
 fn an_idle_location_replays_nothing_and_is_said() {

@@ -489,7 +489,8 @@ fn diff_names_the_limiters_one_run_has_and_refuses_what_is_not_a_run() {
     }
 }
 
-// DESIGN §14: the report holds the tables the run has, chains among them.
+// docs/semantics.md §3: report.html holds every table of the directory,
+// chains among them.
 #[test]
 fn a_run_with_chains_reports_each_chain_and_its_members_as_summary_csv_counts_them() {
     let tmp = tempfile::tempdir().unwrap();

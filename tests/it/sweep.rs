@@ -1518,8 +1518,8 @@ fn a_limiter_no_axis_changes_is_recommended_nothing() {
 
 // Regression: with the objective on one limiter's axis, the other
 // limiter's recommendation showed that axis as its own objective and in
-// its neighbours' lines (DESIGN §9: a limiter's recommendation names only
-// the axes that can change it).
+// its neighbours' lines (docs/semantics.md §7: a limiter's recommendation
+// names only the axes that can change it).
 #[test]
 fn an_objective_on_another_limiters_axis_is_left_out_of_a_limiters_choice() {
     let tmp = tempfile::tempdir().unwrap();
