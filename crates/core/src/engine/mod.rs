@@ -21,7 +21,7 @@ mod queue;
 mod shared_store;
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::{BinaryHeap, HashMap, VecDeque};
 
 use crate::backend::{Backend, BackendStats, Draw as _, Served};
 use crate::clock::{Nanos, NANOS_PER_SEC};
@@ -124,6 +124,9 @@ enum Event {
     Failed { job: Job, key: u32, instance: u32 },
     /// A read-then-write's write reaches the store.
     Write { key: u32, ticket: u32 },
+    /// A client's hold may have ended: it sends the first of the requests
+    /// it holds (see [`Run::release`]).
+    Release { client: u32 },
 }
 
 /// Arrivals generated at a time, shared by every limiter's run.
@@ -380,6 +383,10 @@ struct Run<'a, 's> {
     /// Per client whose source reads the RateLimit fields
     /// (`ratelimit_headers`): the moment its requests are held until (ns).
     held_until: Vec<u64>,
+    /// Per client that holds requests, those requests in the order it
+    /// sends them; a client is here exactly while an
+    /// [`Event::Release`] of it is queued.
+    held: HashMap<u32, VecDeque<Job>>,
     /// Per instance, per key: rejected locally until this time (ns).
     cache: Vec<Vec<Cached>>,
     /// Per instance (when there are several): the instance's own dense ids
@@ -499,6 +506,7 @@ impl<'a, 's> Run<'a, 's> {
             headers: None,
             header_q: spec.header_policy(&scenario.defaults).0,
             held_until: Vec::new(),
+            held: HashMap::new(),
             cache: vec![Vec::new(); spec.deployment.instances as usize],
             local_ids: vec![HashMap::new(); spec.deployment.instances as usize],
             routed: 0,
@@ -1040,18 +1048,26 @@ impl<'a, 's> Run<'a, 's> {
                 self.write(now, key, ticket);
                 Ok(())
             }
+            Event::Release { client } => self.release(now, client),
         }
     }
 
-    /// An attempt reaches an instance — unless its client holds it.
+    /// An attempt reaches an instance — unless its client holds it, or
+    /// still holds requests sent before it.
     fn arrive(&mut self, now: Nanos, job: Job) -> anyhow::Result<()> {
-        let a = job.arrival;
-        let held = self.held_until.get(a.client as usize).copied();
-        if let Some(until) = held.filter(|&u| u > now.0) {
-            if self.retries[job.source as usize].policy.reads_headers() {
-                return self.hold(job, Nanos(until));
+        let client = job.arrival.client;
+        if self.retries[job.source as usize].policy.reads_headers() {
+            let until = self.held_until.get(client as usize).copied().unwrap_or(0);
+            if until > now.0 || self.held.contains_key(&client) {
+                return self.hold(job, Nanos(until.max(now.0)));
             }
         }
+        self.deliver(now, job)
+    }
+
+    /// An attempt that its client sends reaches an instance.
+    fn deliver(&mut self, now: Nanos, job: Job) -> anyhow::Result<()> {
+        let a = job.arrival;
         if self.chain.is_some() {
             let instance = self.route(&job);
             let lane = self.chain.as_deref_mut().expect("a chain's run");
@@ -1092,26 +1108,74 @@ impl<'a, 's> Run<'a, 's> {
     }
 
     /// A client that read `r = 0` (or `r ≤ F × q`) sends `job` when its
-    /// hold ends, after the requests it held before (docs/semantics.md
-    /// §11). One held past the end of the run is never sent: a retry's
-    /// request is `pending_at_end`, as any retry due then; a first attempt
-    /// is no request at all, as one generated after the end (so
-    /// `logical_requests = passed + gave_up + pending_at_end` holds).
+    /// hold ends (at `until` or later), after the requests it held before
+    /// (docs/semantics.md §11). One held past the end of the run is never
+    /// sent: a retry's request is `pending_at_end`, as any retry due then;
+    /// a first attempt is no request at all, as one generated after the
+    /// end (so `logical_requests = passed + gave_up + pending_at_end`
+    /// holds).
+    ///
+    /// A client's held requests wait in its own queue behind one release
+    /// event, so a backlog that outlasts many holds costs one event per
+    /// hold and one per request sent, not one per request per hold.
     fn hold(&mut self, job: Job, until: Nanos) -> anyhow::Result<()> {
-        if until > self.scenario.duration {
-            if job.attempt > 1 {
-                self.recorder.pending_at_end();
-            }
+        let client = job.arrival.client;
+        if let Some(queue) = self.held.get_mut(&client) {
+            queue.push_back(job);
             return Ok(());
         }
-        let next = Job {
-            arrival: Arrival {
-                time: until,
-                ..job.arrival
-            },
-            ..job
-        };
-        self.schedule(until, Event::Arrive(next));
+        if until > self.scenario.duration {
+            self.never_sent(job);
+            return Ok(());
+        }
+        self.held.insert(client, VecDeque::from([job]));
+        self.schedule(until, Event::Release { client });
+        Ok(())
+    }
+
+    /// A held request that the run ends before its client sends.
+    fn never_sent(&mut self, job: Job) {
+        if job.attempt > 1 {
+            self.recorder.pending_at_end();
+        }
+    }
+
+    /// `client`'s hold may have ended at `now`: if it has, the client sends
+    /// the first request it holds (the next goes out right after it, as
+    /// the answer to this one allows); if not, it waits until the hold's
+    /// end, or for ever when that is after the run.
+    fn release(&mut self, now: Nanos, client: u32) -> anyhow::Result<()> {
+        let until = self.held_until.get(client as usize).copied().unwrap_or(0);
+        if until <= now.0 {
+            let queue = self
+                .held
+                .get_mut(&client)
+                .expect("a released client holds requests");
+            let job = queue.pop_front().expect("a held queue is never empty");
+            if queue.is_empty() {
+                self.held.remove(&client);
+            }
+            let next = Job {
+                arrival: Arrival {
+                    time: now,
+                    ..job.arrival
+                },
+                ..job
+            };
+            self.deliver(now, next)?;
+            if !self.held.contains_key(&client) {
+                return Ok(());
+            }
+        }
+        let until = self.held_until.get(client as usize).copied().unwrap_or(0);
+        let until = Nanos(until.max(now.0));
+        if until > self.scenario.duration {
+            for job in self.held.remove(&client).unwrap_or_default() {
+                self.never_sent(job);
+            }
+        } else {
+            self.schedule(until, Event::Release { client });
+        }
         Ok(())
     }
 
