@@ -732,6 +732,30 @@ mod tests {
     }
 
     #[test]
+    fn a_client_that_reads_the_fields_may_hold_every_request() {
+        let plain = format!(
+            "{HEAD}[[limiter]]\nalgorithm = \"token_bucket\"\n\
+             [[traffic]]\npattern = \"poisson\"\nclients = 1000\nrate = \"1/1s\"\n"
+        );
+        let reading = format!("{plain}retry = {{ policy = \"ratelimit_headers\" }}\n");
+        let (plain, reading) = (
+            Estimate::of(&scenario(&plain)),
+            Estimate::of(&scenario(&reading)),
+        );
+        // Its 10^4 requests, 8 bytes each, besides a retry waiting per
+        // client (the policy retries a rejection).
+        let retries = 1000 * memory::WAITING_RETRY;
+        assert_eq!(
+            reading.memory.entries,
+            plain.memory.entries + retries + 10_000 * 8
+        );
+        assert_eq!(
+            reading.memory.largest_entries,
+            (retries, 0, memory::RETRIES)
+        );
+    }
+
+    #[test]
     fn instances_shadows_and_many_keys_multiply_the_tables() {
         // Four local instances each keep every key; a limiter keyed by ip
         // keeps a per-client shadow besides its keys.

@@ -17,11 +17,12 @@
 //! | `shared_store.rs` | a deployment's protocol: routing, a shared store's round trips, faults and the over-limit cache |
 
 mod arrivals;
+mod held;
 mod queue;
 mod shared_store;
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{BinaryHeap, HashMap};
 
 use crate::backend::{Backend, BackendStats, Draw as _, Served};
 use crate::clock::{Nanos, NANOS_PER_SEC};
@@ -386,7 +387,7 @@ struct Run<'a, 's> {
     /// Per client that holds requests, those requests in the order it
     /// sends them; a client is here exactly while an
     /// [`Event::Release`] of it is queued.
-    held: HashMap<u32, VecDeque<Job>>,
+    held: HashMap<u32, held::Held>,
     /// Per instance, per key: rejected locally until this time (ns).
     cache: Vec<Vec<Cached>>,
     /// Per instance (when there are several): the instance's own dense ids
@@ -1121,14 +1122,16 @@ impl<'a, 's> Run<'a, 's> {
     fn hold(&mut self, job: Job, until: Nanos) -> anyhow::Result<()> {
         let client = job.arrival.client;
         if let Some(queue) = self.held.get_mut(&client) {
-            queue.push_back(job);
+            queue.push(&job);
             return Ok(());
         }
         if until > self.scenario.duration {
             self.never_sent(job);
             return Ok(());
         }
-        self.held.insert(client, VecDeque::from([job]));
+        let mut queue = held::Held::new(client);
+        queue.push(&job);
+        self.held.insert(client, queue);
         self.schedule(until, Event::Release { client });
         Ok(())
     }
@@ -1151,18 +1154,11 @@ impl<'a, 's> Run<'a, 's> {
                 .held
                 .get_mut(&client)
                 .expect("a released client holds requests");
-            let job = queue.pop_front().expect("a held queue is never empty");
+            let job = queue.pop(now).expect("a held queue is never empty");
             if queue.is_empty() {
                 self.held.remove(&client);
             }
-            let next = Job {
-                arrival: Arrival {
-                    time: now,
-                    ..job.arrival
-                },
-                ..job
-            };
-            self.deliver(now, next)?;
+            self.deliver(now, job)?;
             if !self.held.contains_key(&client) {
                 return Ok(());
             }
@@ -1170,8 +1166,8 @@ impl<'a, 's> Run<'a, 's> {
         let until = self.held_until.get(client as usize).copied().unwrap_or(0);
         let until = Nanos(until.max(now.0));
         if until > self.scenario.duration {
-            for job in self.held.remove(&client).unwrap_or_default() {
-                self.never_sent(job);
+            if let Some(queue) = self.held.remove(&client) {
+                queue.drain(now).for_each(|job| self.never_sent(job));
             }
         } else {
             self.schedule(until, Event::Release { client });
