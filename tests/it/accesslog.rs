@@ -817,6 +817,50 @@ fn without_limit_req_status_in_the_log_the_configured_status_is_the_rejection() 
 }
 
 #[test]
+fn a_log_not_in_the_format_is_an_import_error_not_a_run_error() {
+    // docs/semantics.md §8: import never writes a scenario run refuses. A
+    // log in nginx's combined format, under a config whose access_log
+    // writes another: the first line that is not blank (2) cannot be read.
+    let tmp = tempfile::tempdir().unwrap();
+    fs::write(
+        tmp.path().join("nginx.conf"),
+        "http {\n  log_format main '$msec $remote_addr $status $request_time';\n  \
+         limit_req_zone $remote_addr zone=one:10m rate=5r/s;\n  \
+         server {\n    access_log logs/access.log main;\n    \
+         location / { limit_req zone=one burst=10; }\n  }\n}\n",
+    )
+    .unwrap();
+    let line = "127.0.0.1 - - [01/Dec/2025:00:00:00 +0000] \"GET / HTTP/1.1\" 200 5 \"-\" \"curl\"";
+    fs::write(tmp.path().join("access.log"), format!("\n{line}\n")).unwrap();
+    let import_here = |extra: &[&str]| {
+        let mut cmd = ratesim();
+        cmd.current_dir(tmp.path())
+            .args(["import", "nginx.conf", "--trace", "access.log"])
+            .args(extra);
+        cmd
+    };
+    assert_input_error(
+        &mut import_here(&[]),
+        &[
+            "--trace \"access.log\" line 2: $msec \"127.0.0.1\" is not a non-negative decimal",
+            line,
+            "(log_format main, the configuration's access_log)",
+            "--log-format",
+        ],
+    );
+    // In its own format it imports, and the scenario written there runs.
+    let o = import_here(&["--log-format", "combined"]).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    fs::write(tmp.path().join("replay.toml"), &o.stdout).unwrap();
+    ratesim()
+        .current_dir(tmp.path())
+        .args(["run", "replay.toml", "--quiet", "--no-plots", "--no-html"])
+        .args(["--out", "run"])
+        .assert()
+        .success();
+}
+
+#[test]
 fn a_zone_key_the_log_format_does_not_record_is_an_import_error_naming_it() {
     let tmp = tempfile::tempdir().unwrap();
     let conf = tmp.path().join("nginx.conf");

@@ -592,6 +592,22 @@ fn read(
     Ok(recording.finish(keys, split, counts))
 }
 
+/// The first line of the log at `path` that is not blank, and its number
+/// (`None` for a log of blank lines only): what `import --trace` reads
+/// with the log's format before it writes a scenario that replays it.
+pub(crate) fn first_line(path: &std::path::Path) -> Result<Option<(u64, Vec<u8>)>, String> {
+    let mut lines = TraceData::File(path.to_path_buf())
+        .open()
+        .and_then(Lines::new)
+        .map_err(|e| e.to_string())?;
+    while let Some((n, line)) = lines.next()? {
+        if !pipeline::blank(line) {
+            return Ok(Some((n, line.to_vec())));
+        }
+    }
+    Ok(None)
+}
+
 /// A log's keys as its lines are read: its clients and addresses, and
 /// the sources it splits into.
 struct LogKeys {

@@ -132,7 +132,7 @@ struct Order {
 }
 
 /// A line of whitespace only (as `str::trim` sees it).
-fn blank(line: &[u8]) -> bool {
+pub(super) fn blank(line: &[u8]) -> bool {
     // `char::is_whitespace` in ASCII: \t \n \v \f \r and the space.
     let ws = |b: &u8| matches!(b, b'\t'..=b'\r' | b' ');
     match line.first() {

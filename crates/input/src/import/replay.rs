@@ -244,6 +244,7 @@ pub(super) fn replay(imp: &Import, options: &ImportOptions) -> Result<Replay, In
             },
         )?;
     }
+    read_first_line(imp, options, format.as_deref(), &from)?;
     if !unplaced.is_empty() {
         notes.push(format!(
             "the log format has no request path ($request, $uri or $request_uri): every line of the log goes to every imported limiter, whatever its location (not applied: location {})",
@@ -258,6 +259,59 @@ pub(super) fn replay(imp: &Import, options: &ImportOptions) -> Result<Replay, In
         key_by,
         notes,
     })
+}
+
+/// `import` never writes a scenario that `run` refuses (docs/semantics.md
+/// §8): the log's first line that is not blank must read in its format,
+/// as `run` reads it. The log is opened from where `import` runs — the
+/// scenario names it as given, relative to the scenario file, which is
+/// usually written there; a log that cannot be opened from there is left
+/// to `run`.
+fn read_first_line(
+    imp: &Import,
+    options: &ImportOptions,
+    format: Option<&str>,
+    from: &FormatFrom,
+) -> Result<(), InputError> {
+    let Some(path) = &options.trace else {
+        return Ok(());
+    };
+    let Ok(Some((n, line))) = crate::accesslog::first_line(std::path::Path::new(path)) else {
+        return Ok(());
+    };
+    let mut gateways: Vec<Gateway> = imp.limiters.iter().map(|l| l.gateway).collect();
+    gateways.dedup();
+    for gateway in gateways {
+        let text = format.map(str::to_string).unwrap_or_else(|| match gateway {
+            Gateway::Nginx => crate::accesslog::nginx::COMBINED.to_string(),
+            Gateway::Envoy => crate::accesslog::envoy::DEFAULT.to_string(),
+        });
+        // Any of the format's variables will do as the client: the line
+        // is read for its fields, not its key.
+        let read = match gateway {
+            Gateway::Nginx => {
+                let client = crate::accesslog::nginx::compile(&text)
+                    .ok()
+                    .and_then(|t| t.names.first().cloned());
+                crate::accesslog::nginx::NginxFormat::new(&text, None, client.as_deref(), None)
+                    .ok()
+                    .map(|f| f.parse(&line, &mut Vec::new()).err())
+            }
+            Gateway::Envoy => crate::accesslog::envoy::EnvoyFormat::new(&text, None, None, None)
+                .ok()
+                .map(|f| f.parse(&line, &mut Vec::new()).err()),
+        };
+        if let Some(Some(e)) = read {
+            return Err(InputError::new(format!(
+                "--trace {} line {n}: {}: {} — the log is not in the format import read it with ({}); give its format with --log-format NAME|'FORMAT'",
+                crate::error::quoted(path),
+                e.message(&line),
+                crate::error::quoted(&String::from_utf8_lossy(&line)),
+                from.shown(gateway)
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// What planning a group adds to the replay.
