@@ -254,8 +254,10 @@ pub struct RunArgs {
     /// relative to the current directory)
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
-    /// Seed for random traffic, overriding the scenario's
-    #[arg(long)]
+    /// Seed for random traffic, overriding the scenario's: 0 to
+    /// 9223372036854775807 (2^63 - 1), as a scenario's `seed`, so that the
+    /// run can be written down as a scenario
+    #[arg(long, value_parser = clap::value_parser!(u64).range(..=i64::MAX as u64))]
     pub seed: Option<u64>,
     /// Simulate only partition K of N of the keys: those whose FNV-1a 64
     /// hash of the key's text, mod N, is K - 1 (`ratesim merge` joins the

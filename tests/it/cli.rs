@@ -213,6 +213,49 @@ fn a_different_seed_changes_poisson_output() {
     }
 }
 
+#[test]
+fn a_seed_is_what_a_scenario_file_can_hold() {
+    // A scenario's `seed` is a TOML integer: at most 2^63 - 1. --seed
+    // takes the same range, so a run can be written down as a scenario.
+    let tmp = tempfile::tempdir().unwrap();
+    let max = i64::MAX.to_string();
+    ratesim()
+        .args([
+            "run",
+            "poisson",
+            "--seed",
+            &max,
+            "--quiet",
+            "--no-plots",
+            "--out",
+        ])
+        .arg(tmp.path().join("max"))
+        .assert()
+        .success();
+    let out = ratesim()
+        .args([
+            "run",
+            "poisson",
+            "--seed",
+            "9223372036854775808",
+            "--quiet",
+            "--out",
+        ])
+        .arg(tmp.path().join("over"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.starts_with("error: ")
+            && stderr.contains("--seed")
+            && stderr.contains("9223372036854775808")
+            && stderr.contains("0..=9223372036854775807"),
+        "{stderr}"
+    );
+    assert!(!tmp.path().join("over").exists());
+}
+
 // ---------------------------------------------------------------------------
 // 4. decisions.csv
 // ---------------------------------------------------------------------------
