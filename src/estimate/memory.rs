@@ -218,10 +218,14 @@ pub(super) const WAITING_RETRY: u128 = 112;
 
 /// A request a client holds while it reads `r = 0`, packed as its
 /// differences from the one before (crates/core/src/engine/held.rs): 5
-/// bytes for a gap of up to 2 ms, 6 up to 0.27 s, with the queue's room to
-/// grow on top (measured: 4.9 bytes a request, 3.2·10^6 more held at 400 s
-/// than at 80 s of a steady 10 000/s through 5/s).
+/// bytes for a gap under 2^20 ns (about 1 ms), 6 under 2^27 ns (134 ms),
+/// with the queue's room to grow on top (measured: 4.9 bytes a request,
+/// 3.2·10^6 more held at 400 s than at 80 s of a steady 10 000/s through
+/// 5/s). A logical request is held once at a time, as its first attempt
+/// or as a retry; a held retry carries its attempt and wait, and the
+/// differences around it span seconds: up to 18 bytes.
 pub(super) const HELD_REQUEST: u128 = 8;
+pub(super) const HELD_RETRY: u128 = 18;
 
 /// An instance's own id for a key (crates/core/src/engine/shared_store.rs `local_key`, a
 /// hash map entry), and its memory of a store rejection (`Cached`).
@@ -375,9 +379,15 @@ pub(super) fn limiter_memory(
         .iter()
         .map(|&i| &s.traffic[i])
         .filter(|src| src.retry.policy.reads_headers())
-        .map(|src| super::first_attempts(&src.pattern, s.duration))
+        .map(|src| {
+            let each = match src.retry.max_attempts > 1 {
+                true => HELD_RETRY,
+                false => HELD_REQUEST,
+            };
+            super::first_attempts(&src.pattern, s.duration).saturating_mul(each)
+        })
         .fold(0u128, u128::saturating_add);
-    m.add_entries(index, HELD_REQUESTS, held.saturating_mul(HELD_REQUEST));
+    m.add_entries(index, HELD_REQUESTS, held);
 }
 
 /// Bytes of one store of `keys` keys of `algorithm` seeing `seen` first

@@ -737,21 +737,23 @@ mod tests {
             "{HEAD}[[limiter]]\nalgorithm = \"token_bucket\"\n\
              [[traffic]]\npattern = \"poisson\"\nclients = 1000\nrate = \"1/1s\"\n"
         );
-        let reading = format!("{plain}retry = {{ policy = \"ratelimit_headers\" }}\n");
-        let (plain, reading) = (
-            Estimate::of(&scenario(&plain)),
-            Estimate::of(&scenario(&reading)),
-        );
-        // Its 10^4 requests, 8 bytes each, besides a retry waiting per
-        // client (the policy retries a rejection).
+        let reading = |retry: &str| {
+            let text = format!("{plain}retry = {{ policy = \"ratelimit_headers\"{retry} }}\n");
+            Estimate::of(&scenario(&text)).memory
+        };
+        let plain = Estimate::of(&scenario(&plain)).memory;
+        // Its 10^4 requests: 8 bytes each when it never retries…
+        let once = reading(", max_attempts = 1");
+        assert_eq!(once.entries, plain.entries + 10_000 * 8);
+        assert_eq!(once.largest_entries, (80_000, 0, memory::HELD_REQUESTS));
+        // …18 when a held request may be a retry (the policy retries a
+        // rejection: up to 5 attempts), besides a retry waiting per client.
+        let retrying = reading("");
         let retries = 1000 * memory::WAITING_RETRY;
+        assert_eq!(retrying.entries, plain.entries + retries + 10_000 * 18);
         assert_eq!(
-            reading.memory.entries,
-            plain.memory.entries + retries + 10_000 * 8
-        );
-        assert_eq!(
-            reading.memory.largest_entries,
-            (retries, 0, memory::RETRIES)
+            retrying.largest_entries,
+            (180_000, 0, memory::HELD_REQUESTS)
         );
     }
 

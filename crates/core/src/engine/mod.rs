@@ -1155,11 +1155,14 @@ impl<'a, 's> Run<'a, 's> {
                 .get_mut(&client)
                 .expect("a released client holds requests");
             let job = queue.pop(now).expect("a held queue is never empty");
-            if queue.is_empty() {
+            let emptied = queue.is_empty();
+            if emptied {
                 self.held.remove(&client);
             }
             self.deliver(now, job)?;
-            if !self.held.contains_key(&client) {
+            if emptied {
+                // Nothing left to send; a queue the answer started anew
+                // has its own release.
                 return Ok(());
             }
         }
