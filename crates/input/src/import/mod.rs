@@ -37,6 +37,15 @@ impl Gateway {
             Gateway::Envoy => "envoy",
         }
     }
+
+    /// The format the gateway writes its log in when the configuration
+    /// names none: nginx's `combined`, Envoy's default.
+    fn default_log_format(self) -> &'static str {
+        match self {
+            Gateway::Nginx => crate::accesslog::nginx::COMBINED,
+            Gateway::Envoy => crate::accesslog::envoy::DEFAULT,
+        }
+    }
 }
 
 /// One limiter read from a configuration.
@@ -420,11 +429,10 @@ fn render(
                     "path = {}           # relative to this file",
                     toml_str(log)
                 );
-                let default_format = match src.gateway {
-                    Gateway::Nginx => crate::accesslog::nginx::COMBINED,
-                    Gateway::Envoy => crate::accesslog::envoy::DEFAULT,
-                };
-                let format = r.format.as_deref().unwrap_or(default_format);
+                let format = r
+                    .format
+                    .as_deref()
+                    .unwrap_or(src.gateway.default_log_format());
                 match &r.from {
                     FormatFrom::Config(_) => {
                         let _ = writeln!(

@@ -131,10 +131,9 @@ pub(super) fn replay(imp: &Import, options: &ImportOptions) -> Result<Replay, In
             (None, Gateway::Nginx) => Some("$remote_addr".to_string()),
             (c, _) => c.clone(),
         };
-        let text = format.clone().unwrap_or_else(|| match l.gateway {
-            Gateway::Nginx => crate::accesslog::nginx::COMBINED.to_string(),
-            Gateway::Envoy => crate::accesslog::envoy::DEFAULT.to_string(),
-        });
+        let text = format
+            .clone()
+            .unwrap_or_else(|| l.gateway.default_log_format().to_string());
         let bad_format = |role: &str, e: String| {
             InputError::new(format!(
                 "{at}: the log format ({}) cannot be replayed: {role}: {e}",
@@ -229,7 +228,7 @@ pub(super) fn replay(imp: &Import, options: &ImportOptions) -> Result<Replay, In
     {
         let text = format
             .clone()
-            .unwrap_or_else(|| crate::accesslog::nginx::COMBINED.to_string());
+            .unwrap_or_else(|| Gateway::Nginx.default_log_format().to_string());
         plan_group(
             imp,
             g,
@@ -279,25 +278,23 @@ fn read_first_line(
     let Ok(Some((n, line))) = crate::accesslog::first_line(std::path::Path::new(path)) else {
         return Ok(());
     };
-    let mut gateways: Vec<Gateway> = imp.limiters.iter().map(|l| l.gateway).collect();
-    gateways.dedup();
+    let gateways = [Gateway::Nginx, Gateway::Envoy]
+        .into_iter()
+        .filter(|&g| imp.limiters.iter().any(|l| l.gateway == g));
     for gateway in gateways {
-        let text = format.map(str::to_string).unwrap_or_else(|| match gateway {
-            Gateway::Nginx => crate::accesslog::nginx::COMBINED.to_string(),
-            Gateway::Envoy => crate::accesslog::envoy::DEFAULT.to_string(),
-        });
+        let text = format.unwrap_or(gateway.default_log_format());
         // Any of the format's variables will do as the client: the line
         // is read for its fields, not its key.
         let read = match gateway {
             Gateway::Nginx => {
-                let client = crate::accesslog::nginx::compile(&text)
+                let client = crate::accesslog::nginx::compile(text)
                     .ok()
                     .and_then(|t| t.names.first().cloned());
-                crate::accesslog::nginx::NginxFormat::new(&text, None, client.as_deref(), None)
+                crate::accesslog::nginx::NginxFormat::new(text, None, client.as_deref(), None)
                     .ok()
                     .map(|f| f.parse(&line, &mut Vec::new()).err())
             }
-            Gateway::Envoy => crate::accesslog::envoy::EnvoyFormat::new(&text, None, None, None)
+            Gateway::Envoy => crate::accesslog::envoy::EnvoyFormat::new(text, None, None, None)
                 .ok()
                 .map(|f| f.parse(&line, &mut Vec::new()).err()),
         };
