@@ -1045,19 +1045,26 @@ const PER_SERVER_CONF: &str = "http {
 }
 ";
 
-#[test]
-fn a_zone_keyed_by_server_name_is_one_key_for_the_server_block() {
-    // Three addresses, eight requests each, all at once; a log without
-    // $server_name, as nginx's usual formats are.
+/// Three addresses' `each` requests each, all at one instant, logged as
+/// `$msec $request_time $status $remote_addr "$request"`.
+fn at_once(each: usize) -> String {
+    let (s, ms) = (EPOCH_MS / 1000, EPOCH_MS % 1000);
     let mut log = String::new();
     for addr in ["10.0.0.1", "10.0.0.2", "10.0.0.3"] {
-        for _ in 0..8 {
-            let (s, ms) = (EPOCH_MS / 1000, EPOCH_MS % 1000);
+        for _ in 0..each {
             log.push_str(&format!(
                 "{s}.{ms:03} 0.000 200 {addr} \"GET /x HTTP/1.1\"\n"
             ));
         }
     }
+    log
+}
+
+#[test]
+fn a_zone_keyed_by_server_name_is_one_key_for_the_server_block() {
+    // Three addresses, eight requests each, all at once; a log without
+    // $server_name, as nginx's usual formats are.
+    let log = at_once(8);
     let tmp = tempfile::tempdir().unwrap();
     let (toml, _, out) = import_and_run(tmp.path(), PER_SERVER_CONF, &log, &[]);
     assert!(
@@ -1126,6 +1133,83 @@ fn a_zone_keyed_by_server_name_is_one_key_for_the_server_block() {
     assert!(
         toml.contains("zone perserver is keyed by $server_name, and its server block names no server_name: the key is empty, so nginx accounts no request in this zone; not imported"),
         "{toml}"
+    );
+}
+
+/// nginx keys a zone by its first argument as a complex value: one with
+/// no variable is one key for every request, and an empty one is a key
+/// nginx skips (ngx_http_limit_req_handler: `if (key.len == 0) continue`;
+/// checked against nginx 1.22: `limit_req_zone "" …` never limited,
+/// `limit_req_zone one …` was one bucket for all addresses).
+#[test]
+fn a_constant_zone_key_is_one_key_and_an_empty_one_is_no_zone() {
+    let conf = |key: &str| {
+        format!(
+            "http {{\n  log_format main '$msec $request_time $status $remote_addr \"$request\"';\n  \
+             access_log access.log main;\n  \
+             limit_req_zone {key} zone=all:10m rate=1r/s;\n  \
+             limit_req_zone $binary_remote_addr zone=perip:10m rate=1r/s;\n  \
+             server {{\n    location / {{\n      limit_req zone=all burst=2 nodelay;\n      \
+             limit_req zone=perip burst=10 nodelay;\n    }}\n  }}\n}}\n"
+        )
+    };
+    // Three addresses, three requests each, all at once.
+    let log = at_once(3);
+    // A constant: one bucket for all nine (1 + burst 2 pass), whatever
+    // the address; the per-address zone is asked only for what passed it.
+    let tmp = tempfile::tempdir().unwrap();
+    let (toml, _, out) = import_and_run(tmp.path(), &conf("one"), &log, &[]);
+    assert!(
+        toml.contains("nginx.conf:4): limit_req_zone one zone=all:10m rate=1r/s;")
+            && toml.contains(
+                "key \"one\": a constant, the same for every request: key_by = \"global\""
+            ),
+        "{toml}"
+    );
+    let all = summary_row(&out, "all-all");
+    assert_eq!(
+        ["attempts", "keys", "admitted", "rejected"].map(|c| column(&all, c)),
+        [9, 1, 3, 6]
+    );
+    let chain = summary_row(&out, "location /");
+    assert_eq!(
+        ["attempts", "admitted", "rejected"].map(|c| column(&chain, c)),
+        [9, 3, 6]
+    );
+    // Empty: nginx accounts nothing in the zone; the location is the
+    // per-address zone alone, and every request passes it.
+    let tmp = tempfile::tempdir().unwrap();
+    let (toml, _, out) = import_and_run(tmp.path(), &conf("\"\""), &log, &[]);
+    assert_eq!(toml.matches("[[limiter]]\n").count(), 1, "{toml}");
+    assert!(
+        toml.contains("limit_req zone=all burst=2 nodelay; — zone all is keyed by the empty string \"\": the key is empty, so nginx accounts no request in this zone; not imported"),
+        "{toml}"
+    );
+    let perip = summary_row(&out, "all-perip");
+    assert_eq!(
+        ["attempts", "keys", "admitted", "rejected"].map(|c| column(&perip, c)),
+        [9, 3, 9, 0]
+    );
+    // A config whose only zone is keyed by "": no limit to import, and
+    // the error says why.
+    let only = tmp.path().join("only.conf");
+    fs::write(
+        &only,
+        conf("\"\"").replace("limit_req zone=perip burst=10 nodelay;", ""),
+    )
+    .unwrap();
+    let o = ratesim()
+        .args(["import", only.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(o.stdout.is_empty());
+    assert!(
+        err.contains("no rate limits found")
+            && err.contains("read and left out:")
+            && err.contains("zone all is keyed by the empty string"),
+        "{err}"
     );
 }
 

@@ -138,13 +138,21 @@ pub fn import(files: &[std::path::PathBuf], options: &ImportOptions) -> Result<O
         import_text(&shown, &text, options, &mut out)?;
     }
     if out.limiters.is_empty() {
+        // What was read and left out may be why (a zone whose key is
+        // always empty): say it.
+        let left_out: String = out.notes.iter().map(|n| format!("\n  {n}")).collect();
         return Err(InputError::new(format!(
-            "{}: no rate limits found (nginx limit_req, Envoy local_ratelimit, envoyproxy/ratelimit descriptors with rate_limit)",
+            "{}: no rate limits found (nginx limit_req, Envoy local_ratelimit, envoyproxy/ratelimit descriptors with rate_limit){}",
             files
                 .iter()
                 .map(|f| f.display().to_string())
                 .collect::<Vec<_>>()
-                .join(", ")
+                .join(", "),
+            if left_out.is_empty() {
+                String::new()
+            } else {
+                format!("; read and left out:{left_out}")
+            }
         )));
     }
     let replay = match &options.trace {

@@ -10,6 +10,7 @@
 //! | `limit_req_dry_run on` | the same decisions (nginx only logs them): a note |
 //! | `location = /p`, `location /p` | the limiter replays only that location's requests |
 //! | a zone keyed by `$server_name` | `key_by = "global"`: the key is the server block's first `server_name`, one constant for every request it handles |
+//! | a zone keyed by a constant (`one`, `"global"`: no `$`) | `key_by = "global"`; an empty constant (`""`) or an empty `$server_name` is a key nginx accounts no request under: the zone is not imported (a note says so) |
 //! | several `limit_req` in one context | one `[[chain]]`, `mode = "all_or_nothing"`, named after the location (docs/semantics.md §13) |
 //! | a zone keyed by a `map` of exact strings | evaluated per request from the logged source variable: one `[[traffic]]` per map value (`only`) and one for the rest (`except`); a zone whose key is empty there is not asked |
 //!
@@ -250,8 +251,15 @@ struct Ctx {
     server_name: Option<String>,
 }
 
+/// A directive as written (an empty argument as `""`, as it must have
+/// been).
 fn text(d: &Directive) -> String {
-    format!("{} {};", d.name, d.args.join(" "))
+    let args: Vec<&str> = d
+        .args
+        .iter()
+        .map(|a| if a.is_empty() { "\"\"" } else { a })
+        .collect();
+    format!("{} {};", d.name, args.join(" "))
 }
 
 /// Rate directives ratesim reads; any other `limit_*` is listed as not
@@ -543,23 +551,42 @@ fn walk(
         if let Some(s) = &here.status {
             notes.push(format!("limit_req_status {s}: the status of a rejection"));
         }
-        // nginx's $server_name is the server block's first name: one key
-        // for every request of the block, whatever the log records.
-        let constant_key = z.key == "$server_name";
-        if constant_key {
-            let name = here.server_name.as_deref().unwrap_or("");
-            if name.is_empty() {
+        // A constant key — the server block's first name ($server_name), or
+        // a key with no variable — is one key for every request; nginx
+        // skips a zone whose key is empty (checked against nginx 1.22:
+        // `limit_req_zone ""` never limits, `limit_req_zone one` is one
+        // bucket for all).
+        let constant = match z.key.as_str() {
+            "$server_name" => Some(here.server_name.clone().unwrap_or_default()),
+            k if !k.contains('$') => Some(k.to_string()),
+            _ => None,
+        };
+        let constant_key = constant.is_some();
+        if let Some(value) = &constant {
+            let what = if z.key == "$server_name" {
+                "$server_name, and its server block names no server_name".to_string()
+            } else {
+                "the empty string \"\"".to_string()
+            };
+            if value.is_empty() {
                 out.notes.push(format!(
-                    "{file}:{}: {} — zone {zone_name} is keyed by $server_name, and its server block names no server_name: the key is empty, so nginx accounts no request in this zone; not imported",
+                    "{file}:{}: {} — zone {zone_name} is keyed by {what}: the key is empty, so nginx accounts no request in this zone; not imported",
                     d.line,
                     crate::error::quote(&text(d)),
                 ));
                 continue;
             }
-            notes.push(format!(
-                "key $server_name: the server block's first server_name {}, the same for every request it handles: key_by = \"global\"",
-                quoted(name)
-            ));
+            notes.push(if z.key == "$server_name" {
+                format!(
+                    "key $server_name: the server block's first server_name {}, the same for every request it handles: key_by = \"global\"",
+                    quoted(value)
+                )
+            } else {
+                format!(
+                    "key {}: a constant, the same for every request: key_by = \"global\"",
+                    quoted(value)
+                )
+            });
         }
         // A zone keyed by a map's result: the map is evaluated per request
         // from the logged source variable (see the replay).
