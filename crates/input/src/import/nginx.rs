@@ -80,9 +80,14 @@ fn tokenize(text: &str) -> Result<Vec<(String, usize, bool)>, String> {
                 out.push((s, start, true));
             }
             _ => {
+                // As nginx reads a word (ngx_conf_read_token): it ends at a
+                // space, `;` or `{` — but a `{` right after `$` opens a
+                // braced variable (`${name}`), and a `}` inside a word is
+                // part of it.
                 let mut s = String::new();
                 while let Some(&c) = chars.peek() {
-                    if c.is_whitespace() || matches!(c, ';' | '{' | '}') {
+                    let braced = c == '{' && s.ends_with('$');
+                    if c.is_whitespace() || c == ';' || (c == '{' && !braced) {
                         break;
                     }
                     s.push(c);
@@ -393,6 +398,7 @@ fn zone(d: &Directive) -> Result<(String, Zone), String> {
     let key = key.ok_or_else(|| {
         format!("limit_req_zone zone={name} without a key, e.g. $binary_remote_addr")
     })?;
+    let key = unbraced(&key).unwrap_or(key);
     Ok((
         name,
         Zone {
@@ -403,6 +409,14 @@ fn zone(d: &Directive) -> Result<(String, Zone), String> {
             size,
         },
     ))
+}
+
+/// A key that is one variable in braces, `${name}` (how nginx lets a name
+/// run into text), as the variable `$name` a log format names.
+fn unbraced(key: &str) -> Option<String> {
+    let name = key.strip_prefix("${")?.strip_suffix('}')?;
+    let plain = !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    plain.then(|| format!("${name}"))
 }
 
 /// `10r/s` → (10, "1s"); `30r/m` → (30, "1m").
@@ -722,6 +736,52 @@ pub(super) fn named_format(name: &str, formats: &[(String, String)]) -> Option<S
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_braced_variable_is_one_word_as_nginx_reads_it() {
+        let words: Vec<String> =
+            tokenize("limit_req_zone ${binary_remote_addr} zone=a:1m rate=1r/s;\nlocation /x{ }")
+                .unwrap()
+                .into_iter()
+                .map(|(w, _, _)| w)
+                .collect();
+        assert_eq!(
+            words,
+            [
+                "limit_req_zone",
+                "${binary_remote_addr}",
+                "zone=a:1m",
+                "rate=1r/s",
+                ";",
+                "location",
+                "/x",
+                "{",
+                "}"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_braced_variable_key_is_the_variable() {
+        assert_eq!(
+            unbraced("${binary_remote_addr}").as_deref(),
+            Some("$binary_remote_addr")
+        );
+        assert_eq!(
+            unbraced("${http_x_api_key}").as_deref(),
+            Some("$http_x_api_key")
+        );
+        // Text around it, two variables, or no name: not one variable.
+        for key in [
+            "${binary_remote_addr}x",
+            "${a}${b}",
+            "${}",
+            "$remote_addr",
+            "one",
+        ] {
+            assert_eq!(unbraced(key), None, "{key}");
+        }
+    }
 
     #[test]
     fn rates_are_per_second_or_minute() {
