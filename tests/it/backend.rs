@@ -404,15 +404,7 @@ path = "trace.csv"
     let tmp = tempfile::tempdir().unwrap();
     fs::write(tmp.path().join("trace.csv"), trace).unwrap();
     let out = run(tmp.path(), scenario);
-    let decisions = read_text(&out.join("decisions.csv"));
-    let outcomes: Vec<(String, String)> = decisions
-        .lines()
-        .skip(1)
-        .map(|l| {
-            let f: Vec<&str> = l.split(',').collect();
-            (f[5].to_string(), f[7].to_string())
-        })
-        .collect();
+    let outcomes = outcomes(&out);
     let h = 3_600_000_000_000u64;
     let want = [
         ("admitted", String::new()),
@@ -431,6 +423,91 @@ path = "trace.csv"
         .collect();
     let want: Vec<(&str, &str)> = want.iter().map(|(a, b)| (*a, b.as_str())).collect();
     assert_eq!(got, want);
+}
+
+/// Each decision's outcome and retry-after, from a run's `decisions.csv`.
+fn outcomes(out: &Path) -> Vec<(String, String)> {
+    read_text(&out.join("decisions.csv"))
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            (f[5].to_string(), f[7].to_string())
+        })
+        .collect()
+}
+
+/// docs/semantics.md §10: over a replayed log, a quota's periods are the
+/// log's own — `t = 0` is its first arrival's instant — in the calendar
+/// of `epoch`'s offset.
+#[test]
+fn a_quota_over_a_log_counts_the_logs_own_days_and_months() {
+    let quota = |period: &str, epoch: &str, log_format: &str, extra: &str| {
+        format!(
+            "name = \"q\"\n\n[defaults]\nlimit = 1\nwindow = \"1s\"\n\n[[limiter]]\nalgorithm = \"quota\"\n\
+             period = \"{period}\"\n{epoch}\n[[traffic]]\npattern = \"trace\"\nformat = \"nginx\"\n\
+             path = \"access.log\"\nlog_format = '{log_format}'\nclient = \"$remote_addr\"\n{extra}"
+        )
+    };
+    let s = 1_000_000_000u64;
+    let tmp = tempfile::tempdir().unwrap();
+    // 23:59:58.5 UTC on 31 March 2026, then three lines around midnight.
+    fs::write(
+        tmp.path().join("access.log"),
+        "1775001598.500 a\n1775001599.500 a\n1775001600.499 a\n1775001600.500 a\n",
+    )
+    .unwrap();
+    for (period, next) in [("day", 86_400 * s), ("month", 30 * 86_400 * s)] {
+        let out = run(tmp.path(), &quota(period, "", "$msec $remote_addr", ""));
+        let want = [
+            ("admitted", String::new()),
+            // Half a second to midnight, the day's and the month's end.
+            ("rejected", (s / 2).to_string()),
+            // 00:00:00.499 on 1 April: a new day and a new month.
+            ("admitted", String::new()),
+            ("rejected", (next - s / 2).to_string()),
+        ];
+        let want: Vec<(String, String)> = want.into_iter().map(|(a, b)| (a.into(), b)).collect();
+        assert_eq!(outcomes(&out), want, "{period}");
+    }
+    // $time_local carries its own offset: the instants are the log's, the
+    // days are those of the epoch's offset (its date is not used).
+    fs::write(
+        tmp.path().join("access.log"),
+        "a [31/Mar/2026:23:59:59 +0530]\na [01/Apr/2026:00:00:00 +0530]\na [01/Apr/2026:00:00:01 +0530]\n",
+    )
+    .unwrap();
+    let local = "$remote_addr [$time_local]";
+    let start = "subsecond = \"start\"\n";
+    let india = run(
+        tmp.path(),
+        &quota("day", "epoch = \"2020-06-01T00:00:00+05:30\"", local, start),
+    );
+    let in_utc = run(tmp.path(), &quota("day", "", local, start));
+    let pairs = |v: &[(&str, u64)]| -> Vec<(String, String)> {
+        v.iter()
+            .map(|&(o, r)| {
+                (
+                    o.to_string(),
+                    if r == 0 { String::new() } else { r.to_string() },
+                )
+            })
+            .collect()
+    };
+    assert_eq!(
+        outcomes(&india),
+        pairs(&[("admitted", 0), ("admitted", 0), ("rejected", 86_399 * s)])
+    );
+    // 23:59:59 in India is 18:29:59 UTC: one UTC day, whose end is 5 h
+    // 30 min after the second line.
+    assert_eq!(
+        outcomes(&in_utc),
+        pairs(&[
+            ("admitted", 0),
+            ("rejected", 19_800 * s),
+            ("rejected", 19_799 * s)
+        ])
+    );
 }
 
 /// 20 closed-loop clients thinking exp(100 ms) between answers, one

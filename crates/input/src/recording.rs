@@ -74,6 +74,9 @@ pub struct Recording {
     pub rows: u64,
     /// The latest arrival, relative to the earliest.
     pub last: Nanos,
+    /// For an access log, whose times are calendar times: the instant of
+    /// its earliest arrival (`t = 0`), in ns since 1970-01-01T00:00Z.
+    pub start: Option<u64>,
     names: Names,
     /// The sources it splits into by `source`, if it does.
     pub split: Option<Split>,
@@ -171,6 +174,7 @@ impl RecordingBuilder {
             requests: self.requests,
             rows: self.rows,
             last: self.last,
+            start: None,
             names,
             split,
             counts,

@@ -3,7 +3,9 @@
 //! **What it models.** The "10 000 calls a month" of an API plan. Each key
 //! may pass `limit` cost per calendar [`Period`] — days, weeks from Monday,
 //! Gregorian months — in the wall-clock time of the run's `epoch` (see
-//! [`period`]). With `used` the cost the key passed in the period
+//! [`period`]; over a replayed log, the scenario sets `epoch` to the log's
+//! first arrival, in the offset it was given: docs/semantics.md §10). With
+//! `used` the cost the key passed in the period
 //! containing `now`:
 //!
 //! ```text

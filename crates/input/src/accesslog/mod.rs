@@ -312,6 +312,12 @@ impl AccessLog {
         self.recording.last
     }
 
+    /// The instant of its earliest arrival, `t = 0` (ns since
+    /// 1970-01-01T00:00Z), if it has a line.
+    pub fn start(&self) -> Option<u64> {
+        self.recording.start
+    }
+
     pub fn rows(&self) -> u64 {
         self.recording.rows
     }
@@ -589,7 +595,9 @@ fn read(
         empty_key: p.empty_key,
         with_verdict: verdicts,
     };
-    Ok(recording.finish(keys, split, counts))
+    let mut recording = recording.finish(keys, split, counts);
+    recording.start = p.start();
+    Ok(recording)
 }
 
 /// The first line of the log at `path` that is not blank, and its number

@@ -407,6 +407,12 @@ impl Pipeline {
         order.place(p, parsed.stamp, parsed.duration, bytes)
     }
 
+    /// The instant of the earliest arrival, once a line has been handed
+    /// on (or passed over: a line outside `location` sets it too).
+    pub(super) fn start(&self) -> Option<u64> {
+        self.order.base
+    }
+
     pub(super) fn next(&mut self, intern: Intern) -> Result<Option<Request>, String> {
         loop {
             let (eof, latest, reorder) = (

@@ -21,6 +21,7 @@ use crate::builtin;
 use crate::clock::{Nanos, Rate};
 use crate::error::InputError;
 pub use crate::fields::Fields;
+use crate::limiter::Algorithm;
 use crate::population::Population;
 use crate::traffic::retry::Retry;
 use crate::traffic::Pattern;
@@ -232,6 +233,7 @@ impl Load for Scenario {
         }
 
         chains::parse_all(top.opt_tables("chain")?, &mut limiters)?;
+        anchor_quotas(&mut limiters, &traffic);
 
         let duration = match duration {
             Some(d) => d,
@@ -289,6 +291,30 @@ impl Load for Scenario {
             inputs,
             partition: None,
         })
+    }
+}
+
+/// A quota's periods follow a replayed log's own times (docs/semantics.md
+/// §10): `t = 0` is the instant of the first log the limiter reads, its
+/// earliest arrival, and `epoch` gives only the offset whose calendar the
+/// days, weeks and months are.
+fn anchor_quotas(limiters: &mut [LimiterSpec], traffic: &[Source]) {
+    for spec in limiters {
+        let start = spec.traffic.iter().find_map(|&i| {
+            crate::accesslog::AccessLog::of_pattern(&traffic[i].pattern).and_then(|l| l.start())
+        });
+        let Some(start) = start else { continue };
+        let d = &mut spec.deployment;
+        let algorithms = [
+            Some(&mut spec.algorithm),
+            d.fallback.as_mut(),
+            d.shared.as_mut(),
+        ];
+        for a in algorithms.into_iter().flatten() {
+            if let Algorithm::Quota(q) = a {
+                q.epoch = q.epoch.at(start);
+            }
+        }
     }
 }
 

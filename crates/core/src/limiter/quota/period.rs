@@ -272,6 +272,16 @@ impl Epoch {
         self.local_ns - self.offset_secs as i128 * NS_PER_SEC
     }
 
+    /// The same offset, with `t = 0` at `utc_ns` (ns since
+    /// 1970-01-01T00:00Z): a replayed log's first arrival, whose own time
+    /// the periods then follow (docs/semantics.md §10).
+    pub fn at(self, utc_ns: u64) -> Epoch {
+        Epoch {
+            local_ns: i128::from(utc_ns) + i128::from(self.offset_secs) * NS_PER_SEC,
+            offset_secs: self.offset_secs,
+        }
+    }
+
     /// The period containing instant `t`, as run times.
     pub fn span(&self, period: Period, t: Nanos) -> Span {
         let local = self.local_ns + t.as_u64() as i128;
