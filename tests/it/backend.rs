@@ -423,6 +423,21 @@ path = "trace.csv"
         .collect();
     let want: Vec<(&str, &str)> = want.iter().map(|(a, b)| (*a, b.as_str())).collect();
     assert_eq!(got, want);
+    // Unquoted, TOML reads the epoch as a date-time value: refused,
+    // saying how to write it (it named TOML's inner table before).
+    let unquoted = tmp.path().join("unquoted.toml");
+    fs::write(
+        &unquoted,
+        scenario.replace("\"2026-03-02T18:00:00+05:30\"", "2026-03-02T18:00:00+05:30"),
+    )
+    .unwrap();
+    let err = assert_input_error(
+        ratesim().arg("validate").arg(&unquoted),
+        &[
+            "limiter[0].epoch: 2026-03-02T18:00:00+05:30 — expected a string: write it in quotes, \"2026-03-02T18:00:00+05:30\"",
+        ],
+    );
+    assert!(!err.contains("toml_private"), "{err}");
 }
 
 /// Each decision's outcome and retry-after, from a run's `decisions.csv`.

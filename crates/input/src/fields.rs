@@ -77,6 +77,12 @@ impl<'a> Fields<'a> {
         match self.take(key) {
             None => Ok(None),
             Some(Value::String(s)) => Ok(Some(s.as_str())),
+            // TOML reads an unquoted date-time as a value of its own.
+            Some(v @ Value::Datetime(d)) => Err(self.error(
+                key,
+                v,
+                format!("expected a string: write it in quotes, \"{d}\""),
+            )),
             Some(v) => Err(self.error(key, v, "expected a string")),
         }
     }
@@ -318,6 +324,7 @@ pub fn show(v: &Value) -> String {
     match v {
         Value::Table(_) => "{…}".to_string(),
         Value::Array(_) => "[…]".to_string(),
+        Value::Datetime(d) => d.to_string(),
         other => quote(&other.to_string()),
     }
 }

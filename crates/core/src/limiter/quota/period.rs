@@ -168,8 +168,12 @@ fn digits(b: &[u8], at: &mut usize, n: usize) -> Option<u32> {
     Some(s.iter().fold(0, |v, c| v * 10 + (c - b'0') as u32))
 }
 
+/// The byte `c` at `at` (a letter in either case: RFC 3339 allows `t`
+/// and `z`), stepped over.
 fn expect(b: &[u8], at: &mut usize, c: u8) -> Option<()> {
-    (b.get(*at) == Some(&c)).then(|| *at += 1)
+    b.get(*at)
+        .is_some_and(|x| x.eq_ignore_ascii_case(&c))
+        .then(|| *at += 1)
 }
 
 impl Epoch {
@@ -226,7 +230,9 @@ impl Epoch {
                 expect(b, &mut at, b':').ok_or_else(shape)?;
                 let m = digits(b, &mut at, 2).ok_or_else(shape)?;
                 if h > 23 || m > 59 {
-                    return Err(range(format!("offset {h:02}:{m:02} is not a time of day")));
+                    return Err(range(format!(
+                        "offset {h:02}:{m:02} is no offset: hours 00 to 23, minutes 00 to 59"
+                    )));
                 }
                 let s = (h * 3600 + m * 60) as i32;
                 if sign == b'-' {
@@ -481,6 +487,8 @@ mod tests {
     fn fractional_seconds_and_bad_epochs() {
         let e = Epoch::parse("2026-01-01T23:59:59.5Z").unwrap();
         assert_eq!(e.span(Period::Day, Nanos::ZERO).next, NS_PER_SEC / 2);
+        // RFC 3339's letters in either case.
+        assert_eq!(Epoch::parse("2026-01-01t23:59:59.5z"), Ok(e));
         for bad in [
             "2026-01-01",
             "2026-01-01T00:00:00",
