@@ -370,6 +370,36 @@ fn a_key_field_the_log_format_lacks_is_refused_naming_those_it_has() {
     );
 }
 
+/// `log_format = "combined"` is nginx's predefined format by its name (as
+/// leaving it out is); another name is refused, saying to give the text.
+#[test]
+fn combined_may_be_named_and_another_format_name_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    fs::write(
+        tmp.path().join("a.log"),
+        "10.0.0.1 - - [01/Dec/2026:00:42:00 +0000] \"GET / HTTP/1.1\" 200 5 \"-\" \"ua\"\n",
+    )
+    .unwrap();
+    let named = |name: &str| {
+        scenario_with(
+            tmp.path(),
+            &format!("format = \"nginx\"\npath = \"a.log\"\nsubsecond = \"start\"\nlog_format = \"{name}\"\n"),
+        )
+    };
+    let o = ratesim()
+        .args(["validate", named("combined").to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_input_error(
+        ratesim().args(["validate", named("main").to_str().unwrap()]),
+        &[
+            "traffic[0].log_format",
+            "give the format's text, as `log_format main '…'` in nginx.conf writes it",
+        ],
+    );
+}
+
 // ---------------------------------------------------------------- import
 
 fn import(args: &[&str]) -> String {

@@ -136,7 +136,10 @@ impl AccessLog {
         let ip = f.opt_str("ip")?;
         let mut fmt = match format {
             "nginx" | "envoy" => {
-                let log_format = f.opt_str("log_format")?;
+                // nginx's one predefined format may be given by its name.
+                let log_format = f
+                    .opt_str("log_format")?
+                    .filter(|l| !(format == "nginx" && *l == "combined"));
                 let built = if format == "nginx" {
                     nginx::NginxFormat::new(log_format.unwrap_or(nginx::COMBINED), time, client, ip)
                         .map(Format::Nginx)

@@ -105,7 +105,17 @@ impl NginxFormat {
         client: Option<&str>,
         ip: Option<&str>,
     ) -> Result<NginxFormat, (&'static str, String)> {
-        let template = compile(log_format).map_err(|e| ("log_format", e))?;
+        let template = compile(log_format).map_err(|e| {
+            let name = !log_format.contains('$') && !log_format.contains(char::is_whitespace);
+            match name {
+                // A format's name (`main`) where its text belongs.
+                true => (
+                    "log_format",
+                    format!("{e}: give the format's text, as `log_format {log_format} '…'` in nginx.conf writes it (only \"combined\", nginx's own, may be named)"),
+                ),
+                false => ("log_format", e),
+            }
+        })?;
         let vars = || template.names.join(", ");
         let time_var = match time {
             Some(t) => {
