@@ -65,15 +65,28 @@ impl Requirement {
             ));
         };
         let metric = Metric::parse(name.trim(), columns, "--require")?;
-        let bound: f64 = bound
-            .trim()
+        // A number, or a duration (its seconds) or a rate (per second),
+        // read as the cells are.
+        let written = bound.trim();
+        let bound: f64 = written
             .parse()
             .ok()
+            .or_else(|| {
+                let unit = crate::clock::parse_duration(written).is_ok()
+                    || (written.contains('/') && crate::clock::parse_rate(written).is_ok());
+                unit.then(|| super::table::number(written)).flatten()
+            })
             .filter(|b: &f64| b.is_finite())
-            .ok_or_else(|| bad("X is not a number, e.g. rejected_share<=0.001"))?;
+            .ok_or_else(|| {
+                bad("X is not a number, a duration (500ms: its seconds) or a rate (5/1s: per second), e.g. rejected_share<=0.001")
+            })?;
         let sign = if op == Op::AtMost { "<=" } else { ">=" };
+        let shown = match written.parse::<f64>() {
+            Ok(_) => bound.trim(),
+            Err(_) => written.to_string(),
+        };
         Ok(Requirement {
-            text: format!("{}{sign}{}", metric.name(), bound.trim()),
+            text: format!("{}{sign}{shown}", metric.name()),
             metric,
             op,
             bound,
@@ -549,5 +562,34 @@ mod tests {
         assert_eq!(q.metric, Metric::Column("rejected_share[a>=b]".into()));
         assert_eq!((q.op, q.bound), (Op::AtLeast, 0.25));
         assert!(Requirement::parse("rejected_share[p<=q]", &columns).is_err());
+    }
+
+    // Regression (found by an audit): rates and durations compared by
+    // their leading number, so 2/50ms (40/s) met `rate<=5` and 2s was
+    // less than 500ms.
+    #[test]
+    fn rates_and_durations_compare_by_what_they_are() {
+        use super::super::table::number;
+        assert_eq!(number("2/50ms"), Some(40.0));
+        assert_eq!(number("1/100ms"), Some(10.0));
+        assert_eq!(number("4/1s"), Some(4.0));
+        assert_eq!(number("500ms"), Some(0.5));
+        assert_eq!(number("2s"), Some(2.0));
+        assert_eq!(number("1m"), Some(60.0));
+        assert_eq!(number("0.25"), Some(0.25));
+        assert_eq!(number(""), Some(0.0));
+        let columns = vec![
+            "limiter[tb].rate".to_string(),
+            "defaults.window".to_string(),
+        ];
+        let q = Requirement::parse("limiter[tb].rate<=5", &columns).unwrap();
+        assert!(q.met(number("4/1s").unwrap()) && !q.met(number("2/50ms").unwrap()));
+        // A bound in the cells' own units, shown as written.
+        let q = Requirement::parse("defaults.window<=500ms", &columns).unwrap();
+        assert_eq!((q.bound, q.text.as_str()), (0.5, "defaults.window<=500ms"));
+        assert!(q.met(number("250ms").unwrap()) && !q.met(number("1s").unwrap()));
+        let q = Requirement::parse("limiter[tb].rate>=30/1m", &columns).unwrap();
+        assert_eq!(q.bound, 0.5);
+        assert!(Requirement::parse("defaults.window<=soon", &columns).is_err());
     }
 }

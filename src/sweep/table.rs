@@ -214,8 +214,11 @@ fn ratio(a: f64, b: f64) -> f64 {
     }
 }
 
-/// A cell as a number: empty is 0; a number with a unit (`250ms`, `2s`)
-/// reads its number.
+/// A cell as a number: empty is 0; a duration (`250ms`, `2s`) is its
+/// seconds and a rate (`5/1s`, `1/100ms`) its requests per second, so
+/// that values written in different units compare as they are (`2s` >
+/// `500ms`, `2/50ms` > `4/1s`). Anything else with a unit reads its
+/// leading number.
 pub fn number(v: &str) -> Option<f64> {
     let v = v.trim();
     if v.is_empty() {
@@ -223,6 +226,14 @@ pub fn number(v: &str) -> Option<f64> {
     }
     if let Ok(x) = v.parse::<f64>() {
         return x.is_finite().then_some(x);
+    }
+    if let Ok(d) = crate::clock::parse_duration(v) {
+        return Some(d.0 as f64 / 1e9);
+    }
+    if v.contains('/') {
+        if let Ok(r) = crate::clock::parse_rate(v) {
+            return Some(r.tokens() as f64 * 1e9 / r.per_ns() as f64);
+        }
     }
     let cut = v
         .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-'))
