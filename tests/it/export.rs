@@ -239,6 +239,13 @@ fn what_nginx_cannot_run_exactly_is_refused_naming_why() {
             &["\"perip\"", "is no single nginx variable", "--key VAR"],
         );
     }
+    // Regression (found by an audit): an each_counts chain was written as
+    // one location's limit_req lines, which nginx asks all or nothing.
+    bad(
+        &LAYERED.replace("mode = \"all_or_nothing\"", "mode = \"each_counts\""),
+        &key,
+        &["chain \"c\"", "mode = \"each_counts\"", "all or nothing"],
+    );
     // Regression: a rate nginx's import of it cannot hold was written.
     bad(
         &LAYERED.replace("rate = \"5/1s\"", "rate = \"1000000000000/1ns\""),

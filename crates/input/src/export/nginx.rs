@@ -23,6 +23,7 @@ use std::fmt::Write as _;
 
 use crate::accesslog::{AccessLog, Format};
 use crate::error::{quoted, InputError};
+use crate::limiter::chain::ChainMode;
 use crate::limiter::{leaky_bucket, Algorithm};
 use crate::scenario::{KeyBy, Scenario};
 
@@ -46,6 +47,15 @@ pub fn config(s: &Scenario, names: &[String], key: Option<&str>) -> Result<Strin
                         .iter()
                         .any(|&m| names.contains(&s.limiters[m].name)) =>
             {
+                // docs/semantics.md §13: one location's limit_req lines
+                // decide all or nothing; nginx has no other mode.
+                if c.mode != ChainMode::AllOrNothing {
+                    return Err(InputError::new(format!(
+                        "chain {}: mode = \"{}\" — nginx asks one location's limit_req zones all or nothing (a request one rejects is counted by none), so it would decide otherwise: nginx has no each_counts (envoyproxy/ratelimit's mode)",
+                        quoted(&l.name),
+                        c.mode.as_str()
+                    )));
+                }
                 groups.push((format!("chain {}", l.name), c.members.clone()));
             }
             Some(_) => {}
