@@ -266,12 +266,11 @@ impl EnvoyFormat {
                 s => Ok(Cow::Borrowed(s)),
             }
         };
-        let path = match self.path {
-            Some(i) => {
-                Some(utf8(v(i).split(|&b| b == b'?').next().unwrap_or_default())?.as_bytes())
-            }
-            None => None,
-        };
+        // Envoy matches routes on the path as sent (normalize_path and
+        // merge_slashes are off by default).
+        let path = self
+            .path
+            .map(|i| Cow::Borrowed(v(i).split(|&b| b == b'?').next().unwrap_or_default()));
         // docs/semantics.md §8: `%START_TIME%` is the request's start, so it
         // is the arrival; `%DURATION%` is not subtracted.
         Ok(Parsed {
@@ -323,7 +322,7 @@ mod tests {
         assert_eq!(p.stamp, 1_796_085_720_239_000_000);
         assert_eq!(p.verdict, Some(Verdict::Rejected));
         assert_eq!(p.client_key(), "10.0.0.7");
-        assert_eq!(p.path, Some(&b"/api"[..]));
+        assert_eq!(p.path.as_deref(), Some(&b"/api"[..]));
         let ok = line.replace("429 RL", "200 -");
         assert_eq!(f.parse_str(&ok).unwrap().verdict, Some(Verdict::Passed));
     }

@@ -154,6 +154,83 @@ impl Location {
     }
 }
 
+/// The path nginx matches `location`s against, from a URI as the client
+/// sent it (`$request_uri`, or `$request`'s second word): an absolute
+/// URI's scheme and host dropped, the query (`?`) and fragment (`#`) cut,
+/// `%XX` decoded, slashes merged and `.` and `..` segments resolved — as
+/// ngx_http_parse_complex_uri does with `merge_slashes on`, nginx's
+/// default. Empty when nginx refuses the URI (a `..` above the root, a
+/// bad or NUL `%`-escape): it answers 400 before any limit, so the line
+/// is in no location. Borrowed when there is nothing to do.
+pub(super) fn nginx_path(uri: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    use std::borrow::Cow;
+    let mut p = uri;
+    for scheme in [&b"http://"[..], b"https://"] {
+        if p.len() >= scheme.len() && p[..scheme.len()].eq_ignore_ascii_case(scheme) {
+            let rest = &p[scheme.len()..];
+            p = match rest.iter().position(|&b| matches!(b, b'/' | b'?' | b'#')) {
+                Some(i) if rest[i] == b'/' => &rest[i..],
+                _ => b"/",
+            };
+        }
+    }
+    let p = &p[..p
+        .iter()
+        .position(|&b| b == b'?' || b == b'#')
+        .unwrap_or(p.len())];
+    let plain = !p.contains(&b'%') && !p.windows(2).any(|w| w == b"//" || w == b"/.");
+    if plain {
+        return Cow::Borrowed(p);
+    }
+    // %XX decoded first: a decoded `/` or `.` then counts as one (nginx
+    // goes back to the state the `%` interrupted).
+    let mut decoded = Vec::with_capacity(p.len());
+    let mut i = 0;
+    while i < p.len() {
+        if p[i] == b'%' {
+            let hex = |b: Option<&u8>| b.and_then(|&b| (b as char).to_digit(16));
+            match (hex(p.get(i + 1)), hex(p.get(i + 2))) {
+                (Some(h), Some(l)) if h * 16 + l != 0 => decoded.push((h * 16 + l) as u8),
+                _ => return Cow::Borrowed(b""),
+            }
+            i += 3;
+        } else {
+            decoded.push(p[i]);
+            i += 1;
+        }
+    }
+    if decoded.first() != Some(&b'/') {
+        return Cow::Owned(decoded);
+    }
+    let mut segments: Vec<&[u8]> = Vec::new();
+    let parts: Vec<&[u8]> = decoded[1..].split(|&b| b == b'/').collect();
+    for (k, seg) in parts.iter().enumerate() {
+        let last = k + 1 == parts.len();
+        match *seg {
+            b"" | b"." => {}
+            b".." => {
+                if segments.pop().is_none() {
+                    return Cow::Borrowed(b"");
+                }
+            }
+            s => segments.push(s),
+        }
+        // A path ending in `/`, `/.` or `/..` keeps its trailing slash.
+        if last && matches!(*seg, b"" | b"." | b"..") && !segments.is_empty() {
+            segments.push(b"");
+        }
+    }
+    let mut out = Vec::with_capacity(decoded.len());
+    for s in &segments {
+        out.push(b'/');
+        out.extend_from_slice(s);
+    }
+    if out.is_empty() {
+        out.push(b'/');
+    }
+    Cow::Owned(out)
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LogOptions {
     pub reorder: Nanos,
@@ -194,5 +271,49 @@ impl Select {
             if self.except { "not in" } else { "in" },
             values.join(", ")
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::nginx_path;
+
+    /// What nginx 1.22 matched locations against in the audit's requests
+    /// (a real nginx's log), and the rules of ngx_http_parse_complex_uri.
+    #[test]
+    fn a_uri_as_sent_is_the_path_nginx_matches() {
+        for (sent, path) in [
+            ("/api/x?y=1", "/api/x"),
+            ("/%61pi/", "/api/"),
+            ("/x/../api/", "/api/"),
+            ("//api//", "/api/"),
+            ("http://t/api/abs", "/api/abs"),
+            ("HTTPS://t:8443/api?q", "/api"),
+            ("http://t", "/"),
+            ("/api/../phantom", "/phantom"),
+            ("/a/./b/.", "/a/b/"),
+            ("/a/b/..", "/a/"),
+            ("/a/%2e%2e/b", "/b"),
+            ("/a%2fb", "/a/b"),
+            ("/a/..b/...", "/a/..b/..."),
+            ("/a#frag", "/a"),
+            ("/%3F?q", "/?"),
+            ("/", "/"),
+            // nginx answers 400: in no location.
+            ("/../etc", ""),
+            ("/a/%zz", ""),
+            ("/a%00", ""),
+        ] {
+            assert_eq!(
+                nginx_path(sent.as_bytes()).as_ref(),
+                path.as_bytes(),
+                "{sent}"
+            );
+        }
+        // Nothing to do: the line's own bytes.
+        assert!(matches!(
+            nginx_path(b"/api/v1/x"),
+            std::borrow::Cow::Borrowed(_)
+        ));
     }
 }

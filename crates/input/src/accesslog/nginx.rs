@@ -52,6 +52,9 @@ pub struct NginxFormat {
     client: usize,
     ip: Option<usize>,
     path: Option<(usize, bool)>,
+    /// Whether the path is `$request_uri` (as sent), not `$uri` (nginx's
+    /// decoded, normalised one).
+    uri_is_raw: bool,
     /// The field lines are selected by (`only`, `except`).
     select: Option<usize>,
     /// The field a split source is split by (`source`).
@@ -205,6 +208,8 @@ impl NginxFormat {
         let path = ["$uri", "$request_uri", "$request"]
             .iter()
             .find_map(|v| template.field(v).map(|i| (i, *v == "$request")));
+        let uri_is_raw =
+            template.field("$uri").is_none() && template.field("$request_uri").is_some();
         Ok(NginxFormat {
             time: (time_idx, kind),
             time_var,
@@ -215,6 +220,7 @@ impl NginxFormat {
             client,
             ip,
             path,
+            uri_is_raw,
             select: None,
             source: None,
             template,
@@ -386,16 +392,18 @@ impl NginxFormat {
                 s => Ok(Cow::Borrowed(s)),
             }
         };
+        // docs/semantics.md §8: the path nginx matches locations against —
+        // $uri as logged (nginx's own), a URI as sent as nginx reads it.
         let path = match self.path {
-            Some((i, request)) => {
-                let p = if request {
-                    v(i).split(|&b| b == b' ').nth(1).unwrap_or_default()
-                } else {
-                    v(i)
-                };
-                let p = p.split(|&b| b == b'?').next().unwrap_or_default();
-                Some(utf8(p)?.as_bytes())
-            }
+            Some((i, request)) => Some(match (request, self.uri_is_raw) {
+                (true, _) => {
+                    super::format::nginx_path(v(i).split(|&b| b == b' ').nth(1).unwrap_or_default())
+                }
+                (false, true) => super::format::nginx_path(v(i)),
+                (false, false) => {
+                    Cow::Borrowed(v(i).split(|&b| b == b'?').next().unwrap_or_default())
+                }
+            }),
             None => None,
         };
         let selector = match self.select {
@@ -441,7 +449,7 @@ mod tests {
         assert_eq!(p.stamp, 1_796_085_720_000_000_000);
         // nginx's default limit_req_status is 503: a 429 is not a rejection.
         assert_eq!(p.verdict, Some(Verdict::Passed));
-        assert_eq!(p.path, Some(&b"/a"[..]));
+        assert_eq!(p.path.as_deref(), Some(&b"/a"[..]));
     }
 
     #[test]
@@ -478,7 +486,7 @@ mod tests {
         .unwrap();
         let p = f.parse_str("1796085720.000 - \"GET /a HTTP/1.1\"").unwrap();
         assert_eq!(p.client.unwrap_err().to_string(), "$http_x_k is empty");
-        assert_eq!(p.path, Some(&b"/a"[..]));
+        assert_eq!(p.path.as_deref(), Some(&b"/a"[..]));
     }
 
     #[test]

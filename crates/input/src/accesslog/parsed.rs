@@ -103,8 +103,10 @@ pub struct Parsed<'l> {
     pub ip: Option<Key<'l>>,
     pub cost: u64,
     pub verdict: Option<Verdict>,
-    /// The request path (no query), when the format has one: UTF-8.
-    pub path: Option<&'l [u8]>,
+    /// The request path (no query), when the format has one, as the
+    /// gateway matches its routes (nginx: [`super::format::nginx_path`]);
+    /// bytes, not necessarily UTF-8.
+    pub path: Option<Cow<'l, [u8]>>,
     /// The value of the variable the source selects lines by (`only`,
     /// `except`), when it has one: UTF-8.
     pub selector: Option<&'l [u8]>,
