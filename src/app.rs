@@ -151,8 +151,15 @@ fn idle_locations(s: &Scenario) -> Vec<String> {
             let log = crate::accesslog::AccessLog::of_pattern(&t.pattern)?;
             let location = log.options.location.as_ref()?;
             (log.rows() == 0).then(|| {
+                let skipped = match log.counts().skipped {
+                    0 => String::new(),
+                    n => format!(
+                        "; {n} bad line{} skipped, in locations not known",
+                        if n == 1 { " was" } else { "s were" }
+                    ),
+                };
                 format!(
-                    "traffic {}: no line of {} is inside location {} ({} are outside it): its limiters see no request",
+                    "traffic {}: no line of {} is inside location {} ({} are outside it{skipped}): its limiters see no request",
                     crate::error::quoted(&t.name),
                     crate::error::quoted(&log.shown),
                     crate::error::quoted(&location.shown()),

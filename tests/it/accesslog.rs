@@ -1291,6 +1291,30 @@ fn an_idle_location_replays_nothing_and_is_said() {
         admin.starts_with("admin-z1,leaky_bucket,0,0,0,0,0,"),
         "{admin}"
     );
+    // Regression (found by an audit): with bad lines skipped, the idle
+    // location was an error; it is idle still, and the skipped are counted.
+    let s_toml = read_text(&tmp.path().join("s.toml"));
+    fs::write(
+        tmp.path().join("skip.toml"),
+        s_toml.replace("path = 'a.log'", "on_bad_line = \"skip\"\npath = 'a.log'"),
+    )
+    .unwrap();
+    fs::write(
+        tmp.path().join("a.log"),
+        "1796083200.100 0.000 200 10.0.0.1 \"GET /api/a HTTP/1.1\"\nnot a line\n1796083200.200 0.000 200 10.0.0.1 \"GET /api/b HTTP/1.1\"\n",
+    )
+    .unwrap();
+    let v = ratesim()
+        .current_dir(tmp.path())
+        .args(["validate", "skip.toml"])
+        .output()
+        .unwrap();
+    assert!(v.status.success(), "{}", String::from_utf8_lossy(&v.stderr));
+    assert!(
+        String::from_utf8_lossy(&v.stdout).contains("inside location \"/admin/\" (2 are outside it; 1 bad line was skipped, in locations not known)"),
+        "{}",
+        String::from_utf8_lossy(&v.stdout)
+    );
     // Every line outside (a location of no line at all): still an error.
     fs::write(
         tmp.path().join("a.log"),

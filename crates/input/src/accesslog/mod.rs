@@ -557,12 +557,12 @@ fn read(
     let path = |e: String| ("path", e);
     // A location none of the log's lines went to is a location that had no
     // traffic that day (its limiters see no request; `run` says so), as an
-    // import of a config with an idle location gives: not an error.
-    let idle_location = options.location.is_some()
-        && p.filtered > 0
-        && p.unselected == 0
-        && p.empty_key == 0
-        && p.skipped() == 0;
+    // import of a config with an idle location gives: not an error. Bad
+    // lines skipped (`on_bad_line = "skip"`) do not change that — which
+    // location a line that could not be read was in is not known — and the
+    // warning counts them.
+    let idle_location =
+        options.location.is_some() && p.filtered > 0 && p.unselected == 0 && p.empty_key == 0;
     if recording.rows() == 0 && !idle_location {
         let inside = match &options.location {
             Some(l) if p.filtered > 0 => format!(" inside location {:?}", l.shown()),
