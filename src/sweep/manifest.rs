@@ -75,6 +75,10 @@ impl Manifest {
 
     /// Why `self` and `other` are not shards of one sweep, if they are not.
     pub fn mismatch(&self, other: &Manifest) -> Option<String> {
+        let flags = |goal: &super::recommend::Goal, metric: &Option<String>| match metric {
+            Some(m) => format!("{} --metric {m}", goal.shown()),
+            None => goal.shown(),
+        };
         let differ = |what: &str, a: String, b: String| Some(format!("{what} differ ({a} vs {b})"));
         if self.scenario != other.scenario || self.scenario_hash != other.scenario_hash {
             return differ(
@@ -84,11 +88,15 @@ impl Manifest {
             );
         }
         if self.set != other.set {
-            return differ(
-                "their --set overrides",
-                format!("{:?}", self.set),
-                format!("{:?}", other.set),
-            );
+            let show = |set: &[String]| match set.is_empty() {
+                true => "none".to_string(),
+                false => set
+                    .iter()
+                    .map(|s| format!("--set {s}"))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            };
+            return differ("their --set overrides", show(&self.set), show(&other.set));
         }
         if self.grid != other.grid || self.points != other.points {
             let show = |g: &Grid| {
@@ -110,8 +118,8 @@ impl Manifest {
         if self.goal != other.goal || self.metric != other.metric {
             return differ(
                 "their --require/--minimize/--maximize/--metric",
-                format!("{:?} {:?}", self.goal, self.metric),
-                format!("{:?} {:?}", other.goal, other.metric),
+                flags(&self.goal, &self.metric),
+                flags(&other.goal, &other.metric),
             );
         }
         if self.ratesim != other.ratesim {

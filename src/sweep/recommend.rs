@@ -26,6 +26,22 @@ pub struct Goal {
 }
 
 impl Goal {
+    /// As the flags were written: `--require 'a<=1' --minimize b`, or
+    /// `none`.
+    pub fn shown(&self) -> String {
+        let mut flags: Vec<String> = self
+            .require
+            .iter()
+            .map(|r| format!("--require '{r}'"))
+            .collect();
+        flags.extend(self.minimize.iter().map(|m| format!("--minimize {m}")));
+        flags.extend(self.maximize.iter().map(|m| format!("--maximize {m}")));
+        match flags.is_empty() {
+            true => "none".into(),
+            false => flags.join(" "),
+        }
+    }
+
     /// Whether there is anything to recommend.
     pub fn is_empty(&self) -> bool {
         self.require.is_empty() && self.minimize.is_none() && self.maximize.is_none()

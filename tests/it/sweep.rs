@@ -1480,6 +1480,27 @@ fn merged_shards_are_the_unsharded_sweep_byte_for_byte() {
         .arg("--out")
         .arg(&out);
     assert_input_error(&mut cmd, &["scenarios differ"]);
+    // Other recommendation flags: said as flags (it printed Rust's own
+    // form of them, `Goal { require: [...] … }`, before).
+    let other = tmp.path().join("other3");
+    let mut a: Vec<&str> = args
+        .iter()
+        .copied()
+        .filter(|a| *a != "rejected_share<=0.2")
+        .collect();
+    a.retain(|x| *x != "--require");
+    a.extend(["--shard", "2/4"]);
+    sweep(&s, &other, &a).success();
+    let mut cmd = ratesim();
+    cmd.args(["sweep", "merge"])
+        .args([&shards[0], &other])
+        .arg("--out")
+        .arg(&out);
+    let err = assert_input_error(
+        &mut cmd,
+        &["(--require 'rejected_share<=0.2' --minimize defaults.limit vs --minimize defaults.limit)"],
+    );
+    assert!(!err.contains("Goal {"), "{err}");
     assert_no_output(&out);
 }
 
