@@ -258,6 +258,39 @@ fn what_nginx_cannot_run_exactly_is_refused_naming_why() {
     );
 }
 
+/// An export of all a scenario's limiters says which it left out (it
+/// left them out silently before, found by an audit).
+#[test]
+fn an_export_of_all_names_the_limiters_it_leaves_out() {
+    let tmp = tempfile::tempdir().unwrap();
+    let toml = LAYERED.replace(
+        "[[chain]]",
+        "[[limiter]]\nname = \"edge\"\nalgorithm = \"token_bucket\"\nkey_by = \"global\"\n\n[[chain]]",
+    );
+    fs::write(tmp.path().join("s.toml"), toml).unwrap();
+    let o = ratesim_in(
+        tmp.path(),
+        &["export", "nginx", "s.toml", "--key", "$binary_remote_addr"],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains(
+            "# Not exported (nginx's limit_req is a leaky bucket): \"edge\" (token_bucket).\n"
+        ),
+        "{text}"
+    );
+    let o = ratesim_in(tmp.path(), &["export", "envoy", "s.toml"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains(
+            "# Not exported (Envoy's local_ratelimit is a token bucket): \"c\" (chain).\n"
+        ),
+        "{text}"
+    );
+}
+
 // Regression: `queue = 0` with `delay = 3` was written `delay=3` without a
 // burst, which import then refused; with no queue nothing waits, so nginx
 // is given no delay, and the round trip holds.

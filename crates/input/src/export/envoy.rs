@@ -50,6 +50,8 @@ struct Bucket {
 pub fn config(s: &Scenario, names: &[String]) -> Result<String, InputError> {
     super::check_names(s, names)?;
     let mut chosen: Vec<&LimiterSpec> = Vec::new();
+    // Limiters left out of an export of all: said in its header.
+    let mut left_out: Vec<String> = Vec::new();
     for l in &s.limiters {
         let named = names.contains(&l.name);
         let bucket = matches!(
@@ -69,6 +71,9 @@ pub fn config(s: &Scenario, names: &[String]) -> Result<String, InputError> {
                     quoted(&l.name)
                 )));
             }
+            if names.is_empty() {
+                left_out.push(format!("{} (chain)", quoted(&l.name)));
+            }
             continue;
         }
         if let Some(c) = l.member_of {
@@ -83,6 +88,8 @@ pub fn config(s: &Scenario, names: &[String]) -> Result<String, InputError> {
         }
         if named || (names.is_empty() && bucket) {
             chosen.push(l);
+        } else if names.is_empty() {
+            left_out.push(format!("{} ({})", quoted(&l.name), l.algorithm.name()));
         }
     }
     if chosen.is_empty() {
@@ -108,6 +115,13 @@ pub fn config(s: &Scenario, names: &[String]) -> Result<String, InputError> {
         "# Exported by `ratesim export envoy` from scenario {}.",
         quoted(&s.name)
     );
+    if !left_out.is_empty() {
+        let _ = writeln!(
+            out,
+            "# Not exported (Envoy's local_ratelimit is a token bucket): {}.",
+            left_out.join(", ")
+        );
+    }
     let back = if timer(chosen[0]) {
         "# interval_bucket: Envoy's earlier timer refill, which `ratesim import\n# --envoy-timer` reads back (implementation = \"envoy-timer\")."
     } else {

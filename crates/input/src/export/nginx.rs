@@ -38,6 +38,8 @@ pub fn config(s: &Scenario, names: &[String], key: Option<&str>) -> Result<Strin
     // Groups of limiters that share a location: a chain's members, or one
     // limiter alone.
     let mut groups: Vec<(String, Vec<usize>)> = Vec::new();
+    // Limiters left out of an export of all: said in its header.
+    let mut left_out: Vec<String> = Vec::new();
     let wanted = |name: &str| names.is_empty() || names.iter().any(|n| n == name);
     for (i, l) in s.limiters.iter().enumerate() {
         match &l.chain {
@@ -61,7 +63,9 @@ pub fn config(s: &Scenario, names: &[String], key: Option<&str>) -> Result<Strin
             Some(_) => {}
             None if l.member_of.is_some() => {}
             None if !names.is_empty() && !wanted(&l.name) => {}
-            None if names.is_empty() && !matches!(l.algorithm, Algorithm::LeakyBucket(_)) => {}
+            None if names.is_empty() && !matches!(l.algorithm, Algorithm::LeakyBucket(_)) => {
+                left_out.push(format!("{} ({})", quoted(&l.name), l.algorithm.name()));
+            }
             None => groups.push((format!("limiter {}", l.name), vec![i])),
         }
     }
@@ -161,9 +165,17 @@ pub fn config(s: &Scenario, names: &[String], key: Option<&str>) -> Result<Strin
         }
     }
     let mut out = format!(
-        "# Exported by `ratesim export nginx` from scenario {}.\n# In the http block:\n",
+        "# Exported by `ratesim export nginx` from scenario {}.\n",
         quoted(&s.name)
     );
+    if !left_out.is_empty() {
+        let _ = writeln!(
+            out,
+            "# Not exported (nginx's limit_req is a leaky bucket): {}.",
+            left_out.join(", ")
+        );
+    }
+    out.push_str("# In the http block:\n");
     out.push_str(&zones);
     out.push_str("# In the location each group protects (a chain's zones together, in order):\n");
     out.push_str(&locations);
