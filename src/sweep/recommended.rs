@@ -110,6 +110,19 @@ pub fn render(t: &SweepTable, m: &Manifest, c: &Criteria, dir: &Path) -> Result<
                 first
             ));
         }
+        // docs/semantics.md §3: peak_in_window, limit and overshoot are
+        // held against [defaults] window, which a limiter cannot carry for
+        // itself: its decisions are its point's, those columns this file's.
+        if differ && axis.path == "defaults.window" {
+            header.push(format!(
+                "# defaults.window differs between the recommendations ({}): this file has {first}, the first's. Each limiter decides as at its point, but peak_in_window, limit and overshoot are measured over this file's window, so those columns differ from sweep.csv's for the others.",
+                values
+                    .iter()
+                    .map(|(n, v)| format!("{n}: {v}"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            ));
+        }
     }
     overrides::apply(&mut table, &set).map_err(|e| e.message().to_string())?;
 

@@ -1226,6 +1226,40 @@ fn recommended_toml_reproduces_each_limiters_brute_force_best_row() {
     }
 }
 
+/// `defaults.window` recommended differently per limiter: each limiter's
+/// parameters are written out, but the policy window of `peak_in_window`,
+/// `limit` and `overshoot` is the file's one — the header says so (it did
+/// not, found by an audit).
+#[test]
+fn recommended_toml_says_when_the_policy_window_is_not_a_limiters_own() {
+    let tmp = tempfile::tempdir().unwrap();
+    let text = "name = \"w\"\nseed = 9\nduration = \"4s\"\n[defaults]\nlimit = 10\nwindow = \"1s\"\n[[limiter]]\nname = \"tb\"\nalgorithm = \"token_bucket\"\n[[limiter]]\nname = \"scnt\"\nalgorithm = \"sliding_counter\"\ncount_rejected = true\n[[traffic]]\nname = \"users\"\npattern = \"poisson\"\nclients = 25\nrate = \"3/1s\"\nprefix = \"user-\"\n[[traffic]]\nname = \"scrapers\"\npattern = \"steady\"\nclients = 2\nrate = \"25/1s\"\nprefix = \"scraper-\"\n";
+    let s = scenario_in(tmp.path(), "a", text);
+    let out = tmp.path().join("rec");
+    sweep(
+        &s,
+        &out,
+        &[
+            "--vary",
+            "defaults.window=250ms,500ms,1s,2s",
+            "--require",
+            "clients_limited_share[users]<=0.1",
+            "--minimize",
+            "passed_per_s[scrapers]",
+            "--no-plots",
+            "--quiet",
+        ],
+    )
+    .success();
+    let toml = read_text(&out.join("recommended.toml"));
+    assert!(
+        toml.contains("# tb: defaults.window=2s (point 3)")
+            && toml.contains("# scnt: defaults.window=500ms (point 1)")
+            && toml.contains("# defaults.window differs between the recommendations (tb: 2s, scnt: 500ms): this file has 2s, the first's. Each limiter decides as at its point, but peak_in_window, limit and overshoot are measured over this file's window"),
+        "{toml}"
+    );
+}
+
 /// A limiter whose implementation names its own parameter (redis-cell's
 /// `max_burst`) is pinned at its point all the same: its parameters give
 /// way to the resolved ones, whatever the limiters' order.
