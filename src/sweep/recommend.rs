@@ -87,11 +87,7 @@ impl Requirement {
         let bound: f64 = written
             .parse()
             .ok()
-            .or_else(|| {
-                let unit = crate::clock::parse_duration(written).is_ok()
-                    || (written.contains('/') && crate::clock::parse_rate(written).is_ok());
-                unit.then(|| super::table::number(written)).flatten()
-            })
+            .or_else(|| super::table::quantity(written))
             .filter(|b: &f64| b.is_finite())
             .ok_or_else(|| {
                 bad("X is not a number, a duration (500ms: its seconds) or a rate (5/1s: per second), e.g. rejected_share<=0.001")

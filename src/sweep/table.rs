@@ -227,18 +227,25 @@ pub fn number(v: &str) -> Option<f64> {
     if let Ok(x) = v.parse::<f64>() {
         return x.is_finite().then_some(x);
     }
-    if let Ok(d) = crate::clock::parse_duration(v) {
-        return Some(d.0 as f64 / 1e9);
-    }
-    if v.contains('/') {
-        if let Ok(r) = crate::clock::parse_rate(v) {
-            return Some(r.tokens() as f64 * 1e9 / r.per_ns() as f64);
-        }
+    if let Some(q) = quantity(v) {
+        return Some(q);
     }
     let cut = v
         .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-'))
         .unwrap_or(v.len());
     v[..cut].parse::<f64>().ok().filter(|x| x.is_finite())
+}
+
+/// A duration (`500ms`) as its seconds, a rate (`5/1s`) as its requests
+/// per second; `None` for anything else.
+pub fn quantity(v: &str) -> Option<f64> {
+    if let Ok(d) = crate::clock::parse_duration(v) {
+        return Some(d.0 as f64 / 1e9);
+    }
+    let r = crate::clock::parse_rate(v)
+        .ok()
+        .filter(|_| v.contains('/'))?;
+    Some(r.tokens() as f64 * 1e9 / r.per_ns() as f64)
 }
 
 /// `v` with at most `places` decimals, trailing zeros removed.
