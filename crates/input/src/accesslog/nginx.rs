@@ -51,10 +51,8 @@ pub struct NginxFormat {
     pub rejected_status: u16,
     client: usize,
     ip: Option<usize>,
-    path: Option<(usize, bool)>,
-    /// Whether the path is `$request_uri` (as sent), not `$uri` (nginx's
-    /// decoded, normalised one).
-    uri_is_raw: bool,
+    /// The field the request path is read from, and which variable it is.
+    path: Option<(usize, PathVar)>,
     /// The field lines are selected by (`only`, `except`).
     select: Option<usize>,
     /// The field a split source is split by (`source`).
@@ -97,6 +95,17 @@ pub(crate) fn compile(format: &str) -> Result<Template, String> {
     }
     pieces.push(Ok(lit));
     Template::new(pieces)
+}
+
+/// The variable an nginx log gives the request path in, best first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PathVar {
+    /// `$uri`: nginx's own, decoded and normalised.
+    Uri,
+    /// `$request_uri`: the URI as sent.
+    RequestUri,
+    /// `$request`: the request line, the URI as sent its second word.
+    Request,
 }
 
 impl NginxFormat {
@@ -205,11 +214,13 @@ impl NginxFormat {
                 ))
             }
         };
-        let path = ["$uri", "$request_uri", "$request"]
-            .iter()
-            .find_map(|v| template.field(v).map(|i| (i, *v == "$request")));
-        let uri_is_raw =
-            template.field("$uri").is_none() && template.field("$request_uri").is_some();
+        let path = [
+            ("$uri", PathVar::Uri),
+            ("$request_uri", PathVar::RequestUri),
+            ("$request", PathVar::Request),
+        ]
+        .into_iter()
+        .find_map(|(v, var)| template.field(v).map(|i| (i, var)));
         Ok(NginxFormat {
             time: (time_idx, kind),
             time_var,
@@ -220,7 +231,6 @@ impl NginxFormat {
             client,
             ip,
             path,
-            uri_is_raw,
             select: None,
             source: None,
             template,
@@ -394,18 +404,13 @@ impl NginxFormat {
         };
         // docs/semantics.md §8: the path nginx matches locations against —
         // $uri as logged (nginx's own), a URI as sent as nginx reads it.
-        let path = match self.path {
-            Some((i, request)) => Some(match (request, self.uri_is_raw) {
-                (true, _) => {
-                    super::format::nginx_path(v(i).split(|&b| b == b' ').nth(1).unwrap_or_default())
-                }
-                (false, true) => super::format::nginx_path(v(i)),
-                (false, false) => {
-                    Cow::Borrowed(v(i).split(|&b| b == b'?').next().unwrap_or_default())
-                }
-            }),
-            None => None,
-        };
+        let path = self.path.map(|(i, var)| match var {
+            PathVar::Uri => Cow::Borrowed(v(i).split(|&b| b == b'?').next().unwrap_or_default()),
+            PathVar::RequestUri => super::format::nginx_path(v(i)),
+            PathVar::Request => {
+                super::format::nginx_path(v(i).split(|&b| b == b' ').nth(1).unwrap_or_default())
+            }
+        });
         let selector = match self.select {
             Some(i) => Some(utf8(v(i))?.as_bytes()),
             None => None,
