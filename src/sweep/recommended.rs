@@ -98,29 +98,22 @@ pub fn render(t: &SweepTable, m: &Manifest, c: &Criteria, dir: &Path) -> Result<
         };
         set.push(axis.at(first));
         let differ = values.iter().any(|(_, v)| *v != first);
-        if shared && differ && !axis.path.starts_with("defaults.") {
+        // What else the header says of an axis whose values differ: a
+        // shared one other than defaults.* (pinned per limiter) is the
+        // first's; defaults.window is too, and, by docs/semantics.md §3,
+        // peak_in_window, limit and overshoot are held against it, which a
+        // limiter cannot carry for itself.
+        let more = match axis.path.as_str() {
+            "defaults.window" => Some(" Each limiter decides as at its point, but peak_in_window, limit and overshoot are measured over this file's window, so those columns differ from sweep.csv's for the others."),
+            p if shared && !p.starts_with("defaults.") => Some(""),
+            _ => None,
+        };
+        if let Some(more) = more.filter(|_| differ) {
+            let listed: Vec<String> = values.iter().map(|(n, v)| format!("{n}: {v}")).collect();
             header.push(format!(
-                "# {} differs between the recommendations ({}): this file has {}, the first's.",
+                "# {} differs between the recommendations ({}): this file has {first}, the first's.{more}",
                 axis.path,
-                values
-                    .iter()
-                    .map(|(n, v)| format!("{n}: {v}"))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                first
-            ));
-        }
-        // docs/semantics.md §3: peak_in_window, limit and overshoot are
-        // held against [defaults] window, which a limiter cannot carry for
-        // itself: its decisions are its point's, those columns this file's.
-        if differ && axis.path == "defaults.window" {
-            header.push(format!(
-                "# defaults.window differs between the recommendations ({}): this file has {first}, the first's. Each limiter decides as at its point, but peak_in_window, limit and overshoot are measured over this file's window, so those columns differ from sweep.csv's for the others.",
-                values
-                    .iter()
-                    .map(|(n, v)| format!("{n}: {v}"))
-                    .collect::<Vec<_>>()
-                    .join(", "),
+                listed.join(", "),
             ));
         }
     }
