@@ -47,6 +47,13 @@ fn ratesim_in(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
     ratesim().current_dir(dir).args(args).output().unwrap()
 }
 
+/// What ratesim prints run in `dir` with `args`, which must succeed.
+fn stdout_in(dir: &std::path::Path, args: &[&str]) -> String {
+    let o = ratesim_in(dir, args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout).unwrap()
+}
+
 /// The `[[limiter]]` (and `[[chain]]`) tables of an imported scenario.
 fn imported_limiters(imported: &str) -> &str {
     let start = imported.find("\n[[limiter]]\n").unwrap();
@@ -94,12 +101,10 @@ fn decisions_beside(
 fn an_exported_chain_imported_again_decides_the_same() {
     let tmp = tempfile::tempdir().unwrap();
     fs::write(tmp.path().join("s.toml"), LAYERED).unwrap();
-    let o = ratesim_in(
+    let export = stdout_in(
         tmp.path(),
         &["export", "nginx", "s.toml", "--key", "$binary_remote_addr"],
     );
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let export = String::from_utf8(o.stdout).unwrap();
     assert!(
         export.contains("limit_req_zone $binary_remote_addr zone=perip:10m rate=5r/s;")
             && export.contains("limit_req_zone $server_name zone=perserver:10m rate=40r/s;")
@@ -121,9 +126,7 @@ fn an_exported_chain_imported_again_decides_the_same() {
     );
     fs::write(tmp.path().join("nginx.conf"), &conf).unwrap();
     write_nginx_check(&tmp.path().join("nginx.conf"));
-    let o = ratesim_in(tmp.path(), &["import", "nginx.conf"]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let imported = String::from_utf8(o.stdout).unwrap();
+    let imported = stdout_in(tmp.path(), &["import", "nginx.conf"]);
     // The imported limiters and chain, beside the originals, on the same
     // traffic.
     let of = decisions_beside(tmp.path(), LAYERED, imported_limiters(&imported));
@@ -268,21 +271,17 @@ fn an_export_of_all_names_the_limiters_it_leaves_out() {
         "[[limiter]]\nname = \"edge\"\nalgorithm = \"token_bucket\"\nkey_by = \"global\"\n\n[[chain]]",
     );
     fs::write(tmp.path().join("s.toml"), toml).unwrap();
-    let o = ratesim_in(
+    let text = stdout_in(
         tmp.path(),
         &["export", "nginx", "s.toml", "--key", "$binary_remote_addr"],
     );
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let text = String::from_utf8_lossy(&o.stdout);
     assert!(
         text.contains(
             "# Not exported (nginx's limit_req is a leaky bucket): \"edge\" (token_bucket).\n"
         ),
         "{text}"
     );
-    let o = ratesim_in(tmp.path(), &["export", "envoy", "s.toml"]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let text = String::from_utf8_lossy(&o.stdout);
+    let text = stdout_in(tmp.path(), &["export", "envoy", "s.toml"]);
     assert!(
         text.contains(
             "# Not exported (Envoy's local_ratelimit is a token bucket): \"c\" (chain).\n"
@@ -301,7 +300,7 @@ fn a_delay_without_a_queue_is_left_out_of_the_export() {
         .replace("queue = 5\ndelay = 5", "queue = 0\ndelay = 3")
         .replace("[[chain]]\nname = \"c\"\nlimiters = [\"perip\", \"perserver\"]\nmode = \"all_or_nothing\"\n", "");
     fs::write(tmp.path().join("s.toml"), &toml).unwrap();
-    let o = ratesim_in(
+    let export = stdout_in(
         tmp.path(),
         &[
             "export",
@@ -313,8 +312,6 @@ fn a_delay_without_a_queue_is_left_out_of_the_export() {
             "$binary_remote_addr",
         ],
     );
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let export = String::from_utf8(o.stdout).unwrap();
     assert!(export.contains("    limit_req zone=perip;\n"), "{export}");
     let conf = format!(
         "http {{\n{}    server {{\n        location / {{\n{}        }}\n    }}\n}}\n",
@@ -330,9 +327,7 @@ fn a_delay_without_a_queue_is_left_out_of_the_export() {
             .collect::<String>(),
     );
     fs::write(tmp.path().join("nginx.conf"), &conf).unwrap();
-    let o = ratesim_in(tmp.path(), &["import", "nginx.conf"]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let imported = String::from_utf8(o.stdout).unwrap();
+    let imported = stdout_in(tmp.path(), &["import", "nginx.conf"]);
     let of = decisions_beside(tmp.path(), &toml, imported_limiters(&imported));
     let original = of("perip");
     assert!(original.iter().any(|r| r[4] == "rejected"));
@@ -422,15 +417,11 @@ off = "3s"
 fn envoy_round_trip(toml: &str, import_args: &[&str], names: &[&str]) -> (String, String) {
     let tmp = tempfile::tempdir().unwrap();
     fs::write(tmp.path().join("s.toml"), toml).unwrap();
-    let o = ratesim_in(tmp.path(), &["export", "envoy", "s.toml"]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let export = String::from_utf8(o.stdout).unwrap();
+    let export = stdout_in(tmp.path(), &["export", "envoy", "s.toml"]);
     fs::write(tmp.path().join("envoy.yaml"), &export).unwrap();
     let mut args = vec!["import", "envoy.yaml"];
     args.extend(import_args);
-    let o = ratesim_in(tmp.path(), &args);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let imported = String::from_utf8(o.stdout).unwrap();
+    let imported = stdout_in(tmp.path(), &args);
     let limiters = imported_limiters(&imported).replace("name = '", "name = 'rt-");
     let of = decisions_beside(tmp.path(), toml, &limiters);
     for name in names {
@@ -713,12 +704,10 @@ fn the_exported_evalsha_call_decides_as_ratesim_run_on_a_real_redis() {
     let calls: Vec<(&str, String, Vec<String>)> = names
         .iter()
         .map(|name| {
-            let o = ratesim_in(
+            let text = stdout_in(
                 tmp.path(),
                 &["export", "redis", "s.toml", "--limiter", name],
             );
-            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-            let text = String::from_utf8(o.stdout).unwrap();
             let script = text
                 .split("the script redis/")
                 .nth(1)
@@ -1029,12 +1018,10 @@ fn export_nginx_lua_prints_a_fragment_that_calls_the_limiters_script() {
     );
     fs::write(tmp.path().join("f.toml"), &fallback).unwrap();
     let store = ["--limiter", "store", "--key", "$http_x_client"];
-    let o = ratesim_in(
+    let text = stdout_in(
         tmp.path(),
         &[&["export", "nginx-lua", "f.toml"][..], &store].concat(),
     );
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let text = String::from_utf8(o.stdout).unwrap();
     for needle in [
         "# Part 1 (http block):\nlua_shared_dict ratesim_fallback 10m;",
         "# Part 2 (location block):",
