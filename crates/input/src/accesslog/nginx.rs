@@ -317,8 +317,18 @@ impl NginxFormat {
         line: &'l [u8],
         values: &mut Vec<Range<usize>>,
     ) -> Result<Parsed<'l>, LineError> {
-        self.template.read_into(line, values)?;
-        self.parse_matched(line, values)
+        let first = match self.template.read_into(line, values) {
+            Ok(()) => self.parse_matched(line, values),
+            Err(e) => Err(e.into()),
+        };
+        // docs/semantics.md §8: a field that holds the literal ending it
+        // (any client can send one) — the first match whose fields read.
+        first.or_else(|e| {
+            let other = self
+                .template
+                .only_reading(line, values, &mut |v| self.parse_matched(line, v).ok());
+            super::parsed::reread(e, other, line)
+        })
     }
 
     /// [`NginxFormat::parse`] of a line whose fields' ranges `values` are
@@ -455,6 +465,44 @@ mod tests {
         // nginx's default limit_req_status is 503: a 429 is not a rejection.
         assert_eq!(p.verdict, Some(Verdict::Passed));
         assert_eq!(p.path.as_deref(), Some(&b"/a"[..]));
+    }
+
+    // Lines nginx 1.22 wrote (`combined`) for a client sending the
+    // Basic user `a [b`, and `x] "y [01/Dec/2026` (nginx escapes the
+    // quote): $remote_user holds the " [" that ends it.
+    #[test]
+    fn a_remote_user_holding_the_bracket_that_ends_it_is_read_as_nginx_wrote_it() {
+        let f = NginxFormat::new(COMBINED, None, None, None).unwrap();
+        for (line, path) in [
+            (
+                r#"127.0.0.1 - a [b [03/Dec/2026:15:05:02 +0000] "GET /one HTTP/1.1" 200 3 "-" "curl/7.88.1""#,
+                "/one",
+            ),
+            (
+                r#"127.0.0.1 - x] \x22y [01/Dec/2026 [03/Dec/2026:15:05:02 +0000] "GET /two HTTP/1.1" 503 3 "-" "curl/7.88.1""#,
+                "/two",
+            ),
+        ] {
+            let p = f.parse_str(line).unwrap();
+            assert_eq!(p.client_key(), "127.0.0.1");
+            assert_eq!(p.stamp, 1_796_310_302_000_000_000, "{line}");
+            assert_eq!(p.path.as_deref(), Some(path.as_bytes()));
+        }
+        // A time that no way reads is the first match's error, as before.
+        let bad = r#"127.0.0.1 - a [b [03/Foo/2026:15:05:02 +0000] "GET / HTTP/1.1" 200 3 "-" "c""#;
+        let e = f.parse_str(bad).unwrap_err().message(bad.as_bytes());
+        assert!(e.starts_with("$time_local \"b [03/Foo/2026"), "{e}");
+        // Two ways that read differently: said, not guessed.
+        let f = NginxFormat::new(
+            "$msec $http_x_key $http_y $status",
+            None,
+            Some("$http_x_key"),
+            None,
+        )
+        .unwrap();
+        let two = "1796085720.000 a b c 200";
+        let e = f.parse_str(two).unwrap_err().message(two.as_bytes());
+        assert!(e.ends_with("the line reads more than one way"), "{e}");
     }
 
     #[test]

@@ -92,8 +92,25 @@ pub(super) fn utf8(bytes: &[u8]) -> Result<&str, LineError> {
     std::str::from_utf8(bytes).map_err(|_| LineError::NotUtf8)
 }
 
+/// A line whose first match did not read (`first`), read the other ways
+/// it matches ([`super::template::Template::only_reading`]).
+pub(super) fn reread<'l>(
+    first: LineError,
+    other: Result<Option<Parsed<'l>>, super::template::Ambiguous>,
+    line: &[u8],
+) -> Result<Parsed<'l>, LineError> {
+    match other {
+        Ok(Some(parsed)) => Ok(parsed),
+        Ok(None) => Err(first),
+        Err(super::template::Ambiguous) => Err(LineError::Bad(format!(
+            "{}; a field holds the text that ends it, and the line reads more than one way",
+            first.message(line)
+        ))),
+    }
+}
+
 /// One line, parsed; values borrow from it where they can.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Parsed<'l> {
     /// The logged time, ns since the Unix epoch.
     pub stamp: u64,

@@ -335,7 +335,11 @@ impl Pipeline {
         }
         let order = &mut self.order;
         let parsed = match matched {
-            Some(values) => self.format.parse_matched(bytes, values),
+            // A line whose first match does not read may have another.
+            Some(values) => match self.format.parse_matched(bytes, values) {
+                Err(_) => self.format.parse(bytes, &mut self.values),
+                read => read,
+            },
             None => self.format.parse(bytes, &mut self.values),
         };
         // Looked at in place: a line's 136 bytes are not moved again.
@@ -529,6 +533,40 @@ mod tests {
         }
         let counts = [p.skipped(), p.reordered(), p.filtered, p.empty_key];
         (out, counts)
+    }
+
+    // A line looked at ahead whose first match does not read is read the
+    // other ways it matches, as a line read alone is (docs/semantics.md
+    // §8): nginx logged these for the Basic users `a [b` and `x] "y [1`.
+    #[test]
+    fn a_line_looked_at_ahead_is_read_the_way_it_reads() {
+        let format =
+            || Format::Nginx(nginx::NginxFormat::new(nginx::COMBINED, None, None, None).unwrap());
+        let log = concat!(
+            "127.0.0.1 - a [b [03/Dec/2026:15:05:02 +0000] \"GET /one HTTP/1.1\" 200 3 \"-\" \"c\"\n",
+            "127.0.0.1 - - [03/Dec/2026:15:05:03 +0000] \"GET /two HTTP/1.1\" 200 3 \"-\" \"c\"\n",
+            "127.0.0.1 - x] \\x22y [1 [03/Dec/2026:15:05:04 +0000] \"GET /three HTTP/1.1\" 200 3 \"-\" \"c\"\n",
+        );
+        let mut options = LogOptions {
+            reorder: Nanos(60 * NS),
+            subsecond: Some(Subsecond::Start),
+            skip_bad: false,
+            location: None,
+            select: None,
+        };
+        for skip_bad in [false, true] {
+            options.skip_bad = skip_bad;
+            let lines =
+                Lines::new(Box::new(std::io::Cursor::new(log.as_bytes().to_vec()))).unwrap();
+            let mut p = Pipeline::new(lines, &Arc::new(format()), &options);
+            let mut intern = |_: &[u8], _: &[u8], _: &[u8]| Ok((0, 0, 0));
+            let mut times = Vec::new();
+            while let Some(r) = p.next(&mut intern).unwrap() {
+                times.push((r.line, r.time.0));
+            }
+            assert_eq!(times, [(1, 0), (2, NS), (3, 2 * NS)]);
+            assert_eq!(p.skipped(), 0);
+        }
     }
 
     // The lines looked at ahead (their keys asked for, their fields'

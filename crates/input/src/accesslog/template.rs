@@ -5,6 +5,8 @@
 //! A line is matched left to right: each literal must appear where the
 //! template puts it, and a field's value runs up to the next occurrence of
 //! the literal that follows it (to the end of the line for a last field).
+//! When that match leaves the line unmatched or a field unreadable, later
+//! occurrences are tried ([`Template::first_match`]).
 //! Two fields with nothing between them cannot be told apart and are
 //! refused when the template is compiled.
 
@@ -96,6 +98,16 @@ fn find_byte(b: u8, hay: &[u8]) -> Option<usize> {
         _ => memchr::memchr(b, &hay[i..]).map(|j| i + j),
     }
 }
+
+/// How many literals [`Template::first_match`] looks for in a line at
+/// most (a line of a few hundred bytes has a few dozen of a template's
+/// literals; a match that needs more is not found, and the line is bad).
+pub const ALTERNATIVES: usize = 1024;
+
+/// A line that matches its template more than one way, and reads
+/// differently in two of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ambiguous;
 
 /// Where a line stops matching its template: [`Mismatch::message`] says it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -221,6 +233,108 @@ impl Template {
         Ok(())
     }
 
+    /// What `read` makes of `line` when [`Template::match_into`]'s match
+    /// does not read: every way the line matches is tried (each field's
+    /// value run to any later occurrence of the literal after it), and
+    /// the ways that `read` makes something of must all make the same.
+    /// A free-text field (nginx's `$remote_user` is whatever a client
+    /// sends) can hold the literal that ends it; then only the match that
+    /// leaves every field readable is the line as logged
+    /// (docs/semantics.md §8). `Ok(None)`: no way reads; `Err`: two
+    /// ways read differently, and the line cannot be told. At most
+    /// [`ALTERNATIVES`] literals are looked for, so a line cannot make
+    /// the search take long: a line whose ways are not all tried is not
+    /// read (`Ok(None)`).
+    pub fn only_reading<T: PartialEq>(
+        &self,
+        line: &[u8],
+        values: &mut Vec<std::ops::Range<usize>>,
+        read: &mut dyn FnMut(&[std::ops::Range<usize>]) -> Option<T>,
+    ) -> Result<Option<T>, Ambiguous> {
+        values.clear();
+        values.resize(self.names.len(), 0..0);
+        let mut budget = ALTERNATIVES;
+        let mut found: Option<T> = None;
+        let mut ambiguous = false;
+        self.match_from(
+            0,
+            0,
+            line,
+            values,
+            &mut budget,
+            &mut |v| match (read(v), &found) {
+                (None, _) => false,
+                (Some(t), None) => {
+                    found = Some(t);
+                    false
+                }
+                (Some(t), Some(f)) => {
+                    ambiguous = t != *f;
+                    ambiguous
+                }
+            },
+        );
+        if ambiguous {
+            return Err(Ambiguous);
+        }
+        // A search cut short may have left a way that reads otherwise.
+        Ok(found.filter(|_| budget > 0))
+    }
+
+    /// Calls `visit` with each way `line` matches from piece `seg` at
+    /// byte `pos` on, depth first, until it says to stop (true).
+    fn match_from(
+        &self,
+        seg: usize,
+        pos: usize,
+        line: &[u8],
+        values: &mut [std::ops::Range<usize>],
+        budget: &mut usize,
+        visit: &mut dyn FnMut(&[std::ops::Range<usize>]) -> bool,
+    ) -> bool {
+        let Some(step) = self.steps.get(seg) else {
+            return pos == line.len() && visit(values);
+        };
+        match step {
+            Step::Lit(lit) => {
+                // As in `match_into`: a literal after a field is where the
+                // field's search found it.
+                if seg == 0 && !line.starts_with(lit) {
+                    return false;
+                }
+                self.match_from(seg + 1, pos + lit.len(), line, values, budget, visit)
+            }
+            Step::Field {
+                field,
+                first,
+                until,
+            } => {
+                let Some(until) = until else {
+                    if *first {
+                        values[*field] = pos..line.len();
+                    }
+                    return self.match_from(seg + 1, line.len(), line, values, budget, visit);
+                };
+                let mut from = pos;
+                while *budget > 0 {
+                    *budget -= 1;
+                    let Some(at) = until.find(&line[from..]) else {
+                        return false;
+                    };
+                    let end = from + at;
+                    if *first {
+                        values[*field] = pos..end;
+                    }
+                    if self.match_from(seg + 1, end, line, values, budget, visit) {
+                        return true;
+                    }
+                    from = end + 1;
+                }
+                false
+            }
+        }
+    }
+
     /// What did not match, as a bad line's message says it.
     pub fn message(&self, m: Mismatch) -> String {
         let lit = |seg: usize| match &self.segs[seg] {
@@ -300,6 +414,60 @@ mod tests {
         let v = tpl.matches("x y - [01/Dec] \"GET / HTTP/1.1\" z").unwrap();
         assert_eq!(v, vec!["x y", "01/Dec", "GET / HTTP/1.1"]);
         assert!(tpl.matches("x y - 01/Dec").is_err());
+    }
+
+    /// The ways of `line` that `digits` reads: those whose field `b` is
+    /// all digits (and spaces, with `spaces`).
+    fn reading(tpl: &Template, line: &str, spaces: bool) -> Result<Option<String>, Ambiguous> {
+        tpl.only_reading(line.as_bytes(), &mut Vec::new(), &mut |v| {
+            let b = &line[v[1].clone()];
+            let ok = !b.is_empty()
+                && b.bytes()
+                    .all(|c| c.is_ascii_digit() || (spaces && c == b' '));
+            ok.then(|| format!("{}|{b}", &line[v[0].clone()]))
+        })
+    }
+
+    #[test]
+    fn a_field_holding_the_literal_that_ends_it_is_read_the_one_way_that_reads() {
+        let tpl = t(&["$a", " [", "$b", "]"]);
+        // The first match ("x" and "y [12") does not read; "x [y" and "12" do.
+        assert!(tpl.matches("x [y [12]").is_ok());
+        assert_eq!(
+            reading(&tpl, "x [y [12]", false),
+            Ok(Some("x [y|12".into()))
+        );
+        // Nor does any way here; and a line that does not match has none.
+        assert_eq!(reading(&tpl, "x [y [1a]", false), Ok(None));
+        assert_eq!(reading(&tpl, "x [12] z", false), Ok(None));
+        // Two ways read, and differently: the line cannot be told.
+        let tpl = t(&["$a", " ", "$b"]);
+        assert_eq!(reading(&tpl, "1 2 3", true), Err(Ambiguous));
+        assert_eq!(reading(&tpl, "1 2 3", false), Ok(Some("1 2|3".into())));
+    }
+
+    #[test]
+    fn a_line_of_too_many_ways_is_not_searched_through() {
+        // Three fields over 300 spaces: some 45 000 ways, of which the
+        // 300 that end in the field "7" read (alike). Not all tried at
+        // ALTERNATIVES literals, the line is not read.
+        let tpl = t(&["$a", " ", "$c", " ", "$b"]);
+        let line = format!("{}7", "x ".repeat(300));
+        let mut tried = 0;
+        let found = tpl.only_reading(line.as_bytes(), &mut Vec::new(), &mut |v| {
+            tried += 1;
+            (&line[v[2].clone()] == "7").then_some(())
+        });
+        assert_eq!(found, Ok(None));
+        assert!((1..=ALTERNATIVES).contains(&tried), "{tried}");
+        // Short of the limit, the same search finds it.
+        let line = format!("{}7", "x ".repeat(20));
+        assert_eq!(
+            tpl.only_reading(line.as_bytes(), &mut Vec::new(), &mut |v| {
+                (&line[v[2].clone()] == "7").then_some(())
+            }),
+            Ok(Some(()))
+        );
     }
 
     #[test]
