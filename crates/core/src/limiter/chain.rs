@@ -22,9 +22,11 @@
 //! passes making it never: each member's admissible moments form a ray
 //! when nothing else arrives, so the chain's are their intersection, the
 //! ray from the largest start. Each member is consulted in the state the
-//! decision left it in: under `AllOrNothing` the members not asked are
-//! consulted on copies, which changes nothing; under `EachCounts` a member
-//! that passed (and so counted the request) is consulted again, on a copy.
+//! decision left it in: under `EachCounts` a member that rejected gives its
+//! own retry-after; every other member is asked again on a copy, its
+//! rejection not counted ([`Limiter::probe`]) — under `AllOrNothing` no
+//! member counts a rejected request, and under `EachCounts` a member that
+//! passed has counted it already.
 //!
 //! A member whose key is empty for a request is not asked (nginx skips a
 //! zone whose key is empty); a request no member is asked about passes.
@@ -179,15 +181,14 @@ impl Chain {
         for (i, member) in self.members.iter_mut().enumerate() {
             let Some(key) = keys[i] else { continue };
             let decision = match own[i] {
-                // Under `EachCounts` a member that passed has counted the
-                // request: whether a retry passes it depends on its state
-                // now, so it is asked again, on a copy.
-                Some(d) if !(each_counts && d.passes()) => d,
-                _ => {
-                    let (d, ticket) = member.decide_detached(key, now, cost);
-                    member.discard(ticket);
-                    d
-                }
+                // Under `EachCounts` a member that rejected counted the
+                // rejection as it would alone: its retry-after is its own.
+                Some(d) if each_counts && !d.passes() => d,
+                // Every other member is asked again, on a copy of its state
+                // as the decision left it, the rejection not counted: under
+                // `AllOrNothing` no member counts a rejected request, and
+                // under `EachCounts` a member that passed has counted it.
+                _ => member.probe(key, now, cost),
             };
             match decision {
                 Decision::Rejected { retry_after: None } => return None,
@@ -241,7 +242,9 @@ fn longest_delay(own: &[Option<Decision>]) -> ChainDecision {
 mod tests {
     use super::*;
     use crate::clock::{parse_rate, Rate};
-    use crate::limiter::{leaky_bucket, sliding_log, token_bucket, Algorithm};
+    use crate::limiter::{
+        fixed_window, leaky_bucket, sliding_counter, sliding_log, token_bucket, Algorithm,
+    };
 
     fn rate(text: &str) -> Rate {
         parse_rate(text).unwrap()
@@ -458,11 +461,120 @@ mod tests {
         });
         let mut c = Chain::new(ChainMode::AllOrNothing, vec![log.build()]);
         let mut alone = log.build();
-        for t in [0, S / 2] {
-            assert_eq!(ask(&mut c, t).0.decision, alone.decide(0, Nanos(t), 1));
-        }
+        assert_eq!(ask(&mut c, 0).0.decision, alone.decide(0, Nanos(0), 1));
+        // At 0.5 s both reject; alone the rejection is logged first, so
+        // the retry waits for it (1 s); the chain logged nothing, and the
+        // request passes when the pass at 0 leaves the window: 0.5 s.
+        assert_eq!(alone.decide(0, Nanos(S / 2), 1), rejected(S));
+        assert_eq!(ask(&mut c, S / 2).0.decision, rejected(S / 2));
+        // Exact: a nanosecond sooner it is still rejected.
+        assert!(!c.members[0].probe(0, Nanos(S - 1), 1).passes());
+        assert_eq!(c.members[0].probe(0, Nanos(S), 1), Decision::Admitted);
         let t = S + S / 5;
         assert_eq!(ask(&mut c, t).0.decision, Decision::Admitted);
         assert!(!alone.decide(0, Nanos(t), 1).passes());
+    }
+
+    /// Members for the property below: counting variants of the three
+    /// window rules, a bucket, a log that does not count, a shaper.
+    fn member(which: u8) -> Box<dyn Limiter> {
+        let log = |limit, ms, count_rejected| {
+            Algorithm::SlidingLog(sliding_log::Config {
+                limit,
+                window: Nanos(ms * MS),
+                count_rejected,
+                boundary: Default::default(),
+            })
+        };
+        match which {
+            0 => log(3, 1000, true),
+            1 => Algorithm::SlidingCounter(sliding_counter::Config {
+                limit: 3,
+                window: Nanos(S),
+                count_rejected: true,
+                weight: Default::default(),
+            }),
+            2 => Algorithm::FixedWindow(fixed_window::Config {
+                limit: 2,
+                window: Nanos(500 * MS),
+                count_rejected: true,
+                align: Default::default(),
+            }),
+            3 => return bucket(2, "3/1s"),
+            4 => log(4, 700, false),
+            _ => return nginx("2/1s", 1),
+        }
+        .build()
+    }
+
+    proptest::proptest! {
+        // docs/semantics.md §13: a chain's retry-after d is exact — after
+        // the same requests, the same request passes at t + d, and not at
+        // t + d − 1 ns — whichever members count rejected requests.
+        #[test]
+        fn a_chains_retry_after_is_exact(
+            members in proptest::collection::vec(0u8..6, 1..4),
+            each_counts in proptest::bool::ANY,
+            requests in proptest::collection::vec((0u64..400, 1u64..4), 1..20),
+        ) {
+            let mode = if each_counts { ChainMode::EachCounts } else { ChainMode::AllOrNothing };
+            let chain = || Chain::new(mode, members.iter().map(|&m| member(m)).collect());
+            let keys = vec![Some(0); members.len()];
+            let mut own = vec![None; members.len()];
+            let mut t = 0;
+            let times: Vec<u64> = requests.iter().map(|(gap, _)| { t += gap * MS; t }).collect();
+            // The chain after the requests up to `i`, then one more at `at`.
+            let mut after = |i: usize, at: u64| {
+                let mut c = chain();
+                for (j, &(_, cost)) in requests.iter().enumerate().take(i + 1) {
+                    c.decide(&keys, Nanos(times[j]), cost, &mut own);
+                }
+                c.decide(&keys, Nanos(at), requests[i].1, &mut own).decision
+            };
+            let mut c = chain();
+            let mut own_here = vec![None; members.len()];
+            for (i, &(_, cost)) in requests.iter().enumerate() {
+                let d = c.decide(&keys, Nanos(times[i]), cost, &mut own_here).decision;
+                if let Decision::Rejected { retry_after: Some(wait) } = d {
+                    proptest::prop_assert!(wait.0 >= 1);
+                    proptest::prop_assert!(after(i, times[i] + wait.0).passes(), "{i}: {wait:?}");
+                    if wait.0 > 1 {
+                        proptest::prop_assert!(!after(i, times[i] + wait.0 - 1).passes(), "{i}: {wait:?}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn each_counts_asks_a_passing_counting_member_without_counting_again() {
+        // A counts rejections: a sliding log of 4 per second; B: a window
+        // of 2 per 250 ms. Requests of cost 2.
+        let log = Algorithm::SlidingLog(sliding_log::Config {
+            limit: 4,
+            window: Nanos(S),
+            count_rejected: true,
+            boundary: Default::default(),
+        });
+        let window = Algorithm::FixedWindow(fixed_window::Config {
+            limit: 2,
+            window: Nanos(S / 4),
+            count_rejected: false,
+            align: Default::default(),
+        });
+        let mut c = Chain::new(ChainMode::EachCounts, vec![log.build(), window.build()]);
+        let mut own = vec![None; 2];
+        let at = |c: &mut Chain, t: u64, own: &mut Vec<Option<Decision>>| {
+            c.decide(&[Some(0), Some(0)], Nanos(t), 2, own)
+        };
+        assert_eq!(at(&mut c, 0, &mut own).decision, Decision::Admitted);
+        // At 0.1 s A logs the request (4 of 4), B's window is full: the
+        // chain rejects, by B. A passes the same request again only when
+        // the entry at 0 leaves, at 1 s: 0.9 s, not the 1 s a rejection
+        // A counted first would take.
+        let d = at(&mut c, S / 10, &mut own);
+        assert_eq!((d.decision, d.by), (rejected(9 * S / 10), Some(1)));
+        assert!(!c.members[0].probe(0, Nanos(S - 1), 2).passes());
+        assert_eq!(at(&mut c, S, &mut own).decision, Decision::Admitted);
     }
 }

@@ -168,6 +168,14 @@ impl Rule for FixedWindowRule {
         }
     }
 
+    fn decide_uncounted(&self, c: &mut Counter, now: Nanos, cost: u64) -> Decision {
+        let cfg = Config {
+            count_rejected: false,
+            ..self.cfg
+        };
+        FixedWindowRule { cfg }.decide(c, now, cost).0
+    }
+
     fn decide(&self, c: &mut Counter, now: Nanos, cost: u64) -> (Decision, Option<u64>) {
         let cfg = self.cfg;
         let k = self.current(Some(c.window), now);

@@ -768,6 +768,16 @@ pub trait Limiter: Send {
     /// reading the same state both admit.
     fn decide_detached(&mut self, key: u32, now: Nanos, cost: u64) -> (Decision, u32);
 
+    /// How a request of `cost` at `now` would be decided on `key`'s state,
+    /// a rejection not counted (a `count_rejected` rule decides as one
+    /// that does not); nothing changes. A chain's retry-after asks its
+    /// members this (docs/semantics.md §13).
+    fn probe(&mut self, key: u32, now: Nanos, cost: u64) -> Decision {
+        let (decision, ticket) = self.decide_detached(key, now, cost);
+        self.discard(ticket);
+        decision
+    }
+
     /// Read-then-write, the write: `key`'s state becomes the copy kept under
     /// `ticket`, whatever happened to it since (last writer wins).
     fn write_back(&mut self, key: u32, ticket: u32, now: Nanos);

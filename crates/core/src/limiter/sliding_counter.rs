@@ -175,6 +175,14 @@ impl Rule for SlidingCounterRule {
         }
     }
 
+    fn decide_uncounted(&self, s: &mut WindowCounts, now: Nanos, cost: u64) -> Decision {
+        let cfg = Config {
+            count_rejected: false,
+            ..self.cfg
+        };
+        SlidingCounterRule { cfg }.decide(s, now, cost).0
+    }
+
     fn decide(&self, s: &mut WindowCounts, now: Nanos, cost: u64) -> (Decision, Option<u64>) {
         (self.count(s, now, cost), None)
     }

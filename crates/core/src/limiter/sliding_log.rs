@@ -159,6 +159,14 @@ impl Rule for SlidingLogRule {
         Log::default()
     }
 
+    fn decide_uncounted(&self, log: &mut Log, now: Nanos, cost: u64) -> Decision {
+        let cfg = Config {
+            count_rejected: false,
+            ..self.cfg
+        };
+        SlidingLogRule { cfg }.decide(log, now, cost).0
+    }
+
     fn decide(&self, log: &mut Log, now: Nanos, cost: u64) -> (Decision, Option<u64>) {
         let w = self.cfg.window.0;
         let before = log.total;

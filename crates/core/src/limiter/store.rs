@@ -27,6 +27,15 @@ pub trait Rule: Send {
     /// window count) the decision added to it, if any.
     fn decide(&self, state: &mut Self::State, now: Nanos, cost: u64) -> (Decision, Option<u64>);
 
+    /// [`Rule::decide`] for a request whose rejection is not counted, as a
+    /// chain's retry-after asks it (docs/semantics.md §13): a rule that
+    /// counts rejected requests (`count_rejected`) decides as one that
+    /// does not, so its retry-after is the first moment the request
+    /// passes on the state as it is.
+    fn decide_uncounted(&self, state: &mut Self::State, now: Nanos, cost: u64) -> Decision {
+        self.decide(state, now, cost).0
+    }
+
     /// From when `state` is equivalent to a fresh key's if nothing else
     /// arrives: every request from then on is decided as for a key never
     /// seen (the ledger counts the key until then).
@@ -207,6 +216,16 @@ impl<R: Rule> Limiter for Stored<R> {
         let state = self.keys.entry(key, || rule.fresh(now));
         let (decision, _) = rule.decide(state, now, cost);
         (decision, self.keys.detach(key, saved))
+    }
+
+    fn probe(&mut self, key: u32, now: Nanos, cost: u64) -> Decision {
+        let saved = self.keys.save(key);
+        let rule = &self.rule;
+        let state = self.keys.entry(key, || rule.fresh(now));
+        let decision = rule.decide_uncounted(state, now, cost);
+        let ticket = self.keys.detach(key, saved);
+        self.discard(ticket);
+        decision
     }
 
     fn write_back(&mut self, key: u32, ticket: u32, now: Nanos) {
