@@ -612,6 +612,58 @@ fn a_client_that_times_out_sends_again_and_its_request_is_served_all_the_same() 
     );
 }
 
+/// docs/semantics.md §10: a response its client stopped waiting for is a
+/// drop to an adaptive limiter (Netflix's `onDropped`): an AIMD limit whose
+/// every response comes after the client's timeout backs off to its
+/// floor, where with a timeout the responses meet it grows.
+#[test]
+fn a_response_after_the_clients_timeout_is_a_drop_to_an_adaptive_limit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let limits = |timeout: &str| {
+        let out = run(
+            tmp.path(),
+            &format!(
+                r#"name = "timeouts"
+duration = "2s"
+[defaults]
+limit = 100
+window = "1s"
+[[limiter]]
+algorithm = "aimd"
+min_limit = 1
+initial_limit = 4
+[[traffic]]
+pattern = "closed"
+clients = 10
+think = "const(1ms)"
+timeout = "{timeout}"
+[backend]
+workers = 1
+service = "const(50ms)"
+[output]
+resolution = "100ms"
+"#
+            ),
+        );
+        let (head, rows) = csv_rows(&out.join("timeseries.csv"));
+        let at = head.iter().position(|h| h == "concurrency_limit").unwrap();
+        // (A bucket with no decision leaves the cell empty.)
+        let limits: Vec<u64> = rows
+            .iter()
+            .filter(|r| !r[at].is_empty())
+            .map(|r| r[at].parse().unwrap())
+            .collect();
+        (limits, column(&summary_row(&out, "aimd"), "timeouts"))
+    };
+    let (late, timeouts) = limits("10ms");
+    assert!(timeouts > 10, "{timeouts}");
+    assert!(late.iter().all(|&l| l <= 4), "{late:?}");
+    assert_eq!(late.last(), Some(&1), "{late:?}");
+    let (in_time, timeouts) = limits("1s");
+    assert_eq!(timeouts, 0);
+    assert!(in_time.iter().any(|&l| l > 4), "{in_time:?}");
+}
+
 #[test]
 fn closed_loop_runs_are_the_same_on_any_number_of_threads() {
     let tmp = tempfile::tempdir().unwrap();

@@ -859,12 +859,17 @@ impl<'a, 's> Run<'a, 's> {
             self.think(e, heard);
         }
         // A feedback limiter hears of the response (a dropped request is
-        // answered at once).
+        // answered at once); one its client stopped waiting for — later
+        // than its timeout after it arrived, as the backend counts
+        // `timeouts` — is a drop to it (docs/semantics.md §10).
         if let Some((instance, key, in_flight)) = self.asking.take() {
             let (done, rtt, dropped) = match served {
                 Served::Done { wait, service } => {
                     let rtt = wait.0 + service.0;
-                    (at.0.saturating_add(rtt), rtt, false)
+                    let done = at.0.saturating_add(rtt);
+                    let timeout = closed.and_then(|c| c.timeout);
+                    let timed_out = timeout.is_some_and(|t| done - e.arrived.min(done) > t.0);
+                    (done, rtt, timed_out)
                 }
                 Served::Dropped => (at.0, 0, true),
             };

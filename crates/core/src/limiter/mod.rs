@@ -827,7 +827,9 @@ pub trait Limiter: Send {
 /// What a response tells a feedback limiter: the request's round trip
 /// through the backend (queue wait + service; 0 if dropped), the requests
 /// in flight when it passed (itself included, as Netflix's limiters count
-/// it), and whether the backend dropped it.
+/// it), and whether it failed: the backend dropped it, or its client had
+/// stopped waiting for it (timed out), which Netflix's limiters hear as a
+/// drop (`onDropped`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Sample {
     pub rtt: Nanos,
