@@ -363,6 +363,25 @@ fn a_feedback_limiter_is_refused_where_it_cannot_run() {
         &[],
         &["concurrency_update_interval"],
     );
+    // Under 1 ms Envoy's timer is 0 ms (it reads whole milliseconds): it
+    // fires on every turn of its loop, no moment of a simulated clock.
+    // (Such a run never ended.)
+    assert_bad_scenario(
+        &with(
+            "algorithm = \"envoy_gradient\"\ninterval = \"60s\"\nconcurrency_update_interval = \"999us\"",
+            BACKEND,
+        ),
+        &[],
+        &["limiter[1].concurrency_update_interval", "\"999us\"", "at least 1ms"],
+    );
+    assert_bad_scenario(
+        &with(
+            "algorithm = \"envoy_gradient\"\ninterval = \"999us\"\nconcurrency_update_interval = \"1ms\"",
+            BACKEND,
+        ),
+        &[],
+        &["limiter[1].interval", "\"999us\"", "at least 1ms"],
+    );
     assert_bad_scenario(
         &with("algorithm = \"concurrency\"", BACKEND),
         &[],

@@ -490,8 +490,20 @@ fn adaptive(f: &mut Fields, name: &str) -> Result<Adaptive, InputError> {
                         "how often the limit is recomputed (Envoy has no default), e.g. \"100ms\"",
                     )
                 })?;
-            let d = envoy_gradient::Config::new(interval, update)
-                .ok_or_else(|| bad(f, "interval", "must be at least 1ms"))?;
+            let d = envoy_gradient::Config::new(interval, update).ok_or_else(|| {
+                let (key, why) = if interval < Nanos(1_000_000) {
+                    ("interval", "expected at least 1ms")
+                } else {
+                    (
+                        "concurrency_update_interval",
+                        "expected at least 1ms: Envoy reads it in whole milliseconds, and a timer of 0 ms fires on every turn of its event loop, at no moment a simulation can place",
+                    )
+                };
+                match f.peek(key) {
+                    Some(v) => f.error(key, v, why),
+                    None => bad(f, key, why),
+                }
+            })?;
             Adaptive::EnvoyGradient(envoy_gradient::Config {
                 request_count: count32(f, "request_count", 1)?.unwrap_or(d.request_count),
                 jitter: f.opt_float("jitter", 0.0, 100.0)?.unwrap_or(d.jitter),

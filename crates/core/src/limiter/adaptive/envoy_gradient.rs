@@ -81,8 +81,8 @@ pub struct Config {
     pub min_concurrency: u32,
     /// `min_rtt_calc_params.buffer`, default 25 %.
     pub buffer: f64,
-    /// `concurrency_limit_params.concurrency_update_interval`: required
-    /// (> 0), no default; whole milliseconds.
+    /// `concurrency_limit_params.concurrency_update_interval`: required,
+    /// no default; whole milliseconds, at least 1.
     pub concurrency_update_interval: Nanos,
     /// `concurrency_limit_params.max_concurrency_limit`, default 1000.
     pub max_concurrency_limit: u32,
@@ -92,10 +92,13 @@ pub struct Config {
 
 impl Config {
     /// The two durations the proto requires; everything else defaulted.
-    /// `None` where the proto's validation refuses them: `interval` under
-    /// 1 ms, a zero update interval.
+    /// `None` for `interval` under 1 ms, which the proto's validation
+    /// refuses, and for an update interval under 1 ms: the proto takes any
+    /// above 0, but the controller reads it in whole milliseconds, and a
+    /// timer of 0 ms fires again on every turn of Envoy's event loop —
+    /// no moment on a simulated clock.
     pub fn new(interval: Nanos, concurrency_update_interval: Nanos) -> Option<Config> {
-        if interval.as_u64() < NS_PER_MS || concurrency_update_interval == Nanos::ZERO {
+        if interval.as_u64() < NS_PER_MS || concurrency_update_interval.as_u64() < NS_PER_MS {
             return None;
         }
         Some(Config {
