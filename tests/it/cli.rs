@@ -413,6 +413,32 @@ fn too_many_instances_or_clients_name_the_fields_own_limit() {
         &[],
         &["traffic[0].clients", "1000000000001", "at most 10000000\n"],
     );
+    // Past TOML's integers a number is text (as `--set` reads it): the
+    // message gives the field's range.
+    let text = base_with_limiter_line("deployment = { instances = \"99999999999999999999\" }");
+    assert_bad_scenario(
+        &text,
+        &[],
+        &[
+            "limiter[0].deployment.instances",
+            "expected a whole number from 1 to 10000\n",
+        ],
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("s.toml");
+    fs::write(&path, BASE).unwrap();
+    assert_input_error(
+        ratesim()
+            .arg("run")
+            .arg(&path)
+            .args(["--set", "defaults.limit=18446744073709551615", "--out"])
+            .arg(tmp.path().join("out")),
+        &[
+            "defaults.limit",
+            "\"18446744073709551615\"",
+            "expected a whole number from 1 to 1000000000000",
+        ],
+    );
 }
 
 #[test]

@@ -132,38 +132,33 @@ impl<'a> Fields<'a> {
 
     /// A whole number in `min..=MAX_COUNT`.
     pub fn opt_count(&mut self, key: &str, min: u64) -> Result<Option<u64>, InputError> {
-        let Some(v) = self.take(key) else {
-            return Ok(None);
-        };
-        let accepted = if min == 0 {
-            "expected a whole number ≥ 0"
-        } else {
-            "expected a positive whole number"
-        };
-        match v {
-            Value::Integer(i) if *i >= min as i64 && *i as u64 <= MAX_COUNT => Ok(Some(*i as u64)),
-            Value::Integer(i) if *i >= min as i64 => {
-                Err(self.error(key, v, format_args!("too large; at most {MAX_COUNT}")))
-            }
-            _ => Err(self.error(key, v, accepted)),
-        }
+        self.opt_count_max(key, min, MAX_COUNT)
     }
 
-    /// A whole number in `min..=max` (`max` at most `MAX_COUNT`), saying
-    /// `max` when it is larger.
+    /// A whole number in `min..=max` (`max` at most `MAX_COUNT`); a value
+    /// outside says the range.
     pub fn opt_count_max(
         &mut self,
         key: &str,
         min: u64,
         max: u64,
     ) -> Result<Option<u64>, InputError> {
-        if let Some(v @ Value::Integer(i)) = self.peek(key) {
-            if *i > max as i64 {
-                let _ = self.take(key);
-                return Err(self.error(key, v, format_args!("too large; at most {max}")));
+        let Some(v) = self.take(key) else {
+            return Ok(None);
+        };
+        match v {
+            Value::Integer(i) if *i >= min as i64 && *i as u64 <= max => Ok(Some(*i as u64)),
+            Value::Integer(i) if *i >= min as i64 => {
+                Err(self.error(key, v, format_args!("too large; at most {max}")))
             }
+            // A number past TOML's integers (2^63 − 1) reaches here as
+            // text: the range says what is accepted.
+            _ => Err(self.error(
+                key,
+                v,
+                format_args!("expected a whole number from {min} to {max}"),
+            )),
         }
-        self.opt_count(key, min)
     }
 
     /// Any `u64` (seeds).
