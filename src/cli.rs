@@ -408,7 +408,8 @@ const SWEEP_HELP: &str = "Examples:
 PATH names a scenario field as error messages do: defaults.limit, limiter[2].capacity,
 traffic[0].clients, deployment.instances (indices from 0); a limiter also by its name,
 'limiter[api-perip].rate' (quote it for the shell). LIST is V1,V2,... or FROM..=TO:STEP.
-An axis nothing reads (defaults.limit when every limiter sets its own rate or limit) is refused.
+An axis nothing reads (defaults.limit when every limiter sets its own rate or limit) is refused,
+and so is a name (limiter[0].name, traffic[0].name): it labels the rows and decides nothing.
 DIR gets sweep.csv (one row per point and limiter: the varied values, then the columns of
 summary.csv), sweep.json (the grid and flags), and unless sharded: line charts of the deciding
 metrics (one varied path), a heatmap per limiter of --metric (two or more; the third and later

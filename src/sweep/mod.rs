@@ -305,6 +305,20 @@ fn check_axes(
     for a in &grid.axes {
         let field = overrides::resolve(&set_table, &a.path)
             .map_err(|why| InputError::new(format!("{}: {why}", a.arg)))?;
+        // A name labels rows (sweep.csv's, sources' columns, the
+        // recommendation's) and decides nothing: varied, each point's rows
+        // would be another limiter's or source's.
+        if let Some((table, "name")) = field.split_once('.') {
+            if ["limiter[", "traffic[", "chain["]
+                .iter()
+                .any(|t| table.starts_with(t))
+            {
+                return Err(InputError::new(format!(
+                    "{}: {field} names what the sweep's rows and columns are of and decides nothing, so it cannot be varied; give it with --set, or vary a field that decides",
+                    a.arg
+                )));
+            }
+        }
         if let Some(k) = fields.iter().position(|f| *f == field) {
             return Err(InputError::new(format!(
                 "{}: the same field as {} ({field}); give each field once",

@@ -603,6 +603,19 @@ fn bad_sweeps_are_refused_naming_the_flag_and_value_writing_nothing() {
             &["--minimize", "nope"],
         ),
         (&[], &["nothing to vary"]),
+        // A name labels the rows; it decides nothing.
+        (
+            &["--vary", "limiter[0].name=a,b"],
+            &[
+                "--vary limiter[0].name=a,b",
+                "limiter[0].name",
+                "cannot be varied",
+            ],
+        ),
+        (
+            &["--vary", "traffic[0].name=u,v"],
+            &["traffic[0].name", "cannot be varied"],
+        ),
     ];
     for (args, needles) in cases {
         let mut cmd = ratesim();
