@@ -890,6 +890,55 @@ fn a_log_not_in_the_format_is_an_import_error_not_a_run_error() {
         .success();
 }
 
+/// A configuration writing two formats: a `--trace` log is read in the
+/// format of the access_log whose file has its name.
+#[test]
+fn a_trace_is_read_in_the_format_of_the_access_log_of_its_name() {
+    let tmp = tempfile::tempdir().unwrap();
+    fs::write(
+        tmp.path().join("nginx.conf"),
+        "http {\n  log_format main '$msec $remote_addr $status $request_time';\n  \
+         limit_req_zone $remote_addr zone=one:10m rate=5r/s;\n  \
+         access_log /var/log/nginx/access.log main;\n  \
+         server {\n    access_log /var/log/nginx/api.log;\n    \
+         location / { limit_req zone=one burst=10; }\n  }\n}\n",
+    )
+    .unwrap();
+    let line = "127.0.0.1 - - [01/Dec/2025:00:00:00 +0000] \"GET / HTTP/1.1\" 200 5 \"-\" \"curl\"";
+    fs::write(tmp.path().join("api.log"), format!("{line}\n")).unwrap();
+    fs::write(tmp.path().join("access.log"), format!("{line}\n")).unwrap();
+    let import = |trace: &str| {
+        ratesim()
+            .current_dir(tmp.path())
+            .args(["import", "nginx.conf", "--trace", trace])
+            .output()
+            .unwrap()
+    };
+    // api.log is /var/log/nginx/api.log's: nginx's combined.
+    let o = import("api.log");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let scenario = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        scenario.contains("of this log's name") && scenario.contains("$remote_user"),
+        "{scenario}"
+    );
+    fs::write(tmp.path().join("replay.toml"), &o.stdout).unwrap();
+    ratesim()
+        .current_dir(tmp.path())
+        .args(["run", "replay.toml", "--quiet", "--no-plots", "--no-html"])
+        .args(["--out", "run"])
+        .assert()
+        .success();
+    // access.log is main's, and this line is not in it: said, naming the
+    // access_log it was matched to.
+    assert_input_error(
+        ratesim()
+            .current_dir(tmp.path())
+            .args(["import", "nginx.conf", "--trace", "access.log"]),
+        &["(log_format main, that of the access_log at nginx.conf:4, whose file has the log's name)"],
+    );
+}
+
 #[test]
 fn a_zone_key_the_log_format_does_not_record_is_an_import_error_naming_it() {
     let tmp = tempfile::tempdir().unwrap();

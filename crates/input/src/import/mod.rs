@@ -104,6 +104,16 @@ pub struct Import {
     pub log_format_name: Option<String>,
     /// The configuration's named formats (nginx `log_format NAME ...`).
     pub log_formats: Vec<(String, String)>,
+    /// Each nginx `access_log`: `file:line`, its path and its format's name.
+    pub access_logs: Vec<AccessLogAt>,
+}
+
+/// An nginx `access_log` directive.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AccessLogAt {
+    pub at: String,
+    pub path: String,
+    pub format: String,
 }
 
 /// Options of `ratesim import`.
@@ -451,6 +461,13 @@ fn render(
                     }
                     FormatFrom::Flag(_) => {
                         let _ = writeln!(s, "log_format = {}   # --log-format", toml_str(format));
+                    }
+                    FormatFrom::Named { .. } => {
+                        let _ = writeln!(
+                            s,
+                            "log_format = {}   # from the configuration's access_log of this log's name",
+                            toml_str(format)
+                        );
                     }
                     FormatFrom::Default => {
                         let _ = writeln!(

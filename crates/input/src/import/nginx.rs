@@ -287,7 +287,7 @@ pub fn import(file: &str, text_in: &str, out: &mut Import) -> Result<(), InputEr
     let mut maps: Vec<Map> = Vec::new();
     let mut formats: Vec<(String, String)> = Vec::new();
     let mut access_format: Option<String> = None;
-    let mut access_logs: Vec<(usize, String)> = Vec::new();
+    let mut access_logs: Vec<(usize, String, String)> = Vec::new();
     fn all(dirs: &[Directive], f: &mut dyn FnMut(&Directive)) {
         for d in dirs {
             f(d);
@@ -321,7 +321,7 @@ pub fn import(file: &str, text_in: &str, out: &mut Import) -> Result<(), InputEr
                 if access_format.is_none() {
                     access_format = Some(name.clone());
                 }
-                access_logs.push((d.line, name));
+                access_logs.push((d.line, d.args[0].clone(), name));
             }
             n if n.starts_with("limit_") && !MODELLED.contains(&n) => out.notes.push(format!(
                 "{file}:{}: {} — not modelled by ratesim",
@@ -337,7 +337,7 @@ pub fn import(file: &str, text_in: &str, out: &mut Import) -> Result<(), InputEr
     // One `--trace` log is read in one format: say which, when the
     // configuration writes logs in several.
     let mut names: Vec<&str> = Vec::new();
-    for (_, n) in &access_logs {
+    for (_, _, n) in &access_logs {
         if !names.contains(&n.as_str()) {
             names.push(n);
         }
@@ -345,11 +345,20 @@ pub fn import(file: &str, text_in: &str, out: &mut Import) -> Result<(), InputEr
     if let ([first, ..], true) = (&names[..], names.len() > 1) {
         let line = access_logs[0].0;
         out.notes.push(format!(
-            "{file}:{line}: access_log … {first} — this configuration writes logs in {} formats ({}); a --trace log is read as {first}, its first access_log's, unless --log-format names another",
+            "{file}:{line}: access_log … {first} — this configuration writes logs in {} formats ({}); a --trace log is read in the format of the access_log whose file has its name, else as {first}, its first access_log's, unless --log-format names another",
             names.len(),
             names.join(", ")
         ));
     }
+    out.access_logs.extend(
+        access_logs
+            .iter()
+            .map(|(line, path, format)| super::AccessLogAt {
+                at: format!("{file}:{line}"),
+                path: path.clone(),
+                format: format.clone(),
+            }),
+    );
     if let Some(name) = access_format {
         let text = named_format(&name, &formats);
         if let (Some(text), None) = (text, &out.log_format) {

@@ -16,6 +16,9 @@ pub(super) enum FormatFrom {
     Config(Option<String>),
     /// `--log-format` (a name, or the format itself).
     Flag(String),
+    /// The `access_log` (`file:line`, its format's name) whose file has
+    /// the `--trace` log's name.
+    Named { at: String, name: String },
     /// Neither: the gateway's default format.
     Default,
 }
@@ -28,6 +31,9 @@ impl FormatFrom {
             }
             (FormatFrom::Config(None), _) => "the configuration's access_log format".into(),
             (FormatFrom::Flag(a), _) => format!("--log-format {}", crate::error::quoted(a)),
+            (FormatFrom::Named { at, name }, _) => {
+                format!("log_format {name}, that of the access_log at {at}, whose file has the log's name")
+            }
             (FormatFrom::Default, Gateway::Nginx) => {
                 "nginx's combined, the default: the configuration names no format".into()
             }
@@ -93,6 +99,25 @@ fn flag_format(imp: &Import, arg: &str) -> Result<String, InputError> {
     )))
 }
 
+/// The `access_log` a `--trace` log was written by, by its file's name
+/// (`/var/log/nginx/api.log` for `api.log`, a `.gz` of it too), when the
+/// configuration writes several formats and the access_logs of that name
+/// all write one of them.
+fn access_log_of<'a>(imp: &'a Import, trace: &str) -> Option<&'a super::AccessLogAt> {
+    let name = |p: &str| {
+        let base = p.rsplit('/').next().unwrap_or(p).to_string();
+        base.strip_suffix(".gz").map(str::to_string).unwrap_or(base)
+    };
+    let first = imp.access_logs.first()?;
+    if imp.access_logs.iter().all(|l| l.format == first.format) {
+        return None;
+    }
+    let trace = name(trace);
+    let mut of = imp.access_logs.iter().filter(|l| name(&l.path) == trace);
+    let log = of.next()?;
+    of.all(|l| l.format == log.format).then_some(log)
+}
+
 /// Whether an nginx key is one variable (`$http_x_api_key`).
 fn one_variable(key: &str) -> bool {
     key.strip_prefix('$')
@@ -101,9 +126,17 @@ fn one_variable(key: &str) -> bool {
 
 /// Plans the replay of `--trace`, or says why `run` would refuse it.
 pub(super) fn replay(imp: &Import, options: &ImportOptions) -> Result<Replay, InputError> {
-    let (format, from) = match &options.log_format {
-        Some(arg) => (Some(flag_format(imp, arg)?), FormatFrom::Flag(arg.clone())),
-        None => match &imp.log_format {
+    let named = options.trace.as_deref().and_then(|t| access_log_of(imp, t));
+    let (format, from) = match (&options.log_format, named) {
+        (Some(arg), _) => (Some(flag_format(imp, arg)?), FormatFrom::Flag(arg.clone())),
+        (None, Some(log)) => (
+            Some(flag_format(imp, &log.format)?),
+            FormatFrom::Named {
+                at: log.at.clone(),
+                name: log.format.clone(),
+            },
+        ),
+        (None, None) => match &imp.log_format {
             Some(f) => (
                 Some(f.clone()),
                 FormatFrom::Config(imp.log_format_name.clone()),
