@@ -568,7 +568,7 @@ fn unwritable_output_directory_is_rejected() {
 #[test]
 fn zero_limit_in_defaults_is_rejected() {
     let text = base_replacing("limit = 10", "limit = 0");
-    assert_bad_scenario(&text, &[], &["defaults.limit: 0", "positive"]);
+    assert_bad_scenario(&text, &[], &["defaults.limit: 0", "from 1 to"]);
 }
 
 #[test]
@@ -945,7 +945,7 @@ fn zero_instances_are_rejected() {
     assert_bad_scenario(
         &deployed("instances = 0"),
         &[],
-        &["limiter[0].deployment.instances: 0", "positive"],
+        &["limiter[0].deployment.instances: 0", "from 1 to 10000"],
     );
 }
 

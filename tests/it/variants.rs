@@ -95,7 +95,7 @@ fn an_unknown_knob_value_lists_the_accepted_ones() {
 #[test]
 fn a_smooth_bursty_limiter_of_capacity_zero_is_rejected() {
     let text = with_second_limiter("algorithm = \"smooth_bursty\"\ncapacity = 0");
-    assert_bad_scenario(&text, &[], &["limiter[1].capacity", "0", "positive"]);
+    assert_bad_scenario(&text, &[], &["limiter[1].capacity", "0", "from 1 to"]);
 }
 
 #[test]
