@@ -339,13 +339,21 @@ fn malformed_toml_is_rejected() {
 #[test]
 fn unknown_top_level_field_is_rejected() {
     let text = format!("colour = \"red\"\n{BASE}");
-    assert_bad_scenario(&text, &[], &["colour: unknown field"]);
+    assert_bad_scenario(
+        &text,
+        &[],
+        &["colour: unknown field, set to \"red\" — accepted here: "],
+    );
 }
 
 #[test]
 fn unknown_limiter_field_is_rejected() {
     let text = base_with_limiter_line("queue = 5");
-    assert_bad_scenario(&text, &[], &["limiter[0].queue: unknown field"]);
+    assert_bad_scenario(
+        &text,
+        &[],
+        &["limiter[0].queue: unknown field, set to 5 — accepted here: "],
+    );
 }
 
 #[test]

@@ -300,12 +300,13 @@ impl<'a> Fields<'a> {
 
     /// Rejects any key that was not taken, naming the accepted ones.
     pub fn finish(&self) -> Result<(), InputError> {
-        for key in self.table.keys() {
+        for (key, value) in self.table.iter() {
             if !self.asked.contains(key.as_str()) {
                 let accepted: Vec<&str> = self.asked.iter().map(String::as_str).collect();
                 return Err(InputError::new(format!(
-                    "{}: unknown field — accepted here: {}",
+                    "{}: unknown field, set to {} — accepted here: {}",
                     self.at(&quote(key)),
+                    show(value),
                     accepted.join(", ")
                 )));
             }

@@ -8,7 +8,7 @@
 //! the default name: its `implementation`, else its `algorithm`). An
 //! override replaces the value in the scenario's TOML table before it is
 //! validated, so the value is checked exactly as if the file said it — an
-//! unknown field is refused by the same "unknown field — accepted here: …"
+//! unknown field is refused by the same "unknown field, set to … — accepted here: …"
 //! check. Every error an override causes names it as typed (`--set
 //! nosuch=1: nosuch: unknown field …`; see
 //! [`crate::scenario::text::ScenarioFile::with`]).
