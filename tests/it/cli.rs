@@ -356,6 +356,22 @@ fn unknown_limiter_field_is_rejected() {
     );
 }
 
+// Audit: a number past TOML's integers was TOML's bare "number too large
+// to fit in target type", naming neither the field nor what is accepted.
+#[test]
+fn an_integer_past_tomls_names_the_field_and_the_ranges() {
+    let text = base_with_limiter_line("capacity = 99999999999999999999");
+    assert_bad_scenario(
+        &text,
+        &[],
+        &[
+            "not valid TOML",
+            "capacity = 99999999999999999999",
+            "capacity: a TOML integer is at most 9223372036854775807 — a count takes 1 to 1000000000000",
+        ],
+    );
+}
+
 #[test]
 fn unknown_algorithm_is_rejected() {
     let text = base_replacing("\"token_bucket\"", "\"magic_bucket\"");

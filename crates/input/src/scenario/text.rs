@@ -33,11 +33,37 @@ pub struct ScenarioFile {
 /// Parses TOML text into a table, as a bad-input error when it is not TOML.
 pub(crate) fn parse_toml(text: &str) -> Result<Table, InputError> {
     text.parse().map_err(|e: toml::de::Error| {
-        InputError::new(format!(
+        let mut message = format!(
             "not valid TOML: {}",
             crate::error::quote_lines(e.to_string().trim_end())
-        ))
+        );
+        if e.message().contains("number too large") {
+            message.push_str(&too_large(text, e.span()));
+        }
+        InputError::new(message)
     })
+}
+
+/// What to say after TOML's "number too large to fit in target type": the
+/// field, where the line names one, and what TOML's integers hold.
+fn too_large(text: &str, span: Option<std::ops::Range<usize>>) -> String {
+    let field = span
+        .and_then(|s| {
+            let start = text[..s.start.min(text.len())]
+                .rfind('\n')
+                .map_or(0, |i| i + 1);
+            let line = text[start..].lines().next()?;
+            let (key, _) = line.split_once('=')?;
+            let key = key.trim();
+            (!key.is_empty()).then(|| format!("{key}: "))
+        })
+        .unwrap_or_default();
+    format!(
+        "\n{field}a TOML integer is at most {} — a count takes 1 to {}, a seed 0 to {}",
+        i64::MAX,
+        crate::fields::MAX_COUNT,
+        i64::MAX
+    )
 }
 
 impl ScenarioFile {
