@@ -7,16 +7,18 @@
 //! new one is whole.
 //!
 //! - **Whose directory.** ratesim marks each run directory with a
-//!   [`MARKER`] file (its version and the scenario's name). An existing
-//!   target is replaced only if it is empty, or if it carries the marker
-//!   and holds nothing but files ratesim writes ([`crate::rundir`]);
-//!   anything else is refused (exit 2, nothing touched), whatever the
-//!   flags: no flag deletes or overwrites a file ratesim did not write.
-//!   The check is made again just before the replacement (a file added
-//!   while the run was simulating is found then), and the earlier result
-//!   is removed file by file — only files ratesim writes, then the empty
-//!   directory — so even a file that appears between the check and the
-//!   removal is left where it was.
+//!   [`MARKER`] file (its version, the scenario's name, and every file it
+//!   wrote there with its size and the XXH3-128 hash of its bytes,
+//!   [`crate::rundir::marker`]). An existing target is replaced only if it
+//!   is empty, or if it carries the marker and holds nothing but the files
+//!   the marker lists, as they were written; anything else — a file of
+//!   yours, even one named like ratesim's — is refused (exit 2, nothing
+//!   touched), whatever the flags: no flag deletes or overwrites a file
+//!   ratesim did not write. The check is made again just before the
+//!   replacement (a file added while the run was simulating is found
+//!   then), and the earlier result is removed file by file — only the
+//!   listed files, then the empty directory — so even a file that appears
+//!   between the check and the removal is left where it was.
 //! - **Never over its own input.** A target that is, or holds, the
 //!   scenario file or a file the scenario reads (a trace, an access log)
 //!   is refused: `--out .` beside the scenario, or any ancestor of it.
@@ -27,8 +29,9 @@
 //!   exists (and puts back an earlier result caught mid-replacement) —
 //!   only a directory that carries the marker (a staging directory is
 //!   marked when it is made) or is empty, and in it only the files
-//!   ratesim writes: a directory of someone's that merely has such a name
-//!   is left as it is.
+//!   ratesim writes (a staging directory's by their names, as its marker
+//!   lists none until the commit): a directory of someone's that merely
+//!   has such a name is left as it is.
 
 use std::fs;
 use std::io;
@@ -40,6 +43,7 @@ use anyhow::Context;
 use crate::error::InputError;
 
 use crate::rundir::is_own_file;
+use crate::rundir::marker::{self, Marker};
 pub use crate::rundir::MARKER;
 
 /// The staging directories of this process, removed on a signal. Held
@@ -116,15 +120,12 @@ impl Staging {
     /// Marks the staged directory as a run of `scenario` and moves it into
     /// place, replacing the earlier target.
     pub fn commit(self, scenario: &str) -> anyhow::Result<()> {
-        fs::write(
-            self.tmp.join(MARKER),
-            format!(
-                "ratesim {} run directory\nscenario = {}\n",
-                env!("CARGO_PKG_VERSION"),
-                scenario.escape_debug()
-            ),
-        )
-        .with_context(|| format!("cannot write {MARKER}"))?;
+        let head = format!(
+            "ratesim {} run directory\nscenario = {}\n",
+            env!("CARGO_PKG_VERSION"),
+            scenario.escape_debug()
+        );
+        marker::write(&self.tmp, &head).with_context(|| format!("cannot write {MARKER}"))?;
         let mut active = lock();
         // Again, now: the user may have put a file there while the run was
         // simulating. Dropping `self` removes the staged results.
@@ -189,21 +190,23 @@ fn check_replaceable(target: &Path) -> Result<(), String> {
     if !meta.is_dir() {
         return Err("exists and is not a directory; choose another --out".into());
     }
+    let marker = Marker::read(target).map_err(|e| format!("cannot be read: {e}"))?;
     let entries = fs::read_dir(target).map_err(|e| format!("cannot be read: {e}"))?;
-    let mut marked = false;
     let mut foreign = Vec::new();
     let mut all = Vec::new();
     for entry in entries {
         let entry = entry.map_err(|e| format!("cannot be read: {e}"))?;
         let name = entry.file_name().to_string_lossy().into_owned();
-        let is_file = entry.file_type().map(|t| t.is_file()).unwrap_or(false);
-        marked |= name == MARKER && is_file;
-        if !(is_file && is_own_file(&name)) {
+        let own = match &marker {
+            Some(m) => name == MARKER || m.wrote(target, &name),
+            None => false,
+        };
+        if !own {
             foreign.push(name.clone());
         }
         all.push(name);
     }
-    if foreign.is_empty() && (marked || is_empty_dir(target)) {
+    if foreign.is_empty() {
         return Ok(());
     }
     // At most three names, sorted, and how many more.
@@ -225,17 +228,24 @@ fn check_replaceable(target: &Path) -> Result<(), String> {
             }
         )
     };
-    let why = if !marked {
+    let why = match &marker {
         // Without the marker nothing in it is ratesim's, whatever its name.
-        format!(
+        None => format!(
             "exists and is not a ratesim run directory (no {MARKER} file): it holds {}",
             named(all)
-        )
-    } else {
-        format!(
-            "is a ratesim run directory but also holds {} that ratesim did not write",
+        ),
+        Some(m) if !m.lists_files() => format!(
+            "carries the {MARKER} marker of an earlier ratesim, which did not list the files \
+             it wrote, so they cannot be told from yours: it holds {}",
             named(foreign)
-        )
+        ),
+        // A name ratesim writes is not enough: the marker lists each file
+        // with its size and hash (docs/semantics.md §3).
+        Some(_) => format!(
+            "is a ratesim run directory but also holds {} that ratesim did not write \
+             (or that changed since it wrote them)",
+            named(foreign)
+        ),
     };
     Err(format!(
         "{why}; ratesim never deletes or overwrites a file it did not write, whatever the flags: \
@@ -264,18 +274,32 @@ fn check_not_over_inputs(target: &Path, inputs: &[PathBuf]) -> Result<(), String
 }
 
 /// Removes a replaced run directory (or a staging directory left behind):
-/// the files ratesim writes, and the decision log's parts of a run cut
-/// short, then the directory if that left it empty. Anything else is
+/// the files its marker lists as ratesim wrote them — in a staging
+/// directory, whose marker lists none yet, the files of the names ratesim
+/// writes and the decision log's parts of a run cut short — then the
+/// marker, then the directory if that left it empty. Anything else is
 /// kept, and the directory with it, named in the error.
 fn remove_own(dir: &Path) -> anyhow::Result<()> {
+    let marker = Marker::read(dir).with_context(|| format!("cannot read {}", dir.display()))?;
+    let staging = fs::read_to_string(dir.join(MARKER)).is_ok_and(|t| t == STAGING_MARK);
     let entries = fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))?;
+    let mut marked = false;
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
         let is_file = entry.file_type().map(|t| t.is_file()).unwrap_or(false);
-        if is_file && (is_own_file(&name) || is_decision_part(&name)) {
+        marked |= name == MARKER && is_file;
+        let own = match &marker {
+            Some(m) if m.lists_files() => m.wrote(dir, &name),
+            Some(_) if staging => is_file && (is_own_file(&name) || is_decision_part(&name)),
+            _ => false,
+        };
+        if own && name != MARKER {
             fs::remove_file(entry.path())
                 .with_context(|| format!("cannot remove {}", entry.path().display()))?;
         }
+    }
+    if marked && fs::read_dir(dir).is_ok_and(|d| d.count() == 1) {
+        let _ = fs::remove_file(dir.join(MARKER));
     }
     fs::remove_dir(dir).with_context(|| {
         format!(
@@ -448,14 +472,61 @@ mod tests {
         );
     }
 
+    /// A directory of `files` whose marker lists them as ratesim's.
+    fn run_dir_with(files: &[&str]) -> tempfile::TempDir {
+        let d = dir_with(files);
+        marker::write(d.path(), "ratesim run directory\n").unwrap();
+        d
+    }
+
     #[test]
     fn a_run_directory_with_a_users_file_is_refused_naming_the_file() {
-        let d = dir_with(&[MARKER, "summary.csv", "timeline.png", "notes.txt"]);
+        let d = run_dir_with(&["summary.csv", "timeline.png"]);
+        fs::write(d.path().join("notes.txt"), "mine").unwrap();
         let why = check_replaceable(d.path()).unwrap_err();
         assert!(why.contains("\"notes.txt\""), "{why}");
         assert!(!why.contains("timeline.png"), "{why}");
-        let clean = dir_with(&[MARKER, "summary.csv", "timeline.png", "summary.md"]);
+        let clean = run_dir_with(&["summary.csv", "timeline.png", "summary.md"]);
         assert!(check_replaceable(clean.path()).is_ok());
+    }
+
+    // Audit: a recommended.toml of the user's, saved into an earlier sweep
+    // directory, was deleted by the next sweep to it — its name is one
+    // ratesim writes.
+    #[test]
+    fn a_users_file_with_a_name_ratesim_writes_is_refused() {
+        let d = run_dir_with(&["summary.csv"]);
+        fs::write(d.path().join("recommended.toml"), "mine").unwrap();
+        let why = check_replaceable(d.path()).unwrap_err();
+        assert!(why.contains("\"recommended.toml\""), "{why}");
+        assert!(!why.contains("summary.csv"), "{why}");
+        // One of ratesim's, changed since it was written, is the user's.
+        fs::remove_file(d.path().join("recommended.toml")).unwrap();
+        assert!(check_replaceable(d.path()).is_ok());
+        fs::write(d.path().join("summary.csv"), "my edit").unwrap();
+        let why = check_replaceable(d.path()).unwrap_err();
+        assert!(
+            why.contains("\"summary.csv\"") && why.contains("changed since"),
+            "{why}"
+        );
+        assert!(remove_own(d.path()).is_err());
+        assert_eq!(
+            fs::read_to_string(d.path().join("summary.csv")).unwrap(),
+            "my edit"
+        );
+    }
+
+    #[test]
+    fn a_marker_that_lists_no_files_replaces_nothing() {
+        let d = dir_with(&[MARKER, "summary.csv"]);
+        let why = check_replaceable(d.path()).unwrap_err();
+        assert!(
+            why.contains("earlier ratesim") && why.contains("\"summary.csv\""),
+            "{why}"
+        );
+        // The marker alone is nothing to lose.
+        let d = dir_with(&[MARKER]);
+        assert!(check_replaceable(d.path()).is_ok());
     }
 
     #[cfg(unix)]
@@ -511,7 +582,7 @@ mod tests {
 
     #[test]
     fn removing_an_earlier_result_keeps_anything_foreign() {
-        let d = dir_with(&[MARKER, "summary.csv", "notes.txt"]);
+        let d = run_dir_with(&["summary.csv", "notes.txt"]);
         assert!(remove_own(d.path()).is_err());
         assert!(d.path().join("notes.txt").exists());
         assert!(!d.path().join("summary.csv").exists());

@@ -16,6 +16,8 @@ pub mod plans;
 
 use std::path::{Path, PathBuf};
 
+use anyhow::Context as _;
+
 use crate::error::InputError;
 use crate::progress::Progress;
 use crate::report::charts::{self, RunData};
@@ -89,7 +91,10 @@ pub fn run(name: &str, out: Option<&Path>) -> anyhow::Result<String> {
         dir: &dir,
         data: &data,
     })?;
-    // Link whatever the topic added beside the charts.
+    // What the topic added beside the charts is ratesim's too (the run's
+    // marker lists it), and linked from the report.
+    crate::rundir::marker::restamp(&dir, &[crate::rundir::BOUNDARY_ZOOM_PNG])
+        .with_context(|| format!("cannot write {}", dir.join(crate::rundir::MARKER).display()))?;
     crate::report::render::render_dir(&dir, false, true)?;
     Ok(text)
 }

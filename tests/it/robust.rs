@@ -177,6 +177,86 @@ fn force_leaves_a_project_directory_byte_for_byte() {
     assert!(only.join("summary.csv").is_file());
 }
 
+// Audit of the contract: a file of the user's named like one ratesim
+// writes — a recommended.toml edited by hand in a sweep directory, a
+// decisions.csv dropped into a run directory, a summary.md of their own —
+// was deleted by the next run to that directory, --force or not: the
+// marker said the directory was ratesim's, and the name said the file was.
+#[test]
+fn a_users_file_named_like_ratesims_is_kept_even_with_force() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sweep = tmp.path().join("sweep");
+    let sweep_cmd = |extra: &[&str]| {
+        let mut cmd = ratesim();
+        cmd.args([
+            "sweep",
+            "steady",
+            "--vary",
+            "defaults.limit=5,10",
+            "--quiet",
+        ])
+        .args(extra)
+        .arg("--out")
+        .arg(&sweep);
+        cmd
+    };
+    sweep_cmd(&[]).assert().success();
+    // Its own results it replaces.
+    sweep_cmd(&[]).assert().success();
+    assert!(!sweep.join("recommended.toml").exists());
+    fs::write(sweep.join("recommended.toml"), "# mine\n").unwrap();
+    let edited = format!("{}# my note\n", read_text(&sweep.join("sweep.csv")));
+    fs::write(sweep.join("sweep.csv"), &edited).unwrap();
+    for extra in [&[][..], &["--force"]] {
+        assert_input_error(
+            &mut sweep_cmd(extra),
+            &[
+                "\"recommended.toml\", \"sweep.csv\"",
+                "or that changed since",
+                "whatever the flags",
+            ],
+        );
+        assert_eq!(read_text(&sweep.join("recommended.toml")), "# mine\n");
+        assert_eq!(read_text(&sweep.join("sweep.csv")), edited);
+    }
+
+    let run = tmp.path().join("run");
+    let run_cmd = |extra: &[&str]| {
+        let mut cmd = ratesim();
+        cmd.args(["run", "trace", "--quiet", "--no-plots", "--out"])
+            .arg(&run)
+            .args(extra);
+        cmd
+    };
+    run_cmd(&[]).assert().success();
+    assert!(!run.join("decisions.csv").exists());
+    fs::write(run.join("decisions.csv"), "my own decisions\n").unwrap();
+    assert_input_error(
+        &mut run_cmd(&["--force", "--decisions"]),
+        &["\"decisions.csv\"", "did not write", "whatever the flags"],
+    );
+    assert_eq!(read_text(&run.join("decisions.csv")), "my own decisions\n");
+    // plot redraws only what ratesim drew: not a summary.md of the user's.
+    fs::remove_file(run.join("decisions.csv")).unwrap();
+    fs::write(run.join("summary.md"), "my notes\n").unwrap();
+    assert_input_error(
+        ratesim().args(["plot", "--quiet"]).arg(&run),
+        &["summary.md was not written by ratesim"],
+    );
+    assert_eq!(read_text(&run.join("summary.md")), "my notes\n");
+    // Once the user's file is gone, plot and run go on as before, and
+    // what plot drew is ratesim's to replace.
+    fs::remove_file(run.join("summary.md")).unwrap();
+    ratesim()
+        .args(["plot", "--quiet"])
+        .arg(&run)
+        .assert()
+        .success();
+    assert!(run.join("timeline.png").is_file());
+    run_cmd(&[]).assert().success();
+    assert_run_dir(&run);
+}
+
 #[test]
 fn force_leaves_a_home_like_directory_byte_for_byte() {
     // Issue 21: pointed at a directory laid out like a home directory,

@@ -30,6 +30,7 @@ pub fn render_dir(
     let data = RunData::load(dir)?;
     check_unmarked(dir)?;
     check_regular(dir)?;
+    check_listed(dir)?;
     let stage = Stage::new(dir)?;
     let written = if plots {
         render_all(&data, stage.path())?
@@ -69,6 +70,9 @@ pub fn render_dir(
         Vec::new()
     };
     stage.commit(dir, &files, &stale)?;
+    let drawn: Vec<&str> = files.iter().chain(&stale).copied().collect();
+    crate::rundir::marker::restamp(dir, &drawn)
+        .with_context(|| format!("cannot write {}", dir.join(crate::rundir::MARKER).display()))?;
     Ok((data, written))
 }
 
@@ -104,6 +108,34 @@ fn check_unmarked(dir: &Path) -> Result<(), InputError> {
         dir.display(),
         crate::rundir::MARKER,
         taken.join(", ")
+    )))
+}
+
+/// In a directory carrying ratesim's marker, refuses to draw over any
+/// file of the names [`render_dir`] writes or removes that the marker does
+/// not list as ratesim wrote it: a `summary.md` of someone's saved into a
+/// run directory, or one edited since (a staging directory, which `ratesim
+/// run` draws into, holds none of them yet).
+fn check_listed(dir: &Path) -> Result<(), InputError> {
+    let Ok(Some(marker)) = crate::rundir::marker::Marker::read(dir) else {
+        return Ok(());
+    };
+    let mut theirs: Vec<&str> = drawn_names()
+        .filter(|n| fs::symlink_metadata(dir.join(n)).is_ok() && !marker.wrote(dir, n))
+        .collect();
+    if theirs.is_empty() {
+        return Ok(());
+    }
+    theirs.sort();
+    Err(InputError::new(format!(
+        "{}: {} {} not written by ratesim, or changed since it was ({} lists the files ratesim \
+         wrote, with their sizes and hashes); ratesim never overwrites a file it did not write — \
+         move {} away",
+        dir.display(),
+        theirs.join(", "),
+        if theirs.len() == 1 { "was" } else { "were" },
+        crate::rundir::MARKER,
+        if theirs.len() == 1 { "it" } else { "them" },
     )))
 }
 

@@ -12,6 +12,7 @@
 use serde::{Deserialize, Serialize};
 
 pub mod invocation;
+pub mod marker;
 pub mod partition;
 pub mod summary;
 
