@@ -198,7 +198,9 @@ fn check_replaceable(target: &Path) -> Result<(), String> {
         let entry = entry.map_err(|e| format!("cannot be read: {e}"))?;
         let name = entry.file_name().to_string_lossy().into_owned();
         let own = match &marker {
-            Some(m) => name == MARKER || m.wrote(target, &name),
+            Some(m) => {
+                name == MARKER || m.wrote(target, &name) || marker::is_leftover(target, &name)
+            }
             None => false,
         };
         if !own {
@@ -209,6 +211,7 @@ fn check_replaceable(target: &Path) -> Result<(), String> {
     if foreign.is_empty() {
         return Ok(());
     }
+    let some = if foreign.len() == 1 { "it" } else { "them" };
     // At most three names, sorted, and how many more.
     let named = |mut names: Vec<String>| {
         names.sort();
@@ -228,29 +231,35 @@ fn check_replaceable(target: &Path) -> Result<(), String> {
             }
         )
     };
-    let why = match &marker {
+    let never = "ratesim never deletes or overwrites a file it did not write, whatever the flags";
+    let marker_is_odd = fs::symlink_metadata(target.join(MARKER)).is_ok();
+    Err(match &marker {
         // Without the marker nothing in it is ratesim's, whatever its name.
         None => format!(
-            "exists and is not a ratesim run directory (no {MARKER} file): it holds {}",
+            "exists and is not a ratesim run directory ({}): it holds {}; {never}: choose \
+             another --out (a new or empty directory, or an earlier run's), or move those files away",
+            if marker_is_odd {
+                format!("its {MARKER} is not a regular file")
+            } else {
+                format!("no {MARKER} file")
+            },
             named(all)
         ),
         Some(m) if !m.lists_files() => format!(
             "carries the {MARKER} marker of an earlier ratesim, which did not list the files \
-             it wrote, so they cannot be told from yours: it holds {}",
+             it wrote, so they cannot be told from yours: it holds {}; {never}: delete the \
+             directory yourself if nothing in it is yours, or choose another --out",
             named(foreign)
         ),
         // A name ratesim writes is not enough: the marker lists each file
         // with its size and hash (docs/semantics.md §3).
         Some(_) => format!(
             "is a ratesim run directory but also holds {} that ratesim did not write \
-             (or that changed since it wrote them)",
+             (or that changed since ratesim wrote {some}); {never}: choose another --out \
+             (a new or empty directory, or an earlier run's), or move {some} away",
             named(foreign)
         ),
-    };
-    Err(format!(
-        "{why}; ratesim never deletes or overwrites a file it did not write, whatever the flags: \
-         choose another --out (a new or empty directory, or an earlier run's), or move those files away"
-    ))
+    })
 }
 
 /// Why `target` may not be written because it is, or holds, one of
@@ -289,7 +298,7 @@ fn remove_own(dir: &Path) -> anyhow::Result<()> {
         let is_file = entry.file_type().map(|t| t.is_file()).unwrap_or(false);
         marked |= name == MARKER && is_file;
         let own = match &marker {
-            Some(m) if m.lists_files() => m.wrote(dir, &name),
+            Some(m) if m.lists_files() => m.wrote(dir, &name) || marker::is_leftover(dir, &name),
             Some(_) if staging => is_file && (is_own_file(&name) || is_decision_part(&name)),
             _ => false,
         };

@@ -257,6 +257,62 @@ fn a_users_file_named_like_ratesims_is_kept_even_with_force() {
     assert_run_dir(&run);
 }
 
+// Review of the marker's first form: plot drew over a summary.md of the
+// user's when the marker was a link to one, or could not be read; and a
+// marker's temporary copy left by a kill was called the user's.
+#[cfg(unix)]
+#[test]
+fn plot_never_draws_over_a_users_file_whatever_the_marker() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("run");
+    ratesim()
+        .args(["run", "steady", "--quiet", "--no-plots", "--out"])
+        .arg(&run)
+        .assert()
+        .success();
+    let marker = run.join(".ratesim-run");
+    let text = read_text(&marker);
+    fs::write(run.join("summary.md"), "my notes\n").unwrap();
+    // A link in the marker's place is no marker.
+    fs::rename(&marker, tmp.path().join("marker")).unwrap();
+    std::os::unix::fs::symlink(tmp.path().join("marker"), &marker).unwrap();
+    assert_input_error(
+        ratesim().args(["plot", "--quiet"]).arg(&run),
+        &["not a ratesim run directory", "summary.md"],
+    );
+    // A marker that is not text cannot be read.
+    fs::remove_file(&marker).unwrap();
+    fs::write(&marker, [text.as_bytes(), b"\xff\n"].concat()).unwrap();
+    assert_input_error(
+        ratesim().args(["plot", "--quiet"]).arg(&run),
+        &[".ratesim-run: cannot be read"],
+    );
+    // An earlier ratesim's marker lists no files: said so.
+    fs::write(&marker, "ratesim 0.1.0 run directory\nscenario = steady\n").unwrap();
+    assert_input_error(
+        ratesim().args(["plot", "--quiet"]).arg(&run),
+        &["an earlier ratesim's, which lists no files", "summary.md"],
+    );
+    assert_eq!(read_text(&run.join("summary.md")), "my notes\n");
+    // With its own marker back and the note moved away, plot draws, and a
+    // leftover of a killed marker update is ratesim's to replace.
+    fs::write(&marker, &text).unwrap();
+    fs::remove_file(run.join("summary.md")).unwrap();
+    ratesim()
+        .args(["plot", "--quiet"])
+        .arg(&run)
+        .assert()
+        .success();
+    fs::write(run.join(".ratesim-run.tmp-4194305000"), &text).unwrap();
+    ratesim()
+        .args(["run", "steady", "--quiet", "--out"])
+        .arg(&run)
+        .assert()
+        .success();
+    assert!(!run.join(".ratesim-run.tmp-4194305000").exists());
+    assert_run_dir(&run);
+}
+
 #[test]
 fn force_leaves_a_home_like_directory_byte_for_byte() {
     // Issue 21: pointed at a directory laid out like a home directory,

@@ -69,10 +69,18 @@ pub fn render_dir(
     } else {
         Vec::new()
     };
+    // Again, now: a file may have been put there while this one drew.
+    check_listed(dir)?;
+    // The marker lists the new bytes beside the old before they move in,
+    // and only the new once they are in (a kill between leaves either
+    // ratesim's); a directory without a list has none to keep.
+    let marker = dir.join(crate::rundir::MARKER);
+    crate::rundir::marker::expect(dir, stage.path(), &files)
+        .with_context(|| format!("cannot write {}", marker.display()))?;
     stage.commit(dir, &files, &stale)?;
     let drawn: Vec<&str> = files.iter().chain(&stale).copied().collect();
     crate::rundir::marker::restamp(dir, &drawn)
-        .with_context(|| format!("cannot write {}", dir.join(crate::rundir::MARKER).display()))?;
+        .with_context(|| format!("cannot write {}", marker.display()))?;
     Ok((data, written))
 }
 
@@ -82,7 +90,8 @@ pub fn render_dir(
 /// it may be someone's own; a copy of a run's data alone may be drawn.
 /// (`ratesim run` draws into its staging directory, which holds none yet.)
 fn check_unmarked(dir: &Path) -> Result<(), InputError> {
-    if dir.join(crate::rundir::MARKER).is_file() {
+    // A marker that is a link or a directory is none.
+    if fs::symlink_metadata(dir.join(crate::rundir::MARKER)).is_ok_and(|m| m.is_file()) {
         return Ok(());
     }
     let mut taken: Vec<String> = fs::read_dir(dir)
@@ -117,8 +126,18 @@ fn check_unmarked(dir: &Path) -> Result<(), InputError> {
 /// run directory, or one edited since (a staging directory, which `ratesim
 /// run` draws into, holds none of them yet).
 fn check_listed(dir: &Path) -> Result<(), InputError> {
-    let Ok(Some(marker)) = crate::rundir::marker::Marker::read(dir) else {
-        return Ok(());
+    let marker_path = dir.join(crate::rundir::MARKER);
+    let marker = match crate::rundir::marker::Marker::read(dir) {
+        Ok(Some(m)) => m,
+        // No marker (or a link): `check_unmarked`'s rule.
+        Ok(None) => return Ok(()),
+        Err(e) => {
+            return Err(InputError::new(format!(
+                "{}: cannot be read ({e}), so ratesim cannot tell its files from yours; \
+                 ratesim never overwrites a file it did not write",
+                marker_path.display()
+            )))
+        }
     };
     let mut theirs: Vec<&str> = drawn_names()
         .filter(|n| fs::symlink_metadata(dir.join(n)).is_ok() && !marker.wrote(dir, n))
@@ -127,15 +146,26 @@ fn check_listed(dir: &Path) -> Result<(), InputError> {
         return Ok(());
     }
     theirs.sort();
+    let (one, names) = (theirs.len() == 1, theirs.join(", "));
+    let why = if marker.lists_files() {
+        format!(
+            "{names} {} not written by ratesim, or {} changed since ({} lists the files ratesim \
+             wrote, with their sizes and hashes)",
+            if one { "was" } else { "were" },
+            if one { "was" } else { "were" },
+            crate::rundir::MARKER,
+        )
+    } else {
+        format!(
+            "its {} is an earlier ratesim's, which lists no files, so ratesim cannot tell {names} \
+             from yours",
+            crate::rundir::MARKER
+        )
+    };
     Err(InputError::new(format!(
-        "{}: {} {} not written by ratesim, or changed since it was ({} lists the files ratesim \
-         wrote, with their sizes and hashes); ratesim never overwrites a file it did not write — \
-         move {} away",
+        "{}: {why}; ratesim never overwrites a file it did not write — move {} away",
         dir.display(),
-        theirs.join(", "),
-        if theirs.len() == 1 { "was" } else { "were" },
-        crate::rundir::MARKER,
-        if theirs.len() == 1 { "it" } else { "them" },
+        if one { "it" } else { "them" },
     )))
 }
 

@@ -154,10 +154,26 @@ impl Marker {
         let Some(files) = &self.files else {
             return false;
         };
-        files.iter().find(|f| f.name == name).is_some_and(|f| {
-            Stamp::of(&dir.join(name), Some(f.stamp.len)).as_ref() == Some(&f.stamp)
-        })
+        // A name may be listed twice while `plot` moves new files in
+        // ([`expect`]): either bytes are ratesim's.
+        files
+            .iter()
+            .filter(|f| f.name == name)
+            .any(|f| Stamp::of(&dir.join(name), Some(f.stamp.len)).as_ref() == Some(&f.stamp))
     }
+}
+
+/// Whether `name` in `dir` is a marker's temporary copy that a killed
+/// [`expect`] or [`restamp`] left behind (`.ratesim-run.tmp-N`, a regular
+/// file that reads as a marker).
+pub fn is_leftover(dir: &Path, name: &str) -> bool {
+    let is_tmp = name
+        .strip_prefix(MARKER)
+        .and_then(|n| n.strip_prefix(".tmp-"))
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+    is_tmp
+        && Stamp::of(&dir.join(name), None).is_some()
+        && fs::read(dir.join(name)).is_ok_and(|b| b.starts_with(b"ratesim "))
 }
 
 /// Writes `dir`'s marker: `head` (the lines saying what it is) and every
@@ -183,30 +199,76 @@ pub fn write(dir: &Path, head: &str) -> io::Result<()> {
     fs::write(dir.join(MARKER), marker.text())
 }
 
+/// Before ratesim moves the files `names` from `staged` into `dir`
+/// (the charts `plot` redraws): lists their new bytes beside the old, so
+/// that whatever a kill leaves between the two — old files or new — is
+/// ratesim's. [`restamp`] settles the list once they are in place. A
+/// marker that lists no files is left as it is.
+pub fn expect(dir: &Path, staged: &Path, names: &[&str]) -> io::Result<()> {
+    edit(dir, |files| {
+        for name in names {
+            if let Some(stamp) = Stamp::of(&staged.join(name), None) {
+                files.push(Written {
+                    name: name.to_string(),
+                    stamp,
+                });
+            }
+        }
+    })
+}
+
 /// After ratesim wrote or removed `names` in `dir` (the charts `plot`
 /// redraws, `explain`'s close-up): lists each as it now is, or drops it
 /// where it is gone. A marker that lists no files is left as it is.
 pub fn restamp(dir: &Path, names: &[&str]) -> io::Result<()> {
+    edit(dir, |files| {
+        for name in names {
+            files.retain(|f| f.name != *name);
+            if let Some(stamp) = Stamp::of(&dir.join(name), None) {
+                files.push(Written {
+                    name: name.to_string(),
+                    stamp,
+                });
+            }
+        }
+    })
+}
+
+/// Rewrites `dir`'s list of files by `change`, if it has one.
+fn edit(dir: &Path, change: impl FnOnce(&mut Vec<Written>)) -> io::Result<()> {
     let Some(mut marker) = Marker::read(dir)? else {
         return Ok(());
     };
     let Some(files) = marker.files.as_mut() else {
         return Ok(());
     };
-    for name in names {
-        files.retain(|f| f.name != *name);
-        if let Some(stamp) = Stamp::of(&dir.join(name), None) {
-            files.push(Written {
-                name: name.to_string(),
-                stamp,
-            });
+    change(files);
+    files.sort_by(|a, b| a.name.cmp(&b.name));
+    // Written beside and moved into place, so a marker is never
+    // half-written; the copy is made new (never through a link or over a
+    // file of that name, whoever's), under the first free number.
+    let pid = std::process::id();
+    for n in 0u32..1000 {
+        let tmp = dir.join(format!("{MARKER}.tmp-{pid}{n:03}"));
+        match fs::File::options().write(true).create_new(true).open(&tmp) {
+            Ok(mut file) => {
+                use std::io::Write as _;
+                let written = file.write_all(marker.text().as_bytes());
+                drop(file);
+                if let Err(e) = written.and_then(|()| fs::rename(&tmp, dir.join(MARKER))) {
+                    let _ = fs::remove_file(&tmp);
+                    return Err(e);
+                }
+                return Ok(());
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
         }
     }
-    files.sort_by(|a, b| a.name.cmp(&b.name));
-    // Written beside and moved into place: a marker is never half-written.
-    let tmp = dir.join(format!("{MARKER}.tmp-{}", std::process::id()));
-    fs::write(&tmp, marker.text())?;
-    fs::rename(&tmp, dir.join(MARKER))
+    Err(io::Error::new(
+        io::ErrorKind::AlreadyExists,
+        format!("{MARKER}.tmp-{pid}000 to …999 all exist"),
+    ))
 }
 
 #[cfg(test)]
@@ -239,6 +301,25 @@ mod tests {
         let m = Marker::read(dir).unwrap().unwrap();
         assert!(m.wrote(dir, "summary.csv"));
         assert!(!m.wrote(dir, "timeline.png"));
+        // While new bytes are moved in, old and new are both ratesim's;
+        // once settled, only the new.
+        let staged = tempfile::tempdir().unwrap();
+        fs::write(staged.path().join("summary.csv"), "new,bytes\n").unwrap();
+        expect(dir, staged.path(), &["summary.csv"]).unwrap();
+        let m = Marker::read(dir).unwrap().unwrap();
+        assert!(m.wrote(dir, "summary.csv"));
+        fs::copy(staged.path().join("summary.csv"), dir.join("summary.csv")).unwrap();
+        assert!(m.wrote(dir, "summary.csv"));
+        fs::write(dir.join("summary.csv"), "a,b,c\n").unwrap();
+        restamp(dir, &["summary.csv"]).unwrap();
+        let m = Marker::read(dir).unwrap().unwrap();
+        assert_eq!(m.files.as_ref().unwrap().len(), 1);
+        // No temporary copy is left.
+        let names: Vec<String> = fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(names.iter().all(|n| !n.contains(".tmp-")), "{names:?}");
         assert!(m
             .text()
             .starts_with("ratesim 0.1.0 run directory\nscenario = demo\n"));
@@ -265,6 +346,36 @@ mod tests {
         // The same bytes again, whenever written, are what ratesim wrote.
         fs::write(&path, "1234").unwrap();
         assert!(m.wrote(dir, "recommended.toml"));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_link_at_the_temporary_name_is_not_written_through() {
+        let d = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let precious = outside.path().join("precious.txt");
+        fs::write(&precious, "mine").unwrap();
+        let dir = d.path();
+        write(dir, "ratesim 0.1.0 run directory\n").unwrap();
+        let pid = std::process::id();
+        std::os::unix::fs::symlink(&precious, dir.join(format!("{MARKER}.tmp-{pid}000"))).unwrap();
+        fs::write(dir.join("summary.csv"), "x").unwrap();
+        restamp(dir, &["summary.csv"]).unwrap();
+        assert_eq!(fs::read_to_string(&precious).unwrap(), "mine");
+        assert!(Marker::read(dir)
+            .unwrap()
+            .unwrap()
+            .wrote(dir, "summary.csv"));
+        // A leftover is a regular file that reads as a marker.
+        assert!(!is_leftover(dir, &format!("{MARKER}.tmp-{pid}000")));
+        fs::write(
+            dir.join(format!("{MARKER}.tmp-12")),
+            "ratesim 0.1.0 run directory\n",
+        )
+        .unwrap();
+        assert!(is_leftover(dir, &format!("{MARKER}.tmp-12")));
+        fs::write(dir.join(format!("{MARKER}.tmp-13")), "mine").unwrap();
+        assert!(!is_leftover(dir, &format!("{MARKER}.tmp-13")));
     }
 
     #[test]
