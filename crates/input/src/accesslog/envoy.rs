@@ -224,17 +224,8 @@ impl EnvoyFormat {
         line: &'l [u8],
         values: &mut Vec<Range<usize>>,
     ) -> Result<Parsed<'l>, LineError> {
-        let first = match self.template.read_into(line, values) {
-            Ok(()) => self.parse_matched(line, values),
-            Err(e) => Err(e.into()),
-        };
-        // docs/semantics.md §8: a field that holds the literal ending it
-        // (any client can send one) — the first match whose fields read.
-        first.or_else(|e| {
-            let other = self
-                .template
-                .only_reading(line, values, &mut |v| self.parse_matched(line, v).ok());
-            super::parsed::reread(e, other, line)
+        super::parsed::read_line(&self.template, line, values, |v| {
+            self.parse_matched(line, v)
         })
     }
 

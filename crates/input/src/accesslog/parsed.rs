@@ -92,21 +92,31 @@ pub(super) fn utf8(bytes: &[u8]) -> Result<&str, LineError> {
     std::str::from_utf8(bytes).map_err(|_| LineError::NotUtf8)
 }
 
-/// A line whose first match did not read (`first`), read the other ways
-/// it matches ([`super::template::Template::only_reading`]).
-pub(super) fn reread<'l>(
-    first: LineError,
-    other: Result<Option<Parsed<'l>>, super::template::Ambiguous>,
-    line: &[u8],
+/// Reads `line` by an nginx or Envoy format's `template` and `read` (the
+/// format's reading of the matched fields' byte ranges); `values` is
+/// scratch space. Where the first match does not read, the other ways the
+/// line matches are read ([`super::template::Template::only_reading`],
+/// docs/semantics.md §8: a field may hold the text that ends it).
+pub(super) fn read_line<'l>(
+    template: &super::template::Template,
+    line: &'l [u8],
+    values: &mut Vec<std::ops::Range<usize>>,
+    read: impl Fn(&[std::ops::Range<usize>]) -> Result<Parsed<'l>, LineError>,
 ) -> Result<Parsed<'l>, LineError> {
-    match other {
-        Ok(Some(parsed)) => Ok(parsed),
-        Ok(None) => Err(first),
-        Err(super::template::Ambiguous) => Err(LineError::Bad(format!(
-            "{}; a field holds the text that ends it, and the line reads more than one way",
-            first.message(line)
-        ))),
-    }
+    let first = match template.read_into(line, values) {
+        Ok(()) => read(values),
+        Err(e) => Err(e.into()),
+    };
+    first.or_else(
+        |first| match template.only_reading(line, values, &mut |v| read(v).ok()) {
+            Ok(Some(parsed)) => Ok(parsed),
+            Ok(None) => Err(first),
+            Err(super::template::Ambiguous) => Err(LineError::Bad(format!(
+                "{}; a field holds the text that ends it, and the line reads more than one way",
+                first.message(line)
+            ))),
+        },
+    )
 }
 
 /// One line, parsed; values borrow from it where they can.
