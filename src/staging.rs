@@ -274,7 +274,8 @@ fn check_not_over_inputs(target: &Path, inputs: &[PathBuf]) -> Result<(), String
         };
         if full.starts_with(&target) {
             return Err(format!(
-                "holds {}, which this run reads; choose another --out",
+                "{} {}, which this run reads; choose another --out",
+                if full == target { "is" } else { "holds" },
                 crate::error::quoted(&input.display().to_string())
             ));
         }
@@ -568,6 +569,10 @@ mod tests {
         assert!(why.contains("base.toml") && why.contains("reads"), "{why}");
         let why = check_not_over_inputs(&d.path().join("traces"), &inputs).unwrap_err();
         assert!(why.contains("t.csv"), "{why}");
+        // A directory this run reads (`sweep merge a b --out a`) is it.
+        let why = check_not_over_inputs(&d.path().join("traces"), &[d.path().join("traces")])
+            .unwrap_err();
+        assert!(why.starts_with("is \""), "{why}");
         assert!(check_not_over_inputs(&d.path().join("out"), &inputs).is_ok());
     }
 

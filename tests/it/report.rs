@@ -451,7 +451,10 @@ fn diff_lists_the_changed_scenario_fields_first_then_each_changed_column() {
     assert_eq!(read_text(&out.join("notes.txt")), "mine");
     let (code, _, stderr) = diff(&[&a, &b, Path::new("--out"), &a]);
     assert_eq!(code, 2, "{stderr}");
-    assert!(stderr.contains("which this run reads"), "{stderr}");
+    assert!(
+        stderr.contains(": is \"") && stderr.contains("which this run reads"),
+        "{stderr}"
+    );
     assert!(a.join("summary.csv").is_file());
 }
 
