@@ -639,6 +639,10 @@ fn merge_refuses_what_is_not_one_runs_partitions_each_once() {
     );
     assert!(!out.exists());
     // Never over one of its own inputs.
-    merge_refused(&[a.clone(), b.clone(), c.clone()], &a, &["holds"]);
+    merge_refused(
+        &[a.clone(), b.clone(), c.clone()],
+        &a,
+        &[": is \"", "which this run reads"],
+    );
     assert!(a.join("partition.json").is_file());
 }
