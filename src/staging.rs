@@ -291,7 +291,7 @@ fn check_not_over_inputs(target: &Path, inputs: &[PathBuf]) -> Result<(), String
 /// kept, and the directory with it, named in the error.
 fn remove_own(dir: &Path) -> anyhow::Result<()> {
     let marker = Marker::read(dir).with_context(|| format!("cannot read {}", dir.display()))?;
-    let staging = fs::read_to_string(dir.join(MARKER)).is_ok_and(|t| t == STAGING_MARK);
+    let staging = marker.as_ref().is_some_and(|m| m.is_only(STAGING_MARK));
     let entries = fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))?;
     let mut marked = false;
     for entry in entries.flatten() {

@@ -96,6 +96,12 @@ impl Marker {
         Ok(Some(Marker::parse(&fs::read_to_string(path)?)))
     }
 
+    /// Whether this marker lists no files and its lines are `head`'s
+    /// (a staging directory's marker, say).
+    pub fn is_only(&self, head: &str) -> bool {
+        self.files.is_none() && self.head == head
+    }
+
     fn parse(text: &str) -> Marker {
         let mut head = String::new();
         let mut lines = text.lines();
@@ -171,9 +177,10 @@ pub fn is_leftover(dir: &Path, name: &str) -> bool {
         .strip_prefix(MARKER)
         .and_then(|n| n.strip_prefix(".tmp-"))
         .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+    let path = dir.join(name);
     is_tmp
-        && Stamp::of(&dir.join(name), None).is_some()
-        && fs::read(dir.join(name)).is_ok_and(|b| b.starts_with(b"ratesim "))
+        && fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_file())
+        && fs::read(&path).is_ok_and(|b| b.starts_with(b"ratesim "))
 }
 
 /// Writes `dir`'s marker: `head` (the lines saying what it is) and every
@@ -376,6 +383,11 @@ mod tests {
         assert!(is_leftover(dir, &format!("{MARKER}.tmp-12")));
         fs::write(dir.join(format!("{MARKER}.tmp-13")), "mine").unwrap();
         assert!(!is_leftover(dir, &format!("{MARKER}.tmp-13")));
+        fs::create_dir(dir.join(format!("{MARKER}.tmp-14"))).unwrap();
+        assert!(!is_leftover(dir, &format!("{MARKER}.tmp-14")));
+        // A marker with a list is not one of a head alone, the same head or not.
+        let listed = Marker::read(dir).unwrap().unwrap();
+        assert!(!listed.is_only("ratesim 0.1.0 run directory\n"));
     }
 
     #[test]
@@ -387,6 +399,8 @@ mod tests {
         let m = Marker::read(dir).unwrap().unwrap();
         assert!(!m.lists_files());
         assert!(!m.wrote(dir, "summary.csv"));
+        assert!(m.is_only("ratesim run directory\n"));
+        assert!(!m.is_only("ratesim staging directory\n"));
         restamp(dir, &["summary.csv"]).unwrap();
         assert_eq!(
             fs::read_to_string(dir.join(MARKER)).unwrap(),
