@@ -278,6 +278,12 @@ impl Population {
         self.clients.len()
     }
 
+    /// Whether nothing has been named in it yet: what interning into it
+    /// gives is then the same every time.
+    pub fn is_new(&self) -> bool {
+        self.clients.runs.is_empty() && self.ips.runs.is_empty()
+    }
+
     pub fn ips(&self) -> usize {
         self.ips.len()
     }

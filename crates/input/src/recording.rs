@@ -11,7 +11,11 @@
 //! time, and on Unix device, inode and change time) and every option that
 //! changes what reading it gives. A scenario built again finds it, and
 //! only interns the names into its own population, in the order the file
-//! named them: every id is the one reading the file would give.
+//! named them: every id is the one reading the file would give. A sweep
+//! builds a scenario two or three times per point, and for a log of many
+//! keys interning them was most of that; so once a recording has been
+//! interned into a new population twice, it keeps that population and its
+//! ids, and a scenario built again starts from a copy of them.
 //!
 //! A request is packed as a flags byte and varints: the time since the
 //! previous request, the client's id, and only what differs from the
@@ -20,7 +24,8 @@
 //! (3 to 8 bytes for a typical line). Memory: those bytes and the names,
 //! for as long as the process runs (README, "Memory of a run").
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use crate::clock::Nanos;
 use crate::keys::IdTable;
@@ -81,13 +86,32 @@ pub struct Recording {
     /// The sources it splits into by `source`, if it does.
     pub split: Option<Split>,
     pub counts: Counts,
+    /// Whether [`Recording::ids`] has interned it into a new population…
+    interned_new: AtomicBool,
+    /// …and, from the second time, that population and its ids.
+    kept: OnceLock<(Population, Arc<Ids>)>,
 }
 
 impl Recording {
     /// Interns the recording's clients and addresses into `population`,
     /// in the order the file first named them (a client before the
     /// address of its request): the ids reading the file into it gives.
-    pub fn ids(&self, population: &mut Population) -> Ids {
+    /// Into a new population, from the second time on, a copy of the
+    /// population the first of those gave (see the module documentation).
+    pub fn ids(&self, population: &mut Population) -> Arc<Ids> {
+        if !population.is_new() || !self.interned_new.swap(true, Ordering::Relaxed) {
+            return Arc::new(self.intern(population));
+        }
+        let (kept, ids) = self.kept.get_or_init(|| {
+            let mut p = Population::default();
+            let ids = Arc::new(self.intern(&mut p));
+            (p, ids)
+        });
+        population.clone_from(kept);
+        Arc::clone(ids)
+    }
+
+    fn intern(&self, population: &mut Population) -> Ids {
         let n = &self.names;
         let mut ids = Ids {
             clients: Vec::with_capacity(n.clients.len()),
@@ -120,7 +144,8 @@ impl Recording {
         (self.names.clients.len(), self.names.ips.len())
     }
 
-    /// The bytes it holds: its packed requests and its names.
+    /// The bytes it holds: its packed requests and its names (besides the
+    /// population it may keep, as large as a scenario's that replays it).
     pub fn memory_bytes(&self) -> u64 {
         let n = &self.names;
         let names = n.clients.bytes() + n.ips.bytes() + n.order.capacity() * 8;
@@ -178,6 +203,8 @@ impl RecordingBuilder {
             names,
             split,
             counts,
+            interned_new: AtomicBool::new(false),
+            kept: OnceLock::new(),
         }
     }
 }
@@ -574,6 +601,32 @@ mod tests {
         assert_eq!(ids.of(&e(1, 1)), (1, 2));
         assert_eq!(ids.of(&e(0, 2)), (0, 0));
         assert_eq!(population.ip_name(2), "bob");
+        // Into new populations: the same ids and names each time, the third
+        // from the population the second kept; a population that names
+        // something already is interned into, as before.
+        let mut firsts = Vec::new();
+        for _ in 0..3 {
+            let mut p = Population::default();
+            let ids = rec.ids(&mut p);
+            let names: Vec<String> = (0..p.ips())
+                .map(|i| p.ip_name(i as u32).to_string())
+                .collect();
+            firsts.push((ids.of(&e(1, 2)), p.clients(), names));
+        }
+        assert_eq!(
+            firsts[0],
+            (
+                (1, 2),
+                2,
+                vec!["10.0.0.1".into(), "bob".into(), "alice".into()]
+            )
+        );
+        assert!(firsts.iter().all(|f| *f == firsts[0]));
+        assert!(rec.kept.get().is_some());
+        let mut named = Population::default();
+        named.client("bob");
+        assert_eq!(rec.ids(&mut named).of(&e(0, 0)), (1, 0));
+        assert!(!named.is_new() && Population::default().is_new());
     }
 
     #[test]

@@ -301,7 +301,7 @@ impl AccessLog {
             data,
             format,
             options,
-            ids: Arc::new(recording.ids(population)),
+            ids: recording.ids(population),
             recording,
         })
     }

@@ -426,7 +426,7 @@ impl Trace {
         Ok(Trace {
             shown: shown.to_string(),
             data,
-            ids: Arc::new(recording.ids(population)),
+            ids: recording.ids(population),
             recording,
         })
     }
