@@ -3,13 +3,15 @@
 //! and a name is made into text only when it is written out.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// Every client and address named in a scenario, interned to dense ids so
-/// limiters index their per-key state without hashing.
+/// limiters index their per-key state without hashing. A copy shares the
+/// names until one of the two names something new.
 #[derive(Debug, Clone, Default)]
 pub struct Population {
-    clients: Names,
-    ips: Names,
+    clients: Arc<Names>,
+    ips: Arc<Names>,
 }
 
 /// Names, each stored once: runs of ids, each either interned names —
@@ -184,6 +186,18 @@ impl Names {
         })
     }
 
+    /// The id of `name`, if it has one.
+    fn find(&self, name: &str) -> Option<u32> {
+        if let Some(id) = self.in_numbered(name) {
+            return Some(id);
+        }
+        match self.by_hash.get(&Names::hash(name)) {
+            Some(&first) if self.name(first) == name => Some(first),
+            Some(_) => self.collided.get(name).copied(),
+            None => None,
+        }
+    }
+
     fn intern(&mut self, name: &str) -> u32 {
         if let Some(id) = self.in_numbered(name) {
             return id;
@@ -247,23 +261,23 @@ impl Names {
 
 impl Population {
     pub fn client(&mut self, name: &str) -> u32 {
-        self.clients.intern(name)
+        intern(&mut self.clients, name)
     }
 
     pub fn ip(&mut self, name: &str) -> u32 {
-        self.ips.intern(name)
+        intern(&mut self.ips, name)
     }
 
     /// Client ids for the names `prefix0 … prefix{count-1}`, as interning
     /// each would give them, but stored as one numbered run when none of
     /// them is known yet.
     pub fn numbered_clients(&mut self, prefix: &str, count: u32) -> IdList {
-        numbered(&mut self.clients, prefix, count)
+        numbered(Arc::make_mut(&mut self.clients), prefix, count)
     }
 
     /// [`Population::numbered_clients`] for addresses.
     pub fn numbered_ips(&mut self, prefix: &str, count: u32) -> IdList {
-        numbered(&mut self.ips, prefix, count)
+        numbered(Arc::make_mut(&mut self.ips), prefix, count)
     }
 
     pub fn client_name(&self, id: u32) -> Name<'_> {
@@ -319,6 +333,18 @@ impl IdList {
             }
             IdList::Each(ids) => ids[i],
         }
+    }
+}
+
+/// `name`'s id in `names`, interning it if need be: names shared with a
+/// copy are copied only for a name they do not know.
+fn intern(names: &mut Arc<Names>, name: &str) -> u32 {
+    if let Some(own) = Arc::get_mut(names) {
+        return own.intern(name);
+    }
+    match names.find(name) {
+        Some(id) => id,
+        None => Arc::make_mut(names).intern(name),
     }
 }
 
@@ -425,6 +451,22 @@ mod tests {
                 prop_assert_eq!(a.as_str(&mut buf), b.to_string());
             }
         }
+    }
+
+    #[test]
+    fn a_copy_shares_the_names_until_it_names_another() {
+        let mut a = Population::default();
+        assert_eq!((a.client("alice"), a.ip("10.0.0.1")), (0, 0));
+        let mut b = a.clone();
+        assert!(Arc::ptr_eq(&a.clients, &b.clients));
+        assert_eq!(b.client("alice"), 0, "a known name changes nothing");
+        assert!(Arc::ptr_eq(&a.clients, &b.clients));
+        assert_eq!(b.client("bob"), 1);
+        assert!(!Arc::ptr_eq(&a.clients, &b.clients));
+        assert!(Arc::ptr_eq(&a.ips, &b.ips));
+        assert_eq!((a.clients(), b.clients()), (1, 2));
+        assert_eq!(a.client("carol"), 1, "the first is its own");
+        assert_eq!(b.client_name(1), "bob");
     }
 
     #[test]

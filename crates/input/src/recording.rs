@@ -15,7 +15,8 @@
 //! builds a scenario two or three times per point, and for a log of many
 //! keys interning them was most of that; so once a recording has been
 //! interned into a new population twice, it keeps that population and its
-//! ids, and a scenario built again starts from a copy of them.
+//! ids, and a scenario built again starts from them (a population's copy
+//! shares its names until it names something new).
 //!
 //! A request is packed as a flags byte and varints: the time since the
 //! previous request, the client's id, and only what differs from the
@@ -145,7 +146,7 @@ impl Recording {
     }
 
     /// The bytes it holds: its packed requests and its names (besides the
-    /// population it may keep, as large as a scenario's that replays it).
+    /// population it may keep, which the scenarios built from it share).
     pub fn memory_bytes(&self) -> u64 {
         let n = &self.names;
         let names = n.clients.bytes() + n.ips.bytes() + n.order.capacity() * 8;
