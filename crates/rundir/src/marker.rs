@@ -35,6 +35,8 @@ pub struct Marker {
     head: String,
     /// The files ratesim wrote, or `None` for a marker that lists none.
     files: Option<Vec<Written>>,
+    /// Whether its text was `head` exactly, byte for byte.
+    exact: bool,
 }
 
 /// A file as ratesim left it.
@@ -96,10 +98,10 @@ impl Marker {
         Ok(Some(Marker::parse(&fs::read_to_string(path)?)))
     }
 
-    /// Whether this marker lists no files and its lines are `head`'s
-    /// (a staging directory's marker, say).
+    /// Whether this marker's text is `head`, byte for byte (a staging
+    /// directory's marker, say).
     pub fn is_only(&self, head: &str) -> bool {
-        self.files.is_none() && self.head == head
+        self.exact && self.head == head
     }
 
     fn parse(text: &str) -> Marker {
@@ -134,7 +136,8 @@ impl Marker {
                 });
             }
         }
-        Marker { head, files }
+        let exact = head == text;
+        Marker { head, files, exact }
     }
 
     fn text(&self) -> String {
@@ -202,6 +205,7 @@ pub fn write(dir: &Path, head: &str) -> io::Result<()> {
     let marker = Marker {
         head: head.to_string(),
         files: Some(files),
+        exact: false,
     };
     fs::write(dir.join(MARKER), marker.text())
 }
@@ -407,5 +411,11 @@ mod tests {
             "ratesim run directory\n"
         );
         assert_eq!(Marker::read(&dir.join("none")).unwrap(), None);
+        // Byte for byte: without its last newline, or with CRLF, it is not.
+        for text in ["ratesim run directory", "ratesim run directory\r\n"] {
+            fs::write(dir.join(MARKER), text).unwrap();
+            let m = Marker::read(dir).unwrap().unwrap();
+            assert!(!m.is_only("ratesim run directory\n"), "{text:?}");
+        }
     }
 }
