@@ -234,6 +234,21 @@ impl Names {
     /// give. `None` if any of them might already have an id (the caller
     /// interns them one by one).
     fn numbered(&mut self, prefix: &str, count: u32) -> Option<u32> {
+        if !self.can_number(prefix, count) {
+            return None;
+        }
+        let first = self.len;
+        self.runs.push(Run {
+            first,
+            numbered: Some((prefix.to_string(), count)),
+            interned: 0,
+        });
+        self.len += count;
+        Some(first)
+    }
+
+    /// Whether [`Names::numbered`] would add the run.
+    fn can_number(&self, prefix: &str, count: u32) -> bool {
         let clash = self.runs.iter().any(|r| {
             r.numbered
                 .as_ref()
@@ -244,18 +259,8 @@ impl Names {
                 .and_then(number)
                 .is_some_and(|n| n < count as u64)
         });
-        let first = self.len;
-        let fits = first.checked_add(count).is_some();
-        if clash || !fits || count == 0 {
-            return None;
-        }
-        self.runs.push(Run {
-            first,
-            numbered: Some((prefix.to_string(), count)),
-            interned: 0,
-        });
-        self.len += count;
-        Some(first)
+        let fits = self.len.checked_add(count).is_some();
+        !clash && fits && count > 0
     }
 }
 
@@ -272,12 +277,12 @@ impl Population {
     /// each would give them, but stored as one numbered run when none of
     /// them is known yet.
     pub fn numbered_clients(&mut self, prefix: &str, count: u32) -> IdList {
-        numbered(Arc::make_mut(&mut self.clients), prefix, count)
+        numbered(&mut self.clients, prefix, count)
     }
 
     /// [`Population::numbered_clients`] for addresses.
     pub fn numbered_ips(&mut self, prefix: &str, count: u32) -> IdList {
-        numbered(Arc::make_mut(&mut self.ips), prefix, count)
+        numbered(&mut self.ips, prefix, count)
     }
 
     pub fn client_name(&self, id: u32) -> Name<'_> {
@@ -348,15 +353,21 @@ fn intern(names: &mut Arc<Names>, name: &str) -> u32 {
     }
 }
 
-fn numbered(names: &mut Names, prefix: &str, count: u32) -> IdList {
-    match names.numbered(prefix, count) {
-        Some(first) => IdList::Run { first, count },
-        None => IdList::Each(
-            (0..count)
-                .map(|i| names.intern(&format!("{prefix}{i}")))
-                .collect(),
-        ),
+/// [`Population::numbered_clients`] in `names`, copied (if shared) only
+/// to add the run or a name they do not know.
+fn numbered(names: &mut Arc<Names>, prefix: &str, count: u32) -> IdList {
+    if names.can_number(prefix, count) {
+        let first = Arc::make_mut(names).numbered(prefix, count);
+        return IdList::Run {
+            first: first.expect("a run it can add"),
+            count,
+        };
     }
+    IdList::Each(
+        (0..count)
+            .map(|i| intern(names, &format!("{prefix}{i}")))
+            .collect(),
+    )
 }
 
 /// FNV-1a: a stable hash of a name, the same on every machine and run.
@@ -426,10 +437,13 @@ mod tests {
                 0..40,
             )
         ) {
-            let (mut runs, mut one_by_one) = (Names::default(), Names::default());
+            // `runs` is always shared with the copy made after each step,
+            // as a scenario's names are with a kept population's.
+            let (mut runs, mut one_by_one) = (Arc::new(Names::default()), Names::default());
+            let mut _copy = Arc::clone(&runs);
             for (name, count) in ops {
                 match count {
-                    None => prop_assert_eq!(runs.intern(&name), one_by_one.intern(&name)),
+                    None => prop_assert_eq!(intern(&mut runs, &name), one_by_one.intern(&name)),
                     Some(k) => {
                         let ids = numbered(&mut runs, &name, k);
                         let a: Vec<u32> = (0..ids.len()).map(|i| ids.get(i)).collect();
@@ -439,6 +453,7 @@ mod tests {
                     }
                 }
                 prop_assert_eq!(runs.len(), one_by_one.len());
+                _copy = Arc::clone(&runs);
             }
             for id in 0..runs.len() as u32 {
                 let (a, b) = (runs.name(id), one_by_one.name(id));
@@ -467,6 +482,20 @@ mod tests {
         assert_eq!((a.clients(), b.clients()), (1, 2));
         assert_eq!(a.client("carol"), 1, "the first is its own");
         assert_eq!(b.client_name(1), "bob");
+        // Numbered names it knows already (k0 and k1, interned one by
+        // one) are found without a copy; a new run copies.
+        let mut c = Population::default();
+        c.client("k0");
+        c.client("k1");
+        let mut d = c.clone();
+        assert!(matches!(d.numbered_clients("k", 2), IdList::Each(ids) if ids == [0, 1]));
+        assert!(Arc::ptr_eq(&c.clients, &d.clients));
+        assert!(matches!(
+            d.numbered_clients("n", 3),
+            IdList::Run { first: 2, count: 3 }
+        ));
+        assert!(!Arc::ptr_eq(&c.clients, &d.clients));
+        assert_eq!((c.clients(), d.clients()), (2, 5));
     }
 
     #[test]
@@ -502,5 +531,14 @@ mod tests {
         let names: Vec<String> = (0..3).map(|i| n.name(i).to_string()).collect();
         assert_eq!(names, ["a", "bb", "ccc"]);
         assert_eq!(n.len(), 3);
+        // Found alike, shared: the colliding name without a copy.
+        assert_eq!(
+            (n.find("ccc"), n.find("a"), n.find("dddd")),
+            (Some(2), Some(0), None)
+        );
+        let mut shared = Arc::new(n);
+        let copy = Arc::clone(&shared);
+        assert_eq!(intern(&mut shared, "ccc"), 2);
+        assert!(Arc::ptr_eq(&shared, &copy));
     }
 }
