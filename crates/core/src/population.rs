@@ -233,10 +233,14 @@ impl Names {
     /// first returned: exactly the ids interning them one by one would
     /// give. `None` if any of them might already have an id (the caller
     /// interns them one by one).
+    #[cfg(test)]
     fn numbered(&mut self, prefix: &str, count: u32) -> Option<u32> {
-        if !self.can_number(prefix, count) {
-            return None;
-        }
+        self.can_number(prefix, count)
+            .then(|| self.add_run(prefix, count))
+    }
+
+    /// Adds the run [`Names::can_number`] allows, its first id returned.
+    fn add_run(&mut self, prefix: &str, count: u32) -> u32 {
         let first = self.len;
         self.runs.push(Run {
             first,
@@ -244,10 +248,11 @@ impl Names {
             interned: 0,
         });
         self.len += count;
-        Some(first)
+        first
     }
 
-    /// Whether [`Names::numbered`] would add the run.
+    /// Whether the run `prefix0 … prefix{count-1}` can be added: none of
+    /// its names might have an id yet, and the ids fit.
     fn can_number(&self, prefix: &str, count: u32) -> bool {
         let clash = self.runs.iter().any(|r| {
             r.numbered
@@ -357,11 +362,8 @@ fn intern(names: &mut Arc<Names>, name: &str) -> u32 {
 /// to add the run or a name they do not know.
 fn numbered(names: &mut Arc<Names>, prefix: &str, count: u32) -> IdList {
     if names.can_number(prefix, count) {
-        let first = Arc::make_mut(names).numbered(prefix, count);
-        return IdList::Run {
-            first: first.expect("a run it can add"),
-            count,
-        };
+        let first = Arc::make_mut(names).add_run(prefix, count);
+        return IdList::Run { first, count };
     }
     IdList::Each(
         (0..count)
