@@ -32,11 +32,23 @@ impl Recorder {
     /// The bucket of time `t`. The series grows past `duration` to hold
     /// late passes (a shaper's releases, a store's answers), up to twice its
     /// planned length; anything later counts in the last bucket.
+    #[inline(always)]
     pub(super) fn bucket(&mut self, t: u64) -> &mut SeriesBucket {
         let (start, last) = self.last_bucket;
+        // Within `[start, start + resolution)`: the same bucket (the last
+        // one, which holds every later time, is found anew).
+        if t >= start && t - start < self.resolution && last < self.series.len() {
+            return &mut self.series[last];
+        }
+        self.bucket_found(t)
+    }
+
+    /// [`Recorder::bucket`] of a time in another bucket than the last one
+    /// asked for (or one not yet in the series).
+    #[inline(never)]
+    fn bucket_found(&mut self, t: u64) -> &mut SeriesBucket {
+        let (start, last) = self.last_bucket;
         let i = if t >= start && t - start < self.resolution {
-            // Within `[start, start + resolution)`: the same bucket (the
-            // last one, which holds every later time, is found anew).
             last
         } else {
             let i = ((t / self.resolution) as usize).min(self.max_buckets.max(1) - 1);
