@@ -640,7 +640,9 @@ impl<'a, 's> Run<'a, 's> {
                 attempt: 1,
                 last_wait: Nanos::ZERO,
             };
-            self.step(at, Event::Arrive(job), progress)?;
+            // `step` of `Event::Arrive(job)`, without the event: a first
+            // attempt's job goes to `arrive` as it is.
+            self.step_with(at, progress, |run| run.arrive(at, job))?;
         }
         Ok(())
     }
@@ -699,12 +701,23 @@ impl<'a, 's> Run<'a, 's> {
         event: Event,
         progress: &(dyn Fn(usize, Nanos, u64) + Sync),
     ) -> anyhow::Result<()> {
+        self.step_with(now, progress, |run| run.handle(now, event))
+    }
+
+    /// [`Run::step`] with `handle` for the event's handling.
+    #[inline(always)]
+    fn step_with(
+        &mut self,
+        now: Nanos,
+        progress: &(dyn Fn(usize, Nanos, u64) + Sync),
+        handle: impl FnOnce(&mut Self) -> anyhow::Result<()>,
+    ) -> anyhow::Result<()> {
         if self.journal.is_some() {
             self.begin_record(now);
         }
         self.recorder.advance(now);
         self.enter_due(now);
-        self.handle(now, event)?;
+        handle(self)?;
         if self.journal.is_some() {
             self.end_record();
         }
@@ -1512,6 +1525,7 @@ fn key_of(by: KeyBy, a: &Arrival) -> u32 {
 /// `key` as instance `instance`'s state knows it: itself on a single
 /// instance, else the instance's own dense id for it (`local_ids`, one map
 /// per instance), so an instance's state grows with its own keys.
+#[inline(always)]
 fn local_key(local_ids: &mut [HashMap<u32, u32>], instance: u32, key: u32) -> u32 {
     if local_ids.len() <= 1 {
         return key;

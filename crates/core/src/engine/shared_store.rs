@@ -32,6 +32,7 @@ pub(super) struct Cached {
 
 impl Run<'_, '_> {
     /// `key` as instance `instance`'s state knows it.
+    #[inline(always)]
     pub(super) fn local_key(&mut self, instance: u32, key: u32) -> u32 {
         super::local_key(&mut self.local_ids, instance, key)
     }
