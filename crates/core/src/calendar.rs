@@ -143,6 +143,10 @@ impl<T: Timed> Calendar<T> {
         self.near.len() + self.late_len() + self.in_ring + self.far.len()
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     fn late_len(&self) -> usize {
         self.late.len() + self.pending.len()
     }

@@ -1299,13 +1299,16 @@ impl<'a, 's> Run<'a, 's> {
         if let Some(h) = headers {
             self.read_headers(&job, heard_at(), h);
         }
-        let closed = self.closed_of(job.source);
-        if self.backend.is_none() && decision.passes() && closed.is_some() {
+        let closed = match self.backend.is_none() && decision.passes() {
+            true => self.closed_of(job.source),
+            false => None,
+        };
+        if let Some(closed) = closed {
             // No backend: a closed-loop client's response is its pass, heard
             // when the gateway can answer it — as a rejection is, a round
             // trip after the attempt (the pass itself is at the store's
             // moment, half-way; docs/semantics.md §10) — or at its timeout.
-            let heard = match closed.and_then(|c| c.timeout) {
+            let heard = match closed.timeout {
                 Some(t) => heard_at().min(Nanos(a.time.0.saturating_add(t.0))),
                 None => heard_at(),
             };

@@ -313,6 +313,11 @@ impl Recorder {
     /// order. The engine calls it before each event; passes decided at the
     /// current moment go straight in.
     pub fn advance(&mut self, now: Nanos) {
+        // Nothing to release (no shaper, or none of its passes waits): the
+        // common case, asked at every event.
+        if self.future.is_empty() {
+            return;
+        }
         while let Some((t, seq, key, cost)) = self.future.peek_due(now.0) {
             self.future.pop();
             // Each release asks for the slot of the one eight behind it.
