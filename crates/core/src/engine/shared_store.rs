@@ -38,7 +38,18 @@ impl Run<'_, '_> {
     }
 
     /// The instance `job`'s attempt reaches.
+    #[inline(always)]
     pub(super) fn route(&mut self, job: &Job) -> u32 {
+        if self.dep.instances == 1 {
+            self.routed += 1;
+            return 0;
+        }
+        self.route_among(job)
+    }
+
+    /// [`Run::route`] among several instances.
+    #[inline(never)]
+    fn route_among(&mut self, job: &Job) -> u32 {
         let a = job.arrival;
         let n = self.dep.instances as u64;
         let instance = match self.dep.routing {
