@@ -291,9 +291,33 @@ impl<T: Timed> Calendar<T> {
     /// block.
     #[inline]
     pub fn drain_before(&mut self, now: u64, f: impl FnMut(&[T])) {
-        if self.bucket(now) > self.cur {
-            self.drain_before_slow(now, f);
+        let b = self.bucket(now);
+        if b <= self.cur {
+            return;
         }
+        if self.holds_nothing_before(b) {
+            // What the slow way does when it finds nothing to take: a
+            // caller that drains at every decision finds `now`'s bucket
+            // one past `cur` (a drain leaves `cur` just before it) at
+            // nearly all of them.
+            self.last = self.last.max(now);
+            return;
+        }
+        self.drain_before_slow(now, f);
+    }
+
+    /// Whether nothing is queued before bucket `b`, the one after `cur`,
+    /// and no retune is due: [`Calendar::drain_before_slow`] would then
+    /// take nothing and leave `cur` as it is. `near` and `late` hold the
+    /// buckets up to `cur`; the ring those after it; the far heap those a
+    /// ring's span or more after it (its head is looked at all the same).
+    #[inline(always)]
+    fn holds_nothing_before(&self, b: u64) -> bool {
+        b == self.cur + 1
+            && self.near.is_empty()
+            && self.late_len() == 0
+            && self.popped < self.check_after
+            && self.far.peek().is_none_or(|r| self.bucket(r.0.time()) >= b)
     }
 
     #[inline(never)]
