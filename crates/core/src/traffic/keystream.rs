@@ -50,74 +50,6 @@ fn chacha8_block(key: &[u32; 8], counter: u64) -> [u32; 16] {
     input[4..12].copy_from_slice(key);
     input[12] = counter as u32;
     input[13] = (counter >> 32) as u32;
-    rounds(input)
-}
-
-/// Eight rounds of ChaCha on `input`, added to it. A row of four words
-/// at a time in SSE2 (every x86_64 has it): a double round is a quarter
-/// round down the four columns, then down the four diagonals (the rows
-/// rotated so that each diagonal is a column) — a third of the
-/// instructions of [`rounds_by_word`], which gives the same words.
-#[cfg(target_arch = "x86_64")]
-fn rounds(input: [u32; 16]) -> [u32; 16] {
-    use std::arch::x86_64::{
-        __m128i, _mm_add_epi32, _mm_loadu_si128, _mm_or_si128, _mm_shuffle_epi32, _mm_slli_epi32,
-        _mm_srli_epi32, _mm_storeu_si128, _mm_xor_si128,
-    };
-    macro_rules! rotl {
-        ($x:expr, $n:literal) => {
-            _mm_or_si128(_mm_slli_epi32::<$n>($x), _mm_srli_epi32::<{ 32 - $n }>($x))
-        };
-    }
-    macro_rules! quarter {
-        ($a:ident, $b:ident, $c:ident, $d:ident) => {
-            $a = _mm_add_epi32($a, $b);
-            $d = rotl!(_mm_xor_si128($d, $a), 16);
-            $c = _mm_add_epi32($c, $d);
-            $b = rotl!(_mm_xor_si128($b, $c), 12);
-            $a = _mm_add_epi32($a, $b);
-            $d = rotl!(_mm_xor_si128($d, $a), 8);
-            $c = _mm_add_epi32($c, $d);
-            $b = rotl!(_mm_xor_si128($b, $c), 7);
-        };
-    }
-    let mut out = [0u32; 16];
-    // SAFETY: SSE2 is part of every x86_64 target; the loads and stores
-    // are unaligned ones of 16 bytes within the arrays.
-    #[allow(unused_unsafe)]
-    unsafe {
-        let rows = input.as_ptr().cast::<__m128i>();
-        let row = |i: usize| _mm_loadu_si128(rows.add(i));
-        let (i0, i1, i2, i3) = (row(0), row(1), row(2), row(3));
-        let (mut a, mut b, mut c, mut d) = (i0, i1, i2, i3);
-        for _ in 0..4 {
-            quarter!(a, b, c, d);
-            // Row i rotated left by i words: the diagonals are columns.
-            b = _mm_shuffle_epi32::<0b00_11_10_01>(b);
-            c = _mm_shuffle_epi32::<0b01_00_11_10>(c);
-            d = _mm_shuffle_epi32::<0b10_01_00_11>(d);
-            quarter!(a, b, c, d);
-            b = _mm_shuffle_epi32::<0b10_01_00_11>(b);
-            c = _mm_shuffle_epi32::<0b01_00_11_10>(c);
-            d = _mm_shuffle_epi32::<0b00_11_10_01>(d);
-        }
-        let dst = out.as_mut_ptr().cast::<__m128i>();
-        _mm_storeu_si128(dst, _mm_add_epi32(a, i0));
-        _mm_storeu_si128(dst.add(1), _mm_add_epi32(b, i1));
-        _mm_storeu_si128(dst.add(2), _mm_add_epi32(c, i2));
-        _mm_storeu_si128(dst.add(3), _mm_add_epi32(d, i3));
-    }
-    out
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-fn rounds(input: [u32; 16]) -> [u32; 16] {
-    rounds_by_word(input)
-}
-
-/// [`rounds`] a word at a time.
-#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
-fn rounds_by_word(input: [u32; 16]) -> [u32; 16] {
     let mut x = input;
     for _ in 0..4 {
         quarter(&mut x, 0, 4, 8, 12);
@@ -179,13 +111,6 @@ mod tests {
     }
 
     proptest! {
-        #[test]
-        fn the_rows_at_once_give_the_words_one_at_a_time(
-            input in proptest::array::uniform16(any::<u32>()),
-        ) {
-            prop_assert_eq!(rounds(input), rounds_by_word(input));
-        }
-
         #[test]
         fn any_key_and_position_gives_rand_chachas_draw(
             seed in any::<u64>(),
