@@ -67,8 +67,8 @@ impl Queue {
 
     fn calendar_is_empty(&self) -> bool {
         match &self.events {
-            Events::Packed(c) => c.len() == 0,
-            Events::Wide(c) => c.len() == 0,
+            Events::Packed(c) => c.is_empty(),
+            Events::Wide(c) => c.is_empty(),
         }
     }
 
