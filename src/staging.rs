@@ -91,13 +91,18 @@ impl Staging {
         // A directory of this very name is an earlier process's of the
         // same pid: removed only if it is ratesim's (see `remove_ours`).
         remove_ours(&tmp);
-        fs::create_dir(&tmp).map_err(|e| {
-            bad(format!(
-                "cannot be written: {} cannot be made: {e}",
-                crate::error::quoted(&tmp.display().to_string())
-            ))
-        })?;
-        lock().push(tmp.clone());
+        {
+            // Made and listed under the lock: a signal between the two
+            // would otherwise leave a directory no handler knows of.
+            let mut active = lock();
+            fs::create_dir(&tmp).map_err(|e| {
+                bad(format!(
+                    "cannot be written: {} cannot be made: {e}",
+                    crate::error::quoted(&tmp.display().to_string())
+                ))
+            })?;
+            active.push(tmp.clone());
+        }
         // Marked from the start, so that a staging directory left by a
         // SIGKILL is known as ratesim's; `commit` writes the final marker.
         if let Err(e) = fs::write(tmp.join(MARKER), STAGING_MARK) {
@@ -430,9 +435,11 @@ fn install_handlers() {
     });
 }
 
-/// Removes `dir` although other threads may still be writing into it.
+/// Removes `dir` although other threads may still be writing into it:
+/// a file made while the tree is removed fails the last step, which is
+/// tried again, for up to a second.
 fn remove_while_written(dir: &Path) {
-    for _ in 0..20 {
+    for _ in 0..200 {
         match fs::remove_dir_all(dir) {
             Err(e) if e.kind() != io::ErrorKind::NotFound => {
                 std::thread::sleep(std::time::Duration::from_millis(5))
