@@ -296,7 +296,10 @@ fn check_not_over_inputs(target: &Path, inputs: &[PathBuf]) -> Result<(), String
 /// kept, and the directory with it, named in the error.
 fn remove_own(dir: &Path) -> anyhow::Result<()> {
     let marker = Marker::read(dir).with_context(|| format!("cannot read {}", dir.display()))?;
-    let staging = marker.as_ref().is_some_and(|m| m.is_only(STAGING_MARK));
+    let staging = marker
+        .as_ref()
+        .and_then(Marker::only_head)
+        .is_some_and(is_staging_mark);
     let entries = fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))?;
     let mut marked = false;
     for entry in entries.flatten() {
@@ -336,6 +339,18 @@ const STAGING_MARK: &str = concat!(
     env!("CARGO_PKG_VERSION"),
     " staging directory (not yet a run directory)\n"
 );
+
+/// Whether `text` is the marker of a staging directory, written by this
+/// ratesim or by another version (`ratesim VERSION staging directory …`):
+/// a run of an earlier version killed by SIGKILL left one too, and only
+/// its files of the names a run writes are removed.
+fn is_staging_mark(text: &str) -> bool {
+    let (head, tail) = STAGING_MARK.split_at("ratesim ".len());
+    let tail = &tail[env!("CARGO_PKG_VERSION").len()..];
+    text.strip_prefix(head)
+        .and_then(|t| t.strip_suffix(tail))
+        .is_some_and(|version| !version.is_empty() && !version.contains(char::is_whitespace))
+}
 
 /// Whether `dir` is a directory ratesim made beside a target: a directory
 /// (not a link to one) that carries the marker, or is empty.
@@ -627,6 +642,64 @@ mod tests {
             assert!(!dead.exists());
         }
         assert!(live.exists() && other.exists());
+    }
+
+    #[test]
+    fn stale_staging_of_another_version_is_removed_and_other_marks_kept() {
+        let d = tempfile::tempdir().unwrap();
+        let marks = [
+            (
+                "4194305",
+                "ratesim 0.0.9 staging directory (not yet a run directory)\n",
+                true,
+            ),
+            (
+                "4194306",
+                "ratesim 9.1.0-rc.1 staging directory (not yet a run directory)\n",
+                true,
+            ),
+            (
+                "4194307",
+                "ratesim  staging directory (not yet a run directory)\n",
+                false,
+            ),
+            (
+                "4194308",
+                "ratesim 0.0.9 staging directory (not yet a run directory)\nx\n",
+                false,
+            ),
+            (
+                "4194309",
+                "ratesim 0.0 9 staging directory (not yet a run directory)\n",
+                false,
+            ),
+            (
+                "4194310",
+                "ratesim 0.0.9 staging directory (not yet a run directory)",
+                false,
+            ),
+        ];
+        for (pid, mark, _) in marks {
+            let p = d.path().join(format!(".run.tmp-{pid}"));
+            fs::create_dir(&p).unwrap();
+            fs::write(p.join(MARKER), mark).unwrap();
+            fs::write(p.join("summary.csv"), "partial").unwrap();
+            fs::write(p.join("decisions.part0.csv"), "partial").unwrap();
+        }
+        remove_stale(d.path(), "run", &d.path().join("run"));
+        if !Path::new("/proc/self").exists() {
+            return;
+        }
+        for (pid, mark, removed) in marks {
+            let p = d.path().join(format!(".run.tmp-{pid}"));
+            assert_eq!(!p.exists(), removed, "{mark:?}");
+            if !removed {
+                assert_eq!(
+                    fs::read_to_string(p.join("summary.csv")).unwrap(),
+                    "partial"
+                );
+            }
+        }
     }
 
     // Regression: a directory of the user's named like a staging directory

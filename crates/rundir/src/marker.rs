@@ -101,7 +101,13 @@ impl Marker {
     /// Whether this marker's text is `head`, byte for byte (a staging
     /// directory's marker, say).
     pub fn is_only(&self, head: &str) -> bool {
-        self.exact && self.head == head
+        self.only_head() == Some(head)
+    }
+
+    /// This marker's text, if it is its head alone (no list of files),
+    /// byte for byte.
+    pub fn only_head(&self) -> Option<&str> {
+        self.exact.then_some(self.head.as_str())
     }
 
     fn parse(text: &str) -> Marker {
