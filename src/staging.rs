@@ -90,7 +90,7 @@ impl Staging {
         let old = parent.join(format!(".{name}.old-{pid}"));
         // A directory of this very name is an earlier process's of the
         // same pid: removed only if it is ratesim's (see `remove_ours`).
-        remove_ours(&tmp);
+        remove_ours(&tmp, true);
         {
             // Made and listed under the lock: a signal between the two
             // would otherwise leave a directory no handler knows of.
@@ -140,7 +140,7 @@ impl Staging {
         let had_old = self.target.exists();
         if had_old {
             if self.old.exists() {
-                let _ = remove_own(&self.old);
+                let _ = remove_own(&self.old, false);
             }
             fs::rename(&self.target, &self.old)
                 .with_context(|| format!("cannot replace {}", self.target.display()))?;
@@ -155,7 +155,7 @@ impl Staging {
         active.retain(|p| *p != self.tmp);
         drop(active);
         if had_old {
-            remove_own(&self.old)?;
+            remove_own(&self.old, false)?;
         }
         Ok(())
     }
@@ -290,16 +290,19 @@ fn check_not_over_inputs(target: &Path, inputs: &[PathBuf]) -> Result<(), String
 
 /// Removes a replaced run directory (or a staging directory left behind):
 /// the files its marker lists as ratesim wrote them — in a staging
-/// directory, whose marker lists none yet, the files of the names ratesim
+/// directory (`staged`: a `.NAME.tmp-PID`) whose marker is a staging
+/// directory's, which lists none yet, the files of the names ratesim
 /// writes and the decision log's parts of a run cut short — then the
 /// marker, then the directory if that left it empty. Anything else is
-/// kept, and the directory with it, named in the error.
-fn remove_own(dir: &Path) -> anyhow::Result<()> {
+/// kept, and the directory with it, named in the error. A replaced result
+/// is never `staged`: nothing in it is taken by its name alone.
+fn remove_own(dir: &Path, staged: bool) -> anyhow::Result<()> {
     let marker = Marker::read(dir).with_context(|| format!("cannot read {}", dir.display()))?;
-    let staging = marker
-        .as_ref()
-        .and_then(Marker::only_head)
-        .is_some_and(is_staging_mark);
+    let staging = staged
+        && marker
+            .as_ref()
+            .and_then(Marker::only_head)
+            .is_some_and(is_staging_mark);
     let entries = fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))?;
     let mut marked = false;
     for entry in entries.flatten() {
@@ -361,10 +364,10 @@ fn is_ours(dir: &Path) -> bool {
 }
 
 /// Removes `dir` as [`remove_own`] does, if [`is_ours`].
-fn remove_ours(dir: &Path) {
+fn remove_ours(dir: &Path, staged: bool) {
     if is_ours(dir) {
         // Best effort: what stays is taken by a later run.
-        let _ = remove_own(dir);
+        let _ = remove_own(dir, staged);
     }
 }
 
@@ -410,11 +413,11 @@ fn remove_stale(parent: &Path, name: &str, target: &Path) {
         if is_old {
             // An earlier result, checked to be ratesim's before it moved.
             if target.exists() || fs::rename(&path, target).is_err() {
-                remove_ours(&path);
+                remove_ours(&path, false);
             }
             continue;
         }
-        remove_ours(&path);
+        remove_ours(&path, true);
     }
 }
 
@@ -541,7 +544,7 @@ mod tests {
             why.contains("\"summary.csv\"") && why.contains("changed since"),
             "{why}"
         );
-        assert!(remove_own(d.path()).is_err());
+        assert!(remove_own(d.path(), false).is_err());
         assert_eq!(
             fs::read_to_string(d.path().join("summary.csv")).unwrap(),
             "my edit"
@@ -619,7 +622,7 @@ mod tests {
     #[test]
     fn removing_an_earlier_result_keeps_anything_foreign() {
         let d = run_dir_with(&["summary.csv", "notes.txt"]);
-        assert!(remove_own(d.path()).is_err());
+        assert!(remove_own(d.path(), false).is_err());
         assert!(d.path().join("notes.txt").exists());
         assert!(!d.path().join("summary.csv").exists());
     }
@@ -700,6 +703,19 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn a_replaced_result_with_a_staging_marker_keeps_its_files() {
+        // Only a `.NAME.tmp-PID` is taken by its files' names: a replaced
+        // result (or a `.NAME.old-PID`) marked as staging keeps them.
+        let d = dir_with(&["summary.csv", "decisions.part0.csv"]);
+        fs::write(d.path().join(MARKER), STAGING_MARK).unwrap();
+        assert!(remove_own(d.path(), false).is_err());
+        assert!(d.path().join("summary.csv").exists());
+        assert!(d.path().join("decisions.part0.csv").exists());
+        assert!(remove_own(d.path(), true).is_ok());
+        assert!(!d.path().exists());
     }
 
     // Regression: a directory of the user's named like a staging directory
