@@ -21,7 +21,7 @@
 //! there one by one and taken all together. Every entry of `near` and
 //! `late` is earlier than every entry elsewhere, so the lesser of their
 //! least is the queue's least: the order is the entries' own (`Ord`), ties
-//! and all. A queue made by [`Calendar::ties_in_any_order`] keeps time
+//! and all. A queue made by `Calendar::ties_in_any_order` keeps time
 //! order only: its buckets are sorted by time, and entries of one time
 //! come out in no particular order (the same for the same pushes) — for
 //! a caller whose result does not depend on that order, to whom a bucket

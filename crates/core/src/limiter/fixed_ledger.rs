@@ -25,7 +25,9 @@
 //! whichever of its entries finds it and whenever. The buckets that have
 //! passed are therefore taken whole, in any order; the present's bucket
 //! is taken in time order only when that matters (a birth that may set a
-//! new peak, the close, a key partition's journal); and a key still
+//! new peak, the close, a key partition's journal), and its entries of
+//! one moment in any order (`Calendar::ties_in_any_order`: the counts and
+//! the journal's changes carry no key); and a key still
 //! counted alive whose fresh moment has come is taken when it is next
 //! written ([`FixedLedger::alive_until`]).
 
