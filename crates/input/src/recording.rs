@@ -134,10 +134,7 @@ impl Recording {
     pub fn replay(self: &Arc<Recording>) -> Replay {
         Replay {
             recording: Arc::clone(self),
-            chunk: 0,
-            at: 0,
-            time: 0,
-            line: 0,
+            cursor: Cursor::default(),
         }
     }
 
@@ -176,18 +173,184 @@ pub struct RecordingBuilder {
     requests: Packed,
     rows: u64,
     last: Nanos,
+    /// Where every [`MARK_EVERY`]-th request starts, by chunk, if marked
+    /// (for [`RecordingBuilder::merge`]).
+    marks: Option<Vec<Vec<Mark>>>,
+}
+
+/// Every how many requests a marked builder notes where one starts.
+const MARK_EVERY: u64 = 64;
+
+/// Where a request starts in its chunk, and the time and line of the one
+/// before it: a place to start reading from.
+#[derive(Debug, Clone, Copy)]
+struct Mark {
+    at: usize,
+    time: u64,
+    line: u64,
 }
 
 impl RecordingBuilder {
+    /// A builder that notes where every 64th request starts (24 bytes
+    /// per 64 requests, while it is built), so that a merge finds where a
+    /// late request goes without reading all those before it.
+    pub fn marked() -> RecordingBuilder {
+        RecordingBuilder {
+            marks: Some(Vec::new()),
+            ..RecordingBuilder::default()
+        }
+    }
+
     /// Adds the next request in replay order (times never decrease).
     pub fn push(&mut self, e: &Entry) {
+        if self.rows % MARK_EVERY == 0 && self.marks.is_some() {
+            self.mark();
+        }
         self.requests.push(e);
         self.rows += 1;
         self.last = e.time;
     }
 
+    /// Notes where the next request starts.
+    #[cold]
+    fn mark(&mut self) {
+        let p = &mut self.requests;
+        let (time, line) = (p.time, p.line);
+        let at = p.chunk().len();
+        if let Some(marks) = self.marks.as_mut() {
+            marks.resize_with(p.chunks.len(), Vec::new);
+            marks[p.chunks.len() - 1].push(Mark { at, time, line });
+        }
+    }
+
     pub fn rows(&self) -> u64 {
         self.rows
+    }
+
+    /// The latest time pushed.
+    pub fn last(&self) -> Nanos {
+        self.last
+    }
+
+    /// The requests pushed so far, each `later` later, and `late` (in
+    /// replay order), merged: a request of `late` goes before the first
+    /// pushed one that `before` says it goes before (an order that puts
+    /// earlier times first). The requests are those pushing them all in
+    /// that order gives; the chunks are this builder's own.
+    ///
+    /// A pushed request packs how it differs from the one before it, so
+    /// one that still follows the same request is kept as it is: a chunk
+    /// no late request goes into is kept whole, and in one that late
+    /// requests go into, the requests between them are copied as they
+    /// are, found from the nearest mark before (see
+    /// [`RecordingBuilder::marked`]); only the request after a late one
+    /// (and the first, if moved later) is packed again.
+    pub fn merge(
+        self,
+        later: u64,
+        late: &[Entry],
+        before: impl Fn(&Entry, &Entry) -> bool,
+    ) -> RecordingBuilder {
+        let RecordingBuilder {
+            requests: packed,
+            rows,
+            last,
+            marks,
+        } = self;
+        let marks = marks.unwrap_or_default();
+        let placed = late.len();
+        let Packed {
+            chunks,
+            starts,
+            time: end_time,
+            line: end_line,
+        } = packed;
+        let mut out = Packed::default();
+        let mut late = late.iter().peekable();
+        // Whether the last request out is the pushed one before the next.
+        let mut follows = later == 0;
+        for (c, bytes) in chunks.into_iter().enumerate() {
+            let (end, end_line) = starts.get(c + 1).copied().unwrap_or((end_time, end_line));
+            let end = end.saturating_add(later);
+            let mut into = late.clone().take_while(|l| l.time.0 <= end).count();
+            out.starts.push((out.time, out.line));
+            if into == 0 && follows {
+                out.chunks.push(bytes);
+                (out.time, out.line) = (end, end_line);
+                continue;
+            }
+            let view = std::slice::from_ref(&bytes);
+            let (time, line) = starts[c];
+            let mut cursor = Cursor {
+                chunk: 0,
+                at: 0,
+                time,
+                line,
+            };
+            let marks = marks.get(c).map_or(&[][..], Vec::as_slice);
+            let mut chunk = Vec::with_capacity(bytes.len() + (into + 1) * 2 * MOST);
+            loop {
+                let next_late = late.peek().map(|l| l.time.0).filter(|_| into > 0);
+                if let (Some(t), true) = (next_late, follows) {
+                    // The requests before the last mark before `t` all go
+                    // before the late one.
+                    let i = marks.partition_point(|m| m.time.saturating_add(later) < t);
+                    if let Some(m) = marks[..i].last().filter(|m| m.at > cursor.at) {
+                        chunk.extend_from_slice(&bytes[cursor.at..m.at]);
+                        (cursor.at, cursor.time, cursor.line) = (m.at, m.time, m.line);
+                        (out.time, out.line) = (m.time.saturating_add(later), m.line);
+                    }
+                }
+                let from = cursor;
+                let Some((_, start)) = cursor.skip(view) else {
+                    // Late requests after the chunk's last (of its time)
+                    // may go after requests of the next chunk too: they
+                    // are placed there, or after the last chunk.
+                    break;
+                };
+                let time = cursor.time.saturating_add(later);
+                let whole = || {
+                    let mut from = from;
+                    let e = from.next(view).expect("a request was skipped");
+                    Entry {
+                        time: Nanos(time),
+                        ..e
+                    }
+                };
+                let mut e = None;
+                if next_late.is_some_and(|t| t <= time) {
+                    let w = *e.insert(whole());
+                    while let Some(l) = late.next_if(|l| before(l, &w)) {
+                        pack(&mut chunk, l, out.time, out.line);
+                        (out.time, out.line, follows) = (l.time.0, l.line, false);
+                        into -= 1;
+                    }
+                }
+                match follows {
+                    true => chunk.extend_from_slice(&bytes[start..cursor.at]),
+                    false => pack(&mut chunk, &e.unwrap_or_else(whole), out.time, out.line),
+                }
+                (out.time, out.line, follows) = (time, cursor.line, true);
+                if into == 0 {
+                    // The rest of the chunk, as it is.
+                    chunk.extend_from_slice(&bytes[cursor.at..]);
+                    (out.time, out.line) = (end, end_line);
+                    break;
+                }
+            }
+            out.chunks.push(chunk);
+        }
+        let tail: Vec<&Entry> = late.collect();
+        let mut merged = RecordingBuilder {
+            requests: out,
+            rows: rows + (placed - tail.len()) as u64,
+            last: Nanos(last.0.saturating_add(later)),
+            marks: None,
+        };
+        for l in tail {
+            merged.push(l);
+        }
+        merged
     }
 
     /// The recording, with the names of `keys`.
@@ -358,6 +521,8 @@ impl Names {
 #[derive(Debug, Default)]
 struct Packed {
     chunks: Vec<Vec<u8>>,
+    /// The time and line of the request before each chunk's first.
+    starts: Vec<(u64, u64)>,
     time: u64,
     line: u64,
 }
@@ -395,63 +560,73 @@ fn take(b: &[u8], at: &mut usize) -> u64 {
     }
 }
 
+/// Packs `e` onto `out`, after a request at `time` on `line`.
+fn pack(out: &mut Vec<u8>, e: &Entry, time: u64, line: u64) {
+    let at = out.len();
+    out.push(0);
+    let mut flags = e.verdict & 3;
+    put(out, e.time.0 - time);
+    put(out, e.client.into());
+    if e.ip != e.client {
+        flags |= IP;
+        put(out, e.ip.into());
+    }
+    if e.cost != 1 {
+        flags |= COST;
+        put(out, e.cost);
+    }
+    if e.part != 0 {
+        flags |= PART;
+        put(out, e.part.into());
+    }
+    if e.delay != 0 {
+        flags |= DELAY;
+        put(out, e.delay);
+    }
+    // The line after the previous one's, or a zigzag step from it.
+    let step = e.line.wrapping_sub(line).wrapping_sub(1) as i64;
+    if step != 0 {
+        flags |= LINE;
+        put(out, ((step << 1) ^ (step >> 63)) as u64);
+    }
+    out[at] = flags;
+}
+
 impl Packed {
     fn push(&mut self, e: &Entry) {
-        if self.chunks.last().is_none_or(|c| c.len() + MOST > CHUNK) {
-            self.chunks.push(Vec::with_capacity(CHUNK));
-        }
-        let out = self.chunks.last_mut().expect("a chunk was pushed");
-        let at = out.len();
-        out.push(0);
-        let mut flags = e.verdict & 3;
-        put(out, e.time.0 - self.time);
-        put(out, e.client.into());
-        if e.ip != e.client {
-            flags |= IP;
-            put(out, e.ip.into());
-        }
-        if e.cost != 1 {
-            flags |= COST;
-            put(out, e.cost);
-        }
-        if e.part != 0 {
-            flags |= PART;
-            put(out, e.part.into());
-        }
-        if e.delay != 0 {
-            flags |= DELAY;
-            put(out, e.delay);
-        }
-        // The line after the previous one's, or a zigzag step from it.
-        let step = e.line.wrapping_sub(self.line).wrapping_sub(1) as i64;
-        if step != 0 {
-            flags |= LINE;
-            put(out, ((step << 1) ^ (step >> 63)) as u64);
-        }
-        out[at] = flags;
+        let (time, line) = (self.time, self.line);
+        pack(self.chunk(), e, time, line);
         (self.time, self.line) = (e.time.0, e.line);
     }
 
+    /// The next chunk with room for a request.
+    fn chunk(&mut self) -> &mut Vec<u8> {
+        if self.chunks.last().is_none_or(|c| c.len() + MOST > CHUNK) {
+            self.chunks.push(Vec::with_capacity(CHUNK));
+            self.starts.push((self.time, self.line));
+        }
+        self.chunks.last_mut().expect("a chunk was pushed")
+    }
+
     fn bytes(&self) -> usize {
-        self.chunks.iter().map(Vec::capacity).sum()
+        let starts = self.starts.capacity() * size_of::<(u64, u64)>();
+        self.chunks.iter().map(Vec::capacity).sum::<usize>() + starts
     }
 }
 
-/// A recording's requests in replay order (see [`Recording::replay`]).
-#[derive(Debug)]
-pub struct Replay {
-    recording: Arc<Recording>,
+/// A place in packed requests, and the time and line of the request
+/// before it: what decoding the next one needs.
+#[derive(Debug, Default, Clone, Copy)]
+struct Cursor {
     chunk: usize,
     at: usize,
     time: u64,
     line: u64,
 }
 
-impl Iterator for Replay {
-    type Item = Entry;
-
-    fn next(&mut self) -> Option<Entry> {
-        let chunks = &self.recording.requests.chunks;
+impl Cursor {
+    /// The request at the cursor, which moves past it.
+    fn next(&mut self, chunks: &[Vec<u8>]) -> Option<Entry> {
         let mut b = chunks.get(self.chunk)?;
         if self.at == b.len() {
             self.chunk += 1;
@@ -485,6 +660,54 @@ impl Iterator for Replay {
             delay,
             line: self.line,
         })
+    }
+
+    /// Moves past the request at the cursor, reading only its time and
+    /// line: the chunk it lies in and where it starts (it ends at the
+    /// cursor).
+    fn skip(&mut self, chunks: &[Vec<u8>]) -> Option<(usize, usize)> {
+        let mut b = chunks.get(self.chunk)?;
+        if self.at == b.len() {
+            self.chunk += 1;
+            self.at = 0;
+            b = chunks.get(self.chunk)?;
+        }
+        let start = self.at;
+        let at = &mut self.at;
+        let flags = b[*at];
+        *at += 1;
+        self.time += take(b, at);
+        // The client, then the fields its flags say follow.
+        let fields = 1 + (flags & (IP | COST | PART | DELAY)).count_ones();
+        for _ in 0..fields {
+            while b[*at] >= 0x80 {
+                *at += 1;
+            }
+            *at += 1;
+        }
+        let step = if flags & LINE != 0 {
+            let z = take(b, at);
+            ((z >> 1) as i64 ^ -((z & 1) as i64)) as u64
+        } else {
+            0
+        };
+        self.line = self.line.wrapping_add(1).wrapping_add(step);
+        Some((self.chunk, start))
+    }
+}
+
+/// A recording's requests in replay order (see [`Recording::replay`]).
+#[derive(Debug)]
+pub struct Replay {
+    recording: Arc<Recording>,
+    cursor: Cursor,
+}
+
+impl Iterator for Replay {
+    type Item = Entry;
+
+    fn next(&mut self) -> Option<Entry> {
+        self.cursor.next(&self.recording.requests.chunks)
     }
 }
 
@@ -578,6 +801,89 @@ mod tests {
         assert_eq!(rec.rows, entries.len() as u64);
         assert!(rec.requests.chunks.len() > 1);
         assert!(rec.replay().eq(entries.iter().copied()));
+    }
+
+    // Merging late requests into a recording, its requests moved later,
+    // gives what pushing them all in order gives: late requests alone, in
+    // runs, at equal times across chunks, before and after every request.
+    #[test]
+    fn a_merge_gives_what_pushing_all_in_order_gives() {
+        let mut x = 5u64;
+        let mut time = 0u64;
+        let all: Vec<Entry> = (0..500_000u64)
+            .map(|i| {
+                crate::lcg(&mut x);
+                let r = x >> 20;
+                // Long runs of equal times, across chunks' ends.
+                let equal = (100_000..300_000).contains(&i) || i >= 400_000;
+                time += if equal { 0 } else { r % 3 * (r % 1_000_003) };
+                Entry {
+                    time: Nanos(time),
+                    client: (r % 900) as u32,
+                    ip: (r % 1000) as u32,
+                    cost: 1 + r % 2,
+                    verdict: (r % 4) as u8,
+                    line: i * 3 + r % 3,
+                    ..Entry::default()
+                }
+            })
+            .collect();
+        type IsLate = fn(usize, u64) -> bool;
+        let cases: [(&str, IsLate); 7] = [
+            ("every 7th and the first", |i, _| i % 7 == 0),
+            ("every 7th after the first", |i, _| i % 7 == 0 && i > 0),
+            ("a few", |i, _| i % 99_991 == 5),
+            ("every other", |i, _| i % 2 == 1),
+            ("the last ones", |i, _| i >= 499_990),
+            ("none", |_, _| false),
+            ("at random", |_, r| r % 1000 < 3),
+        ];
+        // Cases whose recording has equal times across a chunk's end.
+        let mut crossed = 0;
+        for (case, is_late) in cases {
+            let mut y = 9u64;
+            let late_of: Vec<bool> = (0..all.len())
+                .map(|i| {
+                    crate::lcg(&mut y);
+                    is_late(i, y >> 33)
+                })
+                .collect();
+            let late: Vec<Entry> = (0..all.len())
+                .filter(|&i| late_of[i])
+                .map(|i| all[i])
+                .collect();
+            let pushed = (0..all.len()).filter(|&i| !late_of[i]).map(|i| all[i]);
+            let later = pushed.clone().next().map_or(0, |e| e.time.0);
+            let mut b = RecordingBuilder::marked();
+            for e in pushed {
+                b.push(&Entry {
+                    time: Nanos(e.time.0 - later),
+                    ..e
+                });
+            }
+            let p = &b.requests;
+            let across = (1..p.chunks.len()).any(|k| {
+                let (time, line) = p.starts[k];
+                let mut c = Cursor {
+                    chunk: k,
+                    at: 0,
+                    time,
+                    line,
+                };
+                c.next(&p.chunks).is_some_and(|e| e.time.0 == time)
+            });
+            assert!(p.chunks.len() > 1, "{case}");
+            crossed += u32::from(across);
+            let merged = b.merge(later, &late, |l, e| (l.time, l.line) < (e.time, e.line));
+            assert_eq!(
+                (merged.rows, merged.last),
+                (all.len() as u64, all[all.len() - 1].time),
+                "{case}"
+            );
+            let rec = Arc::new(merged.finish(RecordedKeys::default(), None, Counts::default()));
+            assert!(rec.replay().eq(all.iter().copied()), "{case}");
+        }
+        assert!(crossed >= 4, "{crossed}");
     }
 
     #[test]
