@@ -36,9 +36,13 @@
 //! The log is read once per process ([`crate::recording`]): validation
 //! reads it into a recording, which every run, every limiter's agreement
 //! and every sweep point then replays. Memory: while reading, one entry per
-//! distinct key (and source value) and the lines inside the reorder window
-//! (and, with `spread`, the seconds inside it); then the recording, about
-//! 5–6 bytes a line, for as long as the process runs.
+//! distinct key (and source value), the lines of the last second or of
+//! the reorder window if shorter (more, up to the window's, when the log
+//! is further out of order than that) and
+//! the few lines later than that, merged in at the end (and, with
+//! `spread`, the seconds inside the window); then the recording, about
+//! 5–6 bytes a line, for as long as the process runs (twice while late
+//! lines are merged in).
 
 pub mod envoy;
 mod format;
@@ -55,12 +59,13 @@ pub use format::{Format, Location, LogOptions, Select, Subsecond, FORMATS, MAX_L
 use lines::Lines;
 pub use parsed::{EmptyKey, Key, LineError, Parsed, Verdict};
 use pipeline::{InternError, Interner, Pipeline};
+use window::Pending;
 
 use std::sync::Arc;
 
 use ratesim_rundir::AccessLogSource;
 
-use crate::clock::Nanos;
+use crate::clock::{Nanos, MAX_NANOS};
 use crate::error::{quoted, InputError};
 use crate::fields::Fields;
 use crate::population::Population;
@@ -495,21 +500,68 @@ impl Stream for LogStream {
     }
 }
 
+/// How much of the log reading holds for re-ordering at first, when
+/// `reorder` is longer (see [`read`]).
+const HOLD: u64 = NS;
+
 /// Reads the log at `data` once into a recording; an error names the
 /// field of the `[[traffic]]` to fix (`path`, or `source` for the field it
 /// splits by).
+///
+/// Holding `reorder`'s worth of lines for re-ordering (a minute of a busy
+/// log is hundreds of thousands) costs memory and time, and most logs are
+/// out of order by far less. So the log is read holding [`HOLD`], more
+/// once a line comes later than that (see [`Pipeline::holding`]); the
+/// few such lines are merged into the recording at the end, in the order
+/// holding all of `reorder` gives. The recording is the same as holding
+/// all of it gives, and so is an error: in the rare case where holding
+/// less may differ (see [`Pipeline::error_is_exact`], or a late line
+/// moving the time base so far that a request becomes too late to
+/// replay), the log is read again holding all of `reorder`.
 fn read(
     data: &TraceData,
     format: &Arc<Format>,
     options: &LogOptions,
-    mut split: Option<Split>,
+    split: Option<Split>,
 ) -> Result<Recording, (&'static str, String)> {
+    read_first_holding(data, format, options, split, HOLD)
+}
+
+/// [`read`], holding `hold` at first.
+fn read_first_holding(
+    data: &TraceData,
+    format: &Arc<Format>,
+    options: &LogOptions,
+    split: Option<Split>,
+    hold: u64,
+) -> Result<Recording, (&'static str, String)> {
+    let exact = |(_, key, e)| (key, e);
+    match read_holding(data, format, options, split.clone(), hold) {
+        Err((false, ..)) => read_holding(data, format, options, split, options.reorder.0),
+        read => read,
+    }
+    .map_err(exact)
+}
+
+/// [`read`], holding `hold` of the log at first; an error says whether
+/// it is the one holding all of `reorder` gives.
+fn read_holding(
+    data: &TraceData,
+    format: &Arc<Format>,
+    options: &LogOptions,
+    mut split: Option<Split>,
+    hold: u64,
+) -> Result<Recording, (bool, &'static str, String)> {
     let lines = data
         .open()
         .and_then(Lines::new)
-        .map_err(|e| ("path", format!("cannot be read: {e}")))?;
-    let mut recording = RecordingBuilder::default();
-    let mut p = Pipeline::new(lines, format, options);
+        .map_err(|e| (true, "path", format!("cannot be read: {e}")))?;
+    // Marked for a merge, if lines may come late.
+    let mut recording = match hold < options.reorder.0 {
+        true => RecordingBuilder::marked(),
+        false => RecordingBuilder::default(),
+    };
+    let mut p = Pipeline::new(lines, format, options).holding(hold);
     let mut verdicts = 0u64;
     let mut keys = LogKeys {
         keys: RecordedKeys::default(),
@@ -533,9 +585,40 @@ fn read(
                 });
             }
             Ok(None) => break,
-            Err(e) if keys.split_failed => return Err(("source", e)),
-            Err(e) => return Err(("path", e)),
+            Err(e) if keys.split_failed => return Err((p.error_is_exact(), "source", e)),
+            Err(e) => return Err((p.error_is_exact(), "path", e)),
         }
+    }
+    let late = p.take_late();
+    let mut start = p.start();
+    if let (Some(first), Some(base)) = (late.first(), start) {
+        // Late lines (see `Pipeline::holding`), merged in; the earliest
+        // arrival of all, a ghost's too, is the time base.
+        let earliest = base.min(first.arrival);
+        let entry = |l: &Pending| Entry {
+            time: Nanos(l.arrival - earliest),
+            client: l.client,
+            ip: l.ip,
+            part: l.part,
+            cost: l.cost,
+            verdict: Verdict::code(l.verdict),
+            delay: l.delay,
+            line: l.line,
+        };
+        let replayed: Vec<Entry> = late.iter().filter(|l| !l.ghost).map(entry).collect();
+        verdicts += replayed.iter().filter(|e| e.verdict != 0).count() as u64;
+        let order = |e: &Entry| {
+            let rank = Verdict::rank(Verdict::of_code(e.verdict));
+            (e.time, rank, e.delay, e.line)
+        };
+        // (Late ghosts that arrive after the base change nothing.)
+        if earliest < base || !replayed.is_empty() {
+            recording = recording.merge(base - earliest, &replayed, |l, e| order(l) < order(e));
+        }
+        if recording.last().0 > MAX_NANOS {
+            return Err((false, "path", String::new()));
+        }
+        start = Some(earliest);
     }
     let LogKeys {
         keys,
@@ -547,6 +630,7 @@ fn read(
     // line; the variables of nginx and Envoy formats were checked.
     if let (Some(split), 0, Format::Jsonl(_)) = (&split, valued, &**format) {
         return Err((
+            true,
             "source",
             format!(
                 "has no line with a value of {} to split by — is it the field's name?",
@@ -554,7 +638,7 @@ fn read(
             ),
         ));
     }
-    let path = |e: String| ("path", e);
+    let path = |e: String| (true, "path", e);
     // A location none of the log's lines went to is a location that had no
     // traffic that day (its limiters see no request; `run` says so), as an
     // import of a config with an idle location gives: not an error. Bad
@@ -599,7 +683,7 @@ fn read(
         with_verdict: verdicts,
     };
     let mut recording = recording.finish(keys, split, counts);
-    recording.start = p.start();
+    recording.start = start;
     Ok(recording)
 }
 
@@ -708,4 +792,280 @@ fn parse_select(f: &mut Fields, fmt: &mut Format) -> Result<Option<Select>, Inpu
         values,
         except,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// What a read gives, to compare.
+    type Read = Result<
+        (
+            Vec<Entry>,
+            u64,
+            Nanos,
+            Option<u64>,
+            Counts,
+            (usize, usize),
+            Vec<String>,
+        ),
+        (&'static str, String),
+    >;
+
+    /// `log` read holding `hold` at first (all of `reorder`: `None`).
+    fn read_log(
+        log: &[u8],
+        format: &Arc<Format>,
+        options: &LogOptions,
+        split: bool,
+        hold: Option<u64>,
+    ) -> Read {
+        let data = TraceData::Embedded(Box::leak(log.to_vec().into_boxed_slice()));
+        let split = split.then(|| Split::new("$http_x_src", "web"));
+        let r = match hold {
+            Some(hold) => read_first_holding(&data, format, options, split, hold),
+            None => read_holding(&data, format, options, split, options.reorder.0).map_err(
+                |(exact, key, e)| {
+                    assert!(exact, "{e}");
+                    (key, e)
+                },
+            ),
+        }?;
+        let r = Arc::new(r);
+        Ok((
+            r.replay().collect(),
+            r.rows,
+            r.last,
+            r.start,
+            r.counts,
+            r.key_counts(),
+            r.split
+                .as_ref()
+                .map(|s| s.names().to_vec())
+                .unwrap_or_default(),
+        ))
+    }
+
+    fn nginx(whole_seconds: bool, split: bool) -> Arc<Format> {
+        let time = if whole_seconds {
+            "$time_iso8601"
+        } else {
+            "$msec"
+        };
+        let mut f = nginx::NginxFormat::new(
+            &format!("{time} $request_time $http_x_k $remote_addr \"$request\" $limit_req_status $http_x_src"),
+            None,
+            Some("$http_x_k"),
+            Some("$remote_addr"),
+        )
+        .unwrap();
+        if split {
+            f.split_by("$http_x_src").unwrap();
+        }
+        Arc::new(Format::Nginx(f))
+    }
+
+    /// A line logged at `end_ms` (ms since 1970) of a request that took
+    /// `took_ms`.
+    fn line(whole_seconds: bool, end_ms: u64, took_ms: u64, rest: &str) -> String {
+        let time = if whole_seconds {
+            let s = end_ms / 1000;
+            let (days, s) = (s / 86_400, s % 86_400);
+            // 2026-11-30 is day 20 787 since 1970.
+            let day = days.checked_sub(20_787).expect("a day from 2026-11-30");
+            format!(
+                "2026-{}T{:02}:{:02}:{:02}+00:00",
+                if day == 0 {
+                    "11-30".into()
+                } else {
+                    format!("12-{day:02}")
+                },
+                s / 3600,
+                s / 60 % 60,
+                s % 60
+            )
+        } else {
+            format!("{}.{:03}", end_ms / 1000, end_ms % 1000)
+        };
+        format!("{time} {}.{:03} {rest}\n", took_ms / 1000, took_ms % 1000)
+    }
+
+    fn options(reorder: u64, subsecond: Option<Subsecond>, skip_bad: bool) -> LogOptions {
+        LogOptions {
+            reorder: Nanos(reorder),
+            subsecond,
+            skip_bad,
+            location: Location::parse("/a"),
+            select: None,
+        }
+    }
+
+    // A request slower than the hold: its line comes after lines of
+    // requests that arrived after it had been handed on. It is merged in
+    // where holding all of `reorder` puts it (before a delayed request of
+    // the same arrival), and the earliest arrival, a ghost's (another
+    // location's), is the time base.
+    #[test]
+    fn a_line_later_than_the_hold_is_merged_in_where_the_window_puts_it() {
+        let t = 1_796_085_720_000;
+        let mut log = String::new();
+        log += &line(false, t, 0, "k1 10.0.0.1 \"GET /a HTTP/1.1\" PASSED -");
+        log += &line(
+            false,
+            t + 700,
+            200,
+            "k2 10.0.0.1 \"GET /a HTTP/1.1\" DELAYED -",
+        );
+        log += &line(
+            false,
+            t + 3000,
+            0,
+            "k3 10.0.0.2 \"GET /a HTTP/1.1\" REJECTED -",
+        );
+        // Arrived at t - 1 s (another location: a ghost) and at t + 500.
+        log += &line(
+            false,
+            t + 4000,
+            5000,
+            "k4 10.0.0.2 \"GET /b HTTP/1.1\" PASSED -",
+        );
+        log += &line(
+            false,
+            t + 4000,
+            3500,
+            "k4 10.0.0.2 \"GET /a HTTP/1.1\" PASSED -",
+        );
+        let format = nginx(false, false);
+        let options = options(60 * NS, None, false);
+        let exact = read_log(log.as_bytes(), &format, &options, false, None).unwrap();
+        let ms = 1_000_000;
+        let got: Vec<(u64, u64, u8, u64)> = exact
+            .0
+            .iter()
+            .map(|e| (e.line, e.time.0, e.verdict, e.delay))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (1, 1000 * ms, 1, 0),
+                (5, 1500 * ms, 1, 0),
+                (2, 1500 * ms, 2, 200 * ms),
+                (3, 4000 * ms, 3, 0)
+            ]
+        );
+        assert_eq!(exact.3, Some((t - 1000) * ms));
+        let counts = exact.4;
+        assert_eq!(
+            (counts.with_verdict, counts.reordered, counts.filtered),
+            (4, 2, 1)
+        );
+        // Holding 1 s, lines 1 and 2 are handed on before lines 4 and 5
+        // are read.
+        let lines = Lines::new(Box::new(std::io::Cursor::new(log.clone().into_bytes()))).unwrap();
+        let mut p = Pipeline::new(lines, &format, &options).holding(NS);
+        let mut keys = |_: &[u8], _: &[u8], _: &[u8]| Ok((0, 0, 0));
+        let mut out = Vec::new();
+        while let Some(r) = p.next(&mut keys).unwrap() {
+            out.push(r.line);
+        }
+        assert_eq!(out, [1, 2, 3]);
+        let late: Vec<u64> = p.take_late().iter().map(|l| l.line).collect();
+        assert_eq!(late, [4, 5]);
+        for hold in [0, 1, NS, 2 * NS] {
+            let held = read_log(log.as_bytes(), &format, &options, false, Some(hold));
+            assert_eq!(held, Ok(exact.clone()), "{hold}");
+        }
+    }
+
+    // Errors holding less that might not be the ones holding all of
+    // `reorder` gives: the log is read again, holding all of it.
+    #[test]
+    fn errors_holding_less_that_may_differ_read_the_log_again() {
+        let year = 365 * 86_400_000;
+        let t = 1_796_085_720_000;
+        let a = |end: u64, took: u64| line(false, end, took, "k1 10.0.0.1 \"GET /a HTTP/1.1\" - -");
+        let format = nginx(false, false);
+        let options = options(100 * year * 1_000_000, None, false);
+        let read = |log: &str, hold| read_log(log.as_bytes(), &format, &options, false, hold);
+        // A late line 37 years before the first: holding all of `reorder`,
+        // it is the time base, and line 1 too late.
+        let log = a(t, 0) + &a(t + 2000, 0) + &a(t + 3000, t + 3000 - 20 * year);
+        let e = read(&log, None).unwrap_err().1;
+        assert!(e.starts_with("line 1: arrives more than"), "{e}");
+        assert_eq!(read(&log, Some(NS)), Err(("path", e)));
+        // Holding less, line 2 is handed on too late after line 1; holding
+        // all, nothing is handed on before line 4, a bad line.
+        let log = a(20 * year, 0) + &a(t, 0) + &a(t + 2000, 0) + "garbage\n";
+        let e = read(&log, None).unwrap_err().1;
+        assert!(e.starts_with("line 4: "), "{e}");
+        assert_eq!(read(&log, Some(NS)), Err(("path", e)));
+    }
+
+    /// One line: its time, its duration and its request, or a bad line.
+    #[derive(Debug, Clone)]
+    enum Spec {
+        Request {
+            step_ms: u64,
+            took_ms: u64,
+            key: u8,
+            other_location: bool,
+            verdict: u8,
+            src: u8,
+        },
+        Garbage,
+        Blank,
+    }
+
+    fn spec() -> impl Strategy<Value = Spec> {
+        prop_oneof![
+            20 => (0u64..400, prop_oneof![8 => 0u64..300, 2 => 0u64..5_000, 1 => 0u64..90_000], 0u8..12, prop::bool::weighted(0.1), 0u8..4, 0u8..3)
+                .prop_map(|(step_ms, took_ms, key, other_location, verdict, src)| Spec::Request { step_ms, took_ms, key, other_location, verdict, src }),
+            1 => Just(Spec::Garbage),
+            1 => Just(Spec::Blank),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(400))]
+
+        // Holding less than `reorder` at first gives what holding all of
+        // it gives: the same recording (requests, their order and times,
+        // the time base, the counts, the keys, the sources) or the same
+        // error, for logs with bad lines, ghosts (another location, an
+        // empty key), verdicts, whole-second stamps and lines later than
+        // any hold.
+        #[test]
+        fn holding_less_gives_what_holding_all_of_reorder_gives(
+            specs in prop::collection::vec(spec(), 1..300),
+            reorder_ms in prop_oneof![Just(0u64), Just(700), Just(3_000), Just(60_000)],
+            hold_ms in prop_oneof![Just(0u64), Just(1), Just(100), Just(1_000)],
+            whole in 0u8..3,
+            skip_bad in any::<bool>(),
+            split in any::<bool>(),
+        ) {
+            let subsecond = [None, Some(Subsecond::Start), Some(Subsecond::Spread)][whole as usize];
+            let whole_seconds = subsecond.is_some();
+            let mut log = String::new();
+            let mut end = 1_796_085_720_000u64;
+            for s in &specs {
+                match *s {
+                    Spec::Request { step_ms, took_ms, key, other_location, verdict, src } => {
+                        end += step_ms;
+                        let key = if key == 0 { "-".to_string() } else { format!("k{key}") };
+                        let path = if other_location { "/b" } else { "/a" };
+                        let verdict = ["-", "PASSED", "DELAYED", "REJECTED"][verdict as usize];
+                        let src = ["-", "s1", "s2"][src as usize];
+                        log += &line(whole_seconds, end, took_ms, &format!("{key} 10.0.0.{} \"GET {path} HTTP/1.1\" {verdict} {src}", took_ms % 3));
+                    }
+                    Spec::Garbage => log += "garbage\n",
+                    Spec::Blank => log += "\n",
+                }
+            }
+            let format = nginx(whole_seconds, split);
+            let options = options(reorder_ms * 1_000_000, subsecond, skip_bad);
+            let exact = read_log(log.as_bytes(), &format, &options, split, None);
+            prop_assert_eq!(read_log(log.as_bytes(), &format, &options, split, Some(hold_ms * 1_000_000)), exact);
+        }
+    }
 }

@@ -22,6 +22,17 @@ impl Verdict {
         }
     }
 
+    /// Where a request of this verdict goes among requests of the same
+    /// arrival (docs/semantics.md §8): passed (or no verdict), delayed,
+    /// rejected.
+    pub fn rank(v: Option<Verdict>) -> u8 {
+        match v {
+            None | Some(Verdict::Passed) => 0,
+            Some(Verdict::Delayed) => 1,
+            Some(Verdict::Rejected) => 2,
+        }
+    }
+
     /// The verdict of a [`Verdict::code`].
     pub fn of_code(code: u8) -> Option<Verdict> {
         match code {

@@ -1,8 +1,10 @@
 //! The reorder pipeline: a log's lines, read one at a time ([`Lines`]),
 //! parsed, and handed on in arrival order within the `reorder` window
 //! ([`Window`], docs/semantics.md §8), with whole-second stamps placed by
-//! `subsecond`. It holds the lines inside the window, never the whole log,
-//! and allocates nothing per line once its buffers have grown.
+//! `subsecond`. It holds the lines inside the window (or inside a
+//! shorter hold, with the few lines later than that kept aside: see
+//! [`Pipeline::holding`]), never the whole log, and allocates nothing per
+//! line once its buffers have grown.
 
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -100,6 +102,11 @@ impl Ahead {
     }
 }
 
+/// While holding less than `reorder`, `hold` doubles once late lines
+/// are this many or more and as many as the lines held (see
+/// [`Pipeline::holding`]).
+const LATE_FEW: u64 = 64;
+
 /// Lines → requests in replay order.
 pub(super) struct Pipeline {
     lines: Lines,
@@ -125,6 +132,20 @@ struct Order {
     done_below: u64,
     max_second: u64,
     latest: Option<(u64, u64)>,
+    /// A request is handed on once it arrives more than this before the
+    /// latest arrival: `reorder`, or less (see [`Pipeline::holding`]).
+    hold: u64,
+    hold_at_first: u64,
+    /// The last request handed on (or passed over, a ghost)…
+    last_out: Option<Pending>,
+    /// …and the requests read after it that go before it (only while
+    /// holding less than `reorder`).
+    late: Vec<Pending>,
+    /// Whether a request arrived too long after the first to be replayed.
+    too_far: bool,
+    /// Requests pushed (late or not) and handed on.
+    pushed: u64,
+    popped: u64,
     base: Option<u64>,
     eof: bool,
     skipped: u64,
@@ -181,6 +202,20 @@ impl Order {
         }
         if self.latest.is_none_or(|(l, _)| p.arrival > l) {
             self.latest = Some((p.arrival, p.line));
+        }
+        self.pushed += 1;
+        if self.last_out.is_some_and(|l| p < l) {
+            self.late.push(p);
+            // Late lines (a slow request now and then) are cheaper to keep
+            // aside than a longer hold, until they outnumber the lines held:
+            // then the log is more out of order than `hold`, and holding
+            // twice as long costs no more than they do.
+            let late = self.late.len() as u64;
+            if late >= LATE_FEW && late >= self.pushed - late - self.popped {
+                self.hold = reorder.min(self.hold.saturating_mul(2).max(1));
+                self.window.widen(self.hold);
+            }
+            return Ok(());
         }
         self.window.push(p);
         Ok(())
@@ -285,6 +320,13 @@ impl Pipeline {
                 done_below: 0,
                 max_second: 0,
                 latest: None,
+                hold: options.reorder.0,
+                hold_at_first: options.reorder.0,
+                last_out: None,
+                late: Vec::new(),
+                too_far: false,
+                pushed: 0,
+                popped: 0,
                 base: None,
                 eof: false,
                 skipped: 0,
@@ -294,6 +336,52 @@ impl Pipeline {
             unselected: 0,
             empty_key: 0,
         }
+    }
+
+    /// Hands a request on once it arrives more than `hold` (if less than
+    /// `reorder`) before the latest arrival, instead of `reorder`: what a
+    /// log needs whose lines are at most `hold` out of order, which then
+    /// holds that much of the log instead of `reorder`'s worth. A line that
+    /// goes before one already handed on (a request slower than `hold`)
+    /// is kept aside, in [`Pipeline::take_late`]; once such late lines
+    /// outnumber the lines held, `hold` doubles, up to `reorder`. Which lines are bad lines
+    /// does not change: that rule stays on `reorder`.
+    pub(super) fn holding(mut self, hold: u64) -> Pipeline {
+        self.order.hold = hold.min(self.order.options.reorder.0);
+        self.order.hold_at_first = self.order.hold;
+        self.order.window = Window::new(self.order.hold);
+        self
+    }
+
+    /// The lines that went before one already handed on (see
+    /// [`Pipeline::holding`]), in replay order; ghosts among them set the
+    /// time base too.
+    pub(super) fn take_late(&mut self) -> Vec<Pending> {
+        let mut late = std::mem::take(&mut self.order.late);
+        late.sort_unstable();
+        late
+    }
+
+    /// Whether an error [`Pipeline::next`] gave is the one holding all of
+    /// `reorder` gives. Holding all of it, every request handed on is
+    /// handed on here too, no later, in the same order, and the same lines
+    /// are bad: so it is, unless holding less a request was too long after
+    /// the first (holding all, a bad line read later might come first), or
+    /// a late line moved the time base back so far that, holding all, a
+    /// request handed on before the error might have been too long after
+    /// the first.
+    pub(super) fn error_is_exact(&self) -> bool {
+        let order = &self.order;
+        if order.hold_at_first == order.options.reorder.0 {
+            return true;
+        }
+        let earliest = order.late.iter().map(|l| l.arrival).chain(order.base).min();
+        !order.too_far
+            && (order.late.is_empty()
+                || order
+                    .latest
+                    .zip(earliest)
+                    .is_none_or(|((latest, _), e)| latest - e <= MAX_NANOS))
     }
 
     /// Bad lines skipped (`on_bad_line = "skip"`).
@@ -391,14 +479,13 @@ impl Pipeline {
             }
         };
         let (client, ip, part) = keys.unwrap_or((0, 0, 0));
-        let (rank, delay) = match parsed.verdict {
-            None | Some(Verdict::Passed) => (0, 0),
-            Some(Verdict::Delayed) => (1, parsed.duration),
-            Some(Verdict::Rejected) => (2, 0),
+        let delay = match parsed.verdict {
+            Some(Verdict::Delayed) => parsed.duration,
+            _ => 0,
         };
         let p = Pending {
             arrival: 0,
-            rank,
+            rank: Verdict::rank(parsed.verdict),
             delay,
             line: line_no,
             ghost: keys.is_none(),
@@ -419,22 +506,20 @@ impl Pipeline {
 
     pub(super) fn next(&mut self, intern: Intern) -> Result<Option<Request>, String> {
         loop {
-            let (eof, latest, reorder) = (
-                self.order.eof,
-                self.order.latest,
-                self.order.options.reorder.0,
-            );
-            let due = |arrival: u64| {
-                eof || latest.is_some_and(|(l, _)| arrival.saturating_add(reorder) < l)
-            };
+            let (eof, latest, hold) = (self.order.eof, self.order.latest, self.order.hold);
+            let due =
+                |arrival: u64| eof || latest.is_some_and(|(l, _)| arrival.saturating_add(hold) < l);
             if let Some(top) = self.order.window.peek(due) {
                 self.order.window.pop();
+                self.order.last_out = Some(top);
+                self.order.popped += 1;
                 let base = *self.order.base.get_or_insert(top.arrival);
                 if top.ghost {
                     continue;
                 }
                 let rel = top.arrival - base;
                 if rel > MAX_NANOS {
+                    self.order.too_far = true;
                     return Err(format!(
                         "line {}: arrives more than {} after the first request",
                         top.line,

@@ -3,14 +3,17 @@
 //! possible arrival is due — O(1) per request in the common case instead
 //! of a heap's O(log n) cache misses, in exactly a heap's order.
 //!
-//! A request is due when it arrives more than `reorder` before the latest
-//! arrival seen (docs/semantics.md §8); a later line arriving before a due
-//! one is a bad line, never pushed. So once the earliest bucket may hold a
-//! due request, no request of an earlier bucket can come: that bucket
-//! becomes `first`, sorted (a late push into it is inserted in place), and
-//! is handed out from its front.
+//! A request is due when it arrives more than the window's hold before
+//! the latest arrival seen: `reorder` (docs/semantics.md §8), or less
+//! (see `Pipeline::holding`). A line that goes before a request already
+//! handed out is never pushed: it is a bad line, or a late line the
+//! pipeline keeps aside. So once the earliest bucket may hold a due
+//! request, it becomes `first`, sorted, and is handed out from its front;
+//! a later push into it or into an earlier bucket (which, holding all of
+//! `reorder`, cannot come) goes into `first` in its place, after every
+//! request handed out and before the rest.
 //!
-//! A bucket's width is the window's `reorder` over `WINDOW` (rounded up
+//! A bucket's width is the window's hold over `WINDOW` (rounded up
 //! to a power of two), so a window's requests spread over thousands of
 //! buckets and a sort stays small. The next `RING` buckets sit in a
 //! ring, with a bit each saying whether it holds anything, so that
@@ -107,9 +110,10 @@ pub(super) struct Window {
 }
 
 impl Window {
-    pub(super) fn new(reorder: u64) -> Window {
+    /// A window for a hold of `hold` ns.
+    pub(super) fn new(hold: u64) -> Window {
         Window {
-            shift: (reorder / WINDOW)
+            shift: (hold / WINDOW)
                 .max(1)
                 .checked_next_power_of_two()
                 .map_or(63, u64::trailing_zeros),
@@ -240,6 +244,18 @@ impl Window {
         }
     }
 
+    /// Holds the same requests in buckets that suit a longer hold (a
+    /// window made for a shorter one hands them out in order too, but
+    /// spreads them over too many buckets).
+    pub(super) fn widen(&mut self, hold: u64) {
+        let mut wide = Window::new(hold);
+        while let Some(p) = self.peek(|_| true) {
+            self.pop();
+            wide.push(p);
+        }
+        *self = wide;
+    }
+
     /// Removes the request [`Window::peek`] gave.
     pub(super) fn pop(&mut self) {
         if let Some((_, _, taken)) = &mut self.first {
@@ -307,6 +323,58 @@ mod tests {
         }
         kept.sort();
         kept
+    }
+
+    // Handing requests on after a shorter hold than the bad-line rule's,
+    // with the requests that go before one handed on kept aside, and the
+    // window widened as the hold doubles: what is handed on, and what is
+    // kept aside, are each in order and together every request.
+    #[test]
+    fn a_shorter_hold_hands_on_in_order_and_keeps_late_requests_aside() {
+        let s = 1_000_000_000u64;
+        let mut x = 11u64;
+        let arrivals: Vec<u64> = (0..100_000u64)
+            .map(|i| {
+                crate::lcg(&mut x);
+                let slow = if (x >> 40) % 100 == 0 { 20 * s } else { 0 };
+                (1_000 * s + i * 1_000_000).saturating_sub((x >> 33) % (s / 2) + slow)
+            })
+            .collect();
+        let mut hold = s / 100;
+        let mut w = Window::new(hold);
+        let (mut latest, mut last_out) = (0, None::<Pending>);
+        let (mut out, mut late) = (Vec::new(), Vec::new());
+        for (line, &a) in arrivals.iter().enumerate() {
+            let p = at(a, line as u64);
+            latest = latest.max(a);
+            if last_out.is_some_and(|l| p < l) {
+                late.push(p);
+                if late.len() % 200 == 0 {
+                    hold *= 2;
+                    w.widen(hold);
+                }
+            } else {
+                w.push(p);
+            }
+            while let Some(p) = w.peek(|a| a + hold < latest) {
+                w.pop();
+                out.push(p);
+                last_out = Some(p);
+            }
+        }
+        while let Some(p) = w.peek(|_| true) {
+            w.pop();
+            out.push(p);
+        }
+        assert!(out.windows(2).all(|w| w[0] < w[1]));
+        assert!(late.len() > 1000 && hold > s, "{} {hold}", late.len());
+        out.extend(late);
+        out.sort_unstable();
+        let mut all: Vec<Pending> = (0..arrivals.len())
+            .map(|i| at(arrivals[i], i as u64))
+            .collect();
+        all.sort_unstable();
+        assert_eq!(out, all);
     }
 
     #[test]
