@@ -17,7 +17,12 @@ the same requests, so they replay to the same decisions:
 
 Standard library only; the same arguments write the same bytes:
 
-    python3 benches/make_log.py nginx [--lines N] [--keys K] [--rate R] [--seed S] > access.log
+    python3 benches/make_log.py nginx [--lines N] [--keys K] [--rate R] [--seed S]
+        [--slow SHARE:MAX_S] > access.log
+
+--slow makes a share of requests slower by up to MAX_S seconds, so their
+lines come that much later than the lines of requests that arrived after
+them (README, Replaying a log).
 
 benches/log.toml, benches/log-envoy.toml and benches/log-jsonl.toml replay
 `access.log`, `access-envoy.log` and `access.jsonl` beside them.
@@ -40,7 +45,13 @@ def main():
     ap.add_argument("--keys", type=int, default=20_000)
     ap.add_argument("--rate", type=float, default=10_000.0, help="requests per second")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--slow", metavar="SHARE:MAX_S", default=None,
+                    help="that share of requests take up to MAX_S seconds longer (uniformly)")
     a = ap.parse_args()
+    slow_share, slow_max_ms = 0.0, 0
+    if a.slow:
+        share, most = a.slow.split(":")
+        slow_share, slow_max_ms = float(share), int(float(most) * 1000)
     rng = random.Random(a.seed)
     write = sys.stdout.write
     fmt = a.format
@@ -63,7 +74,7 @@ def main():
             start // 1000, start % 1000, key, code)
 
     # Lines wait in a heap until no later request can complete before
-    # them (every request takes at most 250 ms).
+    # them (a request completes after it arrives).
     pending = []
     t = 0.0
     for seq in range(a.lines):
@@ -72,6 +83,9 @@ def main():
         key = rng.randrange(a.keys)
         rejected = rng.random() < 0.1
         dur_ms = DURATIONS_MS[rng.randrange(4)]
+        # Only drawn when asked for: the same arguments write the same bytes.
+        if slow_share and rng.random() < slow_share:
+            dur_ms += rng.randrange(slow_max_ms + 1)
         while pending and pending[0][0] <= arrival_ms:
             write(heapq.heappop(pending)[2])
         heapq.heappush(pending, (arrival_ms + dur_ms, seq, line(arrival_ms, key, rejected, dur_ms)))
