@@ -338,13 +338,20 @@ impl RecordingBuilder {
                     break;
                 }
             }
+            // The room left for late lines is given back.
+            chunk.shrink_to_fit();
             out.chunks.push(chunk);
         }
         let tail: Vec<&Entry> = late.collect();
         let mut merged = RecordingBuilder {
             requests: out,
             rows: rows + (placed - tail.len()) as u64,
-            last: Nanos(last.0.saturating_add(later)),
+            // (No request pushed: none to move.)
+            last: Nanos(if rows == 0 {
+                0
+            } else {
+                last.0.saturating_add(later)
+            }),
             marks: None,
         };
         for l in tail {

@@ -41,8 +41,8 @@
 //! is further out of order than that) and
 //! the few lines later than that, merged in at the end (and, with
 //! `spread`, the seconds inside the window); then the recording, about
-//! 5–6 bytes a line, for as long as the process runs (twice while late
-//! lines are merged in).
+//! 5–6 bytes a line, for as long as the process runs (and a chunk of it
+//! more while late lines are merged in).
 
 pub mod envoy;
 mod format;
@@ -976,6 +976,27 @@ mod tests {
             let held = read_log(log.as_bytes(), &format, &options, false, Some(hold));
             assert_eq!(held, Ok(exact.clone()), "{hold}");
         }
+    }
+
+    // A log with no line in its location, where a late ghost moves the
+    // time base back: no request, and the base the earliest arrival.
+    #[test]
+    fn a_late_ghost_of_an_idle_location_moves_only_the_time_base() {
+        let t = 1_796_085_720_000;
+        let b = |end: u64, took: u64| line(false, end, took, "k1 10.0.0.1 \"GET /b HTTP/1.1\" - -");
+        let log = b(t + 10_000, 0) + &b(t + 11_500, 0) + &b(t + 12_000, 5_000);
+        let format = nginx(false, false);
+        let options = options(60 * NS, None, false);
+        let exact = read_log(log.as_bytes(), &format, &options, false, None).unwrap();
+        assert_eq!(
+            (exact.1, exact.2, exact.3),
+            (0, Nanos(0), Some((t + 7_000) * 1_000_000))
+        );
+        assert_eq!(exact.4.filtered, 3);
+        assert_eq!(
+            read_log(log.as_bytes(), &format, &options, false, Some(NS)),
+            Ok(exact)
+        );
     }
 
     // Errors holding less that might not be the ones holding all of

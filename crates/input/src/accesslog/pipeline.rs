@@ -102,8 +102,8 @@ impl Ahead {
     }
 }
 
-/// While holding less than `reorder`, `hold` doubles once late lines
-/// are this many or more and as many as the lines held (see
+/// While holding less than `reorder`, `hold` doubles whenever the late
+/// lines are this many or more and as many as the lines held (see
 /// [`Pipeline::holding`]).
 const LATE_FEW: u64 = 64;
 
@@ -145,6 +145,8 @@ struct Order {
     too_far: bool,
     /// Requests pushed (late or not) and handed on.
     pushed: u64,
+    /// Times the hold doubled (each rebuilds the window).
+    widened: u32,
     popped: u64,
     base: Option<u64>,
     eof: bool,
@@ -207,13 +209,15 @@ impl Order {
         if self.last_out.is_some_and(|l| p < l) {
             self.late.push(p);
             // Late lines (a slow request now and then) are cheaper to keep
-            // aside than a longer hold, until they outnumber the lines held:
-            // then the log is more out of order than `hold`, and holding
-            // twice as long costs no more than they do.
+            // aside than a longer hold, until they are as many as the lines
+            // held: then the log is more out of order than `hold`, and
+            // holding twice as long costs no more than they do.
             let late = self.late.len() as u64;
-            if late >= LATE_FEW && late >= self.pushed - late - self.popped {
+            let held = self.pushed - late - self.popped;
+            if late >= LATE_FEW.max(held) && self.hold < reorder {
                 self.hold = reorder.min(self.hold.saturating_mul(2).max(1));
                 self.window.widen(self.hold);
+                self.widened += 1;
             }
             return Ok(());
         }
@@ -326,6 +330,7 @@ impl Pipeline {
                 late: Vec::new(),
                 too_far: false,
                 pushed: 0,
+                widened: 0,
                 popped: 0,
                 base: None,
                 eof: false,
@@ -343,9 +348,11 @@ impl Pipeline {
     /// log needs whose lines are at most `hold` out of order, which then
     /// holds that much of the log instead of `reorder`'s worth. A line that
     /// goes before one already handed on (a request slower than `hold`)
-    /// is kept aside, in [`Pipeline::take_late`]; once such late lines
-    /// outnumber the lines held, `hold` doubles, up to `reorder`. Which lines are bad lines
-    /// does not change: that rule stays on `reorder`.
+    /// is kept aside, in [`Pipeline::take_late`]; whenever the late lines
+    /// are as many as the lines held (and at least [`LATE_FEW`]), `hold`
+    /// doubles, up to `reorder`, so a log more out of order than `hold`
+    /// soon gets a hold that suits it. Which lines are bad lines does not
+    /// change: that rule stays on `reorder`.
     pub(super) fn holding(mut self, hold: u64) -> Pipeline {
         self.order.hold = hold.min(self.order.options.reorder.0);
         self.order.hold_at_first = self.order.hold;
@@ -364,8 +371,8 @@ impl Pipeline {
 
     /// Whether an error [`Pipeline::next`] gave is the one holding all of
     /// `reorder` gives. Holding all of it, every request handed on is
-    /// handed on here too, no later, in the same order, and the same lines
-    /// are bad: so it is, unless holding less a request was too long after
+    /// handed on here too, no later, or kept aside as late, and the same
+    /// lines are bad: so it is, unless holding less a request was too long after
     /// the first (holding all, a bad line read later might come first), or
     /// a late line moved the time base back so far that, holding all, a
     /// request handed on before the error might have been too long after
@@ -706,6 +713,52 @@ mod tests {
             "{counts:?}"
         );
         assert_eq!((with, counts), requests(&log, false));
+    }
+
+    // A timeout storm: after a line handed on, 20 000 lines of requests
+    // that arrived before it, 2 s ago. All are late, whatever the hold;
+    // the hold doubles up to `reorder` once each (an earlier version
+    // rebuilt the window at every late line after that, 1500 times
+    // slower than holding all of `reorder`).
+    #[test]
+    fn a_storm_of_late_lines_doubles_the_hold_once_each_up_to_reorder() {
+        let f = nginx::NginxFormat::new(
+            "$msec $request_time $http_x_k",
+            None,
+            Some("$http_x_k"),
+            None,
+        )
+        .unwrap();
+        let t = 1_796_085_720_000u64;
+        let mut log = format!("{}.000 0.000 k1\n{}.010 1.110 k2\n", t / 1000, t / 1000);
+        for i in 0..20_000u64 {
+            let end = t + 20 + i / 10;
+            log += &format!(
+                "{}.{:03} {:.3} k{}\n",
+                end / 1000,
+                end % 1000,
+                (end - (t - 2000)) as f64 / 1000.0,
+                i % 50
+            );
+        }
+        let lines = Lines::new(Box::new(std::io::Cursor::new(log.into_bytes()))).unwrap();
+        let options = LogOptions {
+            reorder: Nanos(60 * NS),
+            subsecond: None,
+            skip_bad: false,
+            location: None,
+            select: None,
+        };
+        let mut p = Pipeline::new(lines, &Arc::new(Format::Nginx(f)), &options).holding(NS);
+        let mut intern = |_: &[u8], _: &[u8], _: &[u8]| Ok((0, 0, 0));
+        let mut out = Vec::new();
+        while let Some(r) = p.next(&mut intern).unwrap() {
+            out.push(r.line);
+        }
+        assert_eq!(out, [2, 1]);
+        assert_eq!(p.take_late().len(), 20_000);
+        // 1 s doubled six times is 64 s: the sixth stops at 60 s.
+        assert_eq!((p.order.hold, p.order.widened), (60 * NS, 6));
     }
 
     // issue 23: line 1, an /api/ request without the header, failed the
