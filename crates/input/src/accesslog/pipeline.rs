@@ -167,7 +167,8 @@ pub(super) fn blank(line: &[u8]) -> bool {
 
 impl Order {
     /// A bad line: the error, or (skipping) a count.
-    fn bad(&mut self, line: u64, why: &str, text: &[u8]) -> Result<(), String> {
+    /// (`why` is written out only for the error: skipping costs no text.)
+    fn bad(&mut self, line: u64, why: impl std::fmt::Display, text: &[u8]) -> Result<(), String> {
         if self.options.skip_bad {
             self.skipped += 1;
             return Ok(());
@@ -187,12 +188,12 @@ impl Order {
         let reorder = self.options.reorder.0;
         if let Some((latest, at)) = self.latest {
             if p.arrival.saturating_add(reorder) < latest {
+                let window = self.options.reorder;
                 return self.bad(
                     p.line,
-                    &format!(
-                        "arrives {} before line {at}'s, more than the reorder window ({}); raise `reorder`",
+                    format_args!(
+                        "arrives {} before line {at}'s, more than the reorder window ({window}); raise `reorder`",
                         Nanos(latest - p.arrival),
-                        self.options.reorder
                     ),
                     text,
                 );
@@ -276,11 +277,11 @@ impl Order {
                     return self.push(p, text);
                 }
                 if s < self.done_below {
+                    let window = self.options.reorder;
                     return self.bad(
                         line_no,
-                        &format!(
-                            "its second comes more than the reorder window ({}) after later seconds; raise `reorder`",
-                            self.options.reorder
+                        format_args!(
+                            "its second comes more than the reorder window ({window}) after later seconds; raise `reorder`",
                         ),
                         text,
                     );
@@ -439,7 +440,7 @@ impl Pipeline {
         };
         // Looked at in place: a line's 136 bytes are not moved again.
         let parsed = match parsed {
-            Err(e) => return order.bad(line_no, &e.message(bytes), bytes),
+            Err(e) => return order.bad(line_no, e.message(bytes), bytes),
             Ok(ref p) => p,
         };
         // docs/semantics.md §8: a line of another location is no bad line,
@@ -468,9 +469,7 @@ impl Pipeline {
                     self.empty_key += 1;
                     None
                 }
-                (Err(e), _) | (Ok(_), Some(Err(e))) => {
-                    return order.bad(line_no, &e.to_string(), bytes)
-                }
+                (Err(e), _) | (Ok(_), Some(Err(e))) => return order.bad(line_no, e, bytes),
                 (Ok(client), ip) => {
                     let ip = match ip {
                         Some(Ok(ip)) => ip,
