@@ -301,26 +301,19 @@ impl RecordingBuilder {
                         (out.time, out.line) = (m.time.saturating_add(later), m.line);
                     }
                 }
-                let from = cursor;
-                let Some((_, start)) = cursor.skip(view) else {
+                let start = cursor.at;
+                let Some(e) = cursor.next(view) else {
                     // Late requests after the chunk's last (of its time)
                     // may go after requests of the next chunk too: they
                     // are placed there, or after the last chunk.
                     break;
                 };
-                let time = cursor.time.saturating_add(later);
-                let whole = || {
-                    let mut from = from;
-                    let e = from.next(view).expect("a request was skipped");
-                    Entry {
-                        time: Nanos(time),
-                        ..e
-                    }
+                let e = Entry {
+                    time: Nanos(e.time.0.saturating_add(later)),
+                    ..e
                 };
-                let mut e = None;
-                if next_late.is_some_and(|t| t <= time) {
-                    let w = *e.insert(whole());
-                    while let Some(l) = late.next_if(|l| before(l, &w)) {
+                if next_late.is_some_and(|t| t <= e.time.0) {
+                    while let Some(l) = late.next_if(|l| before(l, &e)) {
                         pack(&mut chunk, l, out.time, out.line);
                         (out.time, out.line, follows) = (l.time.0, l.line, false);
                         into -= 1;
@@ -328,9 +321,9 @@ impl RecordingBuilder {
                 }
                 match follows {
                     true => chunk.extend_from_slice(&bytes[start..cursor.at]),
-                    false => pack(&mut chunk, &e.unwrap_or_else(whole), out.time, out.line),
+                    false => pack(&mut chunk, &e, out.time, out.line),
                 }
-                (out.time, out.line, follows) = (time, cursor.line, true);
+                (out.time, out.line, follows) = (e.time.0, e.line, true);
                 if into == 0 {
                     // The rest of the chunk, as it is.
                     chunk.extend_from_slice(&bytes[cursor.at..]);
@@ -667,39 +660,6 @@ impl Cursor {
             delay,
             line: self.line,
         })
-    }
-
-    /// Moves past the request at the cursor, reading only its time and
-    /// line: the chunk it lies in and where it starts (it ends at the
-    /// cursor).
-    fn skip(&mut self, chunks: &[Vec<u8>]) -> Option<(usize, usize)> {
-        let mut b = chunks.get(self.chunk)?;
-        if self.at == b.len() {
-            self.chunk += 1;
-            self.at = 0;
-            b = chunks.get(self.chunk)?;
-        }
-        let start = self.at;
-        let at = &mut self.at;
-        let flags = b[*at];
-        *at += 1;
-        self.time += take(b, at);
-        // The client, then the fields its flags say follow.
-        let fields = 1 + (flags & (IP | COST | PART | DELAY)).count_ones();
-        for _ in 0..fields {
-            while b[*at] >= 0x80 {
-                *at += 1;
-            }
-            *at += 1;
-        }
-        let step = if flags & LINE != 0 {
-            let z = take(b, at);
-            ((z >> 1) as i64 ^ -((z & 1) as i64)) as u64
-        } else {
-            0
-        };
-        self.line = self.line.wrapping_add(1).wrapping_add(step);
-        Some((self.chunk, start))
     }
 }
 
