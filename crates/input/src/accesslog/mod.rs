@@ -38,9 +38,9 @@
 //! and every sweep point then replays. Memory: while reading, one entry per
 //! distinct key (and source value), the lines of the last second or of
 //! the reorder window if shorter (more, up to the window's, when the log
-//! is further out of order than that) and
-//! the few lines later than that, merged in at the end (and, with
-//! `spread`, the seconds inside the window); then the recording, about
+//! is further out of order than that) and the few lines later than that,
+//! merged in at the end (and, with `spread`, the seconds inside the
+//! window); then the recording, about
 //! 5–6 bytes a line, for as long as the process runs (and a chunk of it
 //! more while late lines are merged in).
 
@@ -120,6 +120,22 @@ pub struct Request {
     pub delay: u64,
     /// 1-based line number in the log.
     pub line: u64,
+}
+
+impl Request {
+    /// As a recording keeps it.
+    fn entry(&self) -> Entry {
+        Entry {
+            time: self.time,
+            client: self.client,
+            ip: self.ip,
+            part: self.part,
+            cost: self.cost,
+            verdict: Verdict::code(self.verdict),
+            delay: self.delay,
+            line: self.line,
+        }
+    }
 }
 
 impl AccessLog {
@@ -573,16 +589,7 @@ fn read_holding(
         match p.next(&mut keys) {
             Ok(Some(r)) => {
                 verdicts += r.verdict.is_some() as u64;
-                recording.push(&Entry {
-                    time: r.time,
-                    client: r.client,
-                    ip: r.ip,
-                    part: r.part,
-                    cost: r.cost,
-                    verdict: Verdict::code(r.verdict),
-                    delay: r.delay,
-                    line: r.line,
-                });
+                recording.push(&r.entry());
             }
             Ok(None) => break,
             Err(e) if keys.split_failed => return Err((p.error_is_exact(), "source", e)),
@@ -595,16 +602,7 @@ fn read_holding(
         // Late lines (see `Pipeline::holding`), merged in; the earliest
         // arrival of all, a ghost's too, is the time base.
         let earliest = base.min(first.arrival);
-        let entry = |l: &Pending| Entry {
-            time: Nanos(l.arrival - earliest),
-            client: l.client,
-            ip: l.ip,
-            part: l.part,
-            cost: l.cost,
-            verdict: Verdict::code(l.verdict),
-            delay: l.delay,
-            line: l.line,
-        };
+        let entry = |l: &Pending| l.request(Nanos(l.arrival - earliest)).entry();
         let replayed: Vec<Entry> = late.iter().filter(|l| !l.ghost).map(entry).collect();
         verdicts += replayed.iter().filter(|e| e.verdict != 0).count() as u64;
         let order = |e: &Entry| {

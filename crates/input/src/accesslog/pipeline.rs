@@ -135,6 +135,7 @@ struct Order {
     /// A request is handed on once it arrives more than this before the
     /// latest arrival: `reorder`, or less (see [`Pipeline::holding`]).
     hold: u64,
+    /// …and the hold it started with.
     hold_at_first: u64,
     /// The last request handed on (or passed over, a ghost)…
     last_out: Option<Pending>,
@@ -145,9 +146,9 @@ struct Order {
     too_far: bool,
     /// Requests pushed (late or not) and handed on.
     pushed: u64,
+    popped: u64,
     /// Times the hold doubled (each rebuilds the window).
     widened: u32,
-    popped: u64,
     base: Option<u64>,
     eof: bool,
     skipped: u64,
@@ -331,8 +332,8 @@ impl Pipeline {
                 late: Vec::new(),
                 too_far: false,
                 pushed: 0,
-                widened: 0,
                 popped: 0,
+                widened: 0,
                 base: None,
                 eof: false,
                 skipped: 0,
@@ -373,11 +374,11 @@ impl Pipeline {
     /// Whether an error [`Pipeline::next`] gave is the one holding all of
     /// `reorder` gives. Holding all of it, every request handed on is
     /// handed on here too, no later, or kept aside as late, and the same
-    /// lines are bad: so it is, unless holding less a request was too long after
-    /// the first (holding all, a bad line read later might come first), or
-    /// a late line moved the time base back so far that, holding all, a
-    /// request handed on before the error might have been too long after
-    /// the first.
+    /// lines are bad: so it is, unless holding less a request was too long
+    /// after the first (holding all, a bad line read later might come
+    /// first), or a late line moved the time base back so far that,
+    /// holding all, a request handed on before the error might have been
+    /// too long after the first.
     pub(super) fn error_is_exact(&self) -> bool {
         let order = &self.order;
         if order.hold_at_first == order.options.reorder.0 {
@@ -532,21 +533,28 @@ impl Pipeline {
                         Nanos(MAX_NANOS)
                     ));
                 }
-                return Ok(Some(Request {
-                    time: Nanos(rel),
-                    client: top.client,
-                    ip: top.ip,
-                    part: top.part,
-                    cost: top.cost,
-                    verdict: top.verdict,
-                    delay: top.delay,
-                    line: top.line,
-                }));
+                return Ok(Some(top.request(Nanos(rel))));
             }
             if eof {
                 return Ok(None);
             }
             self.read_one(intern)?;
+        }
+    }
+}
+
+impl Pending {
+    /// Its request, arriving at `time` after the time base.
+    pub(super) fn request(&self, time: Nanos) -> Request {
+        Request {
+            time,
+            client: self.client,
+            ip: self.ip,
+            part: self.part,
+            cost: self.cost,
+            verdict: self.verdict,
+            delay: self.delay,
+            line: self.line,
         }
     }
 }
