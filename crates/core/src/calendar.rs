@@ -41,6 +41,15 @@ use crate::chains::Chains;
 /// Buckets in the ring: `near`'s and the `BUCKETS − 1` after it.
 pub const BUCKETS: usize = 1024;
 
+/// The bucket width (as its shift) for entries pushed `mean` ns ahead of
+/// the present on average: the ring spans four times that.
+pub(crate) fn shift_for(mean: u128) -> u32 {
+    let per_bucket = u64::try_from(4 * mean / BUCKETS as u128).unwrap_or(u64::MAX);
+    // At least 2 ns a bucket: then a bucket index is below 2^63 and the
+    // ring's horizon never saturates, even for an entry at u64::MAX.
+    (u64::BITS - per_bucket.leading_zeros()).clamp(1, 62)
+}
+
 /// An entry of a [`Calendar`]: ordered, with a time in ns. The order must
 /// agree with the time: an entry of an earlier time is less.
 pub(crate) trait Timed: Ord + Copy {
@@ -102,9 +111,8 @@ pub(crate) struct Calendar<T: Timed> {
     /// rebuilding cost O(1) per pop.
     popped: usize,
     check_after: usize,
-    /// The latest time of an entry taken or of a moment drained to
-    /// ([`Calendar::drain_before`]): the queue's present, for how far ahead
-    /// entries are pushed.
+    /// The latest time of an entry taken: the queue's present, for how far
+    /// ahead entries are pushed.
     last: u64,
     /// How far ahead of the present entries were pushed since the last
     /// check: their sum (ns) and count.
@@ -301,85 +309,6 @@ impl<T: Timed> Calendar<T> {
         Some(least)
     }
 
-    /// Takes every entry of the buckets before `now`'s — all of them due
-    /// by `now` — handing them to `f` a slice at a time, in no particular
-    /// order; the bucket of `now` itself is left to [`Calendar::peek_due`].
-    /// For a caller to whom the order of what is due does not matter:
-    /// nothing is sorted or copied, and a bucket is taken whole, block by
-    /// block.
-    #[inline]
-    pub fn drain_before(&mut self, now: u64, f: impl FnMut(&[T])) {
-        let b = self.bucket(now);
-        if b <= self.cur {
-            return;
-        }
-        if self.holds_nothing_before(b) {
-            // What the slow way does when it finds nothing to take: a
-            // caller that drains at every decision finds `now`'s bucket
-            // one past `cur` (a drain leaves `cur` just before it) at
-            // nearly all of them.
-            self.last = self.last.max(now);
-            return;
-        }
-        self.drain_before_slow(now, f);
-    }
-
-    /// Whether nothing is queued before bucket `b`, the one after `cur`,
-    /// and no retune is due: [`Calendar::drain_before_slow`] would then
-    /// take nothing and leave `cur` as it is. `near` and `late` hold the
-    /// buckets up to `cur`; the ring those after it; the far heap those a
-    /// ring's span or more after it (its head is looked at all the same).
-    #[inline(always)]
-    fn holds_nothing_before(&self, b: u64) -> bool {
-        b == self.cur + 1
-            && self.near.is_empty()
-            && self.late_len() == 0
-            && self.popped < self.check_after
-            && self.far.peek().is_none_or(|r| self.bucket(r.0.time()) >= b)
-    }
-
-    #[inline(never)]
-    fn drain_before_slow(&mut self, now: u64, mut f: impl FnMut(&[T])) {
-        self.retune();
-        // In buckets of the width the retune may just have changed.
-        let limit = self.bucket(now);
-        if limit <= self.cur {
-            return;
-        }
-        // `near` and `late` hold buckets up to `cur`, all before `limit`.
-        let mut taken = self.near.len() + self.pending.len() + self.late.len();
-        f(&self.near);
-        f(&self.pending);
-        self.near.clear();
-        self.pending.clear();
-        self.pending_min = None;
-        for r in self.late.drain() {
-            f(&[r.0]);
-        }
-        let end = limit.min(self.cur.saturating_add(BUCKETS as u64));
-        let mut b = self.cur + 1;
-        while b < end && self.in_ring > 0 {
-            let slot = (b % BUCKETS as u64) as usize;
-            let n = self.ring.len(slot);
-            self.in_ring -= n;
-            taken += n;
-            self.ring.take_with(slot, &mut f);
-            b += 1;
-        }
-        while let Some(&Reverse(e)) = self.far.peek() {
-            if self.bucket(e.time()) >= limit {
-                break;
-            }
-            self.far.pop();
-            taken += 1;
-            f(&[e]);
-        }
-        self.cur = limit - 1;
-        self.pull_far();
-        self.popped += taken;
-        self.last = self.last.max(now);
-    }
-
     /// Keeps only the entries `keep` says to.
     pub fn retain(&mut self, mut keep: impl FnMut(&T) -> bool) {
         self.near.retain(&mut keep);
@@ -474,10 +403,7 @@ impl<T: Timed> Calendar<T> {
         self.check_after = len;
         let mean = self.ahead_sum / u128::from(self.ahead_count);
         (self.ahead_sum, self.ahead_count) = (0, 0);
-        let per_bucket = u64::try_from(4 * mean / BUCKETS as u128).unwrap_or(u64::MAX);
-        // At least 2 ns a bucket: then a bucket index is below 2^63 and the
-        // ring's horizon never saturates, even for an entry at u64::MAX.
-        let shift = (u64::BITS - per_bucket.leading_zeros()).clamp(1, 62);
+        let shift = shift_for(mean);
         if shift.abs_diff(self.shift) < 2 {
             return;
         }
@@ -830,78 +756,6 @@ mod tests {
             )
         ) {
             agrees_in_time(&ops);
-        }
-
-        /// Draining mixed with pushes and in-order takes: what
-        /// [`Calendar::drain_before`] hands over is due and was queued,
-        /// nothing of a bucket before `now`'s stays behind, and the rest
-        /// still comes out in a heap's order — across retunes (4096
-        /// entries and more), the ring's horizon and the far heap.
-        #[test]
-        fn draining_takes_the_passed_buckets_and_leaves_the_order(
-            ops in prop::collection::vec((0..10u8, 0..64u64, 0..1000u32), 0..12000),
-            scale in 0..36u32,
-        ) {
-            use std::collections::BTreeMap;
-            let mut calendar = Calendar::new();
-            let mut queued: BTreeMap<(u64, u32), usize> = BTreeMap::new();
-            let take = |queued: &mut BTreeMap<(u64, u32), usize>, e: (u64, u32)| {
-                let n = queued.get_mut(&e).expect("a queued entry");
-                *n -= 1;
-                if *n == 0 {
-                    queued.remove(&e);
-                }
-            };
-            let (mut now, mut len) = (0u64, 0usize);
-            // First 5000 entries spread 2^8 times wider than the pushes
-            // after them: the queue is long enough to retune, and its
-            // width then changes.
-            for i in 0..5000u64 {
-                let e = (((i * 7919) % 65536) << (scale + 8), i as u32);
-                calendar.push(e);
-                *queued.entry(e).or_default() += 1;
-                len += 1;
-            }
-            for (op, dt, key) in ops {
-                let dt = dt << scale;
-                match op {
-                    // Pushes ahead of the present, near and far.
-                    0..=7 => {
-                        let e = (now + (dt << (4 * (op % 4))), key);
-                        calendar.push(e);
-                        *queued.entry(e).or_default() += 1;
-                        len += 1;
-                    }
-                    8 => {
-                        now += dt;
-                        let mut drained = Vec::new();
-                        calendar.drain_before(now, |es| drained.extend_from_slice(es));
-                        for e in drained {
-                            prop_assert!(e.0 <= now);
-                            take(&mut queued, e);
-                            len -= 1;
-                        }
-                        let start = now >> calendar.shift << calendar.shift;
-                        prop_assert!(queued.keys().next().is_none_or(|e| e.0 >= start));
-                    }
-                    _ => {
-                        now += dt;
-                        while let Some(e) = calendar.peek_due(now) {
-                            prop_assert_eq!(Some(&e), queued.keys().next());
-                            prop_assert_eq!(calendar.pop(), Some(e));
-                            take(&mut queued, e);
-                            len -= 1;
-                        }
-                    }
-                }
-                prop_assert_eq!(calendar.len(), len);
-            }
-            for (&e, &n) in &queued {
-                for _ in 0..n {
-                    prop_assert_eq!(calendar.pop(), Some(e));
-                }
-            }
-            prop_assert_eq!(calendar.pop(), None);
         }
     }
 }

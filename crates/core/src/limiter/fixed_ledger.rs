@@ -13,24 +13,29 @@
 //! the keys alive at `t`, so:
 //! - the integral is `Σ (end of a life − its start)`, kept as the sum of
 //!   the moments keys died minus the sum of the moments they were born;
-//! - the peak can only rise when a key is born, after every death due by
-//!   then has been taken.
+//! - the peak can only rise when a key is born, and is then the keys
+//!   counted alive less those of them dead by then.
 //!
-//! Deaths are found through a calendar queue of `(moment, key)`, each
-//! entry checked against the key's state when it is taken: a key written
-//! since may live on, and is queued again at its new fresh moment. Every
-//! alive key has a queued entry no later than its fresh moment (a birth
-//! queues one, and a decision that brings the fresh moment earlier queues
-//! another), so a key whose state is found fresh died at its fresh moment,
-//! whichever of its entries finds it and whenever. The buckets that have
-//! passed are therefore taken whole, in any order; the present's bucket
-//! is taken in time order only when that matters (a birth that may set a
-//! new peak, the close, a key partition's journal), and its entries of
-//! one moment in any order (`Calendar::ties_in_any_order`: the counts and
-//! the journal's changes carry no key); and a key still
-//! counted alive whose fresh moment has come is taken when it is next
-//! written ([`FixedLedger::alive_until`]).
+//! A key counted alive whose fresh moment has come died then: its death is
+//! taken when it is next written ([`FixedLedger::alive_until`]), or at the
+//! close. Until then its fresh moment stays in a multiset of the alive
+//! keys' fresh moments ([`Deaths`]) that counts exactly how many have
+//! come by the present, for a birth that may set a new peak and for the
+//! close — without reading any key's state: a decision costs a bit and an
+//! entry or two in a ring of buckets.
+//!
+//! A key partition's journal needs every death as a change in time order,
+//! at its moment: for it the keys are queued instead, `(moment, key)` in a
+//! calendar queue, each entry checked against the key's state when taken
+//! (a key written since may live on, and is queued again at its new fresh
+//! moment). Every alive key has a queued entry no later than its fresh
+//! moment (a birth queues one, and a decision that brings the fresh moment
+//! earlier queues another), so a key whose state is found fresh died at
+//! its fresh moment; entries of one moment are taken in any order
+//! (`Calendar::ties_in_any_order`: the counts and the journal's changes
+//! carry no key).
 
+use super::deaths::Deaths;
 use super::{Bits, Change, ChangeLog, Footprint};
 use crate::calendar::Calendar;
 use crate::clock::Nanos;
@@ -62,18 +67,22 @@ impl Lives {
     }
 }
 
+/// How the ledger finds the deaths (see the module documentation).
+#[derive(Debug, Clone)]
+enum Order {
+    /// The alive keys' fresh moments, counted.
+    Counted(Deaths),
+    /// `(moment, key)`: a key to look at then, for a journal.
+    Queued(Calendar<(u64, u32)>),
+}
+
 /// See the module documentation.
 #[derive(Debug, Clone)]
 pub struct FixedLedger {
     /// A key's bytes while alive: compact and Redis.
     sizes: [u64; 2],
     lives: Lives,
-    /// `(moment, key)`: a key to look at then (see the module docs).
-    queue: Calendar<(u64, u32)>,
-    /// The keys [`FixedLedger::advance`] finds written since their entry
-    /// was queued, queued again once it has taken their bucket (a buffer
-    /// kept from call to call).
-    later: Vec<(u64, u32)>,
+    order: Order,
     now: u64,
     peak_alive: u64,
     /// Every birth and death, for a key partition's journal
@@ -87,10 +96,7 @@ impl FixedLedger {
         FixedLedger {
             sizes: [compact, redis],
             lives: Lives::default(),
-            // Entries of one moment are taken in any order: what taking
-            // them counts does not depend on it.
-            queue: Calendar::ties_in_any_order(),
-            later: Vec::new(),
+            order: Order::Counted(Deaths::default()),
             now: 0,
             peak_alive: 0,
             log: ChangeLog::default(),
@@ -98,8 +104,18 @@ impl FixedLedger {
     }
 
     /// Keeps every birth and death from now on, for
-    /// [`FixedLedger::changes`].
+    /// [`FixedLedger::changes`]: asked before the first decision, it
+    /// queues the keys from then on.
     pub fn keep_changes(&mut self) {
+        if let Order::Counted(deaths) = &self.order {
+            assert!(
+                deaths.is_empty(),
+                "a ledger keeps its changes from its first decision"
+            );
+            // Entries of one moment are taken in any order: what taking
+            // them counts does not depend on it.
+            self.order = Order::Queued(Calendar::ties_in_any_order());
+        }
         self.log.keep();
     }
 
@@ -114,111 +130,72 @@ impl FixedLedger {
         self.lives.keys.get(key)
     }
 
-    /// Moves the ledger's clock to `now`, taking the keys whose fresh
-    /// moment (`fresh_at(key)`, read from its state) has come by then;
-    /// `prefetch(key)` is asked for the key of the entry a few ahead.
-    ///
-    /// The entries of the calendar's buckets before `now`'s are taken
-    /// whole and unsorted: a key found fresh by then died at its fresh
-    /// moment, whatever order its death is found in. Those of `now`'s own
-    /// bucket wait until they are needed in order: when a birth may set a
-    /// new peak, at the close, or for a key partition's journal, whose
-    /// changes are in time order (then every due entry is taken in order).
-    /// So a key counted alive may have died by `now`:
-    /// [`FixedLedger::alive_until`] asks its state.
+    /// Moves the ledger's clock to `now`. Queued for a journal, it takes
+    /// every death due by then, in time order, reading keys' fresh moments
+    /// with `fresh_at`; `prefetch(key)` is asked for the key of the entry
+    /// a few ahead.
     pub fn advance(&mut self, now: Nanos, fresh_at: impl Fn(u32) -> u64, prefetch: impl Fn(u32)) {
-        if self.log.is_kept() {
-            self.take_due_in_order(now.0, &fresh_at, &prefetch);
-        } else {
-            self.take_passed_buckets(now.0, &fresh_at, &prefetch);
+        match &mut self.order {
+            Order::Counted(deaths) => deaths.advance(now.0),
+            Order::Queued(_) => self.take_due_in_order(now.0, &fresh_at, &prefetch),
         }
         self.now = self.now.max(now.0);
     }
 
-    /// Takes the entries of the buckets before `now`'s, in any order (a
-    /// block of entries at a time: a key is asked for a few entries ahead).
-    fn take_passed_buckets(
-        &mut self,
-        now: u64,
-        fresh_at: impl Fn(u32) -> u64,
-        prefetch: impl Fn(u32),
-    ) {
-        let FixedLedger {
-            queue,
-            later,
-            lives,
-            ..
-        } = self;
-        queue.drain_before(now, |entries| {
-            for (i, &(_, key)) in entries.iter().enumerate() {
-                if let Some(&(_, next)) = entries.get(i + PREFETCH_AHEAD) {
-                    prefetch(next);
-                }
-                if !lives.keys.get(key) {
-                    continue;
-                }
-                let fresh = fresh_at(key);
-                if fresh <= now {
-                    // `die`, but for the journal's changes, which are not
-                    // kept on this way.
-                    lives.end(key, fresh);
-                } else {
-                    // Written since: it lives on.
-                    later.push((fresh, key));
-                }
-            }
-        });
-        for e in later.drain(..) {
-            queue.push(e);
-        }
-    }
-
-    /// Takes every entry due by `now`, in time order.
+    /// Takes every queued entry due by `now`, in time order.
     fn take_due_in_order(
         &mut self,
         now: u64,
         fresh_at: impl Fn(u32) -> u64,
         prefetch: impl Fn(u32),
     ) {
+        let Order::Queued(queue) = &mut self.order else {
+            return;
+        };
         self.log.advancing = true;
-        while let Some((t, key)) = self.queue.peek_due(now) {
-            self.queue.pop();
-            if let Some(&(_, next)) = self.queue.ahead(PREFETCH_AHEAD) {
+        while let Some((t, key)) = queue.peek_due(now) {
+            queue.pop();
+            if let Some(&(_, next)) = queue.ahead(PREFETCH_AHEAD) {
                 prefetch(next);
             }
-            if !self.is_alive(key) {
+            if !self.lives.keys.get(key) {
                 continue;
             }
             let fresh = fresh_at(key);
             if fresh > t {
                 // Written since: it lives on.
-                self.queue.push((fresh, key));
+                queue.push((fresh, key));
             } else {
                 // Every alive key has an entry no later than its fresh
                 // moment, and the entries come in order.
                 debug_assert_eq!(fresh, t, "key {key} found dead after its fresh moment");
-                self.die(key, t);
+                self.lives.end(key, t);
+                self.log.note(t, self.sizes, [0; 2]);
             }
         }
         self.log.advancing = false;
     }
 
-    fn die(&mut self, key: u32, at: u64) {
+    /// `key`, alive with fresh moment `fresh`, dies at `at`.
+    fn die(&mut self, key: u32, fresh: u64, at: u64) {
         self.lives.end(key, at);
         self.log.note(at, self.sizes, [0; 2]);
+        if let Order::Counted(deaths) = &mut self.order {
+            deaths.remove(fresh);
+        }
     }
 
     /// Before a decision at the ledger's time on `key`: its fresh moment
     /// (`fresh()`, read from its state) if it is alive, else `None`. A key
     /// counted alive whose fresh moment has come died then: it is taken
-    /// now (see [`FixedLedger::advance`]).
+    /// now (see the module documentation).
     pub fn alive_until(&mut self, key: u32, fresh: impl FnOnce() -> u64) -> Option<u64> {
         if !self.is_alive(key) {
             return None;
         }
         let fresh = fresh();
         if fresh <= self.now {
-            self.die(key, fresh);
+            self.die(key, fresh, fresh);
             return None;
         }
         Some(fresh)
@@ -228,8 +205,9 @@ impl FixedLedger {
     /// fresh-equivalent from `fresh_at` on; `before` is when it was before
     /// the decision, for a key that was alive
     /// ([`FixedLedger::alive_until`]). A birth that may set a new peak
-    /// first takes every death due by then, in order, reading other keys'
-    /// fresh moments with `fresh_of`. (Then [`FixedLedger::compact`].)
+    /// first counts the deaths due by then (queued: takes them, in order,
+    /// reading other keys' fresh moments with `fresh_of`). (Then
+    /// [`FixedLedger::compact`].)
     pub fn hold(
         &mut self,
         key: u32,
@@ -239,39 +217,64 @@ impl FixedLedger {
     ) {
         let (now, fresh) = (self.now, fresh_at.0);
         match before {
-            Some(_) if fresh <= now => self.die(key, now),
+            Some(before) if fresh <= now => self.die(key, before, now),
             None if fresh <= now => {}
-            Some(before) => {
-                if fresh < before {
-                    self.queue.push((fresh, key));
+            Some(before) => match &mut self.order {
+                Order::Counted(deaths) => {
+                    if fresh != before {
+                        deaths.remove(before);
+                        deaths.add(fresh, now);
+                    }
                 }
-            }
+                Order::Queued(queue) => {
+                    if fresh < before {
+                        queue.push((fresh, key));
+                    }
+                }
+            },
             None => {
-                if self.lives.alive >= self.peak_alive {
-                    // Counted alive are also the keys whose deaths in
-                    // `now`'s bucket wait: the count is exact once they
-                    // are taken.
-                    self.take_due_in_order(now, &fresh_of, |_| {});
-                }
+                // Counted alive are also the keys dead by now whose deaths
+                // are not taken yet: the count is exact without them.
+                // (None: the birth cannot set a new peak.)
+                let dead = match &mut self.order {
+                    _ if self.lives.alive < self.peak_alive => None,
+                    Order::Counted(deaths) => match self.lives.alive - deaths.passed() {
+                        alive if alive < self.peak_alive => None,
+                        _ => Some(deaths.upto(now)),
+                    },
+                    Order::Queued(_) => {
+                        self.take_due_in_order(now, &fresh_of, |_| {});
+                        Some(0)
+                    }
+                };
                 self.lives.begin(key, now);
-                self.peak_alive = self.peak_alive.max(self.lives.alive);
+                if let Some(dead) = dead {
+                    self.peak_alive = self.peak_alive.max(self.lives.alive - dead);
+                }
                 self.log.note(now, [0; 2], self.sizes);
-                self.queue.push((fresh, key));
+                match &mut self.order {
+                    Order::Counted(deaths) => deaths.add(fresh, now),
+                    Order::Queued(queue) => queue.push((fresh, key)),
+                }
             }
         }
     }
 
-    /// Drops the entries that no longer apply (keys dead, and all but one
-    /// entry no later than its fresh moment per alive key) once they
-    /// outnumber the alive keys, so memory follows keys, not requests.
-    /// `fresh_at` reads a key's fresh moment from its state.
+    /// Queued: drops the entries that no longer apply (keys dead, and all
+    /// but one entry no later than its fresh moment per alive key) once
+    /// they outnumber the alive keys, so memory follows keys, not requests.
+    /// `fresh_at` reads a key's fresh moment from its state. (Counted, the
+    /// multiset keeps itself small.)
     pub fn compact(&mut self, fresh_at: impl Fn(u32) -> u64) {
-        if (self.queue.len() as u64) <= 64 + 2 * self.lives.alive {
+        let Order::Queued(queue) = &mut self.order else {
+            return;
+        };
+        if (queue.len() as u64) <= 64 + 2 * self.lives.alive {
             return;
         }
         let alive = &self.lives.keys;
         let mut kept = Bits::default();
-        self.queue.retain(|&(t, key)| {
+        queue.retain(|&(t, key)| {
             let keep = alive.get(key) && !kept.get(key) && t <= fresh_at(key);
             if keep {
                 kept.set(key, true);
@@ -285,12 +288,22 @@ impl FixedLedger {
     pub fn close(&mut self, keys: u64, end: Nanos, fresh_at: impl Fn(u32) -> u64) -> Footprint {
         self.advance(end, &fresh_at, |_| {});
         // Every death due by the ledger's time, which may be after `end`
-        // (then `key_ns` counts to it, as the entries taken so far do).
-        self.take_due_in_order(end.0.max(self.now), &fresh_at, |_| {});
+        // (then `key_ns` counts to it, as the deaths taken so far do).
+        let to = end.0.max(self.now);
+        let (dead, died) = match &mut self.order {
+            Order::Counted(deaths) => deaths.upto_with_sum(to),
+            Order::Queued(_) => {
+                self.take_due_in_order(to, &fresh_at, |_| {});
+                (0, 0)
+            }
+        };
         let Lives {
-            alive, born, died, ..
+            alive,
+            born,
+            died: taken,
+            ..
         } = self.lives;
-        let key_ns = alive as u128 * self.now as u128 + died - born;
+        let key_ns = (alive - dead) as u128 * self.now as u128 + taken + died - born;
         let ever = u64::from(self.peak_alive > 0);
         let [compact, redis] = self.sizes;
         Footprint {
@@ -325,29 +338,39 @@ mod tests {
     }
 
     /// [`both`] with every time multiplied by `scale`: at 1 every write
-    /// falls in the calendar's first bucket (of 2^20 ns), taken in order;
-    /// at 2^14 and more they cross buckets, whose entries are taken whole.
+    /// falls in the first bucket (of 2^20 ns); at 2^14 and more they cross
+    /// buckets. The fixed ledger counts the same whether it counts its
+    /// keys' deaths or queues them (for a journal): checked here, and the
+    /// first returned.
     fn scaled(writes: &Writes, end: u64, scale: u64) -> (Footprint, Footprint) {
-        let mut fixed = FixedLedger::new(16, 104);
+        let [counted, queued] = [false, true].map(|queue| {
+            let mut fixed = FixedLedger::new(16, 104);
+            if queue {
+                fixed.keep_changes();
+            }
+            let mut fresh = [0u64; 8];
+            let mut now = 0;
+            for &(dt, key, fresh_in) in writes {
+                now += dt * scale;
+                fixed.advance(Nanos(now), |k| fresh[k as usize], |_| {});
+                let before = fixed.alive_until(key, || fresh[key as usize]);
+                fresh[key as usize] = now + fresh_in * scale;
+                fixed.hold(key, before, Nanos(fresh[key as usize]), |k| {
+                    fresh[k as usize]
+                });
+                fixed.compact(|k| fresh[k as usize]);
+            }
+            fixed.close(8, Nanos(now + end * scale), |k| fresh[k as usize])
+        });
+        assert_eq!(counted, queued, "counted and queued deaths");
         let mut general = Ledger::new(|_, _| 16, |_, _| 104);
-        let mut fresh = [0u64; 8];
         let mut now = 0;
         for &(dt, key, fresh_in) in writes {
-            let fresh_in = fresh_in * scale;
             now += dt * scale;
-            fixed.advance(Nanos(now), |k| fresh[k as usize], |_| {});
             general.advance(Nanos(now));
-            let before = fixed.alive_until(key, || fresh[key as usize]);
-            fresh[key as usize] = now + fresh_in;
-            fixed.hold(key, before, Nanos(now + fresh_in), |k| fresh[k as usize]);
-            fixed.compact(|k| fresh[k as usize]);
-            general.hold(key, Nanos(now + fresh_in), []);
+            general.hold(key, Nanos(now + fresh_in * scale), []);
         }
-        let end = Nanos(now + end * scale);
-        (
-            fixed.close(8, end, |k| fresh[k as usize]),
-            general.close(8, end),
-        )
+        (counted, general.close(8, Nanos(now + end * scale)))
     }
 
     #[test]
@@ -373,8 +396,8 @@ mod tests {
     #[test]
     fn a_far_entry_is_taken_with_its_bucket_mid_run() {
         // Key 0's first fresh moment lies past the ring's horizon (1024
-        // buckets of 2^20 ns): it waits in the far heap, and is drained
-        // with the buckets when the clock passes it.
+        // buckets of 2^20 ns): it waits in the far heap, and comes into
+        // the ring, then passes, as the clock moves on.
         let (fixed, general) = scaled(
             &vec![(0, 0, 1500), (0, 1, 10), (2000, 2, 5), (0, 0, 3)],
             10,
@@ -426,8 +449,8 @@ mod tests {
             proptest::prop_assert_eq!(fixed, general);
         }
 
-        /// And so it is when the writes cross the calendar's buckets, whose
-        /// entries are taken whole and unsorted, a key's death found late.
+        /// And so it is when the writes cross the buckets, most of them
+        /// passing with their deaths counted, never read.
         #[test]
         fn the_fixed_ledger_counts_as_the_general_one_across_buckets(
             writes in proptest::collection::vec((0u64..50, 0u32..8, 0u64..200), 0..300),

@@ -41,6 +41,7 @@ pub mod adaptive;
 pub mod algorithm;
 pub mod chain;
 pub mod concurrency;
+mod deaths;
 pub mod feedback;
 pub mod fixed_ledger;
 pub mod fixed_window;
@@ -429,11 +430,6 @@ impl ChangeLog {
     /// Keeps every change from now on.
     pub(crate) fn keep(&mut self) {
         self.kept.get_or_insert_with(Vec::new);
-    }
-
-    /// Whether changes are kept.
-    pub(crate) fn is_kept(&self) -> bool {
-        self.kept.is_some()
     }
 
     /// The changes kept since the caller last emptied them, if kept.
