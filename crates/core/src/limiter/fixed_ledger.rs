@@ -437,6 +437,133 @@ mod tests {
         );
     }
 
+    /// `(now, key, its fresh moment)` writes through a counted, a queued
+    /// and a general ledger, closed at `end`.
+    fn three_ways(writes: &[(u64, u32, u64)], end: u64) -> [Footprint; 3] {
+        let keys = writes.iter().map(|w| w.1).max().unwrap_or(0) as usize + 1;
+        let [counted, queued] = [false, true].map(|queue| {
+            let mut fixed = FixedLedger::new(16, 104);
+            if queue {
+                fixed.keep_changes();
+            }
+            let mut fresh = vec![0u64; keys];
+            for &(now, key, f) in writes {
+                fixed.advance(Nanos(now), |k| fresh[k as usize], |_| {});
+                let before = fixed.alive_until(key, || fresh[key as usize]);
+                fresh[key as usize] = f;
+                fixed.hold(key, before, Nanos(f), |k| fresh[k as usize]);
+                fixed.compact(|k| fresh[k as usize]);
+            }
+            fixed.close(keys as u64, Nanos(end), |k| fresh[k as usize])
+        });
+        let mut general = Ledger::new(|_, _| 16, |_, _| 104);
+        for &(now, key, f) in writes {
+            general.advance(Nanos(now));
+            general.hold(key, Nanos(f), []);
+        }
+        [counted, queued, general.close(keys as u64, Nanos(end))]
+    }
+
+    // Regression (found in review): after a retune widened the buckets,
+    // deaths taken among moments already passed left them counted in
+    // `passed`, and a birth that set a new peak skipped it (16 · 8000
+    // where 16 · 8001 were held).
+    #[test]
+    fn a_peak_after_the_buckets_widen_is_counted() {
+        let mut w = Vec::new();
+        // 10 keys alive at once, each fresh 3 ms later.
+        for k in 0..10u32 {
+            w.push((k as u64, k, k as u64 + 3_000_000));
+        }
+        // At 5 ms (their moments passed, their deaths not taken), 8000
+        // keys fresh 10 s ahead: the buckets widen to 2^26 ns.
+        for i in 0..8000u32 {
+            let now = 5_000_000 + i as u64;
+            w.push((now, 100 + i, now + 10_000_000_000));
+        }
+        // Keys 0..10 written again, fresh at once: their deaths are taken.
+        for k in 0..10u32 {
+            w.push((6_000_000, k, 0));
+        }
+        // One more birth: 8001 alive at once.
+        w.push((6_000_001, 9000, 6_000_001 + 10_000_000_000));
+        let [counted, queued, general] = three_ways(&w, 7_000_000);
+        assert_eq!(general.peak_total, 16 * 8001);
+        assert_eq!(queued, general, "queued");
+        assert_eq!(counted, general, "counted");
+    }
+
+    // Regression (found in review): the same, where more had passed than
+    // were counted alive (a subtraction that overflowed in a debug build).
+    #[test]
+    fn more_passed_than_alive_after_the_buckets_widen() {
+        let mut w = Vec::new();
+        // 6000 keys one after the other, each alive 1 ns.
+        for k in 0..6000u32 {
+            let now = 2 * k as u64;
+            w.push((now, k, now + 1));
+        }
+        // At 5 ms, 4500 keys fresh 10 s ahead: the buckets widen.
+        for i in 0..4500u32 {
+            let now = 5_000_000 + i as u64;
+            w.push((now, 10_000 + i, now + 10_000_000_000));
+        }
+        // They die by a write; then one of the 6000 expired keys is written.
+        for i in 0..4500u32 {
+            w.push((6_000_000, 10_000 + i, 0));
+        }
+        w.push((6_000_000, 0, 0));
+        // A birth.
+        w.push((6_000_001, 20_000, 6_000_002));
+        let [counted, queued, general] = three_ways(&w, 7_000_000);
+        assert_eq!(queued, general, "queued");
+        assert_eq!(counted, general, "counted");
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(32))]
+
+        /// Thousands of keys in phases of time steps and lifetimes from
+        /// 0 ns to 2^36 ns (with fresh moments at once, at the end of
+        /// time and at the write's own moment), so that the buckets retune
+        /// both ways: counted, queued and general agree, closed before
+        /// the ledger's time too.
+        #[test]
+        fn many_keys_in_phases_count_as_the_general_ledger(
+            phases in proptest::collection::vec((0u32..6, 0u32..6, 1u32..4000, 1u32..8000), 1..8),
+            seed in 0u64..u64::MAX,
+            end_back in 0u64..(1 << 30),
+        ) {
+            let scales = [0u64, 1, 1 << 10, 1 << 20, 1 << 30, 1 << 36];
+            // xorshift64: the writes of a case from its seed.
+            let mut x = seed | 1;
+            let mut rnd = move || {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x
+            };
+            let mut w = Vec::new();
+            let mut now = 0u64;
+            for (dts, fs, n, keys) in phases {
+                for _ in 0..n {
+                    now += rnd() % (scales[dts as usize] + 1);
+                    let key = (rnd() % keys as u64) as u32;
+                    let f = match rnd() % 16 {
+                        0 => 0,
+                        1 => u64::MAX,
+                        2 => now,
+                        _ => now.saturating_add(rnd() % (scales[fs as usize] + 1)),
+                    };
+                    w.push((now, key, f));
+                }
+            }
+            let [counted, queued, general] = three_ways(&w, now.saturating_sub(end_back));
+            proptest::prop_assert_eq!(queued, general);
+            proptest::prop_assert_eq!(counted, general);
+        }
+    }
+
     proptest::proptest! {
         /// The fixed ledger is the general one for keys of one size: to
         /// the byte·ns and the peaks, whatever the writes.
