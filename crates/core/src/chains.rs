@@ -154,23 +154,37 @@ impl<T: Copy, const BLOCK: usize> Chains<T, BLOCK> {
         self.chains.get(slot).map_or(0, |c| c.len as usize)
     }
 
+    /// Adds `entry` to bucket `slot`: inline while its last block has
+    /// room, the common case.
+    #[inline]
     pub fn push(&mut self, slot: usize, entry: T) {
+        if let Some(c) = self.chains.get_mut(slot) {
+            let at = c.len as usize % BLOCK;
+            if c.len > 0 && at > 0 {
+                c.len = c.len.checked_add(1).expect("under 2^32 entries a bucket");
+                let tail = c.tail;
+                self.blocks.get_mut(tail).entries[at] = entry;
+                return;
+            }
+        }
+        self.push_block(slot, entry);
+    }
+
+    /// [`Chains::push`] into a new block (the first push also makes the
+    /// buckets).
+    #[inline(never)]
+    fn push_block(&mut self, slot: usize, entry: T) {
         if self.chains.is_empty() {
             self.chains = vec![EMPTY; self.slots];
         }
         let c = self.chains[slot];
-        let at = c.len as usize % BLOCK;
-        if c.len > 0 && at > 0 {
-            self.blocks.get_mut(c.tail).entries[at] = entry;
+        let b = self.block(entry);
+        if c.len > 0 {
+            self.blocks.get_mut(c.tail).next = b;
         } else {
-            let b = self.block(entry);
-            if c.len > 0 {
-                self.blocks.get_mut(c.tail).next = b;
-            } else {
-                self.chains[slot].head = b;
-            }
-            self.chains[slot].tail = b;
+            self.chains[slot].head = b;
         }
+        self.chains[slot].tail = b;
         // A bucket of 2^32 entries would take 64 GiB of 16-byte entries
         // (and the pool's 32-bit block indices run out first): the count
         // is checked, never wrapped.
