@@ -312,12 +312,18 @@ impl Recorder {
     /// Releases every pass due by `now` into the per-key windows, in time
     /// order. The engine calls it before each event; passes decided at the
     /// current moment go straight in.
+    #[inline]
     pub fn advance(&mut self, now: Nanos) {
         // Nothing to release (no shaper, or none of its passes waits): the
-        // common case, asked at every event.
-        if self.future.is_empty() {
-            return;
+        // common case, asked at every event, inline.
+        if !self.future.is_empty() {
+            self.release_due(now);
         }
+    }
+
+    /// [`Recorder::advance`] with passes waiting.
+    #[inline(never)]
+    fn release_due(&mut self, now: Nanos) {
         while let Some((t, seq, key, cost)) = self.future.peek_due(now.0) {
             self.future.pop();
             // Each release asks for the slot of the one eight behind it.
