@@ -10,10 +10,11 @@
 //! rest.
 //!
 //! Time is cut into buckets of `2^shift` ns. A ring of [`BUCKETS`] keeps,
-//! per bucket from the present's on, the net count and sum of its moments,
-//! and its additions and removals themselves (8 bytes each, in chains of
+//! per bucket from the present's on, the net count of its moments, and
+//! its additions and removals themselves (8 bytes each, in chains of
 //! blocks); later buckets' wait in a heap. A bucket that has passed is
-//! only added to one count and one sum, its entries never read. The
+//! only added to one count, its entries never read (the sum of every
+//! moment held is kept as they come and go, for the close). The
 //! present's entries are sorted only when an exact count is asked for (a
 //! birth that may set a new peak, the close), and counted up to the
 //! present by binary search. The width follows how far ahead moments are
@@ -250,28 +251,34 @@ impl Deaths {
     pub(super) fn upto_with_sum(&mut self, now: u64) -> (u64, u128) {
         let n = self.upto(now);
         let mut later = 0u128;
-        let mut count = |t: u64, removal: bool| {
+        self.take_stored(|t, removal| {
             if t > now {
                 later = match removal {
                     false => later.wrapping_add(u128::from(t)),
                     true => later.wrapping_sub(u128::from(t)),
                 };
             }
-        };
+        });
+        (n, self.sum.wrapping_sub(later))
+    }
+
+    /// Hands every entry stored (in the ring, the present and the far
+    /// heap) to `f` as `(moment, removal)`, and empties them: `passed`,
+    /// `floor`, `len` and `sum` stay.
+    fn take_stored(&mut self, mut f: impl FnMut(u64, bool)) {
+        for Reverse((t, removal)) in std::mem::take(&mut self.far) {
+            f(t, removal);
+        }
         for (kind, chains) in self.ring.iter_mut().enumerate() {
             for slot in 0..BUCKETS {
-                chains.take_with(slot, |es| es.iter().for_each(|&t| count(t, kind == REMOVE)));
+                chains.take_with(slot, |es| es.iter().for_each(|&t| f(t, kind == REMOVE)));
             }
         }
         for (kind, v) in self.present.iter_mut().enumerate() {
-            v.drain(..).for_each(|t| count(t, kind == REMOVE));
-        }
-        for Reverse((t, removal)) in std::mem::take(&mut self.far) {
-            count(t, removal);
+            v.drain(..).for_each(|t| f(t, kind == REMOVE));
         }
         self.count.fill(0);
-        self.stored = 0;
-        (n, self.sum.wrapping_sub(later))
+        (self.sorted, self.stored) = (false, 0);
     }
 
     /// After each entry, every `check_after` of them: drops the entries
@@ -315,23 +322,12 @@ impl Deaths {
     #[inline(never)]
     fn rebuild(&mut self, shift: u32, cancel: bool) {
         let mut entries: Vec<(u64, bool)> = Vec::with_capacity(self.stored);
-        entries.extend(std::mem::take(&mut self.far).into_iter().map(|r| r.0));
-        for (kind, chains) in self.ring.iter_mut().enumerate() {
-            for slot in 0..BUCKETS {
-                chains.take_with(slot, |es| {
-                    entries.extend(es.iter().map(|&t| (t, kind == REMOVE)));
-                });
-            }
-        }
-        for (kind, v) in self.present.iter_mut().enumerate() {
-            entries.extend(v.drain(..).map(|t| (t, kind == REMOVE)));
-        }
+        self.take_stored(|t, removal| entries.push((t, removal)));
         if cancel {
             entries = cancelled(entries);
         }
         let start = self.cur << self.shift;
-        self.count.fill(0);
-        (self.shift, self.cur, self.sorted, self.stored) = (shift, start >> shift, false, 0);
+        (self.shift, self.cur) = (shift, start >> shift);
         for (t, removal) in entries {
             self.put(t, if removal { REMOVE } else { ADD });
         }
