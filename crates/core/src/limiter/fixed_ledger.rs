@@ -149,11 +149,11 @@ impl FixedLedger {
         fresh_at: impl Fn(u32) -> u64,
         prefetch: impl Fn(u32),
     ) {
-        let Order::Queued(queue) = &mut self.order else {
-            return;
-        };
         self.log.advancing = true;
-        while let Some((t, key)) = queue.peek_due(now) {
+        while let Order::Queued(queue) = &mut self.order {
+            let Some((t, key)) = queue.peek_due(now) else {
+                break;
+            };
             queue.pop();
             if let Some(&(_, next)) = queue.ahead(PREFETCH_AHEAD) {
                 prefetch(next);
@@ -169,8 +169,7 @@ impl FixedLedger {
                 // Every alive key has an entry no later than its fresh
                 // moment, and the entries come in order.
                 debug_assert_eq!(fresh, t, "key {key} found dead after its fresh moment");
-                self.lives.end(key, t);
-                self.log.note(t, self.sizes, [0; 2]);
+                self.die(key, t, t);
             }
         }
         self.log.advancing = false;
