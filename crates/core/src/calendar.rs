@@ -41,13 +41,41 @@ use crate::chains::Chains;
 /// Buckets in the ring: `near`'s and the `BUCKETS − 1` after it.
 pub const BUCKETS: usize = 1024;
 
-/// The bucket width (as its shift) for entries pushed `mean` ns ahead of
-/// the present on average: the ring spans four times that.
-pub(crate) fn shift_for(mean: u128) -> u32 {
-    let per_bucket = u64::try_from(4 * mean / BUCKETS as u128).unwrap_or(u64::MAX);
-    // At least 2 ns a bucket: then a bucket index is below 2^63 and the
-    // ring's horizon never saturates, even for an entry at u64::MAX.
-    (u64::BITS - per_bucket.leading_zeros()).clamp(1, 62)
+/// How far ahead of the present entries were pushed since the width was
+/// last checked: their sum (ns) and count. The bucket width follows it
+/// (see [`Calendar::retune`]; the fixed ledger's ring of fresh moments
+/// too).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Ahead {
+    sum: u128,
+    count: u64,
+}
+
+impl Ahead {
+    /// An entry pushed `ns` ahead of the present.
+    #[inline(always)]
+    pub(crate) fn note(&mut self, ns: u64) {
+        self.sum += u128::from(ns);
+        self.count += 1;
+    }
+
+    /// Whether no entry was noted since the last check.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// The check: the width (as its shift) for the entries noted, the ring
+    /// spanning four times their mean, if it is four times or more the
+    /// width of `shift` (else `None`); the notes start again.
+    pub(crate) fn retune(&mut self, shift: u32) -> Option<u32> {
+        let mean = self.sum / u128::from(self.count.max(1));
+        *self = Ahead::default();
+        let per_bucket = u64::try_from(4 * mean / BUCKETS as u128).unwrap_or(u64::MAX);
+        // At least 2 ns a bucket: then a bucket index is below 2^63 and the
+        // ring's horizon never saturates, even for an entry at u64::MAX.
+        let new = (u64::BITS - per_bucket.leading_zeros()).clamp(1, 62);
+        (new.abs_diff(shift) >= 2).then_some(new)
+    }
 }
 
 /// An entry of a [`Calendar`]: ordered, with a time in ns. The order must
@@ -115,9 +143,8 @@ pub(crate) struct Calendar<T: Timed> {
     /// ahead entries are pushed.
     last: u64,
     /// How far ahead of the present entries were pushed since the last
-    /// check: their sum (ns) and count.
-    ahead_sum: u128,
-    ahead_count: u64,
+    /// check.
+    ahead: Ahead,
     /// Whether entries of one time may come out in any order (see the
     /// module documentation).
     any_tie_order: bool,
@@ -159,8 +186,7 @@ impl<T: Timed> Calendar<T> {
             popped: 0,
             check_after: 4 * BUCKETS,
             last: 0,
-            ahead_sum: 0,
-            ahead_count: 0,
+            ahead: Ahead::default(),
             any_tie_order: false,
         }
     }
@@ -191,8 +217,7 @@ impl<T: Timed> Calendar<T> {
 
     pub fn push(&mut self, entry: T) {
         let b = self.bucket(entry.time());
-        self.ahead_sum += u128::from(entry.time().saturating_sub(self.last));
-        self.ahead_count += 1;
+        self.ahead.note(entry.time().saturating_sub(self.last));
         if b <= self.cur {
             self.pending.push(entry);
             self.pending_min = Some(self.pending_min.map_or(entry, |m| m.min(entry)));
@@ -391,7 +416,7 @@ impl<T: Timed> Calendar<T> {
     #[inline(always)]
     fn retune(&mut self) {
         let len = self.len();
-        if self.popped < self.check_after || len < 4 * BUCKETS || self.ahead_count == 0 {
+        if self.popped < self.check_after || len < 4 * BUCKETS || self.ahead.is_empty() {
             return;
         }
         self.retune_now(len);
@@ -401,12 +426,9 @@ impl<T: Timed> Calendar<T> {
     fn retune_now(&mut self, len: usize) {
         self.popped = 0;
         self.check_after = len;
-        let mean = self.ahead_sum / u128::from(self.ahead_count);
-        (self.ahead_sum, self.ahead_count) = (0, 0);
-        let shift = shift_for(mean);
-        if shift.abs_diff(self.shift) < 2 {
+        let Some(shift) = self.ahead.retune(self.shift) else {
             return;
-        }
+        };
         // The far heap's vector takes every entry.
         let mut entries: Vec<T> = std::mem::take(&mut self.far)
             .into_iter()

@@ -26,7 +26,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use crate::calendar::{shift_for, BUCKETS};
+use crate::calendar::{Ahead, BUCKETS};
 use crate::chains::Chains;
 
 /// The two kinds of entry, as indices: an addition and a removal.
@@ -71,9 +71,8 @@ pub(super) struct Deaths {
     written: usize,
     check_after: usize,
     /// How far ahead of the present moments were added since the last
-    /// check: their sum (ns) and count.
-    ahead_sum: u128,
-    ahead_count: u64,
+    /// check.
+    ahead: Ahead,
 }
 
 impl Default for Deaths {
@@ -101,8 +100,7 @@ impl Deaths {
             compacted: 0,
             written: 0,
             check_after: 64,
-            ahead_sum: 0,
-            ahead_count: 0,
+            ahead: Ahead::default(),
         }
     }
 
@@ -117,8 +115,7 @@ impl Deaths {
 
     /// Adds moment `t`, added at `now`.
     pub(super) fn add(&mut self, t: u64, now: u64) {
-        self.ahead_sum += u128::from(t.saturating_sub(now));
-        self.ahead_count += 1;
+        self.ahead.note(t.saturating_sub(now));
         self.len += 1;
         self.sum = self.sum.wrapping_add(u128::from(t));
         self.put(t, ADD);
@@ -304,13 +301,10 @@ impl Deaths {
             self.compacted = self.stored;
         }
         self.check_after = self.stored.max(64);
-        if self.stored < 4 * BUCKETS || self.ahead_count == 0 {
+        if self.stored < 4 * BUCKETS || self.ahead.is_empty() {
             return;
         }
-        let mean = self.ahead_sum / u128::from(self.ahead_count);
-        (self.ahead_sum, self.ahead_count) = (0, 0);
-        let shift = shift_for(mean);
-        if shift.abs_diff(self.shift) >= 2 {
+        if let Some(shift) = self.ahead.retune(self.shift) {
             self.rebuild(shift, false);
         }
     }
