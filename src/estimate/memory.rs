@@ -28,9 +28,8 @@ use crate::traffic::Pattern;
 /// Bytes per key, read from the code: a limiter's recorder slot (64,
 /// [`crate::metrics`]), its state (the rule's `State`, e.g. 16 for a token
 /// bucket), its pending fresh event (16, plus the part-filled blocks of
-/// the calendar queue holding them), two bits beside them, and for the
-/// rule that holds items (the sliding log) a ledger mark (16) and item
-/// counts (24) more — per instance of a local deployment, and once more for a
+/// the calendar queue holding them) and two bits beside them — per
+/// instance of a local deployment, and once more for a
 /// limiter keyed by `ip` or `global` (its per-client shadow). A Poisson
 /// client is an 8-byte clock and a 16-byte event on the arrivals' queue;
 /// every other synthetic client a boxed stream with its next arrival
@@ -47,7 +46,7 @@ pub struct Memory {
     /// its clients' names.
     pub arrivals: u128,
     /// Tables with a row per key or client, over every limiter: recorder
-    /// slots, states, ledger marks and fresh events.
+    /// slots, states and fresh events.
     pub keys: u128,
     /// The keys of those tables, summed over the limiters and their
     /// instances (for messages).
@@ -176,22 +175,14 @@ pub(super) const SHARED_ARRIVAL: u128 = 56;
 /// One id's slot in a limiter's recorder (crates/core/src/metrics/window.rs `PerId`).
 pub(super) const RECORDER_SLOT: u128 = 64;
 
-/// A key's pending fresh event, about one per key (the ledgers of
-/// crates/core/src/limiter/mod.rs `Ledger` and `fixed_ledger.rs`).
+/// A key's pending fresh moment, about one per key (the ledgers of
+/// crates/core/src/limiter/fixed_ledger.rs and log_ledger.rs).
 pub(super) const FRESH_EVENT: u128 = 16;
 
-/// A key's ledger mark, for the rule whose keys hold items (the other
-/// rules' ledger reads a key's fresh moment from its state: nothing per
-/// key).
-pub(super) const LEDGER_MARK: u128 = 16;
-
-/// A key's item counts, for the rule whose keys hold items (the sliding
-/// log: crates/core/src/limiter/mod.rs `Items`).
-pub(super) const ITEM_COUNTS: u128 = 24;
-
-/// An item's expiry in the ledger's queue (16), and as many again of those
-/// that no longer apply: the ledger drops them once they outnumber the
-/// live ones two to one.
+/// A sliding log's live entry in its ledger (crates/core/src/limiter/
+/// log_ledger.rs): its expiry (8), the pair of moments its write moved its
+/// key's fresh moment by (16), and those that cancel out until the ledger
+/// drops them.
 pub(super) const EXPIRY: u128 = 32;
 
 /// A log entry moved out of a sliding log's state once a key holds more
@@ -398,9 +389,7 @@ pub(super) fn store_memory(
     seen: u128,
     duration: u128,
 ) -> (u128, u128) {
-    let items = matches!(algorithm, Algorithm::SlidingLog(_));
-    let per_key =
-        state_size(algorithm) + FRESH_EVENT + if items { LEDGER_MARK + ITEM_COUNTS } else { 0 };
+    let per_key = state_size(algorithm) + FRESH_EVENT;
     // Two bits per key: present, alive. The fresh events' calendar keeps
     // part-filled blocks besides.
     let tables = keys

@@ -699,7 +699,7 @@ mod tests {
                 arrivals: queue + 1000 * 8,
                 // A 64-byte recorder slot, a 16-byte state, two bits and a
                 // fresh event (in a queue as above) per key — a fixed-size
-                // state has no ledger mark —; and the source's two bit
+                // state has no ledger mark (no rule has one) —; and the source's two bit
                 // sets over its 1000 clients (sources.csv), 16 words each,
                 // at most doubled.
                 keys: 1000 * 64 + 1000 * 16 + 1000 / 4 + queue + 16 * 8 * 2 * 2,

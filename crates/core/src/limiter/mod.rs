@@ -50,6 +50,7 @@ pub mod gcra;
 mod headers_props;
 pub mod interval_bucket;
 pub mod leaky_bucket;
+pub mod log_ledger;
 pub mod queue_length;
 pub mod quota;
 pub mod sliding_counter;

@@ -66,7 +66,8 @@
 
 use std::collections::VecDeque;
 
-use super::{redis_bytes, state_bytes, Decision, Ledger, Rule, Stored};
+use super::log_ledger::LogLedger;
+use super::{redis_bytes, state_bytes, Books, Decision, Rule, Stored};
 use crate::clock::Nanos;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -139,15 +140,19 @@ impl SlidingLog {
                 ..cfg
             },
         };
-        Stored::of(
-            SlidingLogRule { cfg },
-            // Compact: 8 bytes per live entry. Redis: a sorted set, one
-            // member per entry (`ZREMRANGEBYSCORE` prunes, `PEXPIRE` drops
-            // the key with its last entry).
-            Ledger::new(
+        Stored::of(SlidingLogRule { cfg }, Self::books())
+    }
+
+    /// The log's state-memory accounting. Compact: 8 bytes per live entry.
+    /// Redis: a sorted set, one member per entry (`ZREMRANGEBYSCORE`
+    /// prunes, `PEXPIRE` drops the key with its last entry).
+    fn books() -> Books {
+        Books::Log(
+            LogLedger::new(),
+            [
                 |entries, _| entries * state_bytes::SLIDING_LOG_PER_ENTRY,
                 redis_bytes::zset,
-            ),
+            ],
         )
     }
 }
@@ -210,9 +215,13 @@ impl Rule for SlidingLogRule {
         Nanos(log.entries.back().map_or(0, |(s, _)| s + self.cfg.window.0))
     }
 
-    fn items(&self, log: &Log) -> impl Iterator<Item = u64> {
+    fn items(&self, log: &Log) -> impl Iterator<Item = u64> + Clone {
         let w = self.cfg.window.0;
         log.entries.iter().map(move |(s, _)| s + w)
+    }
+
+    fn item_count(&self, log: &Log) -> u64 {
+        log.entries.len() as u64
     }
 
     /// `limit` less the cost of the entries live at `now`, 0 if less (an
@@ -360,7 +369,7 @@ impl Entries {
         }
     }
 
-    fn iter(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+    fn iter(&self) -> impl Iterator<Item = (u64, u64)> + Clone + '_ {
         (0..self.len()).map(|j| self.get(j).expect("within the log"))
     }
 }
@@ -581,5 +590,121 @@ mod tests {
             (state.entries.len(), state.entries.spill.is_none()),
             (1, true)
         );
+    }
+
+    /// `cfg`'s log, its memory counted by the general ledger of items, as
+    /// it is for a key partition's journal, instead of the log's own.
+    fn general(cfg: Config) -> SlidingLog {
+        let mut sl = SlidingLog::new(cfg);
+        sl.keep_changes();
+        sl
+    }
+
+    /// One step of a run on both ledgers: the clock moves on by `dt` (cut
+    /// down by the run's scale), then
+    /// `key` is decided (`how` 0–5), decided on a copy to be written back
+    /// later (6), a copy waiting is written back (7) or lost (8), or the
+    /// footprint so far is compared (9).
+    type Step = (u64, u32, u64, u8);
+
+    fn steps(keys: u32) -> impl proptest::strategy::Strategy<Value = Vec<Step>> {
+        proptest::collection::vec((0u64..(1 << 31), 0..keys, 1u64..4, 0u8..10), 1..600)
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+        // The log's own ledger counts what the general ledger counts, to
+        // the byte·ns and the peaks, under both figures: through keys
+        // that turn large (more than 128 entries) and die, copies written
+        // back over them (read-then-write), and footprints taken mid-run
+        // and at ends before the last decision.
+        #[test]
+        fn the_logs_ledger_counts_as_the_general_one(
+            limit in proptest::prop_oneof![1u64..6, 120u64..140, 1u64..300],
+            window in proptest::prop_oneof![1u64..4, 1u64..5_000, 1u64..(1 << 32)],
+            count_rejected: bool,
+            inclusive: bool,
+            keys in proptest::prop_oneof![1u32..3, 1u32..40],
+            run in steps(40),
+            scale in 0u32..32,
+            back in 0u64..(1 << 20),
+        ) {
+            let cfg = Config {
+                limit,
+                window: Nanos(window),
+                count_rejected,
+                boundary: if inclusive { BoundaryRule::Inclusive } else { BoundaryRule::Exclusive },
+            };
+            let (mut own, mut general) = (SlidingLog::new(cfg), general(cfg));
+            let mut waiting: Vec<(u32, u32, u32)> = Vec::new();
+            let mut now = 0u64;
+            for (dt, key, cost, how) in run {
+                now += dt >> scale;
+                let (key, t) = (key % keys, Nanos(now));
+                match how {
+                    0..=5 => {
+                        proptest::prop_assert_eq!(own.decide(key, t, cost), general.decide(key, t, cost));
+                    }
+                    6 => {
+                        let (a, ta) = own.decide_detached(key, t, cost);
+                        let (b, tb) = general.decide_detached(key, t, cost);
+                        proptest::prop_assert_eq!(a, b);
+                        waiting.push((key, ta, tb));
+                    }
+                    7 | 8 => {
+                        if let Some((key, ta, tb)) = waiting.pop() {
+                            if how == 7 {
+                                own.write_back(key, ta, t);
+                                general.write_back(key, tb, t);
+                            } else {
+                                own.discard(ta);
+                                general.discard(tb);
+                            }
+                        }
+                    }
+                    _ => {
+                        let end = Nanos(now.saturating_sub(back % 3 * back));
+                        proptest::prop_assert_eq!(own.footprint(end), general.footprint(end));
+                        proptest::prop_assert_eq!(own.fresh_at(key), general.fresh_at(key));
+                    }
+                }
+            }
+            let end = Nanos(now + back);
+            proptest::prop_assert_eq!(own.close(end), general.close(end));
+        }
+    }
+
+    #[test]
+    fn a_key_that_turns_large_and_dies_counts_as_the_general_ledger() {
+        let cfg = Config {
+            limit: 200,
+            window: Nanos(1000 * MS),
+            count_rejected: false,
+            boundary: BoundaryRule::Exclusive,
+        };
+        let (mut own, mut general) = (SlidingLog::new(cfg), general(cfg));
+        // Key 3 fills to 150 entries (large from the 129th), key 4 holds
+        // a few; both die, and key 3 comes back small.
+        let mut writes: Vec<(u64, u32)> = (0..150).map(|i| (i * MS, 3)).collect();
+        writes.extend((0..5).map(|i| (i * 100 * MS, 4)));
+        writes.extend([(3000 * MS, 3), (3001 * MS, 3)]);
+        writes.sort();
+        for &(t, key) in &writes {
+            assert_eq!(
+                own.decide(key, Nanos(t), 1),
+                general.decide(key, Nanos(t), 1)
+            );
+        }
+        let mid = own.footprint(Nanos(1100 * MS));
+        assert_eq!(mid, general.footprint(Nanos(1100 * MS)));
+        let redis = crate::limiter::redis_bytes::zset;
+        assert_eq!(mid.redis_peak_bytes, redis(150, 150));
+        assert_eq!(mid.peak_bytes, 150 * 8);
+        let end = own.close(Nanos(5000 * MS));
+        assert_eq!(end, general.close(Nanos(5000 * MS)));
+        // Key 3's 150 entries, each live one window, and key 4's five,
+        // plus the two at 3000 ms: entries·ns at 8 bytes each.
+        assert_eq!(end.byte_ns, 8 * 157 * 1000 * MS as u128);
     }
 }

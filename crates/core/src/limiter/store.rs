@@ -9,7 +9,8 @@
 //! copy and writes it back later, which no rule needs to know about.
 
 use super::fixed_ledger::FixedLedger;
-use super::{Bits, Decision, Footprint, Headers, Ledger, Limiter};
+use super::log_ledger::LogLedger;
+use super::{Bits, Decision, Footprint, Headers, Ledger, Limiter, Size};
 use crate::clock::Nanos;
 
 /// One algorithm's decision rule for one key: its parameters, and what it
@@ -57,8 +58,14 @@ pub trait Rule: Send {
 
     /// The items `state` holds (log entries, window counts), by the moment
     /// each expires; none for a rule whose state is a fixed size.
-    fn items(&self, _state: &Self::State) -> impl Iterator<Item = u64> {
+    fn items(&self, _state: &Self::State) -> impl Iterator<Item = u64> + Clone {
         std::iter::empty()
+    }
+
+    /// How many items `state` holds ([`Rule::items`]' count); right after
+    /// a decision on it, all are live.
+    fn item_count(&self, state: &Self::State) -> u64 {
+        self.items(state).count() as u64
     }
 }
 
@@ -73,14 +80,17 @@ pub struct Stored<R: Rule> {
     books: Books,
 }
 
-/// The accounting of a [`Stored`]'s state memory: a [`Ledger`] for rules
-/// whose keys hold items, a [`FixedLedger`] (which reads each key's fresh
-/// moment from its state) for rules whose keys are all one size. (One per
-/// limiter, so the variants' sizes do not matter.)
+/// The accounting of a [`Stored`]'s state memory: a [`FixedLedger`]
+/// (which reads each key's fresh moment from its state) for rules whose
+/// keys are all one size; a [`LogLedger`] for the sliding log, whose keys
+/// hold entries — or, for a key partition's journal, which needs the
+/// changes in time order, the general [`Ledger`] of items under the sizes
+/// kept. (One per limiter, so the variants' sizes do not matter.)
 #[allow(clippy::large_enum_variant)]
 pub enum Books {
     Items(Ledger),
     Fixed(FixedLedger),
+    Log(LogLedger, [Size; 2]),
 }
 
 impl From<Ledger> for Books {
@@ -157,6 +167,17 @@ impl<R: Rule> Limiter for Stored<R> {
                 ledger.compact(|k| fresh_of(rule, keys, k));
                 decision
             }
+            Books::Log(ledger, _) => {
+                ledger.advance(now.0);
+                let keys = &self.keys;
+                let before = ledger.alive_until(key, || fresh_of(rule, keys, key));
+                let state = self.keys.entry(key, || rule.fresh(now));
+                let (decision, added) = rule.decide(state, now, cost);
+                let state = &*state;
+                let (fresh, count) = (rule.fresh_at(state).0, rule.item_count(state));
+                ledger.hold(key, before, fresh, added, count, || rule.items(state));
+                decision
+            }
         }
     }
 
@@ -169,6 +190,7 @@ impl<R: Rule> Limiter for Stored<R> {
                     .clone()
                     .close(keys.keys(), end, |k| fresh_of(rule, keys, k))
             }
+            Books::Log(ledger, _) => ledger.clone().close(self.keys.keys(), end.0),
         }
     }
 
@@ -177,13 +199,22 @@ impl<R: Rule> Limiter for Stored<R> {
         match &mut self.books {
             Books::Items(ledger) => ledger.close(keys.keys(), end),
             Books::Fixed(ledger) => ledger.close(keys.keys(), end, |k| fresh_of(rule, keys, k)),
+            Books::Log(ledger, _) => ledger.close(keys.keys(), end.0),
         }
     }
 
     fn keep_changes(&mut self) {
+        if let Books::Log(ledger, [compact, redis]) = &self.books {
+            assert!(
+                ledger.is_empty(),
+                "a ledger keeps its changes from its first decision"
+            );
+            self.books = Books::Items(Ledger::new(*compact, *redis));
+        }
         match &mut self.books {
             Books::Items(ledger) => ledger.keep_changes(),
             Books::Fixed(ledger) => ledger.keep_changes(),
+            Books::Log(..) => unreachable!("replaced above"),
         }
     }
 
@@ -191,6 +222,8 @@ impl<R: Rule> Limiter for Stored<R> {
         match &mut self.books {
             Books::Items(ledger) => ledger.changes(),
             Books::Fixed(ledger) => ledger.changes(),
+            // Kept only by the general ledger (`keep_changes`).
+            Books::Log(..) => None,
         }
     }
 
@@ -199,13 +232,14 @@ impl<R: Rule> Limiter for Stored<R> {
         match &mut self.books {
             Books::Items(ledger) => ledger.advance(now),
             Books::Fixed(ledger) => ledger.advance(now, |k| fresh_of(rule, keys, k), |_| {}),
+            Books::Log(ledger, _) => ledger.advance(now.0),
         }
     }
 
     fn fresh_at(&self, key: u32) -> Nanos {
         match &self.books {
             Books::Items(ledger) => ledger.fresh_at(key),
-            Books::Fixed(_) => Nanos(fresh_of(&self.rule, &self.keys, key)),
+            Books::Fixed(_) | Books::Log(..) => Nanos(fresh_of(&self.rule, &self.keys, key)),
         }
     }
 
@@ -253,6 +287,21 @@ impl<R: Rule> Limiter for Stored<R> {
                         fresh_of(rule, keys, k)
                     });
                     ledger.compact(|k| fresh_of(rule, keys, k));
+                }
+            }
+            Books::Log(ledger, _) => {
+                ledger.advance(now.0);
+                let keys = &self.keys;
+                let before = ledger.alive_until(key, || fresh_of(rule, keys, key));
+                // As the general ledger's `replace`: the stored state's
+                // entries leave now (read before the write replaces them),
+                // the written one's are held from now.
+                if let Some(state) = self.keys.get(key) {
+                    ledger.replace_out(key, before, rule.items(state));
+                }
+                self.keys.attach(key, ticket);
+                if let Some(state) = self.keys.get(key) {
+                    ledger.replace_in(key, rule.fresh_at(state).0, rule.items(state));
                 }
             }
         }
