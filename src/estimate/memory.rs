@@ -390,11 +390,15 @@ pub(super) fn store_memory(
     duration: u128,
 ) -> (u128, u128) {
     let per_key = state_size(algorithm) + FRESH_EVENT;
-    // Two bits per key: present, alive. The fresh events' calendar keeps
-    // part-filled blocks besides.
+    // Two bits per key: present, alive (a sliding log's a third: large).
+    // The fresh events' calendar keeps part-filled blocks besides.
+    let bits = match algorithm {
+        Algorithm::SlidingLog(_) => keys.saturating_mul(3) / 8,
+        _ => keys / 4,
+    };
     let tables = keys
         .saturating_mul(per_key)
-        .saturating_add(keys / 4)
+        .saturating_add(bits)
         .saturating_add(calendar(keys, 16) - keys.saturating_mul(16));
     let entries = match *algorithm {
         Algorithm::SlidingLog(c) => {

@@ -20,8 +20,10 @@
 //! present by binary search. The width follows how far ahead moments are
 //! added, as a [`Calendar`](crate::calendar::Calendar)'s does; entries
 //! that cancel out (a moment added, then removed) are dropped once the
-//! entries held outnumber twice the moments, so memory follows the keys
-//! alive, not the writes.
+//! entries held outnumber four times the moments held that have not passed
+//! (those passed are a count, stored nowhere), so memory follows the
+//! moments to come — the keys alive — not the writes, however many
+//! moments have passed.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -63,7 +65,7 @@ pub(super) struct Deaths {
     len: i64,
     stored: usize,
     /// Entries stored after the last compaction: the next comes at twice
-    /// as many (and more than twice the moments).
+    /// as many (and more than four times the moments not passed).
     compacted: usize,
     /// Entries written since the last check ([`Deaths::upkeep`]), and how
     /// many to write before the next: checking and rebuilding cost O(1)
@@ -106,6 +108,12 @@ impl Deaths {
 
     fn bucket(&self, t: u64) -> u64 {
         t >> self.shift
+    }
+
+    /// How many entries are stored (for tests of the memory held).
+    #[cfg(test)]
+    pub(super) fn stored(&self) -> usize {
+        self.stored
     }
 
     /// Whether nothing is held (no moment, no entry).
@@ -295,8 +303,9 @@ impl Deaths {
     #[inline(never)]
     fn check(&mut self) {
         self.written = 0;
-        let net = usize::try_from(self.len).unwrap_or(0);
-        if self.stored > 64 + 2 * net && self.stored > 2 * self.compacted {
+        // The moments the entries stored hold: those passed are counted.
+        let net = usize::try_from(self.len - self.passed).unwrap_or(0);
+        if self.stored > 64 + 4 * net && self.stored > 2 * self.compacted {
             self.rebuild(self.shift, true);
             self.compacted = self.stored;
         }

@@ -8,7 +8,8 @@
 //! live entries, `high` the most since it was last fresh — affine in `n`
 //! in each of two classes: `high` at most [`ZSET_LISTPACK_MAX_ENTRIES`]
 //! ("small") or more ("large", a Redis skiplist; a key's class changes
-//! only at a write, and back to small only when it dies). So the bytes
+//! only at a write — to small again only when it has died, or when a
+//! read-then-write's write replaces its whole state). So the bytes
 //! held at `t` are, per figure, a weight times the count alive at `t` of
 //! each of four kinds of moment:
 //! - each live entry's expiry, in its key's class (compact: 8 bytes; Redis:
@@ -140,12 +141,23 @@ impl LogLedger {
         LogLedger::default()
     }
 
-    /// Whether nothing was ever held.
+    /// Whether nothing is held and no moment stored (as before the first
+    /// decision, when a journal may still be asked for).
     pub fn is_empty(&self) -> bool {
         self.entries
             .iter()
             .chain(&self.keys)
             .all(|t| t.moments.is_empty() && t.held == 0)
+    }
+
+    /// How many entries its multisets store (for tests of the memory held).
+    #[cfg(test)]
+    pub(super) fn stored(&self) -> usize {
+        self.entries
+            .iter()
+            .chain(&self.keys)
+            .map(|t| t.moments.stored())
+            .sum()
     }
 
     /// Moves the ledger's clock to `now`.

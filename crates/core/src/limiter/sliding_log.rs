@@ -140,13 +140,13 @@ impl SlidingLog {
                 ..cfg
             },
         };
-        Stored::of(SlidingLogRule { cfg }, Self::books())
+        Stored::of(SlidingLogRule { cfg }, Self::own_books())
     }
 
     /// The log's state-memory accounting. Compact: 8 bytes per live entry.
     /// Redis: a sorted set, one member per entry (`ZREMRANGEBYSCORE`
     /// prunes, `PEXPIRE` drops the key with its last entry).
-    fn books() -> Books {
+    fn own_books() -> Books {
         Books::Log(
             LogLedger::new(),
             [
@@ -174,7 +174,6 @@ impl Rule for SlidingLogRule {
 
     fn decide(&self, log: &mut Log, now: Nanos, cost: u64) -> (Decision, Option<u64>) {
         let w = self.cfg.window.0;
-        let before = log.total;
         while let Some((s, cum)) = log.entries.front() {
             if s + w > now.0 {
                 break;
@@ -184,12 +183,14 @@ impl Rule for SlidingLogRule {
         }
         let live = log.total - log.expired;
         let admit = live + cost <= self.cfg.limit;
-        if admit || self.cfg.count_rejected {
+        let logged = admit || self.cfg.count_rejected;
+        if logged {
             log.total += cost;
             log.entries.push_back((now.0, log.total));
         }
-        // The entry just logged, an item until it expires.
-        let added = (log.total != before).then_some(now.0 + w);
+        // The entry just logged (of any cost, 0 too: a member of the
+        // sorted set all the same), an item until it expires.
+        let added = logged.then_some(now.0 + w);
         if admit {
             return (Decision::Admitted, added);
         }
@@ -706,5 +707,71 @@ mod tests {
         // Key 3's 150 entries, each live one window, and key 4's five,
         // plus the two at 3000 ms: entries·ns at 8 bytes each.
         assert_eq!(end.byte_ns, 8 * 157 * 1000 * MS as u128);
+    }
+
+    #[test]
+    fn a_request_of_cost_zero_logs_an_entry_both_ledgers_count() {
+        let cfg = Config {
+            limit: 5,
+            window: Nanos(1000),
+            count_rejected: false,
+            boundary: BoundaryRule::Exclusive,
+        };
+        let (mut own, mut general) = (SlidingLog::new(cfg), general(cfg));
+        for (t, cost) in [(10, 0), (20, 1), (30, 0)] {
+            assert_eq!(
+                own.decide(0, Nanos(t), cost),
+                general.decide(0, Nanos(t), cost)
+            );
+        }
+        let (_, a) = own.decide_detached(0, Nanos(40), 0);
+        let (_, b) = general.decide_detached(0, Nanos(40), 0);
+        own.write_back(0, a, Nanos(50));
+        general.write_back(0, b, Nanos(50));
+        let end = own.close(Nanos(3000));
+        assert_eq!(end, general.close(Nanos(3000)));
+        // Four entries, each a member of the sorted set.
+        assert_eq!(
+            end.redis_peak_bytes,
+            crate::limiter::redis_bytes::zset(4, 4)
+        );
+    }
+
+    // A read-then-write (a chain's all-or-nothing, a shared store that is
+    // not atomic) writes a key's whole log back at every decision: its
+    // live entries leave and enter the ledger each time. After a long
+    // history (many entries passed, counted and stored nowhere) the
+    // entries that cancel out are still dropped: memory follows the live
+    // entries, not the writes.
+    #[test]
+    fn write_backs_after_a_long_history_keep_few_entries() {
+        const S: u64 = 1_000_000_000;
+        let cfg = Config {
+            limit: 100,
+            window: Nanos(S),
+            count_rejected: false,
+            boundary: BoundaryRule::Exclusive,
+        };
+        let mut sl = SlidingLog::new(cfg);
+        for i in 0..200_000u64 {
+            sl.decide(1 + (i % 20_000) as u32, Nanos(i * 50_000), 1);
+        }
+        let start = 20 * S;
+        for i in 0..100 {
+            sl.decide(0, Nanos(start + i), 1);
+        }
+        let mut most = 0;
+        for j in 0..20_000u64 {
+            let t = Nanos(start + 1_000_000 + j * 10_000);
+            let (_, ticket) = sl.decide_detached(0, t, 1);
+            sl.write_back(0, ticket, t);
+            let Books::Log(ledger, _) = sl.books() else {
+                panic!("the log's own ledger");
+            };
+            most = most.max(ledger.stored());
+        }
+        // 100 live entries and one key, written back 20 000 times: 200
+        // entries a write-back (without the fix, 821 843 at the most).
+        assert!(most < 20_000, "{most} entries stored");
     }
 }

@@ -133,6 +133,12 @@ impl<R: Rule> Stored<R> {
         }
     }
 
+    /// Its accounting.
+    #[cfg(test)]
+    pub(super) fn books(&self) -> &Books {
+        &self.books
+    }
+
     /// `key`'s stored state, if it has one.
     #[cfg(test)]
     pub(super) fn state(&self, key: u32) -> Option<&R::State> {
