@@ -602,10 +602,10 @@ mod tests {
     }
 
     /// One step of a run on both ledgers: the clock moves on by `dt` (cut
-    /// down by the run's scale), then
-    /// `key` is decided (`how` 0–5), decided on a copy to be written back
-    /// later (6), a copy waiting is written back (7) or lost (8), or the
-    /// footprint so far is compared (9).
+    /// down by the run's scale), then `key` is decided (`how` 0–5),
+    /// decided on a copy to be written back later (6), a copy waiting is
+    /// written back (7) or lost (8), or the footprint so far is compared
+    /// (9).
     type Step = (u64, u32, u64, u8);
 
     fn steps(keys: u32) -> impl proptest::strategy::Strategy<Value = Vec<Step>> {
