@@ -35,7 +35,7 @@
 use super::deaths::Deaths;
 use super::redis_bytes as redis;
 use super::state_bytes;
-use super::{Bits, Footprint};
+use super::{Bits, Footprint, Ledger};
 
 /// Small or large (see the module documentation), as an index.
 const SMALL: usize = 0;
@@ -141,6 +141,30 @@ impl LogLedger {
         LogLedger::default()
     }
 
+    /// The general ledger of items under the same sizes — compact 8 bytes
+    /// per live entry, Redis a sorted set ([`redis::zset`]) — for a key
+    /// partition's journal, which needs the changes in time order.
+    pub fn general() -> Ledger {
+        Ledger::new(
+            |entries, _| entries * state_bytes::SLIDING_LOG_PER_ENTRY,
+            redis::zset,
+        )
+    }
+
+    /// `key` is alive from now, in class `c`, until `fresh`.
+    fn begin(&mut self, key: u32, c: usize, fresh: u64) {
+        self.keys[c].enter(fresh, self.now);
+        self.alive.set(key, true);
+        self.large.set(key, c == LARGE);
+    }
+
+    /// `key`, alive in class `c` until `fresh`, leaves at `at`.
+    fn end(&mut self, key: u32, c: usize, fresh: u64, at: u64) {
+        self.keys[c].leave(fresh, at);
+        self.alive.set(key, false);
+        self.large.set(key, false);
+    }
+
     /// Whether nothing is held and no moment stored (as before the first
     /// decision, when a journal may still be asked for).
     pub fn is_empty(&self) -> bool {
@@ -182,9 +206,7 @@ impl LogLedger {
         }
         let fresh = fresh();
         if fresh <= self.now {
-            self.keys[self.class_of(key)].leave(fresh, fresh);
-            self.alive.set(key, false);
-            self.large.set(key, false);
+            self.end(key, self.class_of(key), fresh, fresh);
             return None;
         }
         Some(fresh)
@@ -218,9 +240,8 @@ impl LogLedger {
                         self.entries[SMALL].leave(e, now);
                         self.entries[LARGE].enter(e, now);
                     }
-                    self.keys[SMALL].leave(before, now);
-                    self.keys[LARGE].enter(fresh, now);
-                    self.large.set(key, true);
+                    self.end(key, SMALL, before, now);
+                    self.begin(key, LARGE, fresh);
                 } else {
                     self.keys[c].shift(before, fresh, now);
                 }
@@ -233,9 +254,7 @@ impl LogLedger {
                     "a new key holds its entry"
                 );
                 let c = class(count);
-                self.keys[c].enter(fresh, now);
-                self.alive.set(key, true);
-                self.large.set(key, c == LARGE);
+                self.begin(key, c, fresh);
                 if let Some(e) = added {
                     self.entries[c].enter(e, now);
                 }
@@ -258,9 +277,7 @@ impl LogLedger {
         for e in old.filter(|&e| e > now) {
             self.entries[c].leave(e, now);
         }
-        self.keys[c].leave(before, now);
-        self.alive.set(key, false);
-        self.large.set(key, false);
+        self.end(key, c, before, now);
     }
 
     /// The state written by a replacement (after [`LogLedger::replace_out`]),
@@ -273,9 +290,7 @@ impl LogLedger {
         }
         let count = new.clone().filter(|&e| e > now).count() as u64;
         let c = class(count);
-        self.keys[c].enter(fresh, now);
-        self.alive.set(key, true);
-        self.large.set(key, c == LARGE);
+        self.begin(key, c, fresh);
         for e in new.filter(|&e| e > now) {
             self.entries[c].enter(e, now);
         }

@@ -67,7 +67,7 @@
 use std::collections::VecDeque;
 
 use super::log_ledger::LogLedger;
-use super::{redis_bytes, state_bytes, Books, Decision, Rule, Stored};
+use super::{Books, Decision, Rule, Stored};
 use crate::clock::Nanos;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -140,20 +140,10 @@ impl SlidingLog {
                 ..cfg
             },
         };
-        Stored::of(SlidingLogRule { cfg }, Self::own_books())
-    }
-
-    /// The log's state-memory accounting. Compact: 8 bytes per live entry.
-    /// Redis: a sorted set, one member per entry (`ZREMRANGEBYSCORE`
-    /// prunes, `PEXPIRE` drops the key with its last entry).
-    fn own_books() -> Books {
-        Books::Log(
-            LogLedger::new(),
-            [
-                |entries, _| entries * state_bytes::SLIDING_LOG_PER_ENTRY,
-                redis_bytes::zset,
-            ],
-        )
+        // Compact: 8 bytes per live entry. Redis: a sorted set, one member
+        // per entry (`ZREMRANGEBYSCORE` prunes, `PEXPIRE` drops the key with
+        // its last entry); see `LogLedger`.
+        Stored::of(SlidingLogRule { cfg }, Books::Log(LogLedger::new()))
     }
 }
 
@@ -765,7 +755,7 @@ mod tests {
             let t = Nanos(start + 1_000_000 + j * 10_000);
             let (_, ticket) = sl.decide_detached(0, t, 1);
             sl.write_back(0, ticket, t);
-            let Books::Log(ledger, _) = sl.books() else {
+            let Books::Log(ledger) = sl.books() else {
                 panic!("the log's own ledger");
             };
             most = most.max(ledger.stored());

@@ -10,7 +10,7 @@
 
 use super::fixed_ledger::FixedLedger;
 use super::log_ledger::LogLedger;
-use super::{Bits, Decision, Footprint, Headers, Ledger, Limiter, Size};
+use super::{Bits, Decision, Footprint, Headers, Ledger, Limiter};
 use crate::clock::Nanos;
 
 /// One algorithm's decision rule for one key: its parameters, and what it
@@ -84,13 +84,14 @@ pub struct Stored<R: Rule> {
 /// (which reads each key's fresh moment from its state) for rules whose
 /// keys are all one size; a [`LogLedger`] for the sliding log, whose keys
 /// hold entries — or, for a key partition's journal, which needs the
-/// changes in time order, the general [`Ledger`] of items under the sizes
-/// kept. (One per limiter, so the variants' sizes do not matter.)
+/// changes in time order, the general [`Ledger`] of items under the same
+/// sizes ([`LogLedger::general`]). (One per limiter, so the variants'
+/// sizes do not matter.)
 #[allow(clippy::large_enum_variant)]
 pub enum Books {
     Items(Ledger),
     Fixed(FixedLedger),
-    Log(LogLedger, [Size; 2]),
+    Log(LogLedger),
 }
 
 impl From<Ledger> for Books {
@@ -173,7 +174,7 @@ impl<R: Rule> Limiter for Stored<R> {
                 ledger.compact(|k| fresh_of(rule, keys, k));
                 decision
             }
-            Books::Log(ledger, _) => {
+            Books::Log(ledger) => {
                 ledger.advance(now.0);
                 let keys = &self.keys;
                 let before = ledger.alive_until(key, || fresh_of(rule, keys, key));
@@ -196,7 +197,7 @@ impl<R: Rule> Limiter for Stored<R> {
                     .clone()
                     .close(keys.keys(), end, |k| fresh_of(rule, keys, k))
             }
-            Books::Log(ledger, _) => ledger.clone().close(self.keys.keys(), end.0),
+            Books::Log(ledger) => ledger.clone().close(self.keys.keys(), end.0),
         }
     }
 
@@ -205,17 +206,17 @@ impl<R: Rule> Limiter for Stored<R> {
         match &mut self.books {
             Books::Items(ledger) => ledger.close(keys.keys(), end),
             Books::Fixed(ledger) => ledger.close(keys.keys(), end, |k| fresh_of(rule, keys, k)),
-            Books::Log(ledger, _) => ledger.close(keys.keys(), end.0),
+            Books::Log(ledger) => ledger.close(keys.keys(), end.0),
         }
     }
 
     fn keep_changes(&mut self) {
-        if let Books::Log(ledger, [compact, redis]) = &self.books {
+        if let Books::Log(ledger) = &self.books {
             assert!(
                 ledger.is_empty(),
                 "a ledger keeps its changes from its first decision"
             );
-            self.books = Books::Items(Ledger::new(*compact, *redis));
+            self.books = Books::Items(LogLedger::general());
         }
         match &mut self.books {
             Books::Items(ledger) => ledger.keep_changes(),
@@ -238,7 +239,7 @@ impl<R: Rule> Limiter for Stored<R> {
         match &mut self.books {
             Books::Items(ledger) => ledger.advance(now),
             Books::Fixed(ledger) => ledger.advance(now, |k| fresh_of(rule, keys, k), |_| {}),
-            Books::Log(ledger, _) => ledger.advance(now.0),
+            Books::Log(ledger) => ledger.advance(now.0),
         }
     }
 
@@ -295,7 +296,7 @@ impl<R: Rule> Limiter for Stored<R> {
                     ledger.compact(|k| fresh_of(rule, keys, k));
                 }
             }
-            Books::Log(ledger, _) => {
+            Books::Log(ledger) => {
                 ledger.advance(now.0);
                 let keys = &self.keys;
                 let before = ledger.alive_until(key, || fresh_of(rule, keys, key));
