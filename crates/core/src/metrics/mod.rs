@@ -32,6 +32,8 @@ const PREFETCH_AHEAD: usize = 8;
 #[derive(Debug, Clone, Default)]
 pub struct Recorder {
     window: u64,
+    /// The start of the aligned policy window of the latest pass.
+    aligned: Aligned,
     limit: u64,
     resolution: u64,
     max_buckets: usize,
@@ -132,6 +134,7 @@ impl Recorder {
             .min(crate::scenario::MAX_BUCKETS + 1) as usize;
         Recorder {
             window: window.0,
+            aligned: Aligned::new(window.0),
             limit,
             max_buckets: 2 * buckets,
             resolution: resolution.0.max(1),
@@ -351,12 +354,14 @@ impl Recorder {
         }
     }
 
+    #[inline(always)]
     fn count(&mut self, now: Nanos, decided_at: Nanos, key: u32, cost: u64, decision: Decision) {
         self.count_passing_at(now, decided_at, key, cost, decision, None);
     }
 
     /// [`Recorder::count`], the pass at `passes_at` if given (else when the
     /// decision says).
+    #[inline(always)]
     fn count_passing_at(
         &mut self,
         now: Nanos,
@@ -428,10 +433,14 @@ impl Recorder {
     /// gives the exact peak, and its passes in `t`'s aligned window the
     /// overshoot. `origin`: whether it is a release, and the event that
     /// decided it.
+    #[inline(always)]
     fn pass(&mut self, key: u32, t: u64, cost: u64, origin: (bool, u64)) {
         let limit = self.limit;
         let slot = PerId::of(&mut self.ids, key);
-        let (aligned, sum) = slot.window.pass(&mut self.spills, t, cost, self.window);
+        let start = self.aligned.start_of(t);
+        let (aligned, sum) = slot
+            .window
+            .pass(&mut self.spills, t, cost, self.window, start);
         let over_before = aligned.saturating_sub(limit);
         let over = aligned.saturating_add(cost).saturating_sub(limit);
         let overshoot = over - over_before;
@@ -658,34 +667,58 @@ mod tests {
         }
     }
 
+    impl Window {
+        /// [`Window::pass`], the aligned window's start computed.
+        fn pass_aligning(&mut self, spills: &mut Spills, t: u64, cost: u64, w: u64) -> (u64, u64) {
+            self.pass(spills, t, cost, w, t - t % w)
+        }
+    }
+
+    proptest::proptest! {
+        /// The remembered start is the division's, whatever order the
+        /// times come in (forward, back, across windows, at the ends of
+        /// time).
+        #[test]
+        fn an_aligned_start_is_the_divisions(
+            w in proptest::prop_oneof![1u64..4, 1u64..(1 << 40), 1u64..=u64::MAX],
+            times in proptest::collection::vec(
+                proptest::prop_oneof![0u64..10, proptest::prelude::any::<u64>(), (u64::MAX - 10)..=u64::MAX], 1..50),
+        ) {
+            let mut aligned = Aligned::new(w);
+            for t in times {
+                proptest::prop_assert_eq!(aligned.start_of(t), t - t % w, "t = {}", t);
+            }
+        }
+    }
+
     #[test]
     fn passes_stay_in_place_until_they_outgrow_it() {
         let (mut w, mut spills) = (Window::default(), Spills::default());
         let s = 1_000 * MS;
         // Five unit passes within a window fit; the sixth spills them…
         for t in 0..5 {
-            assert_eq!(w.pass(&mut spills, t * MS, 1, s), (t, t + 1));
+            assert_eq!(w.pass_aligning(&mut spills, t * MS, 1, s), (t, t + 1));
         }
         assert_eq!(w.spill, 0);
-        assert_eq!(w.pass(&mut spills, 5 * MS, 1, s), (5, 6));
+        assert_eq!(w.pass_aligning(&mut spills, 5 * MS, 1, s), (5, 6));
         assert_eq!((w.spill, spills.all.len()), (1, 1));
         // …until the window empties: back in place, the spill free.
-        assert_eq!(w.pass(&mut spills, 2 * s, 2, s), (0, 2));
+        assert_eq!(w.pass_aligning(&mut spills, 2 * s, 2, s), (0, 2));
         assert_eq!((w.spill, w.len, spills.free.as_slice()), (0, 2, &[0][..]));
         // A cost the slot cannot hold, and a pass 2^32 ns or more after
         // the oldest held, spill too; the freed window is reused.
-        assert_eq!(w.pass(&mut spills, 2 * s, 4, s), (2, 6));
+        assert_eq!(w.pass_aligning(&mut spills, 2 * s, 4, s), (2, 6));
         assert_eq!((w.spill, spills.all.len()), (1, 1));
         let far = u32::MAX as u64 + 1;
         let (mut w, mut spills) = (Window::default(), Spills::default());
-        w.pass(&mut spills, 7, 1, 2 * far);
-        assert_eq!(w.pass(&mut spills, 7 + far, 1, 2 * far), (1, 2));
+        w.pass_aligning(&mut spills, 7, 1, 2 * far);
+        assert_eq!(w.pass_aligning(&mut spills, 7 + far, 1, 2 * far), (1, 2));
         assert_eq!(w.spill, 1);
         // Passes that far apart stay in place once the older have left.
         let (mut w, mut spills) = (Window::default(), Spills::default());
-        w.pass(&mut spills, 7, 1, far);
-        w.pass(&mut spills, 7 + far / 2, 1, far);
-        assert_eq!(w.pass(&mut spills, 8 + far, 1, far), (0, 2));
+        w.pass_aligning(&mut spills, 7, 1, far);
+        w.pass_aligning(&mut spills, 7 + far / 2, 1, far);
+        assert_eq!(w.pass_aligning(&mut spills, 8 + far, 1, far), (0, 2));
         assert_eq!((w.spill, w.time(0), w.time(1)), (0, 7 + far / 2, 8 + far));
     }
 
@@ -695,18 +728,18 @@ mod tests {
     #[test]
     fn a_window_past_u64_max_stays_exact_as_passes_leave() {
         let (mut w, mut spills) = (Window::default(), Spills::default());
-        assert_eq!(w.pass(&mut spills, 0, u64::MAX, 10), (0, u64::MAX));
-        assert_eq!(w.pass(&mut spills, 1, 5, 10), (u64::MAX, u64::MAX));
-        assert_eq!(w.pass(&mut spills, 10, 0, 10), (0, 5));
-        assert_eq!(w.pass(&mut spills, 20, 1, 10), (0, 1));
+        assert_eq!(w.pass_aligning(&mut spills, 0, u64::MAX, 10), (0, u64::MAX));
+        assert_eq!(w.pass_aligning(&mut spills, 1, 5, 10), (u64::MAX, u64::MAX));
+        assert_eq!(w.pass_aligning(&mut spills, 10, 0, 10), (0, 5));
+        assert_eq!(w.pass_aligning(&mut spills, 20, 1, 10), (0, 1));
         // Two passes at one moment whose costs sum past u64::MAX keep an
         // entry each (found by the proptest below).
         let (mut w, mut spills) = (Window::default(), Spills::default());
         let half = 1 << 63;
-        assert_eq!(w.pass(&mut spills, 0, half, 3), (0, half));
-        assert_eq!(w.pass(&mut spills, 0, half, 3), (half, u64::MAX));
-        assert_eq!(w.pass(&mut spills, 2, 0, 3), (u64::MAX, u64::MAX));
-        assert_eq!(w.pass(&mut spills, 3, 0, 3), (0, 0));
+        assert_eq!(w.pass_aligning(&mut spills, 0, half, 3), (0, half));
+        assert_eq!(w.pass_aligning(&mut spills, 0, half, 3), (half, u64::MAX));
+        assert_eq!(w.pass_aligning(&mut spills, 2, 0, 3), (u64::MAX, u64::MAX));
+        assert_eq!(w.pass_aligning(&mut spills, 3, 0, 3), (0, 0));
     }
 
     #[test]
@@ -749,7 +782,7 @@ mod tests {
             for (gap, cost) in passes {
                 t += gap;
                 proptest::prop_assert_eq!(
-                    window.pass(&mut spills, t, cost, w),
+                    window.pass(&mut spills, t, cost, w, t - t % w),
                     model.pass(t, cost, w)
                 );
                 // (A pass of cost 0 takes no room in place.)
@@ -777,7 +810,7 @@ mod tests {
             for (i, cost) in costs.into_iter().enumerate() {
                 let t = u64::MAX - 3 + (i as u64).min(3);
                 proptest::prop_assert_eq!(
-                    window.pass(&mut spills, t, cost, w),
+                    window.pass(&mut spills, t, cost, w, t - t % w),
                     model.pass(t, cost, w)
                 );
             }

@@ -107,17 +107,24 @@ impl Window {
     }
 
     /// Records a pass of `cost` at `t`, no earlier than the key's last, in
-    /// policy windows of `w` ns. Returns the cost the key passed before it
-    /// in `t`'s aligned window `[t − t mod w, t]`, and the cost it passed
-    /// in `(t − w, t]` with this one.
-    pub(super) fn pass(&mut self, spills: &mut Spills, t: u64, cost: u64, w: u64) -> (u64, u64) {
+    /// policy windows of `w` ns; `start` is `t − t mod w`. Returns the cost
+    /// the key passed before it in `t`'s aligned window `[start, t]`, and
+    /// the cost it passed in `(t − w, t]` with this one.
+    pub(super) fn pass(
+        &mut self,
+        spills: &mut Spills,
+        t: u64,
+        cost: u64,
+        w: u64,
+        start: u64,
+    ) -> (u64, u64) {
         // (A pass at the end of time, from a shaper's saturated release, is
         // in the window of every pass after it: `s + w` does not wrap.)
         let left = |s: u64| s.checked_add(w).is_some_and(|end| end <= t);
         if self.spill != 0 {
             let i = self.spill as usize - 1;
             if !spills.all[i].forget(left) {
-                return spills.all[i].add(t, cost, w);
+                return spills.all[i].add(t, cost, start);
             }
             // The window emptied: the key's passes go back in place.
             spills.release(i);
@@ -136,7 +143,6 @@ impl Window {
         let len = self.len as usize;
         // Every pass in `t`'s aligned window is in `(t − w, t]`: `t` is
         // less than its end, one window after its start.
-        let start = t - t % w;
         let aligned = (0..len).rev().take_while(|&j| self.time(j) >= start);
         let aligned = aligned.count() as u64;
         if cost <= (INLINE_PASSES - len) as u64 {
@@ -156,10 +162,10 @@ impl Window {
                 _ => s.passes.push_back((tj, 1)),
             }
         }
-        (s.sum, s.aligned, s.in_aligned) = (len as u128, t / w, aligned);
+        (s.sum, s.aligned, s.in_aligned) = (len as u128, start, aligned);
         self.spill = u32::try_from(i + 1).expect("fewer spilled windows than u32 keys");
         self.len = 0;
-        s.add(t, cost, w)
+        s.add(t, cost, start)
     }
 
     /// `t`'s offset from `base`, counting from the earliest pass's time
@@ -190,8 +196,8 @@ impl Window {
 
 /// A key's window of passes that did not fit its slot: `(time, cost)` in
 /// time order, their sum, and the cost passed in the aligned window of
-/// the latest. The sum is a `u128`, exact whatever the costs; it is
-/// reported saturated at `u64::MAX`.
+/// the latest (which starts at `aligned`). The sum is a `u128`, exact
+/// whatever the costs; it is reported saturated at `u64::MAX`.
 #[derive(Debug, Clone, Default)]
 pub(super) struct Spilled {
     pub(super) passes: VecDeque<(u64, u64)>,
@@ -220,10 +226,9 @@ impl Spilled {
     }
 
     /// [`Window::pass`], once the passes that left are forgotten.
-    pub(super) fn add(&mut self, t: u64, cost: u64, w: u64) -> (u64, u64) {
-        let k = t / w;
-        if self.aligned != k {
-            (self.aligned, self.in_aligned) = (k, 0);
+    pub(super) fn add(&mut self, t: u64, cost: u64, start: u64) -> (u64, u64) {
+        if self.aligned != start {
+            (self.aligned, self.in_aligned) = (start, 0);
         }
         let before = self.in_aligned;
         self.in_aligned = self.in_aligned.saturating_add(cost);
@@ -239,6 +244,31 @@ impl Spilled {
         }
         self.sum += u128::from(cost);
         (before, u64::try_from(self.sum).unwrap_or(u64::MAX))
+    }
+}
+
+/// The start of the aligned policy window `[s, s + w)` a time is in,
+/// remembered: a run's passes come one aligned window after another, so
+/// the start is mostly found by two comparisons instead of a 64-bit
+/// division at every pass.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Aligned {
+    w: u64,
+    start: u64,
+}
+
+impl Aligned {
+    pub(super) fn new(w: u64) -> Aligned {
+        Aligned { w, start: 0 }
+    }
+
+    /// `t − t mod w`.
+    #[inline]
+    pub(super) fn start_of(&mut self, t: u64) -> u64 {
+        if t < self.start || t - self.start >= self.w {
+            self.start = t - t % self.w;
+        }
+        self.start
     }
 }
 
