@@ -134,7 +134,6 @@ impl Recorder {
             .min(crate::scenario::MAX_BUCKETS + 1) as usize;
         Recorder {
             window: window.0,
-            aligned: Aligned::new(window.0),
             limit,
             max_buckets: 2 * buckets,
             resolution: resolution.0.max(1),
@@ -437,7 +436,7 @@ impl Recorder {
     fn pass(&mut self, key: u32, t: u64, cost: u64, origin: (bool, u64)) {
         let limit = self.limit;
         let slot = PerId::of(&mut self.ids, key);
-        let start = self.aligned.start_of(t);
+        let start = self.aligned.start_of(t, self.window);
         let (aligned, sum) = slot
             .window
             .pass(&mut self.spills, t, cost, self.window, start);
@@ -684,9 +683,9 @@ mod tests {
             times in proptest::collection::vec(
                 proptest::prop_oneof![0u64..10, proptest::prelude::any::<u64>(), (u64::MAX - 10)..=u64::MAX], 1..50),
         ) {
-            let mut aligned = Aligned::new(w);
+            let mut aligned = Aligned::default();
             for t in times {
-                proptest::prop_assert_eq!(aligned.start_of(t), t - t % w, "t = {}", t);
+                proptest::prop_assert_eq!(aligned.start_of(t, w), t - t % w, "t = {}", t);
             }
         }
     }

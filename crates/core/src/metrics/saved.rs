@@ -183,7 +183,6 @@ impl Recorder {
             member: t.bool()?,
             ..Recorder::default()
         };
-        r.aligned = Aligned::new(r.window);
         for v in r.scalars() {
             *v = t.u64()?;
         }

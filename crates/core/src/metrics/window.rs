@@ -253,20 +253,15 @@ impl Spilled {
 /// division at every pass.
 #[derive(Debug, Clone, Default)]
 pub(super) struct Aligned {
-    w: u64,
     start: u64,
 }
 
 impl Aligned {
-    pub(super) fn new(w: u64) -> Aligned {
-        Aligned { w, start: 0 }
-    }
-
-    /// `t − t mod w`.
+    /// `t − t mod w`, for the one `w` the recorder's windows are.
     #[inline]
-    pub(super) fn start_of(&mut self, t: u64) -> u64 {
-        if t < self.start || t - self.start >= self.w {
-            self.start = t - t % self.w;
+    pub(super) fn start_of(&mut self, t: u64, w: u64) -> u64 {
+        if t < self.start || t - self.start >= w {
+            self.start = t - t % w;
         }
         self.start
     }
