@@ -253,11 +253,7 @@ impl LogLedger {
                     u64::from(added.is_some()),
                     "a new key holds its entry"
                 );
-                let c = class(count);
-                self.begin(key, c, fresh);
-                if let Some(e) = added {
-                    self.entries[c].enter(e, now);
-                }
+                self.born(key, fresh, count, added.into_iter());
             }
         }
         if added.is_some() {
@@ -288,13 +284,20 @@ impl LogLedger {
         if fresh <= now {
             return;
         }
-        let count = new.clone().filter(|&e| e > now).count() as u64;
+        let live = new.filter(|&e| e > now);
+        let count = live.clone().count() as u64;
+        self.born(key, fresh, count, live);
+        self.grew(key, count);
+    }
+
+    /// `key`, dead before, is alive from now until `fresh`, holding the
+    /// `count` live entries expiring at `live`.
+    fn born(&mut self, key: u32, fresh: u64, count: u64, live: impl Iterator<Item = u64>) {
         let c = class(count);
         self.begin(key, c, fresh);
-        for e in new.filter(|&e| e > now) {
-            self.entries[c].enter(e, now);
+        for e in live {
+            self.entries[c].enter(e, self.now);
         }
-        self.grew(key, count);
     }
 
     /// `key`, alive with `count` live entries, grew: the peaks follow.
