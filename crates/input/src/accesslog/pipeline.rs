@@ -431,14 +431,16 @@ impl Pipeline {
             return Ok(());
         }
         let order = &mut self.order;
-        let parsed = match matched {
-            // A line whose first match does not read may have another.
-            Some(values) => match self.format.parse_matched(bytes, values) {
-                Err(_) => self.format.parse(bytes, &mut self.values),
-                read => read,
-            },
+        // Parsed where it stays (a match on the first parse's result
+        // would move its 144 bytes).
+        let mut parsed = match matched {
+            Some(values) => self.format.parse_matched(bytes, values),
             None => self.format.parse(bytes, &mut self.values),
         };
+        // A line whose first match does not read may have another.
+        if matched.is_some() && parsed.is_err() {
+            parsed = self.format.parse(bytes, &mut self.values);
+        }
         // Looked at in place: a line's 136 bytes are not moved again.
         let parsed = match parsed {
             Err(e) => return order.bad(line_no, e.message(bytes), bytes),
