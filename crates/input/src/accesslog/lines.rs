@@ -10,6 +10,9 @@ use super::MAX_LINE_BYTES;
 /// a line is moved at most once, when the buffer's end is reached.
 const BUFFER: usize = 4 * MAX_LINE_BYTES;
 
+/// How many lines may be looked at ahead of the one handed out.
+pub(super) const AHEAD_MAX: usize = 32;
+
 /// Lines of a (possibly gzip-compressed) log, each at most
 /// [`MAX_LINE_BYTES`].
 pub(super) struct Lines {
@@ -23,6 +26,12 @@ pub(super) struct Lines {
     line: u64,
     /// Where the next line to look at ahead starts (at least `start`).
     ahead: usize,
+    /// The newlines of the lines looked at ahead and not yet handed out,
+    /// in order (a ring: `len` of them from `first`), which
+    /// [`Lines::next`] takes instead of searching again.
+    ends: [usize; AHEAD_MAX],
+    first: usize,
+    len: usize,
 }
 
 impl Lines {
@@ -50,6 +59,9 @@ impl Lines {
             eof: false,
             line: 0,
             ahead: 0,
+            ends: [0; AHEAD_MAX],
+            first: 0,
+            len: 0,
         })
     }
 
@@ -62,6 +74,18 @@ impl Lines {
                 "line {line}: longer than {MAX_LINE_BYTES} bytes, the longest line a log may have"
             )
         };
+        if self.len > 0 {
+            // A line looked at ahead: its newline is known, and the
+            // buffer has not moved since (it moves only when no newline
+            // is left in it).
+            let (start, nl) = (self.start, self.ends[self.first]);
+            (self.first, self.len) = ((self.first + 1) % AHEAD_MAX, self.len - 1);
+            if nl - start > MAX_LINE_BYTES {
+                return Err(too_long(self.line));
+            }
+            self.start = nl + 1;
+            return Ok(Some((self.line, without_cr(&self.buf[start..nl]))));
+        }
         let mut searched = self.start;
         loop {
             if let Some(i) = memchr::memchr(b'\n', &self.buf[searched..self.end]) {
@@ -104,14 +128,19 @@ impl Lines {
 }
 
 impl Lines {
-    /// The next line not yet looked at, if it is in the buffer already: a
-    /// look at what comes, which reads nothing and moves nothing
-    /// ([`Lines::next`] still hands out every line, the lines looked at
-    /// first, in order).
+    /// The next line not yet looked at, if it is in the buffer already
+    /// and fewer than [`AHEAD_MAX`] are looked at: a look at what comes,
+    /// which reads nothing and moves nothing ([`Lines::next`] still hands
+    /// out every line, the lines looked at first, in order).
     pub(super) fn look_ahead(&mut self) -> Option<&[u8]> {
+        if self.len == AHEAD_MAX {
+            return None;
+        }
         let i = memchr::memchr(b'\n', &self.buf[self.ahead..self.end])?;
         let (start, nl) = (self.ahead, self.ahead + i);
         self.ahead = nl + 1;
+        self.ends[(self.first + self.len) % AHEAD_MAX] = nl;
+        self.len += 1;
         Some(without_cr(&self.buf[start..nl]))
     }
 }
@@ -172,13 +201,22 @@ mod tests {
                 assert_eq!(first, l, "a line looked at ahead comes next");
             }
             seen.push(l);
-            while ahead.len() < 1 + seen.len() % 5 {
+            while ahead.len() < 1 + seen.len() % (AHEAD_MAX + 3) {
                 let Some(a) = lines.look_ahead() else { break };
                 ahead.push_back(a.to_vec());
             }
         }
         assert!(ahead.is_empty());
         assert_eq!(seen, all(text).unwrap());
+        // A line over the cap is refused when looked at ahead too.
+        let mut text = b"a\n".to_vec();
+        text.extend(vec![b'x'; MAX_LINE_BYTES + 1]);
+        text.extend_from_slice(b"\nb\n");
+        let mut lines = Lines::new(Box::new(io::Cursor::new(text))).unwrap();
+        assert_eq!(lines.next().unwrap(), Some((1, &b"a"[..])));
+        assert!(lines.look_ahead().is_some());
+        let e = lines.next().unwrap_err();
+        assert!(e.starts_with("line 2: longer than"), "{e}");
     }
 
     #[test]
