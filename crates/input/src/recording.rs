@@ -392,21 +392,39 @@ const NONE: u32 = u32::MAX;
 
 impl RecordedKeys {
     /// A hint that `client` and `ip` (the same slice when the address
-    /// field is the client field) are interned soon.
-    pub fn prefetch(&self, client: &[u8], ip: &[u8]) {
-        self.clients.prefetch(self.clients.hash(client));
+    /// field is the client field) are interned soon: the client's
+    /// [`RecordedKeys::hash`].
+    pub fn prefetch(&self, client: &[u8], ip: &[u8]) -> u64 {
+        let hash = self.clients.hash(client);
+        self.clients.prefetch(hash);
         if !std::ptr::eq(ip, client) {
             self.ips.prefetch(self.ips.hash(ip));
         }
+        hash
+    }
+
+    /// A client's hash, as its look-up takes it.
+    pub fn hash(&self, client: &[u8]) -> u64 {
+        self.clients.hash(client)
     }
 
     /// The ids of `client` and `ip`, new ones (client first) the first
     /// time the source names them; an error if one is new and not UTF-8.
     pub fn intern(&mut self, client: &[u8], ip: &[u8]) -> Result<(u32, u32), std::str::Utf8Error> {
+        self.intern_hashed(client, ip, self.hash(client))
+    }
+
+    /// [`RecordedKeys::intern`], given the client's [`RecordedKeys::hash`].
+    pub fn intern_hashed(
+        &mut self,
+        client: &[u8],
+        ip: &[u8],
+        hash_client: u64,
+    ) -> Result<(u32, u32), std::str::Utf8Error> {
+        debug_assert_eq!(hash_client, self.hash(client));
         // The address field is the client field (not a field of its own).
         let same = std::ptr::eq(ip, client);
         let names = &self.names;
-        let hash_client = self.clients.hash(client);
         let slot = self
             .clients
             .find(hash_client, client, |id| names.clients.get_bytes(id));

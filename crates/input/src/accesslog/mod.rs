@@ -713,7 +713,13 @@ struct LogKeys {
 }
 
 impl Interner for LogKeys {
-    fn intern(&mut self, c: &[u8], i: &[u8], s: &[u8]) -> Result<(u32, u32, u32), InternError> {
+    fn intern(
+        &mut self,
+        c: &[u8],
+        i: &[u8],
+        s: &[u8],
+        hint: Option<u64>,
+    ) -> Result<(u32, u32, u32), InternError> {
         let not_utf8 = |_| InternError::NotUtf8;
         // Every key is checked before any is interned: a line that is not
         // UTF-8 adds none.
@@ -724,7 +730,8 @@ impl Interner for LogKeys {
         if known.is_none() {
             std::str::from_utf8(s).map_err(not_utf8)?;
         }
-        let (client, ip) = self.keys.intern(c, i).map_err(not_utf8)?;
+        let hash = hint.unwrap_or_else(|| self.keys.hash(c));
+        let (client, ip) = self.keys.intern_hashed(c, i, hash).map_err(not_utf8)?;
         let part = match (known, self.split.as_mut()) {
             (Some(part), _) => part,
             (None, None) => 0,
@@ -740,8 +747,8 @@ impl Interner for LogKeys {
         Ok((client, ip, part))
     }
 
-    fn prefetch(&self, client: &[u8], ip: &[u8]) {
-        self.keys.prefetch(client, ip);
+    fn prefetch(&self, client: &[u8], ip: &[u8]) -> Option<u64> {
+        Some(self.keys.prefetch(client, ip))
     }
 }
 

@@ -37,23 +37,34 @@ pub(super) enum InternError {
 pub(super) trait Interner {
     /// Its client's, its address's and its source's part number (from the
     /// bytes of the client, the address and the `source` field's value,
-    /// empty when there is none).
+    /// empty when there is none); `hint` is what [`Interner::prefetch`]
+    /// returned for these keys, if it was asked.
     fn intern(
         &mut self,
         client: &[u8],
         ip: &[u8],
         source: &[u8],
+        hint: Option<u64>,
     ) -> Result<(u32, u32, u32), InternError>;
 
-    /// A hint that `client` and `ip` are interned soon.
-    fn prefetch(&self, _client: &[u8], _ip: &[u8]) {}
+    /// A hint that `client` and `ip` are interned soon; what it returns
+    /// (the client's hash, say) is handed to that [`Interner::intern`].
+    fn prefetch(&self, _client: &[u8], _ip: &[u8]) -> Option<u64> {
+        None
+    }
 }
 
 impl<F> Interner for F
 where
     F: FnMut(&[u8], &[u8], &[u8]) -> Result<(u32, u32, u32), InternError>,
 {
-    fn intern(&mut self, c: &[u8], i: &[u8], s: &[u8]) -> Result<(u32, u32, u32), InternError> {
+    fn intern(
+        &mut self,
+        c: &[u8],
+        i: &[u8],
+        s: &[u8],
+        _: Option<u64>,
+    ) -> Result<(u32, u32, u32), InternError> {
         self(c, i, s)
     }
 }
@@ -64,13 +75,16 @@ pub(super) type Intern<'a> = &'a mut dyn Interner;
 /// (nginx, Envoy) is parsed for its keys, whose table slots are asked for
 /// then: the cache misses of several lines' look-ups overlap.
 const LOOK_AHEAD: usize = 16;
+const _: () = assert!(LOOK_AHEAD <= super::lines::AHEAD_MAX);
 
 /// The lines looked at ahead (see [`LOOK_AHEAD`]), in line order: a
 /// ring of each one's fields' ranges, if it matched the format, which its
-/// parse then starts from.
+/// parse then starts from, and what the interner's prefetch of its keys
+/// returned.
 struct Ahead {
     ranges: Vec<Vec<Range<usize>>>,
     matched: [bool; LOOK_AHEAD],
+    hints: [Option<u64>; LOOK_AHEAD],
     first: usize,
     len: usize,
 }
@@ -80,6 +94,7 @@ impl Ahead {
         Ahead {
             ranges: vec![Vec::new(); LOOK_AHEAD],
             matched: [false; LOOK_AHEAD],
+            hints: [None; LOOK_AHEAD],
             first: 0,
             len: 0,
         }
@@ -413,9 +428,10 @@ impl Pipeline {
                 let slot = ahead.push();
                 let keys = self.format.keys(line, &mut ahead.ranges[slot]);
                 ahead.matched[slot] = keys.is_some();
-                if let Some((client, ip)) = keys {
-                    intern.prefetch(client, ip.unwrap_or(client));
-                }
+                ahead.hints[slot] = match keys {
+                    Some((client, ip)) => intern.prefetch(client, ip.unwrap_or(client)),
+                    None => None,
+                };
             }
         }
         let Some((line_no, bytes)) = self.lines.next()? else {
@@ -423,9 +439,12 @@ impl Pipeline {
             return self.order.finish_seconds(true);
         };
         // A line looked at ahead is the next handed out.
-        let matched = match self.ahead.as_mut() {
-            Some(ahead) if ahead.len > 0 => ahead.pop().map(|slot| &ahead.ranges[slot][..]),
-            _ => None,
+        let (matched, mut hint) = match self.ahead.as_mut() {
+            Some(ahead) if ahead.len > 0 => match ahead.pop() {
+                Some(slot) => (Some(&ahead.ranges[slot][..]), ahead.hints[slot]),
+                None => (None, None),
+            },
+            _ => (None, None),
         };
         if blank(bytes) {
             return Ok(());
@@ -440,6 +459,10 @@ impl Pipeline {
         // A line whose first match does not read may have another.
         if matched.is_some() && parsed.is_err() {
             parsed = self.format.parse(bytes, &mut self.values);
+            // Its keys may lie elsewhere than those looked at ahead (a
+            // parse of the looked-at match reads the client from the
+            // bytes the look ahead took, so its hint holds).
+            hint = None;
         }
         // Looked at in place: a line's 136 bytes are not moved again.
         let parsed = match parsed {
@@ -479,7 +502,7 @@ impl Pipeline {
                         _ => client,
                     };
                     let source = parsed.source.as_deref().unwrap_or_default();
-                    match intern.intern(client, ip, source) {
+                    match intern.intern(client, ip, source, hint) {
                         Ok(ids) => Some(ids),
                         Err(InternError::NotUtf8) => return order.bad(line_no, NOT_UTF8, bytes),
                         Err(InternError::Refused(e)) => return Err(format!("line {line_no}: {e}")),
