@@ -115,13 +115,31 @@ const EMPTY_SLOT: Slot = Slot {
 
 /// A key's bytes and length as a slot holds them (`LONG` when too long).
 fn inline(key: &[u8]) -> [u8; INLINE + 1] {
-    let mut b = [0; INLINE + 1];
-    if key.len() <= INLINE {
-        b[..key.len()].copy_from_slice(key);
-        b[INLINE] = key.len() as u8;
-    } else {
+    let n = key.len();
+    if n > INLINE {
+        let mut b = [0; INLINE + 1];
         b[INLINE] = LONG;
+        return b;
     }
+    // The bytes as two little-endian words, read a word (or half, or a
+    // quarter) at a time from each end — overlapping reads say the same
+    // bytes twice, so or-ing them is exact — without a call to memcpy.
+    let word = |at: usize| u64::from_le_bytes(key[at..at + 8].try_into().unwrap_or([0; 8]));
+    let half = |at: usize| {
+        u64::from(u32::from_le_bytes(
+            key[at..at + 4].try_into().unwrap_or([0; 4]),
+        ))
+    };
+    let (lo, hi) = match n {
+        // The high word's bytes 8..n are the last word's top n − 8.
+        9.. => (word(0), word(n - 8) >> (8 * (16 - n))),
+        8 => (word(0), 0),
+        4..=7 => (half(0) | half(n - 4) << (8 * (n - 4)), 0),
+        _ => (key.iter().rev().fold(0, |w, &c| w << 8 | u64::from(c)), 0),
+    };
+    let mut b = [0; INLINE + 1];
+    b[..8].copy_from_slice(&lo.to_le_bytes());
+    b[8..].copy_from_slice(&(hi | (n as u64) << 56).to_le_bytes());
     b
 }
 
@@ -208,6 +226,22 @@ impl IdTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A key's slot bytes: its bytes, zeros after them, its length last.
+    #[test]
+    fn a_key_inline_is_its_bytes_then_zeros_then_its_length() {
+        for n in 0..=INLINE + 2 {
+            let key: Vec<u8> = (0..n).map(|i| 0xa0 + i as u8).collect();
+            let mut want = [0u8; INLINE + 1];
+            if n <= INLINE {
+                want[..n].copy_from_slice(&key);
+                want[INLINE] = n as u8;
+            } else {
+                want[INLINE] = LONG;
+            }
+            assert_eq!(inline(&key), want, "{n}");
+        }
+    }
 
     #[test]
     fn short_and_long_keys_are_found_by_their_bytes() {
