@@ -27,6 +27,10 @@ pub struct Template {
     pub names: Vec<String>,
     /// Per piece, how a line's bytes are matched against it.
     steps: Vec<Step>,
+    /// The same, as [`Template::match_into`] runs through them: the
+    /// leading literal, then the fields.
+    lead: Box<[u8]>,
+    plan: Vec<Planned>,
 }
 
 // Two templates of the same pieces match alike (their steps are made of
@@ -51,6 +55,22 @@ enum Step {
         /// The literal after it (none for a last field: it runs to the end).
         until: Option<Until>,
     },
+}
+
+/// A field as [`Template::match_into`] takes it: a literal after a field
+/// is where the field's search found it, so a match is a run of searches,
+/// each followed by a skip over the literal found.
+#[derive(Debug, Clone)]
+struct Planned {
+    field: usize,
+    /// Where its value goes: `field` at its first occurrence in the
+    /// template, none ([`usize::MAX`]) at a later one.
+    slot: usize,
+    /// Its piece.
+    seg: usize,
+    until: Option<Until>,
+    /// The length of the literal after it.
+    skip: usize,
 }
 
 /// How the literal after a field is found.
@@ -176,8 +196,39 @@ impl Template {
                     },
                 },
             })
+            .collect::<Vec<Step>>();
+        let lead = match steps.first() {
+            Some(Step::Lit(lit)) => lit.clone(),
+            _ => Box::default(),
+        };
+        let plan = steps
+            .iter()
+            .enumerate()
+            .filter_map(|(seg, step)| match step {
+                Step::Lit(_) => None,
+                Step::Field {
+                    field,
+                    first,
+                    until,
+                } => Some(Planned {
+                    field: *field,
+                    slot: if *first { *field } else { usize::MAX },
+                    seg,
+                    until: until.clone(),
+                    skip: match steps.get(seg + 1) {
+                        Some(Step::Lit(lit)) => lit.len(),
+                        _ => 0,
+                    },
+                }),
+            })
             .collect();
-        Ok(Template { segs, names, steps })
+        Ok(Template {
+            segs,
+            names,
+            steps,
+            lead,
+            plan,
+        })
     }
 
     /// The index of field `name`.
@@ -193,37 +244,26 @@ impl Template {
         line: &[u8],
         values: &mut [std::ops::Range<usize>],
     ) -> Result<(), Mismatch> {
-        let mut pos = 0usize;
-        for (seg, step) in self.steps.iter().enumerate() {
+        // A literal after a field is where the field's search found it:
+        // only a leading one needs a look.
+        if !line.starts_with(&self.lead) {
+            return Err(Mismatch::Expected { seg: 0, pos: 0 });
+        }
+        let mut pos = self.lead.len();
+        for p in &self.plan {
             let rest = &line[pos..];
-            match step {
-                Step::Lit(lit) => {
-                    // A literal after a field is where the field's search
-                    // found it: only a leading one needs a look.
-                    if seg == 0 && !rest.starts_with(lit) {
-                        return Err(Mismatch::Expected { seg, pos });
-                    }
-                    pos += lit.len();
-                }
-                Step::Field {
-                    field,
-                    first,
-                    until,
-                } => {
-                    let len = match until {
-                        Some(until) => until.find(rest).ok_or(Mismatch::EndsInside {
-                            field: *field,
-                            seg: seg + 1,
-                            pos,
-                        })?,
-                        None => rest.len(),
-                    };
-                    if *first {
-                        values[*field] = pos..pos + len;
-                    }
-                    pos += len;
-                }
+            let len = match &p.until {
+                Some(until) => until.find(rest).ok_or(Mismatch::EndsInside {
+                    field: p.field,
+                    seg: p.seg + 1,
+                    pos,
+                })?,
+                None => rest.len(),
+            };
+            if let Some(value) = values.get_mut(p.slot) {
+                *value = pos..pos + len;
             }
+            pos += len + p.skip;
         }
         if pos != line.len() {
             return Err(Mismatch::Trailing {
@@ -474,6 +514,100 @@ mod tests {
     fn adjacent_fields_are_refused() {
         let r = Template::new(vec![Err("a".into()), Err("b".into())]);
         assert!(r.unwrap_err().contains("nothing between"));
+    }
+
+    /// A match piece by piece, as the template's pieces say it: the
+    /// reading `match_into`'s run of searches must give.
+    fn match_by_pieces(
+        tpl: &Template,
+        line: &[u8],
+    ) -> Result<Vec<std::ops::Range<usize>>, Mismatch> {
+        let mut values = vec![0..0; tpl.names.len()];
+        let mut seen = vec![false; tpl.names.len()];
+        let mut pos = 0usize;
+        for (seg, piece) in tpl.segs.iter().enumerate() {
+            match piece {
+                Seg::Lit(lit) => {
+                    if seg == 0 && !line.starts_with(lit.as_bytes()) {
+                        return Err(Mismatch::Expected { seg, pos });
+                    }
+                    pos += lit.len();
+                }
+                Seg::Field(f) => {
+                    let rest = &line[pos..];
+                    let len = match tpl.segs.get(seg + 1) {
+                        Some(Seg::Lit(next)) => memchr::memmem::find(rest, next.as_bytes()).ok_or(
+                            Mismatch::EndsInside {
+                                field: *f,
+                                seg: seg + 1,
+                                pos,
+                            },
+                        )?,
+                        _ => rest.len(),
+                    };
+                    if !std::mem::replace(&mut seen[*f], true) {
+                        values[*f] = pos..pos + len;
+                    }
+                    pos += len;
+                }
+            }
+        }
+        match pos == line.len() {
+            true => Ok(values),
+            false => Err(Mismatch::Trailing {
+                extra: line.len() - pos,
+            }),
+        }
+    }
+
+    /// Random templates (leading and trailing literals or not, literals
+    /// of one byte or several, a field named twice) over random lines of
+    /// their pieces' bytes: the run of searches reads what matching piece
+    /// by piece reads, and fails where it fails.
+    #[test]
+    fn a_match_is_the_pieces_matched_in_turn() {
+        let mut x = 11u64;
+        let mut next = move |n: usize| {
+            crate::lcg(&mut x);
+            ((x >> 33) as usize) % n
+        };
+        let lits = [" ", " - [", "] \"", "\"", "\" \"", ":", "|"];
+        let (mut read, mut failed) = (0, 0);
+        for _ in 0..3_000 {
+            let mut pieces: Vec<String> = Vec::new();
+            if next(2) == 0 {
+                pieces.push(lits[next(lits.len())].into());
+            }
+            for k in 0..1 + next(4) {
+                if k > 0 {
+                    pieces.push(lits[next(lits.len())].into());
+                }
+                pieces.push(format!("${}", ["a", "b", "c"][next(3)]));
+            }
+            if next(2) == 0 {
+                pieces.push(lits[next(lits.len())].into());
+            }
+            let pieces: Vec<&str> = pieces.iter().map(String::as_str).collect();
+            let tpl = t(&pieces);
+            for _ in 0..20 {
+                let line: Vec<u8> = (0..next(24))
+                    .flat_map(|_| match next(3) {
+                        0 => lits[next(lits.len())].as_bytes().to_vec(),
+                        _ => vec![b"xy0"[next(3)]],
+                    })
+                    .collect();
+                let mut values = vec![0..0; tpl.names.len()];
+                let got = tpl.match_into(&line, &mut values).map(|()| values);
+                let want = match_by_pieces(&tpl, &line);
+                assert_eq!(got, want, "{pieces:?} {:?}", String::from_utf8_lossy(&line));
+                match got {
+                    Ok(_) => read += 1,
+                    Err(_) => failed += 1,
+                }
+            }
+        }
+        // Both ways were tried, many times.
+        assert!(read > 1_000 && failed > 1_000, "{read} {failed}");
     }
 
     #[test]
