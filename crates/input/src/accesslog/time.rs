@@ -198,6 +198,16 @@ const POW10: [u64; 10] = [
 /// [`epoch`] of the plain form `DIGITS[.DIGITS]`, in one pass; `None` for
 /// any other form, for an error, or for a unit coarser than a second.
 pub fn epoch_fast(b: &[u8], unit_ns: u64) -> Option<u64> {
+    // nginx's `$msec` and `$request_time`: seconds, a point and three
+    // digits of milliseconds.
+    if let ([int @ .., b'.', x, y, z], NS) = (b, unit_ns) {
+        if let (Some(int), true) = (whole(int), [x, y, z].iter().all(|c| c.is_ascii_digit())) {
+            let ms = [x, y, z]
+                .iter()
+                .fold(0, |n, &c| n * 10 + u64::from(c - b'0'));
+            return int.checked_mul(NS)?.checked_add(ms * 1_000_000);
+        }
+    }
     // At most 19 integer digits (they fit a u64), 9 fraction digits and
     // zeros after them; a longer number is left to `epoch`.
     if unit_ns > NS || b.is_empty() || b.len() > 40 {
@@ -251,6 +261,30 @@ pub fn epoch_fast(b: &[u8], unit_ns: u64) -> Option<u64> {
         frac * unit_ns / den
     };
     int.checked_mul(unit_ns)?.checked_add(scaled)
+}
+
+/// The number the digits of `b` write (0 for none), if `b` is digits
+/// only and at most 19 of them (they fit a u64).
+fn whole(b: &[u8]) -> Option<u64> {
+    if b.len() > 19 {
+        return None;
+    }
+    let (eights, rest) = b.split_at(b.len() / 8 * 8);
+    let mut n = 0u64;
+    for w in eights.chunks_exact(8) {
+        let w = u64::from_le_bytes(w.try_into().ok()?);
+        if !eight_digits(w) {
+            return None;
+        }
+        n = n * 100_000_000 + eight_value(w);
+    }
+    for &c in rest {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        n = n * 10 + u64::from(c - b'0');
+    }
+    Some(n)
 }
 
 /// Whether the eight bytes of `w` (the first in its low byte) are all
@@ -487,6 +521,17 @@ mod tests {
             Some(1_796_085_720_239_000_000)
         );
         assert!(forms.iter().all(|f| epoch_fast(f.as_bytes(), NS).is_some()));
+        // Seconds and three digits of milliseconds, as nginx logs them.
+        assert_eq!(epoch_fast(b"0.012", NS), Some(12_000_000));
+        assert_eq!(epoch_fast(b".012", NS), Some(12_000_000));
+        assert_eq!(epoch(".012", NS), Ok(12_000_000));
+        assert_eq!(
+            epoch_fast(b"18446744073.709", NS),
+            Some(18_446_744_073_709_000_000)
+        );
+        assert_eq!(epoch_fast(b"18446744074.000", NS), None);
+        assert_eq!(epoch_fast(b"99999999999999999999.000", NS), None);
+        assert_eq!(epoch_fast(b"1764547200.0x0", NS), None);
         let forms = [
             "2026-12-01T00:42:00.239Z",
             "2026-12-01T00:42:00+00:00",
