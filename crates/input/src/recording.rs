@@ -33,6 +33,7 @@ use crate::clock::Nanos;
 use crate::keys::IdTable;
 use crate::population::Population;
 use crate::split::Split;
+use crate::traffic::{Arrival, Stream};
 
 /// One request of a recording, its keys as the recording's own ids (in
 /// the order the file first named them; see [`Recording::ids`]).
@@ -163,6 +164,56 @@ impl Ids {
     /// The population's ids of an entry's client and address.
     pub fn of(&self, e: &Entry) -> (u32, u32) {
         (self.clients[e.client as usize], self.ips[e.ip as usize])
+    }
+}
+
+/// A recording's requests up to `end` as the engine takes them: a
+/// trace's rows, a log's lines.
+pub(crate) struct ReplayStream {
+    replay: Replay,
+    ids: Arc<Ids>,
+    end: Nanos,
+}
+
+impl ReplayStream {
+    pub(crate) fn new(replay: Replay, ids: Arc<Ids>, end: Nanos) -> ReplayStream {
+        ReplayStream { replay, ids, end }
+    }
+
+    /// The next request's arrival and part, if it comes by the end.
+    fn next_arrival(&mut self) -> Option<(Arrival, u32)> {
+        let e = self.replay.next().filter(|e| e.time <= self.end)?;
+        let (client, ip) = self.ids.of(&e);
+        let cost = e.cost;
+        Some((
+            Arrival {
+                time: e.time,
+                client,
+                ip,
+                cost,
+            },
+            e.part,
+        ))
+    }
+}
+
+impl Stream for ReplayStream {
+    fn next(&mut self) -> anyhow::Result<Option<Arrival>> {
+        Ok(self.next_arrival().map(|(a, _)| a))
+    }
+
+    fn next_in_part(&mut self) -> anyhow::Result<Option<(Arrival, u32)>> {
+        Ok(self.next_arrival())
+    }
+
+    fn fill_in_part(&mut self, out: &mut Vec<(Arrival, u32)>, max: usize) -> anyhow::Result<()> {
+        while out.len() < max {
+            match self.next_arrival() {
+                Some(a) => out.push(a),
+                None => break,
+            }
+        }
+        Ok(())
     }
 }
 

@@ -26,6 +26,9 @@ use crate::traffic::{Arrival, Pattern, Stream, StreamCtx};
 const PREFETCH_AHEAD: usize = 8;
 
 /// A finished stream's pending arrival: never taken.
+/// How many of a recording's arrivals are taken from its stream at once.
+const RECORDED_BATCH: usize = 256;
+
 const NO_ARRIVAL: Arrival = Arrival {
     time: Nanos::ZERO,
     client: 0,
@@ -57,10 +60,14 @@ enum Gen<'a> {
         requests: Vec<u64>,
     },
     /// A recording's one stream, with its next arrival and that arrival's
-    /// part (see [`Stream::next_in_part`]), and how many it gave.
+    /// part (see [`Stream::next_in_part`]), the arrivals after it taken
+    /// from the stream a batch at a time (`ahead[at..]`), and how many it
+    /// gave.
     Recorded {
         stream: Box<dyn Stream>,
         pending: (Arrival, u32),
+        ahead: Vec<(Arrival, u32)>,
+        at: usize,
         requests: u64,
     },
     /// Poisson clients, each an 8-byte clock (its next arrival time is its
@@ -126,6 +133,8 @@ impl<'a> Arrivals<'a> {
                     Gen::Recorded {
                         stream,
                         pending: next.unwrap_or((NO_ARRIVAL, 0)),
+                        ahead: Vec::with_capacity(RECORDED_BATCH),
+                        at: 0,
                         requests: 0,
                     }
                 }
@@ -213,10 +222,18 @@ impl<'a> Arrivals<'a> {
                 Gen::Recorded {
                     stream,
                     pending,
+                    ahead,
+                    at,
                     requests,
                 } => {
                     let (arrival, part) = *pending;
-                    let next = stream.next_in_part()?;
+                    if *at == ahead.len() {
+                        ahead.clear();
+                        *at = 0;
+                        stream.fill_in_part(ahead, RECORDED_BATCH)?;
+                    }
+                    let next = ahead.get(*at).copied();
+                    *at += next.is_some() as usize;
                     if let Some(n) = next {
                         *pending = n;
                     }

@@ -64,6 +64,20 @@ pub trait Stream: Send {
     fn next_in_part(&mut self) -> anyhow::Result<Option<(Arrival, u32)>> {
         Ok(self.next()?.map(|a| (a, 0)))
     }
+
+    /// The next arrivals with their parts, as [`Stream::next_in_part`]
+    /// gives them, appended to `out` until it holds `max` or the stream
+    /// ends (then fewer; none at its end). A recording's stream decodes
+    /// them in one loop.
+    fn fill_in_part(&mut self, out: &mut Vec<(Arrival, u32)>, max: usize) -> anyhow::Result<()> {
+        while out.len() < max {
+            match self.next_in_part()? {
+                Some(a) => out.push(a),
+                None => break,
+            }
+        }
+        Ok(())
+    }
 }
 
 /// A validated `[[traffic]]` source.

@@ -69,10 +69,12 @@ use crate::clock::{Nanos, MAX_NANOS};
 use crate::error::{quoted, InputError};
 use crate::fields::Fields;
 use crate::population::Population;
-use crate::recording::{Cache, Counts, Entry, Ids, Recording, RecordingBuilder, Replay};
+use crate::recording::{
+    Cache, Counts, Entry, Ids, Recording, RecordingBuilder, Replay, ReplayStream,
+};
 use crate::split::Split;
 use crate::trace_data::FileId;
-use crate::traffic::{Arrival, Recorded, Stream, StreamCtx};
+use crate::traffic::{Recorded, Stream, StreamCtx};
 use crate::{RecordedKeys, TraceData};
 
 /// Nanoseconds in a second.
@@ -355,10 +357,11 @@ impl AccessLog {
     }
 
     pub fn open(&self, ctx: StreamCtx) -> anyhow::Result<Box<dyn Stream>> {
-        Ok(Box::new(LogStream {
-            requests: self.requests()?,
-            end: ctx.end,
-        }))
+        Ok(Box::new(ReplayStream::new(
+            self.recording.replay(),
+            Arc::clone(&self.ids),
+            ctx.end,
+        )))
     }
 
     /// For `summary.json`: what was read and how.
@@ -487,32 +490,6 @@ impl Requests {
                 line: e.line,
             }
         }))
-    }
-}
-
-struct LogStream {
-    requests: Requests,
-    end: Nanos,
-}
-
-impl Stream for LogStream {
-    fn next(&mut self) -> anyhow::Result<Option<Arrival>> {
-        Ok(self.next_in_part()?.map(|(a, _)| a))
-    }
-
-    fn next_in_part(&mut self) -> anyhow::Result<Option<(Arrival, u32)>> {
-        Ok(match self.requests.next_request()? {
-            Some(r) if r.time <= self.end => Some((
-                Arrival {
-                    time: r.time,
-                    client: r.client,
-                    ip: r.ip,
-                    cost: r.cost,
-                },
-                r.part,
-            )),
-            _ => None,
-        })
     }
 }
 

@@ -33,11 +33,11 @@ use crate::error::{quoted, InputError};
 use crate::fields::{Fields, MAX_COUNT};
 use crate::population::Population;
 use crate::recording::{
-    Cache, Counts, Entry, Ids, RecordedKeys, Recording, RecordingBuilder, Replay,
+    Cache, Counts, Entry, Ids, RecordedKeys, Recording, RecordingBuilder, ReplayStream,
 };
 use crate::split::Split;
 use crate::trace_data::FileId;
-use crate::traffic::{Arrival, Recorded, Stream, StreamCtx};
+use crate::traffic::{Recorded, Stream, StreamCtx};
 use crate::TraceData;
 
 /// The longest line a trace may have, in bytes, not counting its `\n` (a
@@ -554,11 +554,11 @@ impl Recorded for Trace {
     }
 
     fn open(&self, ctx: StreamCtx) -> anyhow::Result<Box<dyn Stream>> {
-        Ok(Box::new(TraceStream {
-            replay: self.recording.replay(),
-            ids: Arc::clone(&self.ids),
-            end: ctx.end,
-        }))
+        Ok(Box::new(ReplayStream::new(
+            self.recording.replay(),
+            Arc::clone(&self.ids),
+            ctx.end,
+        )))
     }
 
     fn memory_bytes(&self) -> u64 {
@@ -577,37 +577,6 @@ fn csv_error(e: &csv::Error) -> String {
         } => format!("has {len} fields, the header has {expected_len}"),
         csv::ErrorKind::Utf8 { .. } => "is not valid UTF-8".to_string(),
         _ => e.to_string(),
-    }
-}
-
-/// A trace's rows from its recording.
-pub(crate) struct TraceStream {
-    replay: Replay,
-    ids: Arc<Ids>,
-    end: Nanos,
-}
-
-impl Stream for TraceStream {
-    fn next(&mut self) -> anyhow::Result<Option<Arrival>> {
-        Ok(self.next_in_part()?.map(|(a, _)| a))
-    }
-
-    fn next_in_part(&mut self) -> anyhow::Result<Option<(Arrival, u32)>> {
-        Ok(match self.replay.next() {
-            Some(e) if e.time <= self.end => {
-                let (client, ip) = self.ids.of(&e);
-                Some((
-                    Arrival {
-                        time: e.time,
-                        client,
-                        ip,
-                        cost: e.cost,
-                    },
-                    e.part,
-                ))
-            }
-            _ => None,
-        })
     }
 }
 
