@@ -192,11 +192,16 @@ impl<'a> Arrivals<'a> {
     /// Replaces `out` with up to `max` next arrivals; empty at the end.
     pub(super) fn next_chunk(&mut self, out: &mut Vec<Shared>, max: usize) -> anyhow::Result<()> {
         out.clear();
+        // A lone stream's next arrival, held here rather than pushed into
+        // the empty queue and popped back at once (as the queue's one
+        // event, it is written and read again within a few instructions,
+        // which stalls the load on the store).
+        let mut held: Option<(Nanos, u64, u32)> = None;
         while out.len() < max {
             if let Some(i) = self.queue.ahead(PREFETCH_AHEAD) {
                 self.prefetch(i as usize);
             }
-            let Some((time, index, i)) = self.queue.pop_numbered() else {
+            let Some((time, index, i)) = held.take().or_else(|| self.queue.pop_numbered()) else {
                 break;
             };
             let src = self.traffic_of(i);
@@ -257,7 +262,10 @@ impl<'a> Arrivals<'a> {
             };
             if let Some(t) = next {
                 debug_assert!(t >= arrival.time, "streams yield in time order");
-                self.queue.push(t, i);
+                match self.queue.is_empty() {
+                    true => held = Some((t, self.queue.take_seq(), i)),
+                    false => self.queue.push(t, i),
+                }
             }
             out.push(Shared {
                 arrival,
@@ -266,6 +274,11 @@ impl<'a> Arrivals<'a> {
                 index,
                 pushed: self.queue.pushed(),
             });
+        }
+        // (A stream's error above ends the run: what is held then
+        // matters no more.)
+        if let Some((t, seq, i)) = held {
+            self.queue.restore(t, seq, i);
         }
         Ok(())
     }

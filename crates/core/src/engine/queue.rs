@@ -132,6 +132,32 @@ impl Queue {
     pub(super) fn pushed(&self) -> u64 {
         self.seq
     }
+
+    /// No event is queued.
+    pub(super) fn is_empty(&self) -> bool {
+        self.solo.is_none() && self.calendar_is_empty()
+    }
+
+    /// The sequence number a push would give an event now, for an event
+    /// the caller holds instead of pushing it into an empty queue: it pops
+    /// the event itself before anything else is pushed or popped, or hands
+    /// it back with [`Queue::restore`]. Either way the queue pops what
+    /// pushing it would have given.
+    pub(super) fn take_seq(&mut self) -> u64 {
+        debug_assert!(self.is_empty());
+        if self.seq == self.packed_below {
+            self.widen();
+        }
+        self.seq += 1;
+        self.seq - 1
+    }
+
+    /// An event numbered by [`Queue::take_seq`], queued as its push would
+    /// have queued it (the queue has stayed empty).
+    pub(super) fn restore(&mut self, t: Nanos, seq: u64, payload: u32) {
+        debug_assert!(self.is_empty() && seq + 1 == self.seq);
+        self.solo = Some((t, seq, payload));
+    }
 }
 
 #[cfg(test)]
@@ -167,6 +193,14 @@ mod tests {
                     if let Some((t, _, _)) = want {
                         now = t.0;
                     }
+                } else if op == 1 && q.is_empty() {
+                    // Held instead of pushed into the empty queue, then
+                    // handed back: as if pushed.
+                    let s = q.take_seq();
+                    proptest::prop_assert_eq!(s, seq);
+                    q.restore(Nanos(now + dt), s, payload);
+                    heap.push(std::cmp::Reverse((now + dt, seq, payload)));
+                    seq += 1;
                 } else {
                     q.push(Nanos(now + dt), payload);
                     heap.push(std::cmp::Reverse((now + dt, seq, payload)));
@@ -175,6 +209,7 @@ mod tests {
                 let head = heap.peek().map(|r| (Nanos(r.0 .0), r.0 .2));
                 proptest::prop_assert_eq!(q.peek(), head);
                 proptest::prop_assert_eq!(q.pushed(), seq);
+                proptest::prop_assert_eq!(q.is_empty(), heap.is_empty());
                 proptest::prop_assert_eq!(matches!(q.events, Events::Wide(_)), seq > packed_below);
             }
         }
