@@ -25,10 +25,10 @@ use crate::traffic::{Arrival, Pattern, Stream, StreamCtx};
 /// How many arrivals ahead the generator asks for their streams' state.
 const PREFETCH_AHEAD: usize = 8;
 
-/// A finished stream's pending arrival: never taken.
 /// How many of a recording's arrivals are taken from its stream at once.
 const RECORDED_BATCH: usize = 256;
 
+/// A finished stream's pending arrival: never taken.
 const NO_ARRIVAL: Arrival = Arrival {
     time: Nanos::ZERO,
     client: 0,

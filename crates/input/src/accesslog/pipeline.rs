@@ -622,6 +622,49 @@ mod tests {
         (r, p)
     }
 
+    /// Ids by first appearance, with a hint from its prefetch (the
+    /// client's bytes, summed with their positions) that each intern
+    /// checks against the client it is handed: a hint for other bytes
+    /// than the key interned fails the test.
+    #[derive(Default)]
+    struct Checking {
+        ids: std::collections::HashMap<Vec<u8>, u32>,
+        hinted: u64,
+    }
+
+    fn hint_of(client: &[u8]) -> u64 {
+        (client
+            .iter()
+            .zip(1..)
+            .map(|(&b, i)| u64::from(b) * i)
+            .sum::<u64>()
+            << 8)
+            | client.len() as u64
+    }
+
+    impl Interner for Checking {
+        fn intern(
+            &mut self,
+            c: &[u8],
+            i: &[u8],
+            _: &[u8],
+            hint: Option<u64>,
+        ) -> Result<(u32, u32, u32), InternError> {
+            if let Some(h) = hint {
+                assert_eq!(h, hint_of(c), "a hint for other bytes than {c:?}");
+                self.hinted += 1;
+            }
+            let n = self.ids.len() as u32;
+            let c = *self.ids.entry(c.to_vec()).or_insert(n);
+            let n = self.ids.len() as u32;
+            Ok((c, *self.ids.entry(i.to_vec()).or_insert(n), 0))
+        }
+
+        fn prefetch(&self, client: &[u8], _: &[u8]) -> Option<u64> {
+            Some(hint_of(client))
+        }
+    }
+
     /// Every request of `log` (skipping bad lines) as the pipeline hands
     /// it out, and the counts, with lines looked at ahead or not.
     fn requests(log: &[u8], look_ahead: bool) -> (Vec<String>, [u64; 4]) {
@@ -644,17 +687,13 @@ mod tests {
         if !look_ahead {
             p.ahead = None;
         }
-        let mut ids = std::collections::HashMap::new();
-        let mut intern = |c: &[u8], i: &[u8], _: &[u8]| {
-            let n = ids.len() as u32;
-            let c = *ids.entry(c.to_vec()).or_insert(n);
-            let n = ids.len() as u32;
-            Ok((c, *ids.entry(i.to_vec()).or_insert(n), 0))
-        };
+        let mut intern = Checking::default();
         let mut out = Vec::new();
         while let Some(r) = p.next(&mut intern).unwrap() {
             out.push(format!("{r:?}"));
         }
+        // Most lines' keys were hashed once, when looked at ahead.
+        assert_eq!(intern.hinted > out.len() as u64 / 2, look_ahead);
         let counts = [p.skipped(), p.reordered(), p.filtered, p.empty_key];
         (out, counts)
     }
@@ -664,11 +703,13 @@ mod tests {
     // §8): nginx logged these for the Basic users `a [b` and `x] "y [1`.
     #[test]
     fn a_line_looked_at_ahead_is_read_the_way_it_reads() {
-        let format =
-            || Format::Nginx(nginx::NginxFormat::new(nginx::COMBINED, None, None, None).unwrap());
+        let format = || {
+            let f = nginx::NginxFormat::new(nginx::COMBINED, None, Some("$remote_user"), None);
+            Format::Nginx(f.unwrap())
+        };
         let log = concat!(
             "127.0.0.1 - a [b [03/Dec/2026:15:05:02 +0000] \"GET /one HTTP/1.1\" 200 3 \"-\" \"c\"\n",
-            "127.0.0.1 - - [03/Dec/2026:15:05:03 +0000] \"GET /two HTTP/1.1\" 200 3 \"-\" \"c\"\n",
+            "127.0.0.1 - u [03/Dec/2026:15:05:03 +0000] \"GET /two HTTP/1.1\" 200 3 \"-\" \"c\"\n",
             "127.0.0.1 - x] \\x22y [1 [03/Dec/2026:15:05:04 +0000] \"GET /three HTTP/1.1\" 200 3 \"-\" \"c\"\n",
         );
         let mut options = LogOptions {
@@ -683,7 +724,9 @@ mod tests {
             let lines =
                 Lines::new(Box::new(std::io::Cursor::new(log.as_bytes().to_vec()))).unwrap();
             let mut p = Pipeline::new(lines, &Arc::new(format()), &options);
-            let mut intern = |_: &[u8], _: &[u8], _: &[u8]| Ok((0, 0, 0));
+            // The client key is `$remote_user`, whose first match does
+            // not read in lines 1 and 3: their hints must not be used.
+            let mut intern = Checking::default();
             let mut times = Vec::new();
             while let Some(r) = p.next(&mut intern).unwrap() {
                 times.push((r.line, r.time.0));
