@@ -176,6 +176,7 @@ impl Rule for FixedWindowRule {
         FixedWindowRule { cfg }.decide(c, now, cost).0
     }
 
+    #[inline(always)]
     fn decide(&self, c: &mut Counter, now: Nanos, cost: u64) -> (Decision, Option<u64>) {
         let cfg = self.cfg;
         let k = self.current(Some(c.window), now);

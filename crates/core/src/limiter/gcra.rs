@@ -100,6 +100,7 @@ impl Rule for GcraRule {
         0
     }
 
+    #[inline(always)]
     fn decide(&self, tat: &mut u128, now: Nanos, cost: u64) -> (Decision, Option<u64>) {
         let (n, d) = (self.cfg.rate.tokens(), self.cfg.rate.per_ns());
         if cost > self.cfg.burst {

@@ -91,6 +91,7 @@ impl Rule for IntervalBucketRule {
         }
     }
 
+    #[inline(always)]
     fn decide(&self, b: &mut Fills, now: Nanos, cost: u64) -> (Decision, Option<u64>) {
         let cfg = self.cfg;
         let k = now.0 / cfg.fill_interval.0;

@@ -222,6 +222,7 @@ impl Rule for LeakyBucketRule {
         Outlet::default()
     }
 
+    #[inline(always)]
     fn decide(&self, o: &mut Outlet, now: Nanos, cost: u64) -> (Decision, Option<u64>) {
         let (n, d) = (self.cfg.rate.tokens(), self.cfg.rate.per_ns());
         let queue = self.cfg.queue;

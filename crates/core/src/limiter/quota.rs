@@ -87,6 +87,7 @@ impl Rule for QuotaRule {
         }
     }
 
+    #[inline(always)]
     fn decide(&self, state: &mut Used, now: Nanos, cost: u64) -> (Decision, Option<u64>) {
         let span = self.cfg.epoch.span(self.cfg.period, now);
         if state.period_end != span.next {

@@ -183,6 +183,7 @@ impl Rule for SlidingCounterRule {
         SlidingCounterRule { cfg }.decide(s, now, cost).0
     }
 
+    #[inline(always)]
     fn decide(&self, s: &mut WindowCounts, now: Nanos, cost: u64) -> (Decision, Option<u64>) {
         (self.count(s, now, cost), None)
     }

@@ -162,6 +162,7 @@ impl Rule for SlidingLogRule {
         SlidingLogRule { cfg }.decide(log, now, cost).0
     }
 
+    #[inline(always)]
     fn decide(&self, log: &mut Log, now: Nanos, cost: u64) -> (Decision, Option<u64>) {
         let w = self.cfg.window.0;
         while let Some((s, cum)) = log.entries.front() {

@@ -133,6 +133,7 @@ impl Rule for SmoothBurstyRule {
         StoredPermits { tokens, last: now }
     }
 
+    #[inline(always)]
     fn decide(&self, b: &mut StoredPermits, now: Nanos, cost: u64) -> (Decision, Option<u64>) {
         let (n, d) = (self.cfg.rate.tokens(), self.cfg.rate.per_ns());
         let elapsed = (now.0 - b.last.0) as i128;

@@ -159,6 +159,7 @@ impl<B: Balance> Rule for TokenBucketRule<B> {
         b
     }
 
+    #[inline(always)]
     fn decide(&self, b: &mut Tokens<B>, now: Nanos, cost: u64) -> (Decision, Option<u64>) {
         let (n, d) = (self.cfg.rate.tokens(), self.cfg.rate.per_ns());
         let elapsed = (now.0 - b.last.0) as u128;

@@ -115,6 +115,7 @@ impl Rule for LimitReqRule {
         None
     }
 
+    #[inline(always)]
     fn decide(&self, node: &mut Option<Node>, now: Nanos, cost: u64) -> (Decision, Option<u64>) {
         let (r, queue, delay) = (self.r, self.cfg.queue as u128, self.cfg.delay as u128);
         let m = now.0 / MS;
