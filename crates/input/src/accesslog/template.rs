@@ -6,7 +6,7 @@
 //! template puts it, and a field's value runs up to the next occurrence of
 //! the literal that follows it (to the end of the line for a last field).
 //! When that match leaves the line unmatched or a field unreadable, later
-//! occurrences are tried ([`Template::first_match`]).
+//! occurrences are tried ([`Template::only_reading`]).
 //! Two fields with nothing between them cannot be told apart and are
 //! refused when the template is compiled.
 
@@ -25,15 +25,13 @@ pub struct Template {
     pub segs: Vec<Seg>,
     /// Distinct field names, in order of first appearance.
     pub names: Vec<String>,
-    /// Per piece, how a line's bytes are matched against it.
-    steps: Vec<Step>,
-    /// The same, as [`Template::match_into`] runs through them: the
-    /// leading literal, then the fields.
+    /// How a line's bytes are matched against the pieces: the leading
+    /// literal, then the fields.
     lead: Box<[u8]>,
     plan: Vec<Planned>,
 }
 
-// Two templates of the same pieces match alike (their steps are made of
+// Two templates of the same pieces match alike (their plans are made of
 // the pieces).
 impl PartialEq for Template {
     fn eq(&self, other: &Template) -> bool {
@@ -43,31 +41,20 @@ impl PartialEq for Template {
 
 impl Eq for Template {}
 
-/// A piece, compiled: a literal's bytes, or a field with the searcher of
-/// the literal that ends it (built once, not per line).
-#[derive(Debug, Clone)]
-enum Step {
-    Lit(Box<[u8]>),
-    Field {
-        field: usize,
-        /// Its first occurrence in the template: the one whose value counts.
-        first: bool,
-        /// The literal after it (none for a last field: it runs to the end).
-        until: Option<Until>,
-    },
-}
-
-/// A field as [`Template::match_into`] takes it: a literal after a field
-/// is where the field's search found it, so a match is a run of searches,
+/// A field, compiled (once, not per line): a literal after a field is
+/// where the field's search found it, so a match is a run of searches,
 /// each followed by a skip over the literal found.
 #[derive(Debug, Clone)]
 struct Planned {
     field: usize,
     /// Where its value goes: `field` at its first occurrence in the
-    /// template, none ([`usize::MAX`]) at a later one.
+    /// template (the one whose value counts), none ([`usize::MAX`]) at a
+    /// later one.
     slot: usize,
     /// Its piece.
     seg: usize,
+    /// The searcher of the literal after it (none for a last field: it
+    /// runs to the end).
     until: Option<Until>,
     /// The length of the literal after it.
     skip: usize,
@@ -119,7 +106,7 @@ fn find_byte(b: u8, hay: &[u8]) -> Option<usize> {
     }
 }
 
-/// How many literals [`Template::first_match`] looks for in a line at
+/// How many literals [`Template::only_reading`] looks for in a line at
 /// most (a line of a few hundred bytes has a few dozen of a template's
 /// literals; a match that needs more is not found, and the line is bad).
 pub const ALTERNATIVES: usize = 1024;
@@ -178,54 +165,40 @@ impl Template {
         if names.is_empty() {
             return Err("has no fields".into());
         }
-        let mut seen = vec![false; names.len()];
-        let steps = segs
-            .iter()
-            .enumerate()
-            .map(|(i, seg)| match seg {
-                Seg::Lit(lit) => Step::Lit(lit.as_bytes().into()),
-                Seg::Field(f) => Step::Field {
-                    field: *f,
-                    first: !std::mem::replace(&mut seen[*f], true),
-                    until: match segs.get(i + 1) {
-                        Some(Seg::Lit(next)) => Some(match next.as_bytes() {
-                            [b] => Until::Byte(*b),
-                            bytes => Until::Bytes(Box::new(Finder::new(bytes).into_owned())),
-                        }),
-                        _ => None,
-                    },
-                },
-            })
-            .collect::<Vec<Step>>();
-        let lead = match steps.first() {
-            Some(Step::Lit(lit)) => lit.clone(),
+        let lead = match segs.first() {
+            Some(Seg::Lit(lit)) => lit.as_bytes().into(),
             _ => Box::default(),
         };
-        let plan = steps
+        let mut seen = vec![false; names.len()];
+        let plan = segs
             .iter()
             .enumerate()
-            .filter_map(|(seg, step)| match step {
-                Step::Lit(_) => None,
-                Step::Field {
-                    field,
-                    first,
-                    until,
-                } => Some(Planned {
-                    field: *field,
-                    slot: if *first { *field } else { usize::MAX },
-                    seg,
-                    until: until.clone(),
-                    skip: match steps.get(seg + 1) {
-                        Some(Step::Lit(lit)) => lit.len(),
-                        _ => 0,
+            .filter_map(|(seg, piece)| {
+                let Seg::Field(f) = piece else {
+                    return None;
+                };
+                let next = match segs.get(seg + 1) {
+                    Some(Seg::Lit(next)) => Some(next.as_bytes()),
+                    _ => None,
+                };
+                Some(Planned {
+                    field: *f,
+                    slot: match std::mem::replace(&mut seen[*f], true) {
+                        false => *f,
+                        true => usize::MAX,
                     },
-                }),
+                    seg,
+                    until: next.map(|bytes| match bytes {
+                        [b] => Until::Byte(*b),
+                        bytes => Until::Bytes(Box::new(Finder::new(bytes).into_owned())),
+                    }),
+                    skip: next.map_or(0, <[u8]>::len),
+                })
             })
             .collect();
         Ok(Template {
             segs,
             names,
-            steps,
             lead,
             plan,
         })
@@ -244,12 +217,7 @@ impl Template {
         line: &[u8],
         values: &mut [std::ops::Range<usize>],
     ) -> Result<(), Mismatch> {
-        // A literal after a field is where the field's search found it:
-        // only a leading one needs a look — byte by byte, as it is short
-        // (a call to memcmp, even for none, costs more than its bytes).
-        let leads =
-            line.len() >= self.lead.len() && self.lead.iter().zip(line).all(|(a, b)| a == b);
-        if !leads {
+        if !self.leads(line) {
             return Err(Mismatch::Expected { seg: 0, pos: 0 });
         }
         let mut pos = self.lead.len();
@@ -296,12 +264,15 @@ impl Template {
     ) -> Result<Option<T>, Ambiguous> {
         values.clear();
         values.resize(self.names.len(), 0..0);
+        if !self.leads(line) {
+            return Ok(None);
+        }
         let mut budget = ALTERNATIVES;
         let mut found: Option<T> = None;
         let mut ambiguous = false;
         self.match_from(
             0,
-            0,
+            self.lead.len(),
             line,
             values,
             &mut budget,
@@ -324,58 +295,50 @@ impl Template {
         Ok(found.filter(|_| budget > 0))
     }
 
-    /// Calls `visit` with each way `line` matches from piece `seg` at
-    /// byte `pos` on, depth first, until it says to stop (true).
+    /// Whether `line` starts with the leading literal — compared byte by
+    /// byte, as it is short (a call to memcmp, even for none, costs more
+    /// than its bytes). A literal after a field is where the field's
+    /// search found it: only a leading one needs a look.
+    fn leads(&self, line: &[u8]) -> bool {
+        line.len() >= self.lead.len() && self.lead.iter().zip(line).all(|(a, b)| a == b)
+    }
+
+    /// Calls `visit` with each way `line` matches from planned field `k`
+    /// at byte `pos` on, depth first, until it says to stop (true).
     fn match_from(
         &self,
-        seg: usize,
+        k: usize,
         pos: usize,
         line: &[u8],
         values: &mut [std::ops::Range<usize>],
         budget: &mut usize,
         visit: &mut dyn FnMut(&[std::ops::Range<usize>]) -> bool,
     ) -> bool {
-        let Some(step) = self.steps.get(seg) else {
+        let Some(p) = self.plan.get(k) else {
             return pos == line.len() && visit(values);
         };
-        match step {
-            Step::Lit(lit) => {
-                // As in `match_into`: a literal after a field is where the
-                // field's search found it.
-                if seg == 0 && !line.starts_with(lit) {
-                    return false;
-                }
-                self.match_from(seg + 1, pos + lit.len(), line, values, budget, visit)
+        let Some(until) = &p.until else {
+            if let Some(value) = values.get_mut(p.slot) {
+                *value = pos..line.len();
             }
-            Step::Field {
-                field,
-                first,
-                until,
-            } => {
-                let Some(until) = until else {
-                    if *first {
-                        values[*field] = pos..line.len();
-                    }
-                    return self.match_from(seg + 1, line.len(), line, values, budget, visit);
-                };
-                let mut from = pos;
-                while *budget > 0 {
-                    *budget -= 1;
-                    let Some(at) = until.find(&line[from..]) else {
-                        return false;
-                    };
-                    let end = from + at;
-                    if *first {
-                        values[*field] = pos..end;
-                    }
-                    if self.match_from(seg + 1, end, line, values, budget, visit) {
-                        return true;
-                    }
-                    from = end + 1;
-                }
-                false
+            return self.match_from(k + 1, line.len(), line, values, budget, visit);
+        };
+        let mut from = pos;
+        while *budget > 0 {
+            *budget -= 1;
+            let Some(at) = until.find(&line[from..]) else {
+                return false;
+            };
+            let end = from + at;
+            if let Some(value) = values.get_mut(p.slot) {
+                *value = pos..end;
             }
+            if self.match_from(k + 1, end + p.skip, line, values, budget, visit) {
+                return true;
+            }
+            from = end + 1;
         }
+        false
     }
 
     /// What did not match, as a bad line's message says it.
@@ -603,6 +566,16 @@ mod tests {
                 let got = tpl.match_into(&line, &mut values).map(|()| values);
                 let want = match_by_pieces(&tpl, &line);
                 assert_eq!(got, want, "{pieces:?} {:?}", String::from_utf8_lossy(&line));
+                // The search of every way visits that match among them
+                // (and none, when the leading literal is not there).
+                let first = tpl.only_reading(&line, &mut Vec::new(), &mut |v| {
+                    (Ok(v) == got.as_deref()).then_some(())
+                });
+                let visited = got.is_err() || first == Ok(Some(()));
+                assert!(visited, "{pieces:?} {:?}", String::from_utf8_lossy(&line));
+                if let Err(Mismatch::Expected { .. }) = got {
+                    assert_eq!(first, Ok(None));
+                }
                 match got {
                     Ok(_) => read += 1,
                     Err(_) => failed += 1,
