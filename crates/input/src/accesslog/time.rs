@@ -195,7 +195,7 @@ const POW10: [u64; 10] = [
     1_000_000_000,
 ];
 
-/// [`epoch`] of the plain form `DIGITS[.DIGITS]`, in one pass; `None` for
+/// [`epoch`] of the plain form `DIGITS[.DIGITS]`, read in place; `None` for
 /// any other form, for an error, or for a unit coarser than a second.
 pub fn epoch_fast(b: &[u8], unit_ns: u64) -> Option<u64> {
     // nginx's `$msec` and `$request_time`: seconds, a point and three
@@ -213,25 +213,11 @@ pub fn epoch_fast(b: &[u8], unit_ns: u64) -> Option<u64> {
     if unit_ns > NS || b.is_empty() || b.len() > 40 {
         return None;
     }
-    let mut i = 0;
-    let mut int = 0u64;
-    // Eight digits at a time while eight remain (a `$msec` has ten),
-    // then one at a time.
-    while let Some(w) = b.get(i..i + 8).and_then(|w| w.try_into().ok()) {
-        let w = u64::from_le_bytes(w);
-        if !eight_digits(w) {
-            break;
-        }
-        int = int.wrapping_mul(100_000_000).wrapping_add(eight_value(w));
-        i += 8;
-    }
-    while i < b.len() && b[i].is_ascii_digit() {
-        int = int.wrapping_mul(10).wrapping_add(u64::from(b[i] - b'0'));
-        i += 1;
-    }
-    if i > 19 {
-        return None;
-    }
+    let i = b
+        .iter()
+        .position(|c| !c.is_ascii_digit())
+        .unwrap_or(b.len());
+    let int = whole(&b[..i])?;
     let (mut frac, mut frac_digits) = (0u64, 0usize);
     if i < b.len() {
         if b[i] != b'.' || b.len() == 1 {
