@@ -205,16 +205,6 @@ impl Stream for ReplayStream {
     fn next_in_part(&mut self) -> anyhow::Result<Option<(Arrival, u32)>> {
         Ok(self.next_arrival())
     }
-
-    fn fill_in_part(&mut self, out: &mut Vec<(Arrival, u32)>, max: usize) -> anyhow::Result<()> {
-        while out.len() < max {
-            match self.next_arrival() {
-                Some(a) => out.push(a),
-                None => break,
-            }
-        }
-        Ok(())
-    }
 }
 
 /// A recording being read: its requests in replay order (its keys are
