@@ -6,6 +6,10 @@
 //! (`time_unit = "rfc3339"`; a string time is read so whatever the unit);
 //! `client` (default `"client"`), optional `ip` and `cost` name top-level
 //! fields. The time is the arrival: JSON lines carry no duration.
+//!
+//! A plain line — no escape, no control character in a string, nothing
+//! nested deep — is read byte by byte ([`plain`]); any other goes to
+//! serde_json, which reads it or refuses it with its own message.
 
 use std::borrow::Cow;
 
@@ -60,18 +64,21 @@ pub struct JsonlFormat {
 }
 
 /// A field's value as text: a string unquoted (borrowed when it has no
-/// escape), a number as written.
-fn text<'l>(raw: &'l RawValue) -> Option<Cow<'l, str>> {
-    let s = raw.get();
-    if s.starts_with('"') {
+/// escape), a number as written. `raw` is the value's JSON text, as
+/// serde_json's `RawValue` holds it. Inlined: its result, returned
+/// through memory, is read back wider than it was written, and that load
+/// waits for the stores.
+#[inline(always)]
+fn text(raw: &str) -> Option<Cow<'_, str>> {
+    if raw.starts_with('"') {
         // A raw string is valid JSON: without a backslash, its text is
         // what lies between the quotes.
-        match s.get(1..s.len() - 1) {
+        match raw.get(1..raw.len() - 1) {
             Some(inner) if !inner.contains('\\') => Some(Cow::Borrowed(inner)),
-            _ => serde_json::from_str::<String>(s).ok().map(Cow::Owned),
+            _ => serde_json::from_str::<String>(raw).ok().map(Cow::Owned),
         }
-    } else if s.starts_with(|c: char| c == '-' || c.is_ascii_digit()) {
-        Some(Cow::Borrowed(s))
+    } else if raw.starts_with(|c: char| c == '-' || c.is_ascii_digit()) {
+        Some(Cow::Borrowed(raw))
     } else {
         None
     }
@@ -79,6 +86,164 @@ fn text<'l>(raw: &'l RawValue) -> Option<Cow<'l, str>> {
 
 /// The fields a line is read for: time, client, ip, cost, source.
 const WANTED: usize = 5;
+
+/// Each wanted field's value as JSON text, as serde_json's `RawValue`
+/// holds it (a string with its quotes, a number as written, `true`,
+/// `false`, `null`, an array or an object); a later duplicate wins.
+type Raws<'l> = [Option<&'l str>; WANTED];
+
+/// How deep [`plain`] follows arrays and objects inside a value.
+const PLAIN_DEPTH: u32 = 16;
+
+/// [`Raws`] of a plain line, read byte by byte: one JSON object, no
+/// backslash and no control character in any string, values nested at
+/// most [`PLAIN_DEPTH`] deep. `None` for any other line — an escape, a
+/// line that is not JSON — which serde_json then reads, and refuses with
+/// its own message if it must. A line this accepts is valid JSON, and
+/// what it gives is what serde_json gives (the test
+/// `a_plain_line_reads_as_serde_json_reads_it` checks both on random
+/// lines).
+///
+/// Each step below takes the position of what it reads and returns the
+/// position after it (`None`: not plain JSON).
+fn plain<'l>(line: &'l str, names: &[Option<&str>; WANTED]) -> Option<Raws<'l>> {
+    let b = line.as_bytes();
+    let mut values = [None; WANTED];
+    let mut at = ws(b, 0);
+    (b.get(at) == Some(&b'{')).then_some(())?;
+    at = ws(b, at + 1);
+    if b.get(at) == Some(&b'}') {
+        at += 1;
+    } else {
+        loop {
+            let key_end = string(b, at)?;
+            let key = line.get(at + 1..key_end - 1)?;
+            at = ws(b, key_end);
+            (b.get(at) == Some(&b':')).then_some(())?;
+            let start = ws(b, at + 1);
+            // The usual values first, without a call.
+            at = match *b.get(start)? {
+                b'"' => string(b, start)?,
+                b'-' | b'0'..=b'9' => number(b, start)?,
+                _ => value(b, start, 0)?,
+            };
+            let raw = line.get(start..at)?;
+            for (v, n) in values.iter_mut().zip(names) {
+                // Byte by byte: a call to memcmp costs more than a key's
+                // few bytes.
+                let same = |n: &str| {
+                    n.len() == key.len() && n.bytes().zip(key.bytes()).all(|(a, b)| a == b)
+                };
+                if n.is_some_and(same) {
+                    *v = Some(raw);
+                }
+            }
+            at = ws(b, at);
+            match *b.get(at)? {
+                b',' => at = ws(b, at + 1),
+                b'}' => {
+                    at += 1;
+                    break;
+                }
+                _ => return None,
+            }
+        }
+    }
+    (ws(b, at) == b.len()).then_some(values)
+}
+
+/// JSON's whitespace: space, tab, line feed, carriage return.
+#[inline(always)]
+fn ws(b: &[u8], at: usize) -> usize {
+    let rest = b.get(at..).unwrap_or_default();
+    at + rest
+        .iter()
+        .take_while(|c| matches!(c, b' ' | b'\t' | b'\n' | b'\r'))
+        .count()
+}
+
+/// A string without escapes or control characters, quotes included.
+#[inline(always)]
+fn string(b: &[u8], at: usize) -> Option<usize> {
+    (b.get(at) == Some(&b'"')).then_some(())?;
+    let rest = b.get(at + 1..)?;
+    let n = rest
+        .iter()
+        .position(|&c| c == b'"' || c == b'\\' || c < 0x20)?;
+    (rest[n] == b'"').then_some(at + 2 + n)
+}
+
+/// Digits, none or more.
+#[inline(always)]
+fn digits(b: &[u8], at: usize) -> usize {
+    let rest = b.get(at..).unwrap_or_default();
+    at + rest.iter().take_while(|c| c.is_ascii_digit()).count()
+}
+
+/// A JSON number: `-`? then `0` or a digit 1–9 and digits, then `.` and
+/// digits, then `e` or `E`, a sign and digits (each part after the
+/// integer optional). A leading zero followed by a digit stops after the
+/// zero, and the line is refused where the digit stands.
+#[inline(always)]
+fn number(b: &[u8], mut at: usize) -> Option<usize> {
+    if b.get(at) == Some(&b'-') {
+        at += 1;
+    }
+    at = match *b.get(at)? {
+        b'0' => at + 1,
+        b'1'..=b'9' => digits(b, at + 1),
+        _ => return None,
+    };
+    if b.get(at) == Some(&b'.') {
+        at = Some(digits(b, at + 1)).filter(|&end| end > at + 1)?;
+    }
+    if let Some(b'e' | b'E') = b.get(at) {
+        at += 1;
+        if let Some(b'+' | b'-') = b.get(at) {
+            at += 1;
+        }
+        at = Some(digits(b, at)).filter(|&end| end > at)?;
+    }
+    Some(at)
+}
+
+/// `word`, whole.
+fn word(b: &[u8], at: usize, word: &[u8]) -> Option<usize> {
+    let end = at + word.len();
+    (b.get(at..end)? == word).then_some(end)
+}
+
+/// One value, nested `depth` deep.
+fn value(b: &[u8], at: usize, depth: u32) -> Option<usize> {
+    match *b.get(at)? {
+        b'"' => string(b, at),
+        b'-' | b'0'..=b'9' => number(b, at),
+        b't' => word(b, at, b"true"),
+        b'f' => word(b, at, b"false"),
+        b'n' => word(b, at, b"null"),
+        open @ (b'[' | b'{') if depth < PLAIN_DEPTH => {
+            let close = open + 2; // `]` or `}`
+            let mut at = ws(b, at + 1);
+            if b.get(at) == Some(&close) {
+                return Some(at + 1);
+            }
+            loop {
+                if open == b'{' {
+                    at = ws(b, string(b, at)?);
+                    (b.get(at) == Some(&b':')).then_some(())?;
+                    at = ws(b, at + 1);
+                }
+                at = ws(b, value(b, at, depth + 1)?);
+                match *b.get(at)? {
+                    b',' => at = ws(b, at + 1),
+                    c if c == close => return Some(at + 1),
+                    _ => return None,
+                }
+            }
+        }
+        _ => None,
+    }
+}
 
 /// Reads a JSON object keeping only the values of the fields named in
 /// `names` (a later duplicate wins, as in a map): every value is still
@@ -155,6 +320,17 @@ fn bytes(s: Cow<'_, str>) -> Cow<'_, [u8]> {
     }
 }
 
+/// [`Raws`] of any line, by serde_json: the line's message if it is not
+/// one JSON object.
+fn by_serde<'l>(line: &'l str, wanted: &Wanted<'_>) -> Result<Raws<'l>, String> {
+    let mut de = serde_json::Deserializer::from_str(line);
+    let raws = wanted
+        .deserialize(&mut de)
+        .and_then(|raws| de.end().map(|()| raws))
+        .map_err(|e| format!("is not a JSON object: {e}"))?;
+    Ok(raws.map(|r| r.map(RawValue::get)))
+}
+
 impl JsonlFormat {
     pub fn parse<'l>(&self, line: &'l [u8]) -> Result<Parsed<'l>, LineError> {
         let line = utf8(line)?;
@@ -167,25 +343,22 @@ impl JsonlFormat {
                 self.source.as_deref(),
             ],
         };
-        let mut de = serde_json::Deserializer::from_str(line);
-        let raws = (&wanted)
-            .deserialize(&mut de)
-            .and_then(|raws| de.end().map(|()| raws))
-            .map_err(|e| format!("is not a JSON object: {e}"))?;
+        let raws = match plain(line, &wanted.names) {
+            Some(raws) => raws,
+            None => by_serde(line, &wanted)?,
+        };
         let [time_raw, client_raw, ip_raw, cost_raw, source_raw] = raws;
-        let field =
-            |raw: Option<&'l RawValue>, name: &str| -> Result<Option<Cow<'l, str>>, String> {
-                match raw {
-                    None => Ok(None),
-                    Some(raw) if raw.get() == "null" => Ok(None),
-                    Some(raw) => text(raw)
-                        .map(Some)
-                        .ok_or_else(|| format!("field {name:?} is not a string or a number")),
-                }
-            };
+        let field = |raw: Option<&'l str>, name: &str| -> Result<Option<Cow<'l, str>>, String> {
+            match raw {
+                None | Some("null") => Ok(None),
+                Some(raw) => text(raw)
+                    .map(Some)
+                    .ok_or_else(|| format!("field {name:?} is not a string or a number")),
+            }
+        };
         let raw_time = field(time_raw, &self.time)?
             .ok_or_else(|| format!("has no time field {:?}", self.time))?;
-        let quoted_time = time_raw.is_some_and(|r| r.get().starts_with('"'));
+        let quoted_time = time_raw.is_some_and(|r| r.starts_with('"'));
         let rfc3339 = self.unit == Unit::Rfc3339 || (quoted_time && raw_time.contains('T'));
         let fast = match rfc3339 {
             true => time::rfc3339_fast(raw_time.as_bytes()).map(|(t, _)| t),
@@ -200,7 +373,7 @@ impl JsonlFormat {
             }
             .map_err(|e| format!("time {} {e}", crate::error::quoted(&raw_time)))?,
         };
-        let key = |raw: Option<&'l RawValue>, name: &str| -> Result<Option<Cow<'l, str>>, String> {
+        let key = |raw: Option<&'l str>, name: &str| -> Result<Option<Cow<'l, str>>, String> {
             match field(raw, name)? {
                 Some(s) if s.is_empty() => Err(format!("field {name:?} is empty")),
                 other => Ok(other),
@@ -304,5 +477,127 @@ mod tests {
             .contains("empty"));
         assert!(fmt(Unit::S).parse(b"not json").is_err());
         assert!(fmt(Unit::S).parse(br#"{"ts": 1e9, "user": "a"}"#).is_err());
+    }
+
+    /// Random lines, most of them JSON objects, some cut or with a byte
+    /// added or dropped: whatever [`plain`] reads, serde_json reads
+    /// the same (the same raw value of every wanted field), and every
+    /// line serde_json reads that has no escape, no control character in
+    /// a string and nothing nested deeper than [`PLAIN_DEPTH`], `plain`
+    /// reads too.
+    #[test]
+    fn a_plain_line_reads_as_serde_json_reads_it() {
+        let mut x = 5u64;
+        let mut next = move |n: usize| {
+            crate::lcg(&mut x);
+            ((x >> 33) as usize) % n
+        };
+        // A wanted name left out, and one wanted twice.
+        let wanted = Wanted {
+            names: [Some("time"), Some("client"), Some("ip"), None, Some("time")],
+        };
+        let keys = ["time", "client", "ip", "cost", "x", "", "tim", "é"];
+        // Values plain reads, and values it leaves to serde_json (an
+        // escape, a control character, nesting past PLAIN_DEPTH).
+        let plain_values = [
+            "\"k1\"",
+            "\"\"",
+            "\"a b\"",
+            "\"é\"",
+            "0",
+            "-0",
+            "12",
+            "1.5",
+            "1e5",
+            "1E+5",
+            "-1.5e-3",
+            "1764547200.000",
+            "true",
+            "false",
+            "null",
+            "[]",
+            "[1, \"a\", [null]]",
+            "{}",
+            "{\"a\":{\"b\":[1]}}",
+        ];
+        // Not JSON.
+        let bad_values = [
+            "012",
+            "1.",
+            ".5",
+            "1e",
+            "-",
+            "nul",
+            "[1,]",
+            "{\"a\":1,}",
+            "'k'",
+        ];
+        let deep = format!("{}1{}", "[".repeat(20), "]".repeat(20));
+        let serde_values = ["\"a\\\"b\"", "\"\\u0041\"", "\"a\tb\"", deep.as_str()];
+        // One in 64 is not JSON's whitespace.
+        let space = |r: usize| match r {
+            0 => "\u{a0}",
+            _ => ["", " ", "\t", "\r", "  ", "", ""][r % 7],
+        };
+        let bytes = "{}[]:,\" 0e.-\\t";
+        let (mut plain_read, mut serde_only, mut refused) = (0, 0, 0);
+        for _ in 0..40_000 {
+            let mut escaped = false;
+            let mut line = String::new();
+            line += space(next(64));
+            line.push('{');
+            for k in 0..next(5) {
+                if k > 0 {
+                    line += space(next(64));
+                    line.push(',');
+                }
+                line += space(next(64));
+                line += &format!("\"{}\"", keys[next(keys.len())]);
+                line += space(next(64));
+                line.push(':');
+                line += space(next(64));
+                match next(16) {
+                    0 | 1 => {
+                        escaped = true;
+                        line += serde_values[next(serde_values.len())];
+                    }
+                    2 => line += bad_values[next(bad_values.len())],
+                    _ => line += plain_values[next(plain_values.len())],
+                }
+                line += space(next(64));
+            }
+            line.push('}');
+            line += space(next(64));
+            let mut chars: Vec<char> = line.chars().collect();
+            let mutated = next(4) == 0;
+            if mutated {
+                let at = next(chars.len() + 1);
+                match next(3) {
+                    0 => chars.truncate(at),
+                    1 => chars.insert(at, bytes.as_bytes()[next(bytes.len())] as char),
+                    _ if at < chars.len() => drop(chars.remove(at)),
+                    _ => {}
+                }
+            }
+            let line: String = chars.into_iter().collect();
+            let by_hand = plain(&line, &wanted.names);
+            let serde = by_serde(&line, &wanted);
+            if let Some(raws) = by_hand {
+                assert_eq!(Ok(raws), serde, "{line:?}");
+            }
+            match (by_hand, &serde) {
+                (Some(_), _) => plain_read += 1,
+                (None, Ok(_)) => serde_only += 1,
+                (None, Err(_)) => refused += 1,
+            }
+            if !escaped && !mutated && serde.is_ok() {
+                assert!(by_hand.is_some(), "{line:?}");
+            }
+        }
+        // Each way was taken many times.
+        assert!(
+            plain_read > 10_000 && serde_only > 1_000 && refused > 5_000,
+            "{plain_read} {serde_only} {refused}"
+        );
     }
 }
