@@ -13,6 +13,8 @@
 //! of the text then reads or names the error of, so both agree on every
 //! value.
 
+use std::cell::Cell;
+
 const NS: u64 = 1_000_000_000;
 
 /// Decimal `value` in units of `unit_ns` (1 for ns, 10^9 for seconds),
@@ -65,11 +67,31 @@ fn civil(
     frac_ns: u64,
     offset: i64,
 ) -> Result<u64, String> {
-    if !(1..=12).contains(&mo) || d == 0 || d > days_in_month(y, mo) || h > 23 || mi > 59 || s > 60
-    {
-        return Err("is not a valid date and time".into());
+    let minute = minute_of(y, mo, d, h, mi).ok_or_else(invalid)?;
+    at_second(minute, s, frac_ns, offset)
+}
+
+fn invalid() -> String {
+    "is not a valid date and time".into()
+}
+
+/// Seconds since the epoch of the start of a civil minute (before any
+/// offset from UTC), if it is a valid date and time.
+fn minute_of(y: i64, mo: u32, d: u32, h: u32, mi: u32) -> Option<i64> {
+    if !(1..=12).contains(&mo) || d == 0 || d > days_in_month(y, mo) || h > 23 || mi > 59 {
+        return None;
     }
-    let secs = days_from_civil(y, mo, d) * 86_400 + (h * 3600 + mi * 60 + s) as i64 - offset;
+    Some(days_from_civil(y, mo, d) * 86_400 + i64::from(h * 3600 + mi * 60))
+}
+
+/// Nanoseconds since the epoch of second `s` (60: a leap second) and
+/// `frac_ns` of the minute starting `minute` s after the epoch, read at
+/// `offset` s east of UTC.
+fn at_second(minute: i64, s: u32, frac_ns: u64, offset: i64) -> Result<u64, String> {
+    if s > 60 {
+        return Err(invalid());
+    }
+    let secs = minute + i64::from(s) - offset;
     if secs < 0 {
         return Err("is before 1970".into());
     }
@@ -77,6 +99,51 @@ fn civil(
         .checked_mul(NS)
         .and_then(|n| n.checked_add(frac_ns))
         .ok_or_else(|| "is too far in the future".into())
+}
+
+/// The minute the fast reader of a form read last, on this thread: the
+/// first 17 bytes of its stamp, which name the minute (`2026-12-01T00:42`
+/// and the `:` after, `01/Dec/2026:00:42`), and the minute's
+/// [`minute_of`]. A log's lines mostly fall in the minute of the line
+/// before, whose date is then a comparison of two words and a byte.
+#[derive(Clone, Copy)]
+struct Minute {
+    key: (u128, u8),
+    secs: i64,
+}
+
+thread_local! {
+    static RFC3339_MINUTE: Cell<Minute> = const { Cell::new(Minute::NONE) };
+    static LOCAL_MINUTE: Cell<Minute> = const { Cell::new(Minute::NONE) };
+}
+
+impl Minute {
+    /// No stamp's: a stamp's first bytes are not all zero.
+    const NONE: Minute = Minute {
+        key: (0, 0),
+        secs: 0,
+    };
+
+    /// The minute of stamp `b` (at least 17 bytes), from `cache` if it
+    /// holds that minute's, else `of()` (then kept, if valid).
+    #[inline(always)]
+    fn of(
+        cache: &'static std::thread::LocalKey<Cell<Minute>>,
+        b: &[u8],
+        of: impl FnOnce() -> Option<i64>,
+    ) -> Option<i64> {
+        let first: [u8; 16] = b.get(..16)?.try_into().ok()?;
+        let key = (u128::from_le_bytes(first), *b.get(16)?);
+        cache.with(|c| {
+            let m = c.get();
+            if m.key == key {
+                return Some(m.secs);
+            }
+            let secs = of()?;
+            c.set(Minute { key, secs });
+            Some(secs)
+        })
+    }
 }
 
 fn num(s: &str) -> Result<u32, String> {
@@ -328,14 +395,17 @@ pub fn rfc3339_fast(b: &[u8]) -> Option<(u64, bool)> {
     {
         return None;
     }
-    let y = two(b, 0)? * 100 + two(b, 2)?;
-    let (mo, d, h, mi, sec) = (
-        two(b, 5)?,
-        two(b, 8)?,
-        two(b, 11)?,
-        two(b, 14)?,
-        two(b, 17)?,
-    );
+    let minute = Minute::of(&RFC3339_MINUTE, b, || {
+        let y = two(b, 0)? * 100 + two(b, 2)?;
+        minute_of(
+            i64::from(y),
+            two(b, 5)?,
+            two(b, 8)?,
+            two(b, 11)?,
+            two(b, 14)?,
+        )
+    })?;
+    let sec = two(b, 17)?;
     let mut rest = &b[19..];
     let (mut frac_ns, mut whole) = (0u64, true);
     if let [b'.', r @ ..] = rest {
@@ -347,7 +417,7 @@ pub fn rfc3339_fast(b: &[u8]) -> Option<(u64, bool)> {
         whole = false;
         rest = &r[n..];
     }
-    let t = civil(i64::from(y), mo, d, h, mi, sec, frac_ns, offset_fast(rest)?).ok()?;
+    let t = at_second(minute, sec, frac_ns, offset_fast(rest)?).ok()?;
     Some((t, whole))
 }
 
@@ -363,19 +433,12 @@ pub fn time_local_fast(b: &[u8]) -> Option<u64> {
     {
         return None;
     }
-    let mo = MONTHS.iter().position(|m| m.as_bytes() == &b[3..6])? as u32 + 1;
-    let y = two(b, 7)? * 100 + two(b, 9)?;
-    civil(
-        i64::from(y),
-        mo,
-        two(b, 0)?,
-        two(b, 12)?,
-        two(b, 15)?,
-        two(b, 18)?,
-        0,
-        offset_fast(&b[21..])?,
-    )
-    .ok()
+    let minute = Minute::of(&LOCAL_MINUTE, b, || {
+        let mo = MONTHS.iter().position(|m| m.as_bytes() == &b[3..6])? as u32 + 1;
+        let y = two(b, 7)? * 100 + two(b, 9)?;
+        minute_of(i64::from(y), mo, two(b, 0)?, two(b, 12)?, two(b, 15)?)
+    })?;
+    at_second(minute, two(b, 18)?, 0, offset_fast(&b[21..])?).ok()
 }
 
 #[cfg(test)]
@@ -543,5 +606,78 @@ mod tests {
         assert!(forms[..2]
             .iter()
             .all(|f| time_local_fast(f.as_bytes()).is_some()));
+    }
+
+    /// Stamps of instants a few ms to days apart, across minutes, days, a
+    /// leap day and years, in several offsets: the fast readers, which
+    /// keep the last minute they read, read each as its instant and as
+    /// the readers of the text do.
+    #[test]
+    fn the_minute_kept_is_the_minute_read() {
+        // Howard Hinnant's civil_from_days: days since 1970-01-01 → date.
+        fn date(z: i64) -> (i64, u32, u32) {
+            let z = z + 719_468;
+            let era = z.div_euclid(146_097);
+            let doe = z - era * 146_097;
+            let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+            let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+            let mp = (5 * doy + 2) / 153;
+            let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+            let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+            (yoe + era * 400 + i64::from(m <= 2), m, d)
+        }
+        let mut x = 17u64;
+        let mut next = move |n: u64| {
+            crate::lcg(&mut x);
+            (x >> 33) % n
+        };
+        // 2023-12-31T23:58:00Z, in ms.
+        let mut ms: i64 = 1_704_067_080_000;
+        let (mut hits, mut minutes) = (0, std::collections::BTreeSet::new());
+        for _ in 0..200_000 {
+            ms += match next(100) {
+                // Less than a day: no day is passed over.
+                0 => next(86_400_000) as i64,
+                1..=4 => next(120_000) as i64,
+                _ => next(400) as i64,
+            };
+            let offset_min: i64 = [0, 330, -90, 60][next(4) as usize];
+            let local = ms / 1000 + offset_min * 60;
+            let (y, mo, d) = date(local.div_euclid(86_400));
+            let sod = local.rem_euclid(86_400);
+            let (h, mi, sec) = (sod / 3600, sod / 60 % 60, sod % 60);
+            let sign = if offset_min < 0 { '-' } else { '+' };
+            let zone = format!(
+                "{sign}{:02}:{:02}",
+                offset_min.abs() / 60,
+                offset_min.abs() % 60
+            );
+            let iso = format!(
+                "{y}-{mo:02}-{d:02}T{h:02}:{mi:02}:{sec:02}.{:03}{zone}",
+                ms % 1000
+            );
+            let want = ms as u64 * 1_000_000;
+            assert_eq!(rfc3339_fast(iso.as_bytes()), Some((want, false)), "{iso}");
+            assert_eq!(rfc3339(&iso), Ok((want, false)), "{iso}");
+            let name = MONTHS[mo as usize - 1];
+            let clf = format!(
+                "{d:02}/{name}/{y}:{h:02}:{mi:02}:{sec:02} {}",
+                zone.replace(':', "")
+            );
+            let want = (ms / 1000) as u64 * NS;
+            assert_eq!(time_local_fast(clf.as_bytes()), Some(want), "{clf}");
+            assert_eq!(time_local(&clf), Ok(want), "{clf}");
+            hits += u64::from(!minutes.insert((y, mo, d, h, mi)));
+        }
+        // Mostly the minute of the stamp before; many minutes, and a
+        // leap day, passed.
+        assert!(
+            hits > 150_000 && minutes.len() > 1_000,
+            "{hits} {}",
+            minutes.len()
+        );
+        assert!(minutes
+            .iter()
+            .any(|&(y, mo, d, ..)| (y, mo, d) == (2024, 2, 29)));
     }
 }
