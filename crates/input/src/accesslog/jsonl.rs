@@ -101,8 +101,9 @@ const PLAIN_DEPTH: u32 = 16;
 /// line that is not JSON — which serde_json then reads, and refuses with
 /// its own message if it must. A line this accepts is valid JSON, and
 /// what it gives is what serde_json gives (the test
-/// `a_plain_line_reads_as_serde_json_reads_it` checks both on random
-/// lines).
+/// `a_plain_line_reads_as_serde_json_reads_it` checks that on random
+/// lines, and that it reads each one serde_json reads that was built
+/// plain and left unedited).
 ///
 /// Each step below takes the position of what it reads and returns the
 /// position after it (`None`: not plain JSON).
@@ -247,8 +248,9 @@ fn value(b: &[u8], at: usize, depth: u32) -> Option<usize> {
 
 /// Reads a JSON object keeping only the values of the fields named in
 /// `names` (a later duplicate wins, as in a map): every value is still
-/// checked as JSON, so a line is refused for what a whole map would be,
-/// with the same message, but nothing else is kept or allocated.
+/// checked as JSON text, so a line that is not JSON is refused with
+/// serde_json's message, but nothing else is kept or allocated (a value
+/// only a `Value` would refuse, such as the number `1e400`, passes).
 struct Wanted<'f> {
     names: [Option<&'f str>; WANTED],
 }
@@ -499,6 +501,7 @@ mod tests {
         let keys = ["time", "client", "ip", "cost", "x", "", "tim", "é"];
         // Values plain reads, and values it leaves to serde_json (an
         // escape, a control character, nesting past PLAIN_DEPTH).
+        let deep_plain = format!("{}1{}", "{\"a\":[".repeat(8), "]}".repeat(8));
         let plain_values = [
             "\"k1\"",
             "\"\"",
@@ -519,6 +522,8 @@ mod tests {
             "[1, \"a\", [null]]",
             "{}",
             "{\"a\":{\"b\":[1]}}",
+            // As deep as plain reads.
+            &deep_plain,
         ];
         // Not JSON.
         let bad_values = [
@@ -533,6 +538,7 @@ mod tests {
             "'k'",
         ];
         let deep = format!("{}1{}", "[".repeat(20), "]".repeat(20));
+        assert_eq!(PLAIN_DEPTH, 16);
         let serde_values = ["\"a\\\"b\"", "\"\\u0041\"", "\"a\tb\"", deep.as_str()];
         // One in 64 is not JSON's whitespace.
         let space = |r: usize| match r {

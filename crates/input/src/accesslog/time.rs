@@ -608,7 +608,7 @@ mod tests {
             .all(|f| time_local_fast(f.as_bytes()).is_some()));
     }
 
-    /// Stamps of instants a few ms to days apart, across minutes, days, a
+    /// Stamps of instants a few ms to a day apart, across minutes, days, a
     /// leap day and years, in several offsets: the fast readers, which
     /// keep the last minute they read, read each as its instant and as
     /// the readers of the text do.
