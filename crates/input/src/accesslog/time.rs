@@ -361,6 +361,16 @@ fn eight_value(w: u64) -> u64 {
     hundreds.wrapping_add(ones) >> 32
 }
 
+/// Three digits, `b` whole, as a number.
+fn three(b: &[u8]) -> Option<u32> {
+    match *b {
+        [x, y, z] if x.is_ascii_digit() && y.is_ascii_digit() && z.is_ascii_digit() => {
+            Some(u32::from(x - b'0') * 100 + u32::from(y - b'0') * 10 + u32::from(z - b'0'))
+        }
+        _ => None,
+    }
+}
+
 /// The two digits at `b[i..i + 2]` as a number.
 fn two(b: &[u8], i: usize) -> Option<u32> {
     let (x, y) = (b[i], b[i + 1]);
@@ -407,6 +417,13 @@ pub fn rfc3339_fast(b: &[u8]) -> Option<(u64, bool)> {
     })?;
     let sec = two(b, 17)?;
     let mut rest = &b[19..];
+    // Envoy's `%START_TIME%`: milliseconds and `Z`, read in one step.
+    if let [b'.', ms @ .., b'Z'] = rest {
+        if let Some(ms) = three(ms) {
+            let t = at_second(minute, sec, u64::from(ms) * 1_000_000, 0).ok()?;
+            return Some((t, false));
+        }
+    }
     let (mut frac_ns, mut whole) = (0u64, true);
     if let [b'.', r @ ..] = rest {
         let n = r.iter().take_while(|c| c.is_ascii_digit()).count();
@@ -609,9 +626,10 @@ mod tests {
     }
 
     /// Stamps of instants a few ms to a day apart, across minutes, days, a
-    /// leap day and years, in several offsets: the fast readers, which
-    /// keep the last minute they read, read each as its instant and as
-    /// the readers of the text do.
+    /// leap day and years, in several offsets (UTC as `Z` half the time,
+    /// as Envoy writes it): the fast readers, which keep the last minute
+    /// they read, read each as its instant and as the readers of the text
+    /// do.
     #[test]
     fn the_minute_kept_is_the_minute_read() {
         // Howard Hinnant's civil_from_days: days since 1970-01-01 → date.
@@ -647,11 +665,16 @@ mod tests {
             let sod = local.rem_euclid(86_400);
             let (h, mi, sec) = (sod / 3600, sod / 60 % 60, sod % 60);
             let sign = if offset_min < 0 { '-' } else { '+' };
-            let zone = format!(
+            let numeric = format!(
                 "{sign}{:02}:{:02}",
                 offset_min.abs() / 60,
                 offset_min.abs() % 60
             );
+            // UTC as `Z` half the time (Envoy's form), else as an offset.
+            let zone = match (offset_min, next(2)) {
+                (0, 0) => "Z".to_string(),
+                _ => numeric.clone(),
+            };
             let iso = format!(
                 "{y}-{mo:02}-{d:02}T{h:02}:{mi:02}:{sec:02}.{:03}{zone}",
                 ms % 1000
@@ -662,7 +685,7 @@ mod tests {
             let name = MONTHS[mo as usize - 1];
             let clf = format!(
                 "{d:02}/{name}/{y}:{h:02}:{mi:02}:{sec:02} {}",
-                zone.replace(':', "")
+                numeric.replace(':', "")
             );
             let want = (ms / 1000) as u64 * NS;
             assert_eq!(time_local_fast(clf.as_bytes()), Some(want), "{clf}");
