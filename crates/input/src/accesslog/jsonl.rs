@@ -167,11 +167,35 @@ fn ws(b: &[u8], at: usize) -> usize {
 #[inline(always)]
 fn string(b: &[u8], at: usize) -> Option<usize> {
     (b.get(at) == Some(&b'"')).then_some(())?;
-    let rest = b.get(at + 1..)?;
-    let n = rest
+    let end = string_stop(b, at + 1)?;
+    (b[end] == b'"').then_some(end + 1)
+}
+
+/// The first quote, backslash or control character at or after `i`:
+/// eight bytes at a time while eight are left, then one at a time.
+#[inline(always)]
+fn string_stop(b: &[u8], mut i: usize) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    // The high bit of each byte below `n` (exact for the lowest such
+    // byte, which is all that is read: a borrow only marks bytes above a
+    // marked one).
+    let below = |w: u64, n: u8| w.wrapping_sub(ONES * u64::from(n)) & !w & HIGHS;
+    while let Some(word) = b.get(i..i + 8) {
+        let w = u64::from_le_bytes(word.try_into().ok()?);
+        let stop = below(w ^ (ONES * u64::from(b'"')), 1)
+            | below(w ^ (ONES * u64::from(b'\\')), 1)
+            | below(w, 0x20);
+        if stop != 0 {
+            return Some(i + (stop.trailing_zeros() / 8) as usize);
+        }
+        i += 8;
+    }
+    let n = b
+        .get(i..)?
         .iter()
         .position(|&c| c == b'"' || c == b'\\' || c < 0x20)?;
-    (rest[n] == b'"').then_some(at + 2 + n)
+    Some(i + n)
 }
 
 /// Digits, none or more.
@@ -605,5 +629,40 @@ mod tests {
             plain_read > 10_000 && serde_only > 1_000 && refused > 5_000,
             "{plain_read} {serde_only} {refused}"
         );
+    }
+
+    /// A string's end found eight bytes at a time is where a byte-by-byte
+    /// search finds it: every length up to 40, the stop (a quote, a
+    /// backslash, a control character) at every place or none, and bytes
+    /// of every kind before it.
+    #[test]
+    fn a_string_ends_where_a_byte_by_byte_search_ends_it() {
+        let fill = [
+            b'a', b' ', 0x7f, 0x80, 0xc3, 0xa9, b'!', b'#', b'[', b']', 0x21,
+        ];
+        let stops = [b'"', b'\\', 0x00, 0x1f, b'\n'];
+        let mut x = 9u64;
+        for len in 0..40usize {
+            for at in 0..=len {
+                for stop in stops {
+                    let mut b: Vec<u8> = (0..len)
+                        .map(|_| {
+                            crate::lcg(&mut x);
+                            fill[(x >> 33) as usize % fill.len()]
+                        })
+                        .collect();
+                    if at < len {
+                        b[at] = stop;
+                    }
+                    for from in 0..=len.min(3) {
+                        let want = b[from..]
+                            .iter()
+                            .position(|&c| c == b'"' || c == b'\\' || c < 0x20)
+                            .map(|n| from + n);
+                        assert_eq!(string_stop(&b, from), want, "{b:?} from {from}");
+                    }
+                }
+            }
+        }
     }
 }
