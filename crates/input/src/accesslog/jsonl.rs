@@ -65,16 +65,17 @@ pub struct JsonlFormat {
 
 /// A field's value as text: a string unquoted (borrowed when it has no
 /// escape), a number as written. `raw` is the value's JSON text, as
-/// serde_json's `RawValue` holds it. Inlined: its result, returned
-/// through memory, is read back wider than it was written, and that load
-/// waits for the stores.
+/// serde_json's `RawValue` holds it; `escapes`: whether it may hold an
+/// escape (a plain line's strings hold none, see [`plain`]). Inlined:
+/// its result, returned through memory, is read back wider than it was
+/// written, and that load waits for the stores.
 #[inline(always)]
-fn text(raw: &str) -> Option<Cow<'_, str>> {
+fn text(raw: &str, escapes: bool) -> Option<Cow<'_, str>> {
     if raw.starts_with('"') {
         // A raw string is valid JSON: without a backslash, its text is
         // what lies between the quotes.
         match raw.get(1..raw.len() - 1) {
-            Some(inner) if !inner.contains('\\') => Some(Cow::Borrowed(inner)),
+            Some(inner) if !escapes || !inner.contains('\\') => Some(Cow::Borrowed(inner)),
             _ => serde_json::from_str::<String>(raw).ok().map(Cow::Owned),
         }
     } else if raw.starts_with(|c: char| c == '-' || c.is_ascii_digit()) {
@@ -156,6 +157,10 @@ fn plain<'l>(line: &'l str, names: &[Option<&str>; WANTED]) -> Option<Raws<'l>> 
 /// JSON's whitespace: space, tab, line feed, carriage return.
 #[inline(always)]
 fn ws(b: &[u8], at: usize) -> usize {
+    // Most JSON logs are written without it.
+    if !matches!(b.get(at), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+        return at;
+    }
     let rest = b.get(at..).unwrap_or_default();
     at + rest
         .iter()
@@ -369,15 +374,16 @@ impl JsonlFormat {
                 self.source.as_deref(),
             ],
         };
-        let raws = match plain(line, &wanted.names) {
-            Some(raws) => raws,
-            None => by_serde(line, &wanted)?,
+        // A plain line's strings have no escape (see `text`).
+        let (raws, escapes) = match plain(line, &wanted.names) {
+            Some(raws) => (raws, false),
+            None => (by_serde(line, &wanted)?, true),
         };
         let [time_raw, client_raw, ip_raw, cost_raw, source_raw] = raws;
         let field = |raw: Option<&'l str>, name: &str| -> Result<Option<Cow<'l, str>>, String> {
             match raw {
                 None | Some("null") => Ok(None),
-                Some(raw) => text(raw)
+                Some(raw) => text(raw, escapes)
                     .map(Some)
                     .ok_or_else(|| format!("field {name:?} is not a string or a number")),
             }
