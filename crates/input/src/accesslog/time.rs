@@ -268,10 +268,7 @@ pub fn epoch_fast(b: &[u8], unit_ns: u64) -> Option<u64> {
     // nginx's `$msec` and `$request_time`: seconds, a point and three
     // digits of milliseconds.
     if let ([int @ .., b'.', x, y, z], NS) = (b, unit_ns) {
-        if let (Some(int), true) = (whole(int), [x, y, z].iter().all(|c| c.is_ascii_digit())) {
-            let ms = [x, y, z]
-                .iter()
-                .fold(0, |n, &c| n * 10 + u64::from(c - b'0'));
+        if let (Some(int), Some(ms)) = (whole(int), three(&[*x, *y, *z])) {
             return int.checked_mul(NS)?.checked_add(ms * 1_000_000);
         }
     }
@@ -362,10 +359,11 @@ fn eight_value(w: u64) -> u64 {
 }
 
 /// Three digits, `b` whole, as a number.
-fn three(b: &[u8]) -> Option<u32> {
+#[inline(always)]
+fn three(b: &[u8]) -> Option<u64> {
     match *b {
         [x, y, z] if x.is_ascii_digit() && y.is_ascii_digit() && z.is_ascii_digit() => {
-            Some(u32::from(x - b'0') * 100 + u32::from(y - b'0') * 10 + u32::from(z - b'0'))
+            Some(u64::from(x - b'0') * 100 + u64::from(y - b'0') * 10 + u64::from(z - b'0'))
         }
         _ => None,
     }
@@ -420,7 +418,7 @@ pub fn rfc3339_fast(b: &[u8]) -> Option<(u64, bool)> {
     // Envoy's `%START_TIME%`: milliseconds and `Z`, read in one step.
     if let [b'.', ms @ .., b'Z'] = rest {
         if let Some(ms) = three(ms) {
-            let t = at_second(minute, sec, u64::from(ms) * 1_000_000, 0).ok()?;
+            let t = at_second(minute, sec, ms * 1_000_000, 0).ok()?;
             return Some((t, false));
         }
     }
