@@ -179,19 +179,11 @@ fn string(b: &[u8], at: usize) -> Option<usize> {
 /// eight bytes at a time while eight are left, then one at a time.
 #[inline(always)]
 fn string_stop(b: &[u8], mut i: usize) -> Option<usize> {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGHS: u64 = 0x8080_8080_8080_8080;
-    // The high bit of each byte below `n` (exact for the lowest such
-    // byte, which is all that is read: a borrow only marks bytes above a
-    // marked one).
-    let below = |w: u64, n: u8| w.wrapping_sub(ONES * u64::from(n)) & !w & HIGHS;
-    while let Some(word) = b.get(i..i + 8) {
-        let w = u64::from_le_bytes(word.try_into().ok()?);
-        let stop = below(w ^ (ONES * u64::from(b'"')), 1)
-            | below(w ^ (ONES * u64::from(b'\\')), 1)
-            | below(w, 0x20);
+    use super::word::{at, below, equal, first};
+    while let Some(w) = at(b, i) {
+        let stop = equal(w, b'"') | equal(w, b'\\') | below(w, 0x20);
         if stop != 0 {
-            return Some(i + (stop.trailing_zeros() / 8) as usize);
+            return Some(i + first(stop));
         }
         i += 8;
     }

@@ -54,6 +54,7 @@ mod pipeline;
 pub mod template;
 pub mod time;
 mod window;
+mod word;
 
 pub use format::{Format, Location, LogOptions, Select, Subsecond, FORMATS, MAX_LINE_BYTES};
 use lines::Lines;

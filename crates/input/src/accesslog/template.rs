@@ -82,21 +82,12 @@ impl Until {
 /// a status): its first 64 bytes are read eight at a time in a word,
 /// which costs less than a call to memchr; the rest by memchr.
 fn find_byte(b: u8, hay: &[u8]) -> Option<usize> {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGHS: u64 = 0x8080_8080_8080_8080;
-    let splat = u64::from(b) * ONES;
     let mut i = 0;
     while i + 8 <= hay.len() && i < 64 {
-        let word = hay[i..i + 8]
-            .try_into()
-            .map(u64::from_le_bytes)
-            .unwrap_or(0);
-        let x = word ^ splat;
-        // A high bit for each byte of `x` that is zero, and maybe for
-        // bytes after one: the lowest is the first `b`.
-        let zero = x.wrapping_sub(ONES) & !x & HIGHS;
-        if zero != 0 {
-            return Some(i + (zero.trailing_zeros() / 8) as usize);
+        let w = super::word::at(hay, i).unwrap_or(0);
+        let marks = super::word::equal(w, b);
+        if marks != 0 {
+            return Some(i + super::word::first(marks));
         }
         i += 8;
     }
