@@ -44,3 +44,11 @@ pub(crate) fn lcg(x: &mut u64) {
         .wrapping_mul(6364136223846793005)
         .wrapping_add(1442695040888963407);
 }
+
+/// A test's number below `n`, the same on every run: [`lcg`]'s next
+/// step, its high bits modulo `n`.
+#[cfg(test)]
+pub(crate) fn pick(x: &mut u64, n: usize) -> usize {
+    lcg(x);
+    (*x >> 33) as usize % n
+}

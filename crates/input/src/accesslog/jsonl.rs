@@ -511,10 +511,7 @@ mod tests {
     #[test]
     fn a_plain_line_reads_as_serde_json_reads_it() {
         let mut x = 5u64;
-        let mut next = move |n: usize| {
-            crate::lcg(&mut x);
-            ((x >> 33) as usize) % n
-        };
+        let mut next = move |n: usize| crate::pick(&mut x, n);
         // A wanted name left out, and one wanted twice.
         let wanted = Wanted {
             names: [Some("time"), Some("client"), Some("ip"), None, Some("time")],
@@ -643,10 +640,7 @@ mod tests {
             for at in 0..=len {
                 for stop in stops {
                     let mut b: Vec<u8> = (0..len)
-                        .map(|_| {
-                            crate::lcg(&mut x);
-                            fill[(x >> 33) as usize % fill.len()]
-                        })
+                        .map(|_| fill[crate::pick(&mut x, fill.len())])
                         .collect();
                     if at < len {
                         b[at] = stop;

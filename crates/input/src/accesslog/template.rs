@@ -524,10 +524,7 @@ mod tests {
     #[test]
     fn a_match_is_the_pieces_matched_in_turn() {
         let mut x = 11u64;
-        let mut next = move |n: usize| {
-            crate::lcg(&mut x);
-            ((x >> 33) as usize) % n
-        };
+        let mut next = move |n: usize| crate::pick(&mut x, n);
         let lits = [" ", " - [", "] \"", "\"", "\" \"", ":", "|"];
         let (mut read, mut failed) = (0, 0);
         for _ in 0..3_000 {
@@ -583,10 +580,7 @@ mod tests {
         for len in 0..200usize {
             for _ in 0..20 {
                 let hay: Vec<u8> = (0..len)
-                    .map(|_| {
-                        crate::lcg(&mut x);
-                        [b' ', b'a', 0x80, 0xff, 0, b'!'][(x >> 33) as usize % 6]
-                    })
+                    .map(|_| [b' ', b'a', 0x80, 0xff, 0, b'!'][crate::pick(&mut x, 6)])
                     .collect();
                 for b in [b' ', 0x80, 0xff, 0, b'!', b'z'] {
                     assert_eq!(

@@ -504,10 +504,7 @@ mod tests {
     /// in random order and length, and the forms themselves edited.
     fn near(seed: u64, forms: &[&str], alphabet: &[u8]) -> Vec<String> {
         let mut x = seed;
-        let mut next = move |n: usize| {
-            crate::lcg(&mut x);
-            ((x >> 33) as usize) % n
-        };
+        let mut next = move |n: usize| crate::pick(&mut x, n);
         let mut out = Vec::new();
         for _ in 0..20_000 {
             let mut s: Vec<u8> = forms[next(forms.len())].as_bytes().to_vec();
@@ -643,10 +640,7 @@ mod tests {
             (yoe + era * 400 + i64::from(m <= 2), m, d)
         }
         let mut x = 17u64;
-        let mut next = move |n: u64| {
-            crate::lcg(&mut x);
-            (x >> 33) % n
-        };
+        let mut next = move |n: u64| crate::pick(&mut x, n as usize) as u64;
         // 2023-12-31T23:58:00Z, in ms.
         let mut ms: i64 = 1_704_067_080_000;
         let (mut hits, mut minutes) = (0, std::collections::BTreeSet::new());
