@@ -185,6 +185,75 @@ fn the_same_requests_as_csv_nginx_envoy_and_json_lines_decide_identically() {
     assert_eq!(gz, csv, "gzip");
 }
 
+// A gzip log is inflated on a second thread when there is one (crates/
+// input/src/accesslog/blocks.rs): on one thread or two, the same
+// decisions, and for a log cut short the same error.
+#[test]
+fn a_gzip_log_reads_the_same_on_one_thread_or_two() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let mut log = String::new();
+    for i in 0..200_000u64 {
+        let t = EPOCH_MS + i / 20;
+        log += &format!("{}.{:03} k{}\n", t / 1000, t % 1000, i * 7919 % 301);
+    }
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(log.as_bytes()).unwrap();
+    let gz = gz.finish().unwrap();
+    fs::write(dir.join("n.log.gz"), &gz).unwrap();
+    fs::write(dir.join("cut.log.gz"), &gz[..gz.len() * 3 / 5]).unwrap();
+    let scenario = |name: &str| {
+        let toml = dir.join(format!("{name}.toml"));
+        fs::write(
+            &toml,
+            format!(
+                "duration = \"20000s\"\n{LIMITERS}\n[[traffic]]\npattern = \"trace\"\nformat = \"nginx\"\npath = \"{name}.log.gz\"\nlog_format = '$msec $http_x_k'\nclient = \"$http_x_k\"\n"
+            ),
+        )
+        .unwrap();
+        toml
+    };
+    let (whole, cut) = (scenario("n"), scenario("cut"));
+    let on = |threads: &str, args: &[&std::ffi::OsStr]| {
+        ratesim()
+            .env("RAYON_NUM_THREADS", threads)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let mut decisions = Vec::new();
+    for threads in ["1", "2"] {
+        let out = dir.join(format!("out-{threads}"));
+        let o = on(
+            threads,
+            &[
+                "run".as_ref(),
+                whole.as_os_str(),
+                "--out".as_ref(),
+                out.as_os_str(),
+                "--decisions".as_ref(),
+                "--no-plots".as_ref(),
+                "--no-html".as_ref(),
+                "--quiet".as_ref(),
+            ],
+        );
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        decisions.push(read_text(&out.join("decisions.csv")));
+    }
+    assert!(decisions[0].lines().count() > 4 * 200_000);
+    assert_eq!(decisions[0], decisions[1]);
+    let errors: Vec<String> = ["1", "2"]
+        .iter()
+        .map(|threads| {
+            let o = on(threads, &["validate".as_ref(), cut.as_os_str()]);
+            assert_eq!(o.status.code(), Some(2));
+            String::from_utf8_lossy(&o.stderr).into_owned()
+        })
+        .collect();
+    assert!(errors[0].contains(": cannot be read: "), "{}", errors[0]);
+    assert_eq!(errors[0], errors[1]);
+}
+
 fn scenario_with(dir: &Path, traffic: &str) -> std::path::PathBuf {
     let toml = dir.join("s.toml");
     fs::write(

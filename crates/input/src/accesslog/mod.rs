@@ -44,6 +44,7 @@
 //! 5–6 bytes a line, for as long as the process runs (and a chunk of it
 //! more while late lines are merged in).
 
+mod blocks;
 pub mod envoy;
 mod format;
 pub mod jsonl;
