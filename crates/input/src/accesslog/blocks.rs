@@ -1,6 +1,6 @@
-//! A log's bytes, read a block at a time — on a thread of their own when
-//! the process has a second one, so that reading the file (and inflating
-//! a gzip log) goes on while the lines already read are parsed.
+//! A gzip log's inflated bytes, a block at a time — filled on a thread of
+//! their own (one more than rayon's) when rayon has more than one, so
+//! that the inflating goes on while the lines already inflated are parsed.
 //!
 //! The blocks are filled the same way on either thread: as many bytes as
 //! the source gives, up to [`BLOCK`], until it ends or fails. So the bytes
@@ -8,13 +8,16 @@
 //! whatever the number of threads.
 
 use std::io::{self, Read};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 
 /// The bytes of a block.
 const BLOCK: usize = 1 << 18;
 
-/// Blocks filled ahead of the one handed out, at most (on a thread).
+/// Full blocks ahead of the one handed out, at most (on a thread): one
+/// waiting in the channel, one waiting to go in.
 const AHEAD: usize = 2;
 
 /// A block: its bytes, and what stopped its filling if it is not full.
@@ -31,6 +34,9 @@ enum End {
     Eof,
     /// The source failed after the block's bytes.
     Failed(io::Error),
+    /// The source failed before: the error's kind and message, which a
+    /// read after the error gives again.
+    FailedBefore(io::ErrorKind, String),
 }
 
 impl Block {
@@ -51,10 +57,12 @@ impl Block {
         }
     }
 
-    /// Fills the block from `r`, as much as it gives up to [`BLOCK`].
-    fn fill(&mut self, r: &mut dyn Read) {
+    /// Fills the block from `r`, as much as it gives up to [`BLOCK`],
+    /// unless `stop` is set (nothing takes the block then).
+    fn fill(&mut self, r: &mut dyn Read, stop: &AtomicBool) {
+        debug_assert_eq!(self.bytes.len(), BLOCK);
         (self.len, self.end) = (0, End::More);
-        while self.len < BLOCK {
+        while self.len < self.bytes.len() && !stop.load(Ordering::Relaxed) {
             match r.read(&mut self.bytes[self.len..]) {
                 Ok(0) => {
                     self.end = End::Eof;
@@ -80,6 +88,8 @@ enum Source {
     Thread {
         full: Receiver<Block>,
         empty: Sender<Block>,
+        /// Set when no more blocks are taken: the reader stops filling.
+        stop: Arc<AtomicBool>,
         thread: JoinHandle<()>,
     },
     /// Nothing more: the source ended or failed.
@@ -96,26 +106,32 @@ pub(super) struct Blocks {
 }
 
 impl Blocks {
-    /// `r`'s bytes, read ahead on a thread of their own if `thread`.
-    pub(super) fn new(r: Box<dyn Read + Send>, thread: bool) -> Blocks {
+    /// `r`'s bytes, read ahead on a thread of their own if `thread`; an
+    /// error if that thread cannot be started.
+    pub(super) fn new(r: Box<dyn Read + Send>, thread: bool) -> io::Result<Blocks> {
         let source = match thread {
             false => Source::Here(r),
             true => {
-                let (to_reader, full) = mpsc::sync_channel(AHEAD);
+                let (to_reader, full) = mpsc::sync_channel(AHEAD - 1);
                 let (empty, back) = mpsc::channel();
-                let thread = std::thread::spawn(move || fill_ahead(r, to_reader, back));
+                let stop = Arc::new(AtomicBool::new(false));
+                let stopped = Arc::clone(&stop);
+                let thread = std::thread::Builder::new()
+                    .name("log reader".to_string())
+                    .spawn(move || fill_ahead(r, to_reader, back, &stopped))?;
                 Source::Thread {
                     full,
                     empty,
+                    stop,
                     thread,
                 }
             }
         };
-        Blocks {
+        Ok(Blocks {
             source,
             block: Block::none(),
             at: 0,
-        }
+        })
     }
 
     /// Takes the next block, the one handed out given back.
@@ -125,7 +141,7 @@ impl Blocks {
                 if self.block.bytes.is_empty() {
                     self.block = Block::new();
                 }
-                self.block.fill(&mut **r);
+                self.block.fill(&mut **r, &AtomicBool::new(false));
             }
             Source::Thread { full, empty, .. } => {
                 let used = std::mem::replace(&mut self.block, Block::none());
@@ -145,11 +161,16 @@ impl Blocks {
 }
 
 /// The reader's thread: fills blocks until the source ends or fails, or
-/// until their reader stops taking them.
-fn fill_ahead(mut r: Box<dyn Read + Send>, full: SyncSender<Block>, empty: Receiver<Block>) {
+/// until their reader stops taking them (`stop`).
+fn fill_ahead(
+    mut r: Box<dyn Read + Send>,
+    full: SyncSender<Block>,
+    empty: Receiver<Block>,
+    stop: &AtomicBool,
+) {
     loop {
         let mut block = empty.try_recv().unwrap_or_else(|_| Block::new());
-        block.fill(&mut *r);
+        block.fill(&mut *r, stop);
         let last = !matches!(block.end, End::More);
         if full.send(block).is_err() || last {
             return;
@@ -159,6 +180,9 @@ fn fill_ahead(mut r: Box<dyn Read + Send>, full: SyncSender<Block>, empty: Recei
 
 impl Read for Blocks {
     fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        if out.is_empty() {
+            return Ok(0);
+        }
         loop {
             if self.at < self.block.len {
                 let n = out.len().min(self.block.len - self.at);
@@ -167,13 +191,20 @@ impl Read for Blocks {
                 return Ok(n);
             }
             match std::mem::replace(&mut self.block.end, End::Eof) {
+                // (The next block has its own end.)
                 End::More => self.next_block()?,
                 End::Eof => {
                     self.stop();
                     return Ok(0);
                 }
                 End::Failed(e) => {
+                    self.block.end = End::FailedBefore(e.kind(), e.to_string());
                     self.stop();
+                    return Err(e);
+                }
+                End::FailedBefore(kind, message) => {
+                    let e = io::Error::new(kind, message.as_str());
+                    self.block.end = End::FailedBefore(kind, message);
                     return Err(e);
                 }
             }
@@ -184,10 +215,13 @@ impl Read for Blocks {
 impl Blocks {
     /// Takes no more blocks; a reader's thread is waited for.
     fn stop(&mut self) {
-        if let Source::Thread { full, thread, .. } =
-            std::mem::replace(&mut self.source, Source::Done)
+        if let Source::Thread {
+            full, stop, thread, ..
+        } = std::mem::replace(&mut self.source, Source::Done)
         {
-            // The reader stops at its next block, which nothing takes.
+            // The reader stops at its next read, or its next block, which
+            // nothing takes.
+            stop.store(true, Ordering::Relaxed);
             drop(full);
             // (A panic there is the reader's bug; its blocks have ended.)
             let _ = thread.join();
@@ -244,13 +278,18 @@ mod tests {
             fail_after,
             x: 3,
         };
-        let mut blocks = Blocks::new(Box::new(source), thread);
+        let mut blocks = Blocks::new(Box::new(source), thread).unwrap();
         let (mut got, mut buf) = (Vec::new(), vec![0; size]);
         loop {
             match blocks.read(&mut buf) {
                 Ok(0) => return (got, None),
                 Ok(n) => got.extend_from_slice(&buf[..n]),
-                Err(e) => return (got, Some(e.to_string())),
+                Err(e) => {
+                    // A read after the error gives it again.
+                    let again = blocks.read(&mut buf).map_err(|e| e.to_string());
+                    assert_eq!(again, Err(e.to_string()));
+                    return (got, Some(e.to_string()));
+                }
             }
         }
     }
@@ -288,14 +327,49 @@ mod tests {
         }
     }
 
-    // Blocks given up before their source ends stop their reader: this
-    // returns (a reader filling blocks of an endless source would not).
+    /// An endless source of `x`, which says when it is dropped.
+    struct Endless(mpsc::Sender<()>);
+
+    impl Read for Endless {
+        fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+            let n = out.len().min(1000);
+            out[..n].fill(b'x');
+            Ok(n)
+        }
+    }
+
+    impl Drop for Endless {
+        fn drop(&mut self) {
+            // Slowly: a drop of the blocks that did not wait for the
+            // reader would return before this.
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            let _ = self.0.send(());
+        }
+    }
+
+    // Blocks given up before their source ends stop their reader, which
+    // drops the source, before their drop returns.
     #[test]
     fn blocks_dropped_early_stop_their_reader() {
-        let mut blocks = Blocks::new(Box::new(io::repeat(b'x')), true);
+        let (dropped, source_gone) = mpsc::channel();
+        let mut blocks = Blocks::new(Box::new(Endless(dropped)), true).unwrap();
         let mut buf = [0; 10];
         assert_eq!(blocks.read(&mut buf).unwrap(), 10);
         assert_eq!(buf, [b'x'; 10]);
-        drop(blocks);
+        assert_eq!(blocks.read(&mut []).unwrap(), 0);
+        // Dropped on a thread of its own: a reader that did not stop
+        // fails the test instead of hanging it.
+        let (done, drop_returned) = mpsc::channel();
+        std::thread::spawn(move || {
+            drop(blocks);
+            done.send(()).unwrap();
+        });
+        let wait = std::time::Duration::from_secs(30);
+        assert_eq!(drop_returned.recv_timeout(wait), Ok(()));
+        assert_eq!(
+            source_gone.try_recv(),
+            Ok(()),
+            "dropped when the drop returned"
+        );
     }
 }

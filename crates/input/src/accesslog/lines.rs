@@ -54,7 +54,7 @@ impl Lines {
             // lines are parsed on this one. (A plain file's reading is
             // too little to gain from it: measured, none.)
             let thread = rayon::current_num_threads() > 1;
-            r = Box::new(Blocks::new(Box::new(inflated), thread));
+            r = Box::new(Blocks::new(Box::new(inflated), thread)?);
             end = 0;
         }
         Ok(Lines {
