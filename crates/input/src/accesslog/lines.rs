@@ -1,6 +1,7 @@
 //! A log's lines, read into one buffer and handed out in place: no copy
 //! and no allocation per line. A gzip log (known by its magic bytes) is
-//! inflated as it is read.
+//! inflated as it is read, on a thread of its own when rayon has two
+//! threads or more (see [`super::blocks`]).
 
 use std::io::{self, Read};
 
