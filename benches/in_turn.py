@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Runs a command for each of several values in turn, round after round,
 and prints each one's CPU-seconds (user + system of the process and its
-children): lowest, highest and median. The README's before/after numbers
+children) and wall-clock seconds: lowest, highest and median. The README's before/after numbers
 from the later session of 2026-12-02 were measured this way: binaries
 run in turn on a machine whose speed moves, so that each round compares
 them at the same moment.
@@ -22,6 +22,7 @@ import resource
 import statistics
 import subprocess
 import sys
+import time
 
 
 def cpu_seconds():
@@ -35,9 +36,10 @@ def main():
         sys.exit(2)
     rounds, command, values = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
     times = {v: [] for v in values}
+    walls = {v: [] for v in values}
     for _ in range(rounds):
         for v in values:
-            start = cpu_seconds()
+            start, wall = cpu_seconds(), time.perf_counter()
             done = subprocess.run(
                 command.replace("{}", v),
                 shell=True,
@@ -47,10 +49,12 @@ def main():
             if done.returncode != 0:
                 print(f"{command.replace('{}', v)}: exit status {done.returncode}", file=sys.stderr)
                 sys.exit(2)
+            walls[v].append(time.perf_counter() - wall)
             times[v].append(cpu_seconds() - start)
     for v in values:
-        t = sorted(times[v])
+        t, w = sorted(times[v]), sorted(walls[v])
         print(f"{v}: {t[0]:.3f}–{t[-1]:.3f} CPU-s (median {statistics.median(t):.3f}) in {rounds} rounds")
+        print(f"{' ' * len(v)}  {w[0]:.3f}–{w[-1]:.3f} s wall (median {statistics.median(w):.3f})")
 
 
 if __name__ == "__main__":
