@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Runs a command for each of several values in turn, round after round,
 and prints each one's CPU-seconds (user + system of the process and its
-children) and wall-clock seconds: lowest, highest and median. The README's before/after numbers
-from the later session of 2026-12-02 were measured this way: binaries
-run in turn on a machine whose speed moves, so that each round compares
-them at the same moment.
+children) and wall-clock seconds: lowest, highest and median. The
+README's before/after numbers from the later session of 2026-12-02
+were measured this way: binaries run in turn on a machine whose speed
+moves, so that each round compares them at the same moment.
 
     python3 benches/in_turn.py ROUNDS 'COMMAND with {}' VALUE...
 
