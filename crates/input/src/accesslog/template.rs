@@ -83,8 +83,10 @@ impl Until {
 /// which costs less than a call to memchr; the rest by memchr.
 fn find_byte(b: u8, hay: &[u8]) -> Option<usize> {
     let mut i = 0;
-    while i + 8 <= hay.len() && i < 64 {
-        let w = super::word::at(hay, i).unwrap_or(0);
+    while i < 64 {
+        let Some(w) = super::word::at(hay, i) else {
+            break;
+        };
         let marks = super::word::equal(w, b);
         if marks != 0 {
             return Some(i + super::word::first(marks));
