@@ -60,7 +60,7 @@ mod word;
 pub use format::{Format, Location, LogOptions, Select, Subsecond, FORMATS, MAX_LINE_BYTES};
 use lines::Lines;
 pub use parsed::{EmptyKey, Key, LineError, Parsed, Verdict};
-use pipeline::{InternError, Interner, Pipeline};
+use pipeline::{InternError, Interner, LineReader, Pipeline};
 use window::Pending;
 
 use std::sync::Arc;
@@ -540,41 +540,87 @@ fn read_first_holding(
 
 /// [`read`], holding `hold` of the log at first; an error says whether
 /// it is the one holding all of `reorder` gives.
+///
+/// With two threads or more (rayon's count, as everywhere), the log's
+/// lines are read, parsed and their keys interned on a thread of their
+/// own, in line order as here, while they are put in replay order and
+/// recorded on this one: the same ids, the same recording. Where that
+/// meets an error, the log is read again on this thread alone, which
+/// gives the error and its message (with the line's text, which the
+/// reading thread does not hand on); errors end a read, so this costs a
+/// second read only of a log that is refused.
 fn read_holding(
+    data: &TraceData,
+    format: &Arc<Format>,
+    options: &LogOptions,
+    split: Option<Split>,
+    hold: u64,
+) -> Result<Recording, (bool, &'static str, String)> {
+    if rayon::current_num_threads() > 1 {
+        if let Some(read) = read_holding_on(data, format, options, split.clone(), hold, true) {
+            return read;
+        }
+    }
+    read_holding_on(data, format, options, split, hold, false)
+        .unwrap_or_else(|| Err((true, "path", pipeline::FAILED.to_string())))
+}
+
+/// [`read_holding`], its lines read on a thread of their own if
+/// `threaded`; `None` if that failed (then reading here gives the error).
+fn read_holding_on(
     data: &TraceData,
     format: &Arc<Format>,
     options: &LogOptions,
     mut split: Option<Split>,
     hold: u64,
-) -> Result<Recording, (bool, &'static str, String)> {
-    let lines = data
-        .open()
-        .and_then(Lines::new)
-        .map_err(|e| (true, "path", format!("cannot be read: {e}")))?;
+    threaded: bool,
+) -> Option<Result<Recording, (bool, &'static str, String)>> {
+    let lines = match data.open().and_then(Lines::new) {
+        Ok(lines) => lines,
+        Err(e) => return Some(Err((true, "path", format!("cannot be read: {e}")))),
+    };
     // Marked for a merge, if lines may come late.
     let mut recording = match hold < options.reorder.0 {
         true => RecordingBuilder::marked(),
         false => RecordingBuilder::default(),
     };
-    let mut p = Pipeline::new(lines, format, options).holding(hold);
-    let mut verdicts = 0u64;
     let mut keys = LogKeys {
         keys: RecordedKeys::default(),
         split: split.take(),
         split_failed: false,
         valued: 0,
     };
-    loop {
-        match p.next(&mut keys) {
-            Ok(Some(r)) => {
-                verdicts += r.verdict.is_some() as u64;
-                recording.push(&r.entry());
-            }
-            Ok(None) => break,
-            Err(e) if keys.split_failed => return Err((p.error_is_exact(), "source", e)),
-            Err(e) => return Err((p.error_is_exact(), "path", e)),
+    let reader = LineReader::new(lines, format, options);
+    let (read, mut p) = match threaded {
+        false => {
+            let mut p = Pipeline::here(reader, options).holding(hold);
+            (drain(&mut p, &mut keys, &mut recording), p)
         }
-    }
+        true => std::thread::scope(|s| {
+            let (send, batches) = std::sync::mpsc::sync_channel(pipeline::BATCHES_AHEAD);
+            let (back, taken) = std::sync::mpsc::sync_channel(pipeline::BATCHES_AHEAD + 2);
+            let keys = &mut keys;
+            let thread = std::thread::Builder::new()
+                .name("log reader".to_string())
+                .spawn_scoped(s, move || reader.feed(keys, &send, &taken))
+                .ok()?;
+            let mut p = Pipeline::fed(batches, back, options).holding(hold);
+            // (The keys are interned on the reading thread.)
+            let read = drain(
+                &mut p,
+                &mut |_: &[u8], _: &[u8], _: &[u8]| Ok((0, 0, 0)),
+                &mut recording,
+            );
+            p.stop();
+            thread.join().ok()?;
+            read.is_ok().then_some((read, p))
+        })?,
+    };
+    let mut verdicts = match read {
+        Ok(verdicts) => verdicts,
+        Err(e) if keys.split_failed => return Some(Err((p.error_is_exact(), "source", e))),
+        Err(e) => return Some(Err((p.error_is_exact(), "path", e))),
+    };
     let late = p.take_late();
     let mut start = p.start();
     if let (Some(first), Some(base)) = (late.first(), start) {
@@ -593,7 +639,7 @@ fn read_holding(
             recording = recording.merge(base - earliest, &replayed, |l, e| order(l) < order(e));
         }
         if recording.last().0 > MAX_NANOS {
-            return Err((false, "path", String::new()));
+            return Some(Err((false, "path", String::new())));
         }
         start = Some(earliest);
     }
@@ -606,14 +652,14 @@ fn read_holding(
     // A JSON line may lack any field, so a misnamed one passes every
     // line; the variables of nginx and Envoy formats were checked.
     if let (Some(split), 0, Format::Jsonl(_)) = (&split, valued, &**format) {
-        return Err((
+        return Some(Err((
             true,
             "source",
             format!(
                 "has no line with a value of {} to split by — is it the field's name?",
                 quoted(&split.field)
             ),
-        ));
+        )));
     }
     let path = |e: String| (true, "path", e);
     // A location none of the log's lines went to is a location that had no
@@ -623,13 +669,13 @@ fn read_holding(
     // location a line that could not be read was in is not known — and the
     // warning counts them.
     let idle_location =
-        options.location.is_some() && p.filtered > 0 && p.unselected == 0 && p.empty_key == 0;
+        options.location.is_some() && p.filtered() > 0 && p.unselected() == 0 && p.empty_key() == 0;
     if recording.rows() == 0 && !idle_location {
         let inside = match &options.location {
-            Some(l) if p.filtered > 0 => format!(" inside location {:?}", l.shown()),
+            Some(l) if p.filtered() > 0 => format!(" inside location {:?}", l.shown()),
             _ => String::new(),
         };
-        return Err(path(if p.unselected > 0 {
+        return Some(Err(path(if p.unselected() > 0 {
             format!(
                 "has no line{inside} whose {} ({} lines are not)",
                 options
@@ -637,31 +683,46 @@ fn read_holding(
                     .as_ref()
                     .map(Select::shown)
                     .unwrap_or_default(),
-                p.unselected
+                p.unselected()
             )
-        } else if p.empty_key > 0 {
+        } else if p.empty_key() > 0 {
             format!(
                 "has no line{inside} whose {} is set ({} lines have it empty)",
                 format.client_field(),
-                p.empty_key
+                p.empty_key()
             )
-        } else if p.filtered > 0 {
+        } else if p.filtered() > 0 {
             format!("has no line{inside}")
         } else {
             "has no requests".to_string()
-        }));
+        })));
     }
     let counts = Counts {
         skipped: p.skipped(),
         reordered: p.reordered(),
-        filtered: p.filtered,
-        unselected: p.unselected,
-        empty_key: p.empty_key,
+        filtered: p.filtered(),
+        unselected: p.unselected(),
+        empty_key: p.empty_key(),
         with_verdict: verdicts,
     };
     let mut recording = recording.finish(keys, split, counts);
     recording.start = start;
-    Ok(recording)
+    Some(Ok(recording))
+}
+
+/// Takes `p`'s requests into `recording`, interning their keys with
+/// `intern` (if `p` reads its lines here); how many carried a verdict.
+fn drain<I: Interner + ?Sized>(
+    p: &mut Pipeline,
+    intern: &mut I,
+    recording: &mut RecordingBuilder,
+) -> Result<u64, String> {
+    let mut verdicts = 0;
+    while let Some(r) = p.next(intern)? {
+        verdicts += r.verdict.is_some() as u64;
+        recording.push(&r.entry());
+    }
+    Ok(verdicts)
 }
 
 /// The first line of the log at `path` that is not blank, and its number
@@ -692,6 +753,7 @@ struct LogKeys {
 }
 
 impl Interner for LogKeys {
+    #[inline(always)]
     fn intern(
         &mut self,
         c: &[u8],
@@ -783,19 +845,20 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// What a read gives, to compare.
-    type Read = Result<
-        (
-            Vec<Entry>,
-            u64,
-            Nanos,
-            Option<u64>,
-            Counts,
-            (usize, usize),
-            Vec<String>,
-        ),
-        (&'static str, String),
-    >;
+    /// A recording's requests, rows, last arrival, time base, counts,
+    /// key counts and sources, to compare…
+    type Compared = (
+        Vec<Entry>,
+        u64,
+        Nanos,
+        Option<u64>,
+        Counts,
+        (usize, usize),
+        Vec<String>,
+    );
+
+    /// …and what a read gives.
+    type Read = Result<Compared, (&'static str, String)>;
 
     /// `log` read holding `hold` at first (all of `reorder`: `None`).
     fn read_log(
@@ -816,8 +879,12 @@ mod tests {
                 },
             ),
         }?;
+        Ok(compared(r))
+    }
+
+    fn compared(r: Recording) -> Compared {
         let r = Arc::new(r);
-        Ok((
+        (
             r.replay().collect(),
             r.rows,
             r.last,
@@ -828,7 +895,7 @@ mod tests {
                 .as_ref()
                 .map(|s| s.names().to_vec())
                 .unwrap_or_default(),
-        ))
+        )
     }
 
     fn nginx(whole_seconds: bool, split: bool) -> Arc<Format> {
@@ -1022,6 +1089,41 @@ mod tests {
         Blank,
     }
 
+    /// The log `specs` write (whole-second stamps if `whole_seconds`).
+    fn log_of(specs: &[Spec], whole_seconds: bool) -> String {
+        let mut log = String::new();
+        let mut end = 1_796_085_720_000u64;
+        for s in specs {
+            match *s {
+                Spec::Request {
+                    step_ms,
+                    took_ms,
+                    key,
+                    other_location,
+                    verdict,
+                    src,
+                } => {
+                    end += step_ms;
+                    let key = match key {
+                        0 => "-".to_string(),
+                        _ => format!("k{key}"),
+                    };
+                    let path = if other_location { "/b" } else { "/a" };
+                    let verdict = ["-", "PASSED", "DELAYED", "REJECTED"][verdict as usize];
+                    let src = ["-", "s1", "s2"][src as usize];
+                    let rest = format!(
+                        "{key} 10.0.0.{} \"GET {path} HTTP/1.1\" {verdict} {src}",
+                        took_ms % 3
+                    );
+                    log += &line(whole_seconds, end, took_ms, &rest);
+                }
+                Spec::Garbage => log += "garbage\n",
+                Spec::Blank => log += "\n",
+            }
+        }
+        log
+    }
+
     fn spec() -> impl Strategy<Value = Spec> {
         prop_oneof![
             20 => (0u64..400, prop_oneof![8 => 0u64..300, 2 => 0u64..5_000, 1 => 0u64..90_000], 0u8..12, prop::bool::weighted(0.1), 0u8..4, 0u8..3)
@@ -1051,26 +1153,43 @@ mod tests {
         ) {
             let subsecond = [None, Some(Subsecond::Start), Some(Subsecond::Spread)][whole as usize];
             let whole_seconds = subsecond.is_some();
-            let mut log = String::new();
-            let mut end = 1_796_085_720_000u64;
-            for s in &specs {
-                match *s {
-                    Spec::Request { step_ms, took_ms, key, other_location, verdict, src } => {
-                        end += step_ms;
-                        let key = if key == 0 { "-".to_string() } else { format!("k{key}") };
-                        let path = if other_location { "/b" } else { "/a" };
-                        let verdict = ["-", "PASSED", "DELAYED", "REJECTED"][verdict as usize];
-                        let src = ["-", "s1", "s2"][src as usize];
-                        log += &line(whole_seconds, end, took_ms, &format!("{key} 10.0.0.{} \"GET {path} HTTP/1.1\" {verdict} {src}", took_ms % 3));
-                    }
-                    Spec::Garbage => log += "garbage\n",
-                    Spec::Blank => log += "\n",
-                }
-            }
+            let log = log_of(&specs, whole_seconds);
             let format = nginx(whole_seconds, split);
             let options = options(reorder_ms * 1_000_000, subsecond, skip_bad);
             let exact = read_log(log.as_bytes(), &format, &options, split, None);
             prop_assert_eq!(read_log(log.as_bytes(), &format, &options, split, Some(hold_ms * 1_000_000)), exact);
+        }
+
+        // Lines read on a thread of their own (in batches of a few lines,
+        // under test) give what reading them here gives: the same
+        // recording, or the same error of what is read; where the thread
+        // meets an error (a bad line not skipped, a line out of the
+        // reorder window, a split's refusal), it says so, and reading
+        // here gives one.
+        #[test]
+        fn lines_read_on_a_thread_of_their_own_give_what_reading_here_gives(
+            specs in prop::collection::vec(spec(), 1..300),
+            reorder_ms in prop_oneof![Just(0u64), Just(700), Just(60_000)],
+            hold_ms in prop_oneof![Just(0u64), Just(100), Just(60_000)],
+            whole in 0u8..3,
+            skip_bad in any::<bool>(),
+            split in any::<bool>(),
+        ) {
+            let subsecond = [None, Some(Subsecond::Start), Some(Subsecond::Spread)][whole as usize];
+            let log = log_of(&specs, subsecond.is_some());
+            let format = nginx(subsecond.is_some(), split);
+            let options = options(reorder_ms * 1_000_000, subsecond, skip_bad);
+            let data = TraceData::Embedded(Box::leak(log.into_bytes().into_boxed_slice()));
+            let read = |threaded| {
+                let split = split.then(|| Split::new("$http_x_src", "web"));
+                read_holding_on(&data, &format, &options, split, hold_ms * 1_000_000, threaded)
+                    .map(|r| r.map(compared))
+            };
+            let here = read(false).expect("reading here gives a read");
+            match read(true) {
+                Some(there) => prop_assert_eq!(there, here),
+                None => prop_assert!(here.is_err()),
+            }
         }
     }
 }

@@ -5,9 +5,17 @@
 //! shorter hold, with the few lines later than that kept aside: see
 //! [`Pipeline::holding`]), never the whole log, and allocates nothing per
 //! line once its buffers have grown.
+//!
+//! Its two halves are apart: a [`LineReader`] reads lines, parses them
+//! and interns their keys, in line order, into what each says ([`Said`]);
+//! the [`Pipeline`] puts those in order. The reader runs here, or on a
+//! thread of its own that hands them on in batches
+//! ([`LineReader::feed`], [`Pipeline::fed`]): either way the keys get
+//! the same ids, and the order the same requests.
 
 use std::collections::BTreeMap;
 use std::ops::Range;
+use std::sync::mpsc::{Receiver, SyncSender};
 use std::sync::Arc;
 
 use super::lines::Lines;
@@ -69,8 +77,6 @@ where
     }
 }
 
-pub(super) type Intern<'a> = &'a mut dyn Interner;
-
 /// How many lines ahead of the one parsed a log of a template format
 /// (nginx, Envoy) is parsed for its keys, whose table slots are asked for
 /// then: the cache misses of several lines' look-ups overlap.
@@ -124,19 +130,93 @@ const LATE_FEW: u64 = 64;
 
 /// Lines → requests in replay order.
 pub(super) struct Pipeline {
+    reading: Reading,
+    order: Order,
+}
+
+/// Where a pipeline's lines are read: here, or on a thread of its own
+/// (see [`LineReader::feed`]), which hands what they say on in batches.
+/// (One per read: its size does not matter, and a boxed reader cost
+/// 30 instructions a line more, callgrind.)
+#[allow(clippy::large_enum_variant)]
+enum Reading {
+    Here(LineReader),
+    Fed {
+        batches: Receiver<Batch>,
+        /// Batches read, sent back to be filled again.
+        back: SyncSender<Vec<Said>>,
+        batch: Vec<Said>,
+        at: usize,
+    },
+    /// The thread told to stop (see [`Pipeline::stop`]).
+    Stopped,
+}
+
+/// A log's lines read: each line's parse, its keys as ids (from the
+/// interner), where its location and `only`/`except` put it.
+pub(super) struct LineReader {
     lines: Lines,
     format: Arc<Format>,
+    options: LogOptions,
     /// The fields' byte ranges of the line being parsed…
     values: Vec<Range<usize>>,
     /// …and of the lines looked at ahead (`None`: none are, a JSON log).
     ahead: Option<Ahead>,
-    order: Order,
-    pub(super) filtered: u64,
-    /// Lines `only`/`except` passed over.
-    pub(super) unselected: u64,
-    /// Lines not counted because their key is empty (nginx).
-    pub(super) empty_key: u64,
 }
+
+/// What a line that is not blank says, for its ordering: a few words,
+/// which a thread that reads lines hands on (see [`LineReader::feed`]).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Said {
+    pub line: u64,
+    pub stamp: u64,
+    pub duration: u64,
+    pub cost: u64,
+    pub verdict: Option<Verdict>,
+    pub kind: Kind,
+}
+
+/// What a line is to the replay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Kind {
+    /// A request, its client's, address's and source part's ids.
+    Request(u32, u32, u32),
+    /// A line outside `location`…
+    Filtered,
+    /// …or one `only`/`except` passed over…
+    Unselected,
+    /// …or one whose key is empty (nginx): ghosts (see [`Pending`]).
+    EmptyKey,
+    /// A bad line, skipped (`on_bad_line = "skip"`).
+    Bad,
+}
+
+/// Why a line says nothing to replay.
+pub(super) enum Unsaid {
+    /// A bad line: the message, without the line.
+    Bad(String),
+    /// The log cannot be replayed: the message, without the line.
+    Refused(String),
+}
+
+/// A reading thread's message (see [`LineReader::feed`]).
+pub(super) enum Batch {
+    Said(Vec<Said>),
+    /// The log's end: every line was handed on.
+    End,
+    /// Reading stopped at an error, which reading here gives again.
+    Failed,
+}
+
+/// The error of a pipeline whose reading thread failed (or was stopped):
+/// the caller reads the log again here, which gives the error itself.
+pub(super) const FAILED: &str = "the reading thread stopped";
+
+/// How many lines a reading thread hands on at once (a few under test,
+/// so that a test's log is many batches)…
+const BATCH: usize = if cfg!(test) { 5 } else { 4096 };
+/// …and how many batches it may be ahead.
+pub(super) const BATCHES_AHEAD: usize = 4;
 
 /// The parsed requests on their way to replay order.
 struct Order {
@@ -168,6 +248,12 @@ struct Order {
     eof: bool,
     skipped: u64,
     reordered: u64,
+    /// Lines outside `location`…
+    filtered: u64,
+    /// …lines `only`/`except` passed over…
+    unselected: u64,
+    /// …and lines not counted because their key is empty (nginx).
+    empty_key: u64,
 }
 
 /// A line of whitespace only (as `str::trim` sees it).
@@ -270,6 +356,7 @@ impl Order {
     }
 
     /// Places a parsed line's request by its stamp and duration.
+    #[inline(always)]
     fn place(
         &mut self,
         mut p: Pending,
@@ -324,16 +411,257 @@ impl Order {
     }
 }
 
-impl Pipeline {
-    pub(super) fn new(lines: Lines, format: &Arc<Format>, options: &LogOptions) -> Pipeline {
-        Pipeline {
+impl Order {
+    /// Puts a line that says something (see [`Said`]) on its way; `text`
+    /// is the line, for an error's message (empty from a reading thread,
+    /// whose errors are read here again).
+    #[inline(always)]
+    fn apply(&mut self, said: Said, text: &[u8]) -> Result<(), String> {
+        let keys = match said.kind {
+            Kind::Request(client, ip, part) => Some((client, ip, part)),
+            Kind::Filtered => {
+                self.filtered += 1;
+                None
+            }
+            Kind::Unselected => {
+                self.unselected += 1;
+                None
+            }
+            Kind::EmptyKey => {
+                self.empty_key += 1;
+                None
+            }
+            Kind::Bad => return self.bad(said.line, "", text),
+        };
+        let (client, ip, part) = keys.unwrap_or((0, 0, 0));
+        let delay = match said.verdict {
+            Some(Verdict::Delayed) => said.duration,
+            _ => 0,
+        };
+        let p = Pending {
+            arrival: 0,
+            rank: Verdict::rank(said.verdict),
+            delay,
+            line: said.line,
+            ghost: keys.is_none(),
+            client,
+            ip,
+            part,
+            cost: said.cost,
+            verdict: said.verdict,
+        };
+        self.place(p, said.stamp, said.duration, text)
+    }
+}
+
+impl LineReader {
+    pub(super) fn new(lines: Lines, format: &Arc<Format>, options: &LogOptions) -> LineReader {
+        LineReader {
             lines,
             format: Arc::clone(format),
+            options: options.clone(),
             values: Vec::new(),
             ahead: match **format {
                 Format::Nginx(_) | Format::Envoy(_) => Some(Ahead::new()),
                 Format::Jsonl(_) => None,
             },
+        }
+    }
+
+    /// The next line: its number, its bytes and what it says (`None`: it
+    /// is blank); `None` at the log's end; `Err` for a line [`Lines`]
+    /// refuses.
+    #[allow(clippy::type_complexity)]
+    #[inline(always)]
+    fn next<I: Interner + ?Sized>(
+        &mut self,
+        intern: &mut I,
+    ) -> Result<Option<(u64, &[u8], Option<Result<Said, Unsaid>>)>, String> {
+        if let Some(ahead) = self.ahead.as_mut() {
+            while ahead.len < LOOK_AHEAD {
+                let Some(line) = self.lines.look_ahead() else {
+                    break;
+                };
+                let slot = ahead.push();
+                let keys = self.format.keys(line, &mut ahead.ranges[slot]);
+                ahead.matched[slot] = keys.is_some();
+                ahead.hints[slot] = match keys {
+                    Some((client, ip)) => intern.prefetch(client, ip.unwrap_or(client)),
+                    None => None,
+                };
+            }
+        }
+        let Some((line_no, bytes)) = self.lines.next()? else {
+            return Ok(None);
+        };
+        let (matched, hint) = match self.ahead.as_mut() {
+            Some(ahead) if ahead.len > 0 => match ahead.pop() {
+                Some(slot) => (Some(&ahead.ranges[slot][..]), ahead.hints[slot]),
+                None => (None, None),
+            },
+            _ => (None, None),
+        };
+        if blank(bytes) {
+            return Ok(Some((line_no, bytes, None)));
+        }
+        let said = read_line(
+            &self.format,
+            &self.options,
+            (line_no, bytes),
+            &mut self.values,
+            (matched, hint),
+            intern,
+        );
+        Ok(Some((line_no, bytes, Some(said))))
+    }
+
+    /// Reads every line, handing what each says on to `batches` (through
+    /// batches that `back` gives back, or new ones), then [`Batch::End`];
+    /// or, at the first error (of a line, or of a bad line that is not
+    /// skipped), [`Batch::Failed`]. Stops when `batches` is dropped.
+    pub(super) fn feed<I: Interner + ?Sized>(
+        mut self,
+        intern: &mut I,
+        batches: &SyncSender<Batch>,
+        back: &Receiver<Vec<Said>>,
+    ) {
+        let skip = self.options.skip_bad;
+        let mut batch = Vec::with_capacity(BATCH);
+        loop {
+            let said = match self.next(intern) {
+                Ok(Some((_, _, None))) => continue,
+                Ok(Some((_, _, Some(Ok(said))))) => said,
+                Ok(Some((line, _, Some(Err(Unsaid::Bad(_)))))) if skip => Said {
+                    line,
+                    stamp: 0,
+                    duration: 0,
+                    cost: 0,
+                    verdict: None,
+                    kind: Kind::Bad,
+                },
+                Ok(None) => {
+                    if !batch.is_empty() && batches.send(Batch::Said(batch)).is_err() {
+                        return;
+                    }
+                    let _ = batches.send(Batch::End);
+                    return;
+                }
+                Ok(Some((_, _, Some(Err(_))))) | Err(_) => {
+                    let _ = batches.send(Batch::Failed);
+                    return;
+                }
+            };
+            batch.push(said);
+            if batch.len() == BATCH {
+                let full = std::mem::replace(&mut batch, back.try_recv().unwrap_or_default());
+                if batches.send(Batch::Said(full)).is_err() {
+                    return;
+                }
+                batch.reserve(BATCH);
+            }
+        }
+    }
+}
+
+/// What a line that is not blank says (`values` is scratch space), or why
+/// it says nothing: `matched` is its fields' ranges if they were found
+/// ahead (see [`Ahead`]), `hint` what the interner's prefetch of its keys
+/// returned.
+#[inline(always)]
+fn read_line<I: Interner + ?Sized>(
+    format: &Format,
+    options: &LogOptions,
+    (line, bytes): (u64, &[u8]),
+    values: &mut Vec<Range<usize>>,
+    (matched, mut hint): (Option<&[Range<usize>]>, Option<u64>),
+    intern: &mut I,
+) -> Result<Said, Unsaid> {
+    let mut parsed = match matched {
+        Some(values) => format.parse_matched(bytes, values),
+        None => format.parse(bytes, values),
+    };
+    if matched.is_some() && parsed.is_err() {
+        // The look ahead matched the line one way; its parse reads
+        // every way it matches.
+        parsed = format.parse(bytes, values);
+        hint = None;
+    }
+    let parsed = match parsed {
+        Err(e) => return Err(Unsaid::Bad(e.message(bytes))),
+        Ok(ref p) => p,
+    };
+    let other_location = match (&options.location, &parsed.path) {
+        (Some(loc), Some(path)) => !loc.matches(path),
+        _ => false,
+    };
+    let unselected = !other_location
+        && options
+            .select
+            .as_ref()
+            .is_some_and(|s| !s.matches(parsed.selector.unwrap_or_default()));
+    let kind = if other_location {
+        Kind::Filtered
+    } else if unselected {
+        Kind::Unselected
+    } else {
+        match (&parsed.client, &parsed.ip) {
+            (Err(_), _) if format.empty_key_is_unaccounted() => Kind::EmptyKey,
+            (Err(e), _) | (Ok(_), Some(Err(e))) => return Err(Unsaid::Bad(e.to_string())),
+            (Ok(client), ip) => {
+                let ip = match ip {
+                    Some(Ok(ip)) => ip,
+                    _ => client,
+                };
+                let source = parsed.source.as_deref().unwrap_or_default();
+                match intern.intern(client, ip, source, hint) {
+                    Ok((client, ip, part)) => Kind::Request(client, ip, part),
+                    Err(InternError::NotUtf8) => return Err(Unsaid::Bad(NOT_UTF8.to_string())),
+                    Err(InternError::Refused(e)) => return Err(Unsaid::Refused(e)),
+                }
+            }
+        }
+    };
+    Ok(Said {
+        line,
+        stamp: parsed.stamp,
+        duration: parsed.duration,
+        cost: parsed.cost,
+        verdict: parsed.verdict,
+        kind,
+    })
+}
+
+impl Pipeline {
+    #[cfg(test)]
+    pub(super) fn new(lines: Lines, format: &Arc<Format>, options: &LogOptions) -> Pipeline {
+        Pipeline::here(LineReader::new(lines, format, options), options)
+    }
+
+    /// A pipeline whose lines `reader` reads here.
+    pub(super) fn here(reader: LineReader, options: &LogOptions) -> Pipeline {
+        Pipeline::reading(Reading::Here(reader), options)
+    }
+
+    /// A pipeline whose lines are read on a thread of their own, which
+    /// sends what they say to `batches` (see [`LineReader::feed`]) and
+    /// takes the batches read back from `back`.
+    pub(super) fn fed(
+        batches: Receiver<Batch>,
+        back: SyncSender<Vec<Said>>,
+        options: &LogOptions,
+    ) -> Pipeline {
+        let fed = Reading::Fed {
+            batches,
+            back,
+            batch: Vec::new(),
+            at: 0,
+        };
+        Pipeline::reading(fed, options)
+    }
+
+    fn reading(reading: Reading, options: &LogOptions) -> Pipeline {
+        Pipeline {
+            reading,
             order: Order {
                 options: options.clone(),
                 window: Window::new(options.reorder.0),
@@ -353,11 +681,16 @@ impl Pipeline {
                 eof: false,
                 skipped: 0,
                 reordered: 0,
+                filtered: 0,
+                unselected: 0,
+                empty_key: 0,
             },
-            filtered: 0,
-            unselected: 0,
-            empty_key: 0,
         }
+    }
+
+    /// Tells a reading thread to stop (its sends fail from now on).
+    pub(super) fn stop(&mut self) {
+        self.reading = Reading::Stopped;
     }
 
     /// Hands a request on once it arrives more than `hold` (if less than
@@ -419,115 +752,69 @@ impl Pipeline {
     }
 
     /// Reads one line into the window.
-    fn read_one(&mut self, intern: Intern) -> Result<(), String> {
-        if let Some(ahead) = self.ahead.as_mut() {
-            while ahead.len < LOOK_AHEAD {
-                let Some(line) = self.lines.look_ahead() else {
-                    break;
-                };
-                let slot = ahead.push();
-                let keys = self.format.keys(line, &mut ahead.ranges[slot]);
-                ahead.matched[slot] = keys.is_some();
-                ahead.hints[slot] = match keys {
-                    Some((client, ip)) => intern.prefetch(client, ip.unwrap_or(client)),
-                    None => None,
-                };
-            }
-        }
-        let Some((line_no, bytes)) = self.lines.next()? else {
-            self.order.eof = true;
-            return self.order.finish_seconds(true);
-        };
-        // A line looked at ahead is the next handed out.
-        let (matched, mut hint) = match self.ahead.as_mut() {
-            Some(ahead) if ahead.len > 0 => match ahead.pop() {
-                Some(slot) => (Some(&ahead.ranges[slot][..]), ahead.hints[slot]),
-                None => (None, None),
-            },
-            _ => (None, None),
-        };
-        if blank(bytes) {
-            return Ok(());
-        }
+    /// Lines outside `location`.
+    pub(super) fn filtered(&self) -> u64 {
+        self.order.filtered
+    }
+
+    /// Lines `only`/`except` passed over.
+    pub(super) fn unselected(&self) -> u64 {
+        self.order.unselected
+    }
+
+    /// Lines not counted because their key is empty (nginx).
+    pub(super) fn empty_key(&self) -> u64 {
+        self.order.empty_key
+    }
+
+    /// Reads the next line that is not blank into the order (at the
+    /// log's end, finishes it).
+    fn read_one<I: Interner + ?Sized>(&mut self, intern: &mut I) -> Result<(), String> {
         let order = &mut self.order;
-        // Parsed where it stays (a match on the first parse's result
-        // would move its 144 bytes).
-        let mut parsed = match matched {
-            Some(values) => self.format.parse_matched(bytes, values),
-            None => self.format.parse(bytes, &mut self.values),
-        };
-        // A line whose first match does not read may have another.
-        if matched.is_some() && parsed.is_err() {
-            parsed = self.format.parse(bytes, &mut self.values);
-            // Its keys may lie elsewhere than those looked at ahead (a
-            // parse of the looked-at match reads the client from the
-            // bytes the look ahead took, so its hint holds).
-            hint = None;
-        }
-        // Looked at in place: a line's 136 bytes are not moved again.
-        let parsed = match parsed {
-            Err(e) => return order.bad(line_no, e.message(bytes), bytes),
-            Ok(ref p) => p,
-        };
-        // docs/semantics.md §8: a line of another location is no bad line,
-        // whatever its keys; it is not replayed (a ghost: it only sets the
-        // time base). Then a line whose key is empty is, for nginx, a
-        // request the zone does not account: a ghost too.
-        let other_location = match (&order.options.location, &parsed.path) {
-            (Some(loc), Some(path)) => !loc.matches(path),
-            _ => false,
-        };
-        let unselected = !other_location
-            && order
-                .options
-                .select
-                .as_ref()
-                .is_some_and(|s| !s.matches(parsed.selector.unwrap_or_default()));
-        let keys = if other_location {
-            self.filtered += 1;
-            None
-        } else if unselected {
-            self.unselected += 1;
-            None
-        } else {
-            match (&parsed.client, &parsed.ip) {
-                (Err(_), _) if self.format.empty_key_is_unaccounted() => {
-                    self.empty_key += 1;
-                    None
+        let said = match &mut self.reading {
+            Reading::Here(reader) => match reader.next(intern)? {
+                Some((_, _, None)) => return Ok(()),
+                Some((_, bytes, Some(Ok(said)))) => return order.apply(said, bytes),
+                Some((line, bytes, Some(Err(Unsaid::Bad(why))))) => {
+                    return order.bad(line, why, bytes)
                 }
-                (Err(e), _) | (Ok(_), Some(Err(e))) => return order.bad(line_no, e, bytes),
-                (Ok(client), ip) => {
-                    let ip = match ip {
-                        Some(Ok(ip)) => ip,
-                        _ => client,
-                    };
-                    let source = parsed.source.as_deref().unwrap_or_default();
-                    match intern.intern(client, ip, source, hint) {
-                        Ok(ids) => Some(ids),
-                        Err(InternError::NotUtf8) => return order.bad(line_no, NOT_UTF8, bytes),
-                        Err(InternError::Refused(e)) => return Err(format!("line {line_no}: {e}")),
+                Some((line, _, Some(Err(Unsaid::Refused(e))))) => {
+                    return Err(format!("line {line}: {e}"))
+                }
+                None => None,
+            },
+            Reading::Fed {
+                batches,
+                back,
+                batch,
+                at,
+            } => {
+                if *at == batch.len() {
+                    let mut read = std::mem::take(batch);
+                    read.clear();
+                    if read.capacity() > 0 {
+                        let _ = back.try_send(read);
+                    }
+                    *at = 0;
+                    match batches.recv() {
+                        Ok(Batch::Said(next)) => *batch = next,
+                        Ok(Batch::End) => {}
+                        Ok(Batch::Failed) | Err(_) => return Err(FAILED.to_string()),
                     }
                 }
+                let said = batch.get(*at).copied();
+                *at += 1;
+                said
             }
+            Reading::Stopped => return Err(FAILED.to_string()),
         };
-        let (client, ip, part) = keys.unwrap_or((0, 0, 0));
-        let delay = match parsed.verdict {
-            Some(Verdict::Delayed) => parsed.duration,
-            _ => 0,
-        };
-        let p = Pending {
-            arrival: 0,
-            rank: Verdict::rank(parsed.verdict),
-            delay,
-            line: line_no,
-            ghost: keys.is_none(),
-            client,
-            ip,
-            part,
-            cost: parsed.cost,
-            verdict: parsed.verdict,
-        };
-        order.place(p, parsed.stamp, parsed.duration, bytes)
+        match said {
+            Some(said) => order.apply(said, b""),
+            None => {
+                order.eof = true;
+                order.finish_seconds(true)
+            }
+        }
     }
 
     /// The instant of the earliest arrival, once a line has been handed
@@ -536,7 +823,10 @@ impl Pipeline {
         self.order.base
     }
 
-    pub(super) fn next(&mut self, intern: Intern) -> Result<Option<Request>, String> {
+    pub(super) fn next<I: Interner + ?Sized>(
+        &mut self,
+        intern: &mut I,
+    ) -> Result<Option<Request>, String> {
         loop {
             let (eof, latest, hold) = (self.order.eof, self.order.latest, self.order.hold);
             let due =
@@ -684,8 +974,8 @@ mod tests {
             select: None,
         };
         let mut p = Pipeline::new(lines, &Arc::new(Format::Nginx(format)), &options);
-        if !look_ahead {
-            p.ahead = None;
+        if let (false, Reading::Here(reader)) = (look_ahead, &mut p.reading) {
+            reader.ahead = None;
         }
         let mut intern = Checking::default();
         let mut out = Vec::new();
@@ -694,7 +984,7 @@ mod tests {
         }
         // Most lines' keys were hashed once, when looked at ahead.
         assert_eq!(intern.hinted > out.len() as u64 / 2, look_ahead);
-        let counts = [p.skipped(), p.reordered(), p.filtered, p.empty_key];
+        let counts = [p.skipped(), p.reordered(), p.filtered(), p.empty_key()];
         (out, counts)
     }
 
@@ -855,7 +1145,7 @@ mod tests {
 1796085720.004 k1 \"GET /key/c HTTP/1.1\"\n";
         let (r, p) = run(Format::Nginx(f), "/key/", log);
         assert_eq!(r.unwrap(), vec![2, 5]);
-        assert_eq!((p.filtered, p.empty_key, p.skipped()), (2, 1, 0));
+        assert_eq!((p.filtered(), p.empty_key(), p.skipped()), (2, 1, 0));
     }
 
     #[test]
@@ -873,7 +1163,7 @@ mod tests {
 2026-12-01T00:42:00.002Z - /key/b\n";
         let (r, p) = run(Format::Envoy(f), "/key/", log);
         assert!(r.unwrap_err().contains("line 3: %REQ(X-K)% is empty"));
-        assert_eq!(p.filtered, 1);
+        assert_eq!(p.filtered(), 1);
     }
 
     // Only the fields read are checked for UTF-8: other bytes in a field
