@@ -254,6 +254,94 @@ fn a_gzip_log_reads_the_same_on_one_thread_or_two() {
     assert_eq!(errors[0], errors[1]);
 }
 
+// A plain log's lines are read on a thread of their own when there is a
+// second one (crates/input/src/accesslog/pipeline.rs): on one thread or
+// two, the same decisions and counts for a log out of order with blank
+// and bad lines skipped, and the same error for a bad line not skipped.
+#[test]
+fn a_plain_log_reads_the_same_on_one_thread_or_two() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let mut log = String::new();
+    for i in 0..60_000u64 {
+        // Written as requests end: a line's arrival is up to 0.4 s
+        // before the line above it.
+        let end = EPOCH_MS + i / 20;
+        let took = i * 7 % 5 * 100;
+        log += &format!(
+            "{}.{:03} k{} {}.{:03}\n",
+            end / 1000,
+            end % 1000,
+            i * 7919 % 301,
+            took / 1000,
+            took % 1000
+        );
+        match i % 9_973 {
+            17 => log += "\n",
+            4_001 => log += "not a line of this format\n",
+            _ => {}
+        }
+    }
+    fs::write(dir.join("n.log"), &log).unwrap();
+    let scenario = |name: &str, skip: bool| {
+        let toml = dir.join(format!("{name}.toml"));
+        let skip = if skip { "on_bad_line = \"skip\"\n" } else { "" };
+        fs::write(
+            &toml,
+            format!(
+                "duration = \"20000s\"\n{LIMITERS}\n[[traffic]]\npattern = \"trace\"\nformat = \"nginx\"\npath = \"n.log\"\nlog_format = '$msec $http_x_k $request_time'\nclient = \"$http_x_k\"\n{skip}"
+            ),
+        )
+        .unwrap();
+        toml
+    };
+    let (skipping, strict) = (scenario("skip", true), scenario("strict", false));
+    let on = |threads: &str, args: &[&std::ffi::OsStr]| {
+        ratesim()
+            .env("RAYON_NUM_THREADS", threads)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let mut outputs = Vec::new();
+    for threads in ["1", "2"] {
+        let out = dir.join(format!("out-{threads}"));
+        let o = on(
+            threads,
+            &[
+                "run".as_ref(),
+                skipping.as_os_str(),
+                "--out".as_ref(),
+                out.as_os_str(),
+                "--decisions".as_ref(),
+                "--no-plots".as_ref(),
+                "--no-html".as_ref(),
+                "--quiet".as_ref(),
+            ],
+        );
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let summary = read_text(&out.join("summary.md"));
+        outputs.push((read_text(&out.join("decisions.csv")), summary));
+    }
+    assert!(outputs[0].0.lines().count() > 4 * 60_000);
+    assert!(
+        outputs[0].1.contains("6 bad lines skipped"),
+        "{}",
+        outputs[0].1
+    );
+    assert_eq!(outputs[0], outputs[1]);
+    let errors: Vec<String> = ["1", "2"]
+        .iter()
+        .map(|threads| {
+            let o = on(threads, &["validate".as_ref(), strict.as_os_str()]);
+            assert_eq!(o.status.code(), Some(2));
+            String::from_utf8_lossy(&o.stderr).into_owned()
+        })
+        .collect();
+    assert!(errors[0].contains("line 4004: "), "{}", errors[0]);
+    assert_eq!(errors[0], errors[1]);
+}
+
 fn scenario_with(dir: &Path, traffic: &str) -> std::path::PathBuf {
     let toml = dir.join("s.toml");
     fs::write(
