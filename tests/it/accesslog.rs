@@ -202,54 +202,12 @@ fn a_gzip_log_reads_the_same_on_one_thread_or_two() {
     let gz = gz.finish().unwrap();
     fs::write(dir.join("n.log.gz"), &gz).unwrap();
     fs::write(dir.join("cut.log.gz"), &gz[..gz.len() * 3 / 5]).unwrap();
-    let scenario = |name: &str| {
-        let toml = dir.join(format!("{name}.toml"));
-        fs::write(
-            &toml,
-            format!(
-                "duration = \"20000s\"\n{LIMITERS}\n[[traffic]]\npattern = \"trace\"\nformat = \"nginx\"\npath = \"{name}.log.gz\"\nlog_format = '$msec $http_x_k'\nclient = \"$http_x_k\"\n"
-            ),
-        )
-        .unwrap();
-        toml
-    };
-    let (whole, cut) = (scenario("n"), scenario("cut"));
-    let on = |threads: &str, args: &[&std::ffi::OsStr]| {
-        ratesim()
-            .env("RAYON_NUM_THREADS", threads)
-            .args(args)
-            .output()
-            .unwrap()
-    };
-    let mut decisions = Vec::new();
-    for threads in ["1", "2"] {
-        let out = dir.join(format!("out-{threads}"));
-        let o = on(
-            threads,
-            &[
-                "run".as_ref(),
-                whole.as_os_str(),
-                "--out".as_ref(),
-                out.as_os_str(),
-                "--decisions".as_ref(),
-                "--no-plots".as_ref(),
-                "--no-html".as_ref(),
-                "--quiet".as_ref(),
-            ],
-        );
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        decisions.push(read_text(&out.join("decisions.csv")));
-    }
-    assert!(decisions[0].lines().count() > 4 * 200_000);
-    assert_eq!(decisions[0], decisions[1]);
-    let errors: Vec<String> = ["1", "2"]
-        .iter()
-        .map(|threads| {
-            let o = on(threads, &["validate".as_ref(), cut.as_os_str()]);
-            assert_eq!(o.status.code(), Some(2));
-            String::from_utf8_lossy(&o.stderr).into_owned()
-        })
-        .collect();
+    let scenario =
+        |name: &str| log_scenario(dir, name, &format!("{name}.log.gz"), "$msec $http_x_k", "");
+    let runs = runs_on_one_thread_and_two(dir, &scenario("n"));
+    assert!(runs[0].0.lines().count() > 4 * 200_000);
+    assert_eq!(runs[0], runs[1]);
+    let errors = refusals_on_one_thread_and_two(&scenario("cut"));
     assert!(errors[0].contains(": cannot be read: "), "{}", errors[0]);
     assert_eq!(errors[0], errors[1]);
 }
@@ -283,34 +241,56 @@ fn a_plain_log_reads_the_same_on_one_thread_or_two() {
         }
     }
     fs::write(dir.join("n.log"), &log).unwrap();
-    let scenario = |name: &str, skip: bool| {
-        let toml = dir.join(format!("{name}.toml"));
-        let skip = if skip { "on_bad_line = \"skip\"\n" } else { "" };
-        fs::write(
-            &toml,
-            format!(
-                "duration = \"20000s\"\n{LIMITERS}\n[[traffic]]\npattern = \"trace\"\nformat = \"nginx\"\npath = \"n.log\"\nlog_format = '$msec $http_x_k $request_time'\nclient = \"$http_x_k\"\n{skip}"
-            ),
-        )
-        .unwrap();
-        toml
-    };
-    let (skipping, strict) = (scenario("skip", true), scenario("strict", false));
-    let on = |threads: &str, args: &[&std::ffi::OsStr]| {
-        ratesim()
-            .env("RAYON_NUM_THREADS", threads)
-            .args(args)
-            .output()
-            .unwrap()
-    };
-    let mut outputs = Vec::new();
-    for threads in ["1", "2"] {
+    let format = "$msec $http_x_k $request_time";
+    let skipping = log_scenario(dir, "skip", "n.log", format, "on_bad_line = \"skip\"\n");
+    let runs = runs_on_one_thread_and_two(dir, &skipping);
+    assert!(runs[0].0.lines().count() > 4 * 60_000);
+    assert!(runs[0].1.contains("6 bad lines skipped"), "{}", runs[0].1);
+    assert_eq!(runs[0], runs[1]);
+    let errors = refusals_on_one_thread_and_two(&log_scenario(dir, "strict", "n.log", format, ""));
+    assert!(errors[0].contains("line 4004: "), "{}", errors[0]);
+    assert_eq!(errors[0], errors[1]);
+}
+
+/// `dir`/`name`.toml: one nginx log of `dir` replayed by `log_format`,
+/// keyed by `$http_x_k`, with `more` in its `[[traffic]]`.
+fn log_scenario(
+    dir: &Path,
+    name: &str,
+    log: &str,
+    log_format: &str,
+    more: &str,
+) -> std::path::PathBuf {
+    let toml = dir.join(format!("{name}.toml"));
+    fs::write(
+        &toml,
+        format!(
+            "duration = \"20000s\"\n{LIMITERS}\n[[traffic]]\npattern = \"trace\"\nformat = \"nginx\"\npath = \"{log}\"\nlog_format = '{log_format}'\nclient = \"$http_x_k\"\n{more}"
+        ),
+    )
+    .unwrap();
+    toml
+}
+
+/// `ratesim` with `args` on `threads` threads (`RAYON_NUM_THREADS`).
+fn on_threads(threads: &str, args: &[&std::ffi::OsStr]) -> std::process::Output {
+    ratesim()
+        .env("RAYON_NUM_THREADS", threads)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// `toml` run on one thread and on two (into `dir`): each run's
+/// decisions.csv and summary.md.
+fn runs_on_one_thread_and_two(dir: &Path, toml: &Path) -> [(String, String); 2] {
+    ["1", "2"].map(|threads| {
         let out = dir.join(format!("out-{threads}"));
-        let o = on(
+        let o = on_threads(
             threads,
             &[
                 "run".as_ref(),
-                skipping.as_os_str(),
+                toml.as_os_str(),
                 "--out".as_ref(),
                 out.as_os_str(),
                 "--decisions".as_ref(),
@@ -320,26 +300,21 @@ fn a_plain_log_reads_the_same_on_one_thread_or_two() {
             ],
         );
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        let summary = read_text(&out.join("summary.md"));
-        outputs.push((read_text(&out.join("decisions.csv")), summary));
-    }
-    assert!(outputs[0].0.lines().count() > 4 * 60_000);
-    assert!(
-        outputs[0].1.contains("6 bad lines skipped"),
-        "{}",
-        outputs[0].1
-    );
-    assert_eq!(outputs[0], outputs[1]);
-    let errors: Vec<String> = ["1", "2"]
-        .iter()
-        .map(|threads| {
-            let o = on(threads, &["validate".as_ref(), strict.as_os_str()]);
-            assert_eq!(o.status.code(), Some(2));
-            String::from_utf8_lossy(&o.stderr).into_owned()
-        })
-        .collect();
-    assert!(errors[0].contains("line 4004: "), "{}", errors[0]);
-    assert_eq!(errors[0], errors[1]);
+        (
+            read_text(&out.join("decisions.csv")),
+            read_text(&out.join("summary.md")),
+        )
+    })
+}
+
+/// `validate` of a refused `toml` on one thread and on two: each one's
+/// message (it exits 2).
+fn refusals_on_one_thread_and_two(toml: &Path) -> [String; 2] {
+    ["1", "2"].map(|threads| {
+        let o = on_threads(threads, &["validate".as_ref(), toml.as_os_str()]);
+        assert_eq!(o.status.code(), Some(2));
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    })
 }
 
 fn scenario_with(dir: &Path, traffic: &str) -> std::path::PathBuf {
