@@ -19,6 +19,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender};
 use std::sync::Arc;
 
+use crossbeam_utils::CachePadded;
+
 use super::lines::Lines;
 use super::parsed::NOT_UTF8;
 use super::window::{Pending, Window};
@@ -232,9 +234,8 @@ pub(super) enum Batch {
 /// line with what the ordering thread writes (its stack) cost that line's
 /// trips between the cores: `validate` of the nginx bench log took 0.119
 /// s (median of 11, both cores) instead of 0.093.
-#[repr(align(128))]
 #[derive(Default)]
-pub(super) struct Stop(AtomicBool);
+pub(super) struct Stop(CachePadded<AtomicBool>);
 
 impl Stop {
     pub(super) fn set(&self) {
