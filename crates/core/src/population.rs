@@ -274,6 +274,30 @@ impl Population {
         intern(&mut self.clients, name)
     }
 
+    /// The ids of `clients` and of `ips`, interned in order: what
+    /// interning each client and each address one by one gives, in any
+    /// order between the two (a client's id and an address's never depend
+    /// on each other). The two lists are interned side by side when rayon
+    /// has two threads, each into names sized for it up front.
+    pub fn intern_lists<'a>(
+        &mut self,
+        clients: impl ExactSizeIterator<Item = &'a str> + Send,
+        ips: impl ExactSizeIterator<Item = &'a str> + Send,
+    ) -> (Vec<u32>, Vec<u32>) {
+        let all = |names: &mut Arc<Names>, list: &mut dyn ExactSizeIterator<Item = &'a str>| {
+            if let Some(own) = Arc::get_mut(names) {
+                own.by_hash.reserve(list.len());
+                own.ends.reserve(list.len());
+            }
+            list.map(|name| intern(names, name)).collect::<Vec<u32>>()
+        };
+        let (mut clients, mut ips) = (clients, ips);
+        rayon::join(
+            || all(&mut self.clients, &mut clients),
+            || all(&mut self.ips, &mut ips),
+        )
+    }
+
     pub fn ip(&mut self, name: &str) -> u32 {
         intern(&mut self.ips, name)
     }
@@ -466,6 +490,41 @@ mod tests {
                 prop_assert_eq!(bytes, b.to_string().into_bytes());
                 let mut buf = String::new();
                 prop_assert_eq!(a.as_str(&mut buf), b.to_string());
+            }
+        }
+    }
+
+    proptest! {
+        // Interning two lists side by side gives the ids interning each
+        // name one by one gives, into a population new or not, shared
+        // with a copy or not, with numbered runs and names in both lists.
+        #[test]
+        fn lists_interned_side_by_side_get_the_ids_one_by_one_gives(
+            before in prop::collection::vec((a_name(), any::<bool>()), 0..20),
+            run in prop::option::of(0..20u32),
+            clients in prop::collection::vec(a_name(), 0..60),
+            ips in prop::collection::vec(a_name(), 0..60),
+            shared in any::<bool>(),
+        ) {
+            let mut p = Population::default();
+            for (name, ip) in &before {
+                if *ip { p.ip(name); } else { p.client(name); }
+            }
+            if let Some(k) = run {
+                p.numbered_clients("c", k);
+            }
+            let mut one_by_one = p.clone();
+            let _copy = shared.then(|| p.clone());
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+            let (c, i) = pool.install(|| {
+                p.intern_lists(clients.iter().map(String::as_str), ips.iter().map(String::as_str))
+            });
+            let c1: Vec<u32> = clients.iter().map(|n| one_by_one.client(n)).collect();
+            let i1: Vec<u32> = ips.iter().map(|n| one_by_one.ip(n)).collect();
+            prop_assert_eq!((c, i), (c1, i1));
+            prop_assert_eq!((p.clients(), p.ips()), (one_by_one.clients(), one_by_one.ips()));
+            for id in 0..p.clients() as u32 {
+                prop_assert_eq!(p.client_name(id).to_string(), one_by_one.client_name(id).to_string());
             }
         }
     }

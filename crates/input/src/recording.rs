@@ -97,8 +97,8 @@ pub struct Recording {
 
 impl Recording {
     /// Interns the recording's clients and addresses into `population`,
-    /// in the order the file first named them (a client before the
-    /// address of its request): the ids reading the file into it gives.
+    /// each in the order the file first named them: the ids reading the
+    /// file into it gives (see [`Population::intern_lists`]).
     /// Into a new population, from the second time on, a copy of the
     /// population the first of those gave (see the module documentation).
     pub fn ids(&self, population: &mut Population) -> Arc<Ids> {
@@ -116,19 +116,11 @@ impl Recording {
 
     fn intern(&self, population: &mut Population) -> Ids {
         let n = &self.names;
-        let mut ids = Ids {
-            clients: Vec::with_capacity(n.clients.len()),
-            ips: Vec::with_capacity(n.ips.len()),
-        };
-        for i in 0..n.count {
-            if n.order[i / 64] >> (i % 64) & 1 == 1 {
-                ids.ips.push(population.ip(n.ips.get(ids.ips.len())));
-            } else {
-                ids.clients
-                    .push(population.client(n.clients.get(ids.clients.len())));
-            }
-        }
-        ids
+        let (clients, ips) = population.intern_lists(
+            (0..n.clients.len()).map(|i| n.clients.get(i)),
+            (0..n.ips.len()).map(|i| n.ips.get(i)),
+        );
+        Ids { clients, ips }
     }
 
     /// The requests in replay order.
@@ -148,7 +140,7 @@ impl Recording {
     /// population it may keep, which the scenarios built from it share).
     pub fn memory_bytes(&self) -> u64 {
         let n = &self.names;
-        let names = n.clients.bytes() + n.ips.bytes() + n.order.capacity() * 8;
+        let names = n.clients.bytes() + n.ips.bytes();
         (self.requests.bytes() + names) as u64
     }
 }
@@ -399,8 +391,7 @@ impl RecordingBuilder {
         if let Some(c) = self.requests.chunks.last_mut() {
             c.shrink_to_fit();
         }
-        let mut names = keys.names;
-        names.order.shrink_to_fit();
+        let names = keys.names;
         Recording {
             requests: self.requests,
             rows: self.rows,
@@ -550,24 +541,16 @@ impl NameList {
     }
 }
 
-/// A recording's clients and addresses, and the order they came in.
+/// A recording's clients and addresses, each in the order they came in.
 #[derive(Debug, Default)]
 struct Names {
     clients: NameList,
     ips: NameList,
-    /// Bit `i`: the `i`-th name the file named is an address.
-    order: Vec<u64>,
-    count: usize,
 }
 
 impl Names {
     /// Adds a name; its id among the clients (or addresses).
     fn add(&mut self, ip: bool, name: &str) -> u32 {
-        if self.count % 64 == 0 {
-            self.order.push(0);
-        }
-        self.order[self.count / 64] |= u64::from(ip) << (self.count % 64);
-        self.count += 1;
         let list = if ip { &mut self.ips } else { &mut self.clients };
         list.text.push_str(name);
         list.ends.push(list.text.len());
