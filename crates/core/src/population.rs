@@ -277,25 +277,39 @@ impl Population {
     /// The ids of `clients` and of `ips`, interned in order: what
     /// interning each client and each address one by one gives, in any
     /// order between the two (a client's id and an address's never depend
-    /// on each other). The two lists are interned side by side when rayon
-    /// has two threads, each into names sized for it up front.
+    /// on each other). With two threads or more (rayon's count) and two
+    /// long lists, the addresses are interned on a thread of their own
+    /// meanwhile: a plain thread, not a rayon task, because this may run
+    /// on a rayon worker inside a lock (a recording's kept population),
+    /// where waiting on a join could take up a task that waits for that
+    /// lock.
     pub fn intern_lists<'a>(
         &mut self,
-        clients: impl ExactSizeIterator<Item = &'a str> + Send,
-        ips: impl ExactSizeIterator<Item = &'a str> + Send,
+        clients: impl ExactSizeIterator<Item = &'a str> + Clone,
+        ips: impl ExactSizeIterator<Item = &'a str> + Clone + Send,
     ) -> (Vec<u32>, Vec<u32>) {
-        let all = |names: &mut Arc<Names>, list: &mut dyn ExactSizeIterator<Item = &'a str>| {
-            if let Some(own) = Arc::get_mut(names) {
-                own.by_hash.reserve(list.len());
-                own.ends.reserve(list.len());
+        let (names, ip_names) = (&mut self.clients, &mut self.ips);
+        let long = clients.len().min(ips.len()) >= SIDE_BY_SIDE;
+        if long && rayon::current_num_threads() > 1 {
+            let side_by_side = std::thread::scope(|s| {
+                let (ip_names, list) = (&mut *ip_names, ips.clone());
+                let thread = std::thread::Builder::new()
+                    .name("address names".to_string())
+                    .spawn_scoped(s, move || intern_all(ip_names, list))
+                    .ok()?;
+                let clients = intern_all(&mut *names, clients.clone());
+                match thread.join() {
+                    Ok(ips) => Some((clients, ips)),
+                    Err(panic) => std::panic::resume_unwind(panic),
+                }
+            });
+            // (`None`: no thread could be started, and nothing was
+            // interned.)
+            if let Some(ids) = side_by_side {
+                return ids;
             }
-            list.map(|name| intern(names, name)).collect::<Vec<u32>>()
-        };
-        let (mut clients, mut ips) = (clients, ips);
-        rayon::join(
-            || all(&mut self.clients, &mut clients),
-            || all(&mut self.ips, &mut ips),
-        )
+        }
+        (intern_all(names, clients), intern_all(ip_names, ips))
     }
 
     pub fn ip(&mut self, name: &str) -> u32 {
@@ -368,6 +382,33 @@ impl IdList {
             IdList::Each(ids) => ids[i],
         }
     }
+}
+
+/// How long two lists [`Population::intern_lists`] interns side by side
+/// are, at least (a few names under test): a thread costs about what
+/// interning a few thousand names does.
+const SIDE_BY_SIDE: usize = if cfg!(test) { 1 } else { 4096 };
+
+/// The ids of `list`'s names in `names`, as interning each one by one
+/// gives. Names not shared with a copy are taken out of their `Arc`
+/// meanwhile (onto this thread's stack, away from the other list's, which
+/// may be interned on another thread), and sized for the list first if
+/// they hold none yet.
+fn intern_all<'a>(
+    names: &mut Arc<Names>,
+    list: impl ExactSizeIterator<Item = &'a str>,
+) -> Vec<u32> {
+    let Some(own) = Arc::get_mut(names) else {
+        return list.map(|name| intern(names, name)).collect();
+    };
+    let mut local = std::mem::take(own);
+    if local.len == 0 {
+        local.by_hash.reserve(list.len());
+        local.ends.reserve(list.len());
+    }
+    let ids = list.map(|name| local.intern(name)).collect();
+    *own = local;
+    ids
 }
 
 /// `name`'s id in `names`, interning it if need be: names shared with a
@@ -525,6 +566,9 @@ mod tests {
             prop_assert_eq!((p.clients(), p.ips()), (one_by_one.clients(), one_by_one.ips()));
             for id in 0..p.clients() as u32 {
                 prop_assert_eq!(p.client_name(id).to_string(), one_by_one.client_name(id).to_string());
+            }
+            for id in 0..p.ips() as u32 {
+                prop_assert_eq!(p.ip_name(id).to_string(), one_by_one.ip_name(id).to_string());
             }
         }
     }

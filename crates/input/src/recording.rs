@@ -10,8 +10,9 @@
 //! the process, keyed by the file's identity (path, length, modification
 //! time, and on Unix device, inode and change time) and every option that
 //! changes what reading it gives. A scenario built again finds it, and
-//! only interns the names into its own population, in the order the file
-//! named them: every id is the one reading the file would give. A sweep
+//! only interns the names into its own population, its clients and its
+//! addresses each in the order the file named them: every id is the one
+//! reading the file would give. A sweep
 //! builds its scenario once for each value of each axis and twice for each
 //! point, and for a log of many keys interning was most of that; so once
 //! a recording has been interned into a new population twice, it keeps

@@ -577,10 +577,11 @@ struct Read<'a> {
     format: &'a Arc<Format>,
     options: &'a LogOptions,
     hold: u64,
-    /// Written at every line by the thread that reads the lines, if one
-    /// does, while this one writes the recording: on cache lines of its
-    /// own (beside the recording's, `validate` of the nginx bench log
-    /// took 0.108 s wall, median of 7 rounds both cores, against 0.087).
+    /// Read at every line, and written at each new key, by the thread
+    /// that reads the lines, if one does, while this one writes the
+    /// recording: on cache lines of its own (beside the recording's,
+    /// `validate` of the nginx bench log took 0.108 s wall, median of 7
+    /// rounds both cores, against 0.087).
     keys: CachePadded<LogKeys>,
     recording: RecordingBuilder,
 }
