@@ -12,13 +12,12 @@
 //! changes what reading it gives. A scenario built again finds it, and
 //! only interns the names into its own population, its clients and its
 //! addresses each in the order the file named them: every id is the one
-//! reading the file would give. A sweep
-//! builds its scenario once for each value of each axis and twice for each
-//! point, and for a log of many keys interning was most of that; so once
-//! a recording has been interned into a new population twice, it keeps
-//! that population and its ids, and a scenario built again starts from
-//! them (a population's copy shares its names until it names something
-//! new).
+//! reading the file would give. A sweep builds its scenario once for each
+//! value of each axis and twice for each point, and for a log of many keys
+//! interning was most of that; so once a recording has been interned into
+//! a new population twice, it keeps that population and its ids, and a
+//! scenario built again starts from them (a population's copy shares its
+//! names until it names something new).
 //!
 //! A request is packed as a flags byte and varints: the time since the
 //! previous request, the client's id, and only what differs from the
