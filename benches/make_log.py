@@ -14,6 +14,11 @@ the same requests, so they replay to the same decisions:
     envoy  '%START_TIME% %REQ(X-K)% %RESPONSE_CODE% %DURATION%'
            2025-12-01T00:00:00.000Z k4943 200 12  (429 = rejected)
     jsonl  {"time":1764547200.000,"client":"k4943","status":200}
+    combined  nginx's combined format, then $request_time and $msec,
+           the key as the address (k4943 is 10.0.19.79), 159 bytes a line:
+           log_format '$remote_addr - $remote_user [$time_local] "$request"
+             $status $body_bytes_sent "$http_referer" "$http_user_agent"
+             $request_time $msec'
 
 Standard library only; the same arguments write the same bytes:
 
@@ -24,8 +29,9 @@ Standard library only; the same arguments write the same bytes:
 lines come that much later than the lines of requests that arrived after
 them (README, Replaying a log).
 
-benches/log.toml, benches/log-envoy.toml and benches/log-jsonl.toml replay
-`access.log`, `access-envoy.log` and `access.jsonl` beside them.
+benches/log.toml, benches/log-envoy.toml, benches/log-jsonl.toml and
+benches/log-combined.toml replay `access.log`, `access-envoy.log`,
+`access.jsonl` and `access-combined.log` beside them.
 """
 
 import argparse
@@ -36,11 +42,12 @@ import time
 
 START_S = 1764547200  # 2025-12-01T00:00:00Z
 DURATIONS_MS = (0, 1, 12, 250)
+MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("format", choices=("nginx", "envoy", "jsonl"))
+    ap.add_argument("format", choices=("nginx", "envoy", "jsonl", "combined"))
     ap.add_argument("--lines", type=int, default=1_000_000)
     ap.add_argument("--keys", type=int, default=20_000)
     ap.add_argument("--rate", type=float, default=10_000.0, help="requests per second")
@@ -68,6 +75,16 @@ def main():
             return "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ k%d %d %d\n" % (
                 t.tm_year, t.tm_mon, t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec,
                 arrival_ms % 1000, key, code, dur_ms)
+        if fmt == "combined":
+            done = START_S * 1000 + arrival_ms + dur_ms
+            t = time.gmtime(done // 1000)
+            code = 503 if status else 200
+            return ('10.%d.%d.%d - - [%02d/%s/%04d:%02d:%02d:%02d +0000] '
+                    '"GET /api/items?k=k%d HTTP/1.1" %d 612 "-" '
+                    '"Mozilla/5.0 (X11; Linux x86_64) curl/8.5.0" %d.%03d %d.%03d\n') % (
+                key >> 16 & 255, key >> 8 & 255, key & 255,
+                t.tm_mday, MONTHS[t.tm_mon - 1], t.tm_year, t.tm_hour, t.tm_min, t.tm_sec,
+                key, code, dur_ms // 1000, dur_ms % 1000, done // 1000, done % 1000)
         start = START_S * 1000 + arrival_ms
         code = 429 if status else 200
         return '{"time":%d.%03d,"client":"k%d","status":%d}\n' % (

@@ -220,26 +220,7 @@ fn a_gzip_log_reads_the_same_on_one_thread_or_two() {
 fn a_plain_log_reads_the_same_on_one_thread_or_two() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    let mut log = String::new();
-    for i in 0..60_000u64 {
-        // Written as requests end: a line's arrival is up to 0.4 s
-        // before the line above it.
-        let end = EPOCH_MS + i / 20;
-        let took = i * 7 % 5 * 100;
-        log += &format!(
-            "{}.{:03} k{} {}.{:03}\n",
-            end / 1000,
-            end % 1000,
-            i * 7919 % 301,
-            took / 1000,
-            took % 1000
-        );
-        match i % 9_973 {
-            17 => log += "\n",
-            4_001 => log += "not a line of this format\n",
-            _ => {}
-        }
-    }
+    let log = log_as_written(|_| String::new());
     fs::write(dir.join("n.log"), &log).unwrap();
     let format = "$msec $http_x_k $request_time";
     let skipping = log_scenario(dir, "skip", "n.log", format, "on_bad_line = \"skip\"\n");
@@ -250,6 +231,88 @@ fn a_plain_log_reads_the_same_on_one_thread_or_two() {
     let errors = refusals_on_one_thread_and_two(&log_scenario(dir, "strict", "n.log", format, ""));
     assert!(errors[0].contains("line 4004: "), "{}", errors[0]);
     assert_eq!(errors[0], errors[1]);
+}
+
+// A plain log of long lines is read in pieces parsed side by side when
+// there is a second thread (crates/input/src/accesslog/pieces.rs), its
+// gzipped copy on one thread of its own: on one thread, two or three,
+// the same decisions and counts with blank and bad lines skipped, and the
+// same error for a bad line not skipped and for a line over the cap.
+#[test]
+fn a_log_of_long_lines_reads_the_same_in_pieces() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let log = log_as_written(|i| {
+        format!(
+            " \"GET /api/v1/items/{}?page={}&sort=name HTTP/1.1\"",
+            i % 1000,
+            i % 7
+        )
+    });
+    // Long enough lines (crates/input/src/accesslog/pieces.rs LONG_LINE),
+    // and many pieces of 256 KiB.
+    assert!(log.len() > 60_000 * 70 && log.len() > 10 << 18);
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(log.as_bytes()).unwrap();
+    fs::write(dir.join("n.log.gz"), gz.finish().unwrap()).unwrap();
+    let mut over = log.clone().into_bytes();
+    let at = over.len() / 2
+        + over[over.len() / 2..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .unwrap();
+    over.splice(at..at, std::iter::repeat_n(b'x', 70_000));
+    fs::write(dir.join("over.log"), over).unwrap();
+    fs::write(dir.join("n.log"), &log).unwrap();
+    let format = "$msec $http_x_k \"$request\" $request_time";
+    let skip = "on_bad_line = \"skip\"\n";
+    for name in ["n.log", "n.log.gz"] {
+        let skipping = log_scenario(dir, "skip", name, format, skip);
+        let runs = ["1", "2", "3"].map(|threads| run_on_threads(dir, &skipping, threads));
+        assert!(runs[0].0.lines().count() > 4 * 60_000, "{name}");
+        assert!(runs[0].1.contains("6 bad lines skipped"), "{}", runs[0].1);
+        assert!(runs[1] == runs[0] && runs[2] == runs[0], "{name}");
+    }
+    let strict = log_scenario(dir, "strict", "n.log", format, "");
+    let errors = refusals_on_one_thread_and_two(&strict);
+    assert!(errors[0].contains("line 4004: "), "{}", errors[0]);
+    assert_eq!(errors[0], errors[1]);
+    let errors =
+        refusals_on_one_thread_and_two(&log_scenario(dir, "over", "over.log", format, skip));
+    assert!(
+        errors[0].contains("longer than 65536 bytes"),
+        "{}",
+        errors[0]
+    );
+    assert_eq!(errors[0], errors[1]);
+}
+
+/// A log of 60 000 lines, `$msec $http_x_k`, then what `request` says of
+/// line `i`, then ` $request_time`, written as requests end (a line's
+/// arrival is up to 0.4 s before the line above it); a blank line after
+/// line 18 and every 9 973 lines, and a bad line after line 4 002
+/// likewise.
+fn log_as_written(request: impl Fn(u64) -> String) -> String {
+    let mut log = String::new();
+    for i in 0..60_000u64 {
+        let end = EPOCH_MS + i / 20;
+        let took = i * 7 % 5 * 100;
+        log += &format!(
+            "{}.{:03} k{}{} {}.{:03}\n",
+            end / 1000,
+            end % 1000,
+            i * 7919 % 301,
+            request(i),
+            took / 1000,
+            took % 1000
+        );
+        match i % 9_973 {
+            17 => log += "\n",
+            4_001 => log += "not a line of this format\n",
+            _ => {}
+        }
+    }
+    log
 }
 
 /// `dir`/`name`.toml: one nginx log of `dir` replayed by `log_format`,
@@ -284,27 +347,31 @@ fn on_threads(threads: &str, args: &[&std::ffi::OsStr]) -> std::process::Output 
 /// `toml` run on one thread and on two (into `dir`): each run's
 /// decisions.csv and summary.md.
 fn runs_on_one_thread_and_two(dir: &Path, toml: &Path) -> [(String, String); 2] {
-    ["1", "2"].map(|threads| {
-        let out = dir.join(format!("out-{threads}"));
-        let o = on_threads(
-            threads,
-            &[
-                "run".as_ref(),
-                toml.as_os_str(),
-                "--out".as_ref(),
-                out.as_os_str(),
-                "--decisions".as_ref(),
-                "--no-plots".as_ref(),
-                "--no-html".as_ref(),
-                "--quiet".as_ref(),
-            ],
-        );
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        (
-            read_text(&out.join("decisions.csv")),
-            read_text(&out.join("summary.md")),
-        )
-    })
+    ["1", "2"].map(|threads| run_on_threads(dir, toml, threads))
+}
+
+/// `toml` run on `threads` threads (into `dir`): its decisions.csv and
+/// summary.md.
+fn run_on_threads(dir: &Path, toml: &Path, threads: &str) -> (String, String) {
+    let out = dir.join(format!("out-{threads}"));
+    let o = on_threads(
+        threads,
+        &[
+            "run".as_ref(),
+            toml.as_os_str(),
+            "--out".as_ref(),
+            out.as_os_str(),
+            "--decisions".as_ref(),
+            "--no-plots".as_ref(),
+            "--no-html".as_ref(),
+            "--quiet".as_ref(),
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    (
+        read_text(&out.join("decisions.csv")),
+        read_text(&out.join("summary.md")),
+    )
 }
 
 /// `validate` of a refused `toml` on one thread and on two: each one's

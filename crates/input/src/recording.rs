@@ -506,6 +506,64 @@ impl RecordedKeys {
         }
         Ok((ids.0, ip_id))
     }
+
+    /// The id of client `name`, whose [`RecordedKeys::hash`] is `hash`: a
+    /// new one the first time. (The client's address is not looked at.)
+    pub fn intern_client(&mut self, name: &str, hash: u64) -> u32 {
+        let names = &self.names;
+        let bytes = name.as_bytes();
+        match self
+            .clients
+            .find(hash, bytes, |id| names.clients.get_bytes(id))
+        {
+            Some(i) => self.clients.get(i).0,
+            None => {
+                let id = self.names.add(false, name);
+                self.clients.insert(hash, bytes, id, NONE);
+                id
+            }
+        }
+    }
+
+    /// The id of address `name`, whose hash (as a client's) is `hash`: a
+    /// new one the first time.
+    pub fn intern_ip(&mut self, name: &str, hash: u64) -> u32 {
+        let names = &self.names;
+        let bytes = name.as_bytes();
+        match self.ips.find(hash, bytes, |id| names.ips.get_bytes(id)) {
+            Some(i) => self.ips.get(i).0,
+            None => {
+                let id = self.names.add(true, name);
+                self.ips.insert(hash, bytes, id, 0);
+                id
+            }
+        }
+    }
+
+    /// Asks for the slot where a client (`ip` false) or an address of
+    /// `hash` is looked up first.
+    pub fn prefetch_hashed(&self, ip: bool, hash: u64) {
+        match ip {
+            true => self.ips.prefetch(hash),
+            false => self.clients.prefetch(hash),
+        }
+    }
+
+    /// How many clients and addresses it names.
+    pub fn counts(&self) -> (u32, u32) {
+        let n = |l: &NameList| l.len() as u32;
+        (n(&self.names.clients), n(&self.names.ips))
+    }
+
+    /// Client `id`'s name.
+    pub fn client(&self, id: u32) -> &str {
+        self.names.clients.get(id as usize)
+    }
+
+    /// Address `id`'s name.
+    pub fn ip(&self, id: u32) -> &str {
+        self.names.ips.get(id as usize)
+    }
 }
 
 /// Names end to end in one string.

@@ -10,7 +10,7 @@ use super::MAX_LINE_BYTES;
 
 /// The buffer: room for several lines of the longest length, so that
 /// a line is moved at most once, when the buffer's end is reached.
-const BUFFER: usize = 4 * MAX_LINE_BYTES;
+pub(super) const BUFFER: usize = 4 * MAX_LINE_BYTES;
 
 /// How many lines may be looked at ahead of the one handed out.
 pub(super) const AHEAD_MAX: usize = 32;
@@ -19,7 +19,7 @@ pub(super) const AHEAD_MAX: usize = 32;
 /// [`MAX_LINE_BYTES`].
 pub(super) struct Lines {
     r: Box<dyn Read + Send>,
-    buf: Box<[u8]>,
+    buf: Vec<u8>,
     /// The unread bytes are `buf[start..end]`.
     start: usize,
     end: usize,
@@ -37,39 +37,52 @@ pub(super) struct Lines {
 }
 
 impl Lines {
-    pub(super) fn new(mut r: Box<dyn Read + Send>) -> io::Result<Lines> {
-        let mut buf = vec![0u8; BUFFER].into_boxed_slice();
-        let mut end = 0;
-        while end < 2 {
-            match r.read(&mut buf[end..]) {
-                Ok(0) => break,
-                Ok(n) => end += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        }
-        if buf[..end].starts_with(&[0x1f, 0x8b]) {
-            let head = io::Cursor::new(buf[..end].to_vec());
-            let inflated = flate2::read::MultiGzDecoder::new(head.chain(r));
-            // With a second thread, the log is inflated on it while its
-            // lines are parsed on this one. (A plain file's reading is
-            // too little to gain from it: measured, none.)
-            let thread = rayon::current_num_threads() > 1;
-            r = Box::new(Blocks::new(Box::new(inflated), thread)?);
-            end = 0;
-        }
-        Ok(Lines {
+    pub(super) fn new(r: Box<dyn Read + Send>) -> io::Result<Lines> {
+        let mut buf = vec![0u8; BUFFER];
+        let (r, end, _) = unzipped(r, &mut buf)?;
+        Ok(Lines::resume(r, buf, end))
+    }
+
+    /// The lines of a log whose first `end` bytes `r` gave already are
+    /// in `head` (the bytes [`unzipped`] hands out, at most [`BUFFER`]).
+    pub(super) fn resume(r: Box<dyn Read + Send>, mut head: Vec<u8>, end: usize) -> Lines {
+        debug_assert!(end <= BUFFER);
+        head.resize(BUFFER, 0);
+        Lines::filled(r, head, end, false)
+    }
+
+    /// The lines of `block`, the whole of a piece of a log: line 1 is
+    /// its first.
+    pub(super) fn over(block: Vec<u8>) -> Lines {
+        let end = block.len();
+        Lines::filled(Box::new(io::empty()), block, end, true)
+    }
+
+    /// Lines from `buf`, whose first `end` bytes are read, then from `r`
+    /// unless it is at its end (`eof`).
+    fn filled(r: Box<dyn Read + Send>, buf: Vec<u8>, end: usize, eof: bool) -> Lines {
+        Lines {
             r,
             buf,
             start: 0,
             end,
-            eof: false,
+            eof,
             line: 0,
             ahead: 0,
             ends: [0; AHEAD_MAX],
             first: 0,
             len: 0,
-        })
+        }
+    }
+
+    /// How many lines were handed out (all of them at the end)…
+    pub(super) fn read(&self) -> u64 {
+        self.line
+    }
+
+    /// …and the buffer, to be filled again.
+    pub(super) fn into_buffer(self) -> Vec<u8> {
+        self.buf
     }
 
     /// The next line's number and bytes without its ending (`\n` or
@@ -112,6 +125,8 @@ impl Lines {
             }
             if self.eof {
                 if self.start == self.end {
+                    // (No line: none counted.)
+                    self.line -= 1;
                     return Ok(None);
                 }
                 let start = std::mem::replace(&mut self.start, self.end);
@@ -150,6 +165,34 @@ impl Lines {
         self.len += 1;
         Some(without_cr(&self.buf[start..nl]))
     }
+}
+
+/// `r`'s bytes, inflated if they are a gzip stream (known by its magic
+/// bytes): a reader, how many bytes of `head` (at least 2 long) hold
+/// bytes that come before the reader's, and whether it inflates.
+pub(super) fn unzipped(
+    mut r: Box<dyn Read + Send>,
+    head: &mut [u8],
+) -> io::Result<(Box<dyn Read + Send>, usize, bool)> {
+    let mut end = 0;
+    while end < 2 {
+        match r.read(&mut head[end..]) {
+            Ok(0) => break,
+            Ok(n) => end += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    if !head[..end].starts_with(&[0x1f, 0x8b]) {
+        return Ok((r, end, false));
+    }
+    let read = io::Cursor::new(head[..end].to_vec());
+    let inflated = flate2::read::MultiGzDecoder::new(read.chain(r));
+    // With a second thread, the log is inflated on it while its lines
+    // are parsed on this one. (A plain file's reading is too little to
+    // gain from it: measured, none.)
+    let thread = rayon::current_num_threads() > 1;
+    Ok((Box::new(Blocks::new(Box::new(inflated), thread)?), 0, true))
 }
 
 /// A line without the `\r` of a `\r\n` ending.
@@ -224,6 +267,38 @@ mod tests {
         assert!(lines.look_ahead().is_some());
         let e = lines.next().unwrap_err();
         assert!(e.starts_with("line 2: longer than"), "{e}");
+    }
+
+    #[test]
+    fn a_piece_gives_its_lines_counted_and_a_log_begun_reads_on() {
+        let lines_of = |mut l: Lines| {
+            let mut got = Vec::new();
+            while let Some((n, line)) = l.next().unwrap() {
+                got.push((n, String::from_utf8(line.to_vec()).unwrap()));
+            }
+            // Asked again at the end: still none, and none counted.
+            assert_eq!(l.next().unwrap(), None);
+            (got, l.read())
+        };
+        let (got, read) = lines_of(Lines::over(b"a\n\nb\r\nc".to_vec()));
+        let want = [(1, "a"), (2, ""), (3, "b"), (4, "c")].map(|(n, l)| (n, l.to_string()));
+        assert_eq!((got, read), (want.to_vec(), 4));
+        assert_eq!(lines_of(Lines::over(b"a\nb\n".to_vec())).1, 2);
+        assert_eq!(lines_of(Lines::over(Vec::new())).1, 0);
+        // A log whose first bytes were read already reads on from them.
+        let text: Vec<u8> = (0..5_000)
+            .flat_map(|i| format!("line {i}\n").into_bytes())
+            .collect();
+        let (head, rest) = text.split_at(1_000);
+        let begun = Lines::resume(
+            Box::new(io::Cursor::new(rest.to_vec())),
+            head.to_vec(),
+            1_000,
+        );
+        let (got, read) = lines_of(begun);
+        assert_eq!(read, 5_000);
+        let whole: Vec<Vec<u8>> = got.into_iter().map(|(_, l)| l.into_bytes()).collect();
+        assert_eq!(whole, all(text).unwrap());
     }
 
     #[test]

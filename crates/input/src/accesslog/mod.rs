@@ -51,6 +51,7 @@ pub mod jsonl;
 mod lines;
 pub mod nginx;
 mod parsed;
+mod pieces;
 mod pipeline;
 pub mod template;
 pub mod time;
@@ -543,13 +544,16 @@ fn read_first_holding(
 /// it is the one holding all of `reorder` gives.
 ///
 /// With two threads or more (rayon's count, as everywhere), the log's
-/// lines are read, parsed and their keys interned on a thread of their
-/// own, in line order as here, while they are put in replay order and
-/// recorded on this one: the same ids, the same recording. Where that
-/// meets an error, the log is read again on this thread alone, which
-/// gives the error and its message (with the line's text, which the
-/// reading thread does not hand on); errors end a read, so this costs a
-/// second read only of a log that is refused.
+/// lines are read and parsed on other threads while they are put in
+/// replay order and recorded on this one: a plain log of long lines in
+/// pieces parsed side by side, one parser a thread (see [`pieces`]), any other
+/// on one thread of its own, which reads, parses and interns its lines in
+/// line order as here. Either way the keys get the ids reading here gives
+/// them, and the recording is the same. Where that meets an error, the
+/// log is read again on this thread alone, which gives the error and its
+/// message (with the line's text, which the reading threads do not hand
+/// on); errors end a read, so this costs a second read only of a log
+/// that is refused.
 fn read_holding(
     data: &TraceData,
     format: &Arc<Format>,
@@ -558,9 +562,15 @@ fn read_holding(
     hold: u64,
 ) -> Result<Recording, Failure> {
     if rayon::current_num_threads() > 1 {
-        let (read, lines) = Read::start(data, format, options, split.clone(), hold)?;
-        if let Some(recording) = read.on_thread(lines) {
-            return recording;
+        if let Ok(log) = pieces::Opened::new(data, pieces::PIECE) {
+            let read = Read::new(format, options, split.clone(), hold);
+            let threaded = match log.worth_pieces() {
+                true => read.in_pieces(log, rayon::current_num_threads()),
+                false => read.on_thread(LineReader::new(log.into_lines(), format, options)),
+            };
+            if let Some(recording) = threaded {
+                return recording;
+            }
         }
     }
     let (read, lines) = Read::start(data, format, options, split, hold)?;
@@ -599,23 +609,28 @@ impl<'a> Read<'a> {
             .open()
             .and_then(Lines::new)
             .map_err(|e| (true, "path", format!("cannot be read: {e}")))?;
-        let read = Read {
+        let read = Read::new(format, options, split, hold);
+        Ok((read, LineReader::new(lines, format, options)))
+    }
+
+    /// A read of a log, none of it read yet.
+    fn new(
+        format: &'a Arc<Format>,
+        options: &'a LogOptions,
+        split: Option<Split>,
+        hold: u64,
+    ) -> Read<'a> {
+        Read {
             format,
             options,
             hold,
-            keys: CachePadded::new(LogKeys {
-                keys: RecordedKeys::default(),
-                split,
-                split_failed: false,
-                valued: 0,
-            }),
+            keys: CachePadded::new(LogKeys::new(split)),
             // Marked for a merge, if lines may come late.
             recording: match hold < options.reorder.0 {
                 true => RecordingBuilder::marked(),
                 false => RecordingBuilder::default(),
             },
-        };
-        Ok((read, LineReader::new(lines, format, options)))
+        }
     }
 
     /// The log read on this thread alone.
@@ -646,6 +661,68 @@ impl<'a> Read<'a> {
             p.stop();
             thread.join().ok()?;
             read.is_ok().then_some((read, p))
+        })?;
+        Some(self.finish(p, read))
+    }
+
+    /// The log read in pieces, parsed side by side by `n` threads (see
+    /// [`pieces`]); `None` where any thread met an error, or could not be
+    /// started.
+    fn in_pieces(mut self, log: pieces::Opened, n: usize) -> Option<Result<Recording, Failure>> {
+        use std::sync::mpsc::sync_channel;
+        let stop = pipeline::Stop::default();
+        // The log's keys, which the merge interns; each parser has its own.
+        let keys = LogKeys::new(self.keys.split.clone());
+        let (read, p) = std::thread::scope(|s| {
+            let stop = &stop;
+            let (spare, spares) = sync_channel(2 * n + 2);
+            let (mut to_parsers, mut parsed, mut backs) = (Vec::new(), Vec::new(), Vec::new());
+            let mut threads = Vec::new();
+            for _ in 0..n {
+                let (to, pieces) = sync_channel(1);
+                // A parser fills one batch while two wait for the merge.
+                let (out, from) = sync_channel(2);
+                let (back, taken) = sync_channel(2);
+                let mut reader =
+                    LineReader::new(Lines::over(Vec::new()), self.format, self.options);
+                let mut keys = LogKeys::new(self.keys.split.clone());
+                let spare = spare.clone();
+                let parser = move || {
+                    pieces::parse(&mut reader, &mut keys, &pieces, &out, &taken, &spare, stop)
+                };
+                let thread = std::thread::Builder::new()
+                    .name("log parser".to_string())
+                    .spawn_scoped(s, parser);
+                to_parsers.push(to);
+                parsed.push(from);
+                backs.push(back);
+                threads.push(thread);
+            }
+            drop(spare);
+            let splitter = move || pieces::split(log, &to_parsers, &spares, stop);
+            let splitter = std::thread::Builder::new()
+                .name("log splitter".to_string())
+                .spawn_scoped(s, splitter);
+            threads.push(splitter);
+            let started = threads.iter().all(|t| t.is_ok());
+            let mut p = Pipeline::merged(pieces::Merge::new(parsed, backs, keys), self.options)
+                .holding(self.hold);
+            let read = match started {
+                true => {
+                    // (The keys are interned by the merge.)
+                    let no_keys = &mut |_: &[u8], _: &[u8], _: &[u8]| Ok((0, 0, 0));
+                    drain(&mut p, no_keys, &mut self.recording)
+                }
+                false => Err(pipeline::FAILED.to_string()),
+            };
+            stop.set();
+            let keys = p.take_keys();
+            let joined = threads.into_iter().flatten().all(|t| t.join().is_ok());
+            (read.is_ok() && joined).then_some((read, p, keys?))
+        })
+        .map(|(read, p, keys)| {
+            *self.keys = keys;
+            (read, p)
         })?;
         Some(self.finish(p, read))
     }
@@ -797,6 +874,17 @@ struct LogKeys {
     split_failed: bool,
     /// …and how many replayed lines had a value to split by.
     valued: u64,
+}
+
+impl LogKeys {
+    fn new(split: Option<Split>) -> LogKeys {
+        LogKeys {
+            keys: RecordedKeys::default(),
+            split,
+            split_failed: false,
+            valued: 0,
+        }
+    }
 }
 
 impl Interner for LogKeys {
@@ -1121,11 +1209,12 @@ mod tests {
         assert_eq!(read(&log, Some(NS)), Err(("path", e)));
     }
 
-    /// Reads `log` on a thread of its own and here, and asserts they
-    /// agree (see the property test below): the same recording or error,
-    /// or the thread says it met an error and reading here gives one;
-    /// and `read_holding` on two threads gives what reading here gives.
-    /// What reading here gave.
+    /// Reads `log` on a thread of its own, in pieces parsed side by side
+    /// (three parsers; pieces of a line or so, and of ten) and here, and
+    /// asserts they agree (see the property test below): the same
+    /// recording or error, or the threads say they met an error and
+    /// reading here gives one; and `read_holding` on two threads gives
+    /// what reading here gives. What reading here gave.
     fn same_both_ways(
         log: &[u8],
         format: &Arc<Format>,
@@ -1146,6 +1235,17 @@ mod tests {
                 "the thread failed where reading here did not"
             ),
             Err(e) => assert_eq!(Err(e), here),
+        }
+        for piece in [64, 700] {
+            let read = super::Read::new(format, options, split.clone(), hold);
+            match pieces::Opened::new(&data, piece).map(|log| read.in_pieces(log, 3)) {
+                Ok(Some(pieces)) => assert_eq!(pieces.map(compared), here),
+                Ok(None) => assert!(
+                    here.is_err(),
+                    "the pieces failed where reading here did not"
+                ),
+                Err(e) => panic!("an embedded log opens: {e}"),
+            }
         }
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(2)

@@ -10,8 +10,10 @@
 //! and interns their keys, in line order, into what each says ([`Said`]);
 //! the [`Pipeline`] puts those in order. The reader runs here, or on a
 //! thread of its own that hands them on in batches
-//! ([`LineReader::feed`], [`Pipeline::fed`]): either way the keys get
-//! the same ids, and the order the same requests.
+//! ([`LineReader::feed`], [`Pipeline::fed`]), or on several, each
+//! reading pieces of the log ([`super::pieces`], [`Pipeline::merged`]):
+//! either way the keys get the same ids, and the order the same
+//! requests.
 
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -23,8 +25,9 @@ use crossbeam_utils::CachePadded;
 
 use super::lines::Lines;
 use super::parsed::NOT_UTF8;
+use super::pieces::Merge;
 use super::window::{Pending, Window};
-use super::{EmptyKey, Format, LogOptions, Request, Subsecond, Verdict, NS};
+use super::{EmptyKey, Format, LogKeys, LogOptions, Request, Subsecond, Verdict, NS};
 use crate::clock::{Nanos, MAX_NANOS};
 use crate::error::quoted;
 
@@ -145,14 +148,47 @@ pub(super) struct Pipeline {
 enum Reading {
     Here(LineReader),
     Fed {
-        batches: Receiver<Batch>,
-        /// Batches read, sent back to be filled again.
-        back: SyncSender<Vec<Said>>,
+        feed: Feed,
         batch: Vec<Said>,
         at: usize,
     },
-    /// The thread told to stop (see [`Pipeline::stop`]).
+    /// The threads told to stop (see [`Pipeline::stop`]).
     Stopped,
+}
+
+/// Where batches of what lines say come from.
+enum Feed {
+    /// One thread that reads the lines.
+    Thread {
+        batches: Receiver<Batch>,
+        /// Batches read, sent back to be filled again.
+        back: SyncSender<Vec<Said>>,
+    },
+    /// Parsers of pieces of the log (see [`super::pieces`]).
+    Pieces(Box<Merge>),
+}
+
+impl Feed {
+    /// The next batch into `batch` (the one read is given back):
+    /// `Ok(false)` at the log's end, [`FAILED`] at an error.
+    fn refill(&mut self, batch: &mut Vec<Said>) -> Result<bool, String> {
+        match self {
+            Feed::Thread { batches, back } => {
+                let mut read = std::mem::take(batch);
+                read.clear();
+                if read.capacity() > 0 {
+                    let _ = back.try_send(read);
+                }
+                match batches.recv() {
+                    Ok(Batch::Said(next)) => *batch = next,
+                    Ok(Batch::End) => return Ok(false),
+                    Ok(Batch::Failed) | Err(_) => return Err(FAILED.to_string()),
+                }
+                Ok(true)
+            }
+            Feed::Pieces(merge) => merge.refill(batch),
+        }
+    }
 }
 
 /// A log's lines read: each line's parse, its keys as ids (from the
@@ -242,7 +278,7 @@ impl Stop {
         self.0.store(true, Ordering::Relaxed);
     }
 
-    fn is_set(&self) -> bool {
+    pub(super) fn is_set(&self) -> bool {
         self.0.load(Ordering::Relaxed)
     }
 }
@@ -555,6 +591,39 @@ impl LineReader {
         Ok(Some((line_no, bytes, Some(said))))
     }
 
+    /// What the next line that is not blank says, for its ordering;
+    /// `Ok(None)` at the log's end; `Err` at an error (of a line, or of a
+    /// bad line that is not skipped), which reading here gives again.
+    #[inline(always)]
+    pub(super) fn next_said<I: Interner + ?Sized>(
+        &mut self,
+        intern: &mut I,
+    ) -> Result<Option<Said>, ()> {
+        let skip = self.options.skip_bad;
+        loop {
+            return match self.next(intern) {
+                Ok(Some((_, _, None))) => continue,
+                Ok(Some((_, _, Some(Ok(said))))) => Ok(Some(said)),
+                Ok(Some((line, _, Some(Err(Unsaid::Bad(_)))))) if skip => Ok(Some(Said {
+                    line,
+                    stamp: 0,
+                    duration: 0,
+                    cost: 0,
+                    verdict: None,
+                    kind: Kind::Bad,
+                })),
+                Ok(None) => Ok(None),
+                Ok(Some((_, _, Some(Err(_))))) | Err(_) => Err(()),
+            };
+        }
+    }
+
+    /// Its lines, and the lines it reads from now on instead.
+    pub(super) fn swap_lines(&mut self, lines: Lines) -> Lines {
+        debug_assert!(self.ahead.as_ref().is_none_or(|a| a.len == 0));
+        std::mem::replace(&mut self.lines, lines)
+    }
+
     /// Reads every line, handing what each says on to `batches` (through
     /// batches that `back` gives back, or new ones), then [`Batch::End`];
     /// or, at the first error (of a line, or of a bad line that is not
@@ -567,20 +636,10 @@ impl LineReader {
         back: &Receiver<Vec<Said>>,
         stop: &Stop,
     ) {
-        let skip = self.options.skip_bad;
         let mut batch = Vec::with_capacity(BATCH);
         while !stop.is_set() {
-            let said = match self.next(intern) {
-                Ok(Some((_, _, None))) => continue,
-                Ok(Some((_, _, Some(Ok(said))))) => said,
-                Ok(Some((line, _, Some(Err(Unsaid::Bad(_)))))) if skip => Said {
-                    line,
-                    stamp: 0,
-                    duration: 0,
-                    cost: 0,
-                    verdict: None,
-                    kind: Kind::Bad,
-                },
+            let said = match self.next_said(intern) {
+                Ok(Some(said)) => said,
                 Ok(None) => {
                     if !batch.is_empty() && batches.send(Batch::Said(batch)).is_err() {
                         return;
@@ -588,10 +647,7 @@ impl LineReader {
                     let _ = batches.send(Batch::End);
                     return;
                 }
-                Ok(Some((_, _, Some(Err(_))))) | Err(_) => {
-                    let _ = batches.send(Batch::Failed);
-                    return;
-                }
+                Err(()) => break,
             };
             batch.push(said);
             if batch.len() == BATCH {
@@ -694,12 +750,34 @@ impl Pipeline {
         options: &LogOptions,
     ) -> Pipeline {
         let fed = Reading::Fed {
-            batches,
-            back,
+            feed: Feed::Thread { batches, back },
             batch: Vec::new(),
             at: 0,
         };
         Pipeline::reading(fed, options)
+    }
+
+    /// A pipeline whose lines are read in pieces, parsed side by side
+    /// (see [`super::pieces`]).
+    pub(super) fn merged(merge: Merge, options: &LogOptions) -> Pipeline {
+        let fed = Reading::Fed {
+            feed: Feed::Pieces(Box::new(merge)),
+            batch: Vec::new(),
+            at: 0,
+        };
+        Pipeline::reading(fed, options)
+    }
+
+    /// The log's keys, from pieces parsed side by side; the threads are
+    /// told to stop, as by [`Pipeline::stop`].
+    pub(super) fn take_keys(&mut self) -> Option<LogKeys> {
+        match std::mem::replace(&mut self.reading, Reading::Stopped) {
+            Reading::Fed {
+                feed: Feed::Pieces(merge),
+                ..
+            } => Some(merge.into_keys()),
+            _ => None,
+        }
     }
 
     fn reading(reading: Reading, options: &LogOptions) -> Pipeline {
@@ -825,28 +903,19 @@ impl Pipeline {
                 }
                 None => None,
             },
-            Reading::Fed {
-                batches,
-                back,
-                batch,
-                at,
-            } => {
+            Reading::Fed { feed, batch, at } => {
                 if *at == batch.len() {
-                    let mut read = std::mem::take(batch);
-                    read.clear();
-                    if read.capacity() > 0 {
-                        let _ = back.try_send(read);
-                    }
                     *at = 0;
-                    match batches.recv() {
-                        Ok(Batch::Said(next)) => *batch = next,
-                        Ok(Batch::End) => {}
-                        Ok(Batch::Failed) | Err(_) => return Err(FAILED.to_string()),
+                    if !feed.refill(batch)? {
+                        batch.clear();
                     }
                 }
                 let said = batch.get(*at).copied();
                 *at += 1;
-                said
+                match (said, feed) {
+                    (Some(said), Feed::Pieces(merge)) => Some(merge.adopt(said)?),
+                    (said, _) => said,
+                }
             }
             Reading::Stopped => return Err(FAILED.to_string()),
         };
