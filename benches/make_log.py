@@ -15,7 +15,7 @@ the same requests, so they replay to the same decisions:
            2025-12-01T00:00:00.000Z k4943 200 12  (429 = rejected)
     jsonl  {"time":1764547200.000,"client":"k4943","status":200}
     combined  nginx's combined format, then $request_time and $msec,
-           the key as the address (k4943 is 10.0.19.79), 159 bytes a line:
+           the key as the address (k4943 is 10.0.19.79), 157 bytes a line:
            log_format '$remote_addr - $remote_user [$time_local] "$request"
              $status $body_bytes_sent "$http_referer" "$http_user_agent"
              $request_time $msec'

@@ -525,8 +525,10 @@ impl RecordedKeys {
         }
     }
 
-    /// The id of address `name`, whose hash (as a client's) is `hash`: a
-    /// new one the first time.
+    /// The id of address `name`, whose [`RecordedKeys::hash`] is `hash`
+    /// (the addresses' table hashes as the clients' does, which
+    /// [`RecordedKeys::intern_hashed`] relies on too): a new one the first
+    /// time.
     pub fn intern_ip(&mut self, name: &str, hash: u64) -> u32 {
         let names = &self.names;
         let bytes = name.as_bytes();
@@ -568,13 +570,20 @@ impl RecordedKeys {
 
 /// Names end to end in one string.
 #[derive(Debug, Default)]
-struct NameList {
+pub(crate) struct NameList {
     text: String,
     ends: Vec<usize>,
 }
 
 impl NameList {
-    fn len(&self) -> usize {
+    /// Adds a name; its index.
+    pub(crate) fn push(&mut self, name: &str) -> u32 {
+        self.text.push_str(name);
+        self.ends.push(self.text.len());
+        (self.ends.len() - 1) as u32
+    }
+
+    pub(crate) fn len(&self) -> usize {
         self.ends.len()
     }
 
@@ -584,7 +593,7 @@ impl NameList {
         start..self.ends[i]
     }
 
-    fn get(&self, i: usize) -> &str {
+    pub(crate) fn get(&self, i: usize) -> &str {
         &self.text[self.span(i)]
     }
 
@@ -609,10 +618,10 @@ struct Names {
 impl Names {
     /// Adds a name; its id among the clients (or addresses).
     fn add(&mut self, ip: bool, name: &str) -> u32 {
-        let list = if ip { &mut self.ips } else { &mut self.clients };
-        list.text.push_str(name);
-        list.ends.push(list.text.len());
-        (list.ends.len() - 1) as u32
+        match ip {
+            true => self.ips.push(name),
+            false => self.clients.push(name),
+        }
     }
 }
 

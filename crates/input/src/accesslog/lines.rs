@@ -175,14 +175,7 @@ pub(super) fn unzipped(
     head: &mut [u8],
 ) -> io::Result<(Box<dyn Read + Send>, usize, bool)> {
     let mut end = 0;
-    while end < 2 {
-        match r.read(&mut head[end..]) {
-            Ok(0) => break,
-            Ok(n) => end += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
+    fill(&mut *r, head, &mut end, 2)?;
     if !head[..end].starts_with(&[0x1f, 0x8b]) {
         return Ok((r, end, false));
     }
@@ -193,6 +186,26 @@ pub(super) fn unzipped(
     // gain from it: measured, none.)
     let thread = rayon::current_num_threads() > 1;
     Ok((Box::new(Blocks::new(Box::new(inflated), thread)?), 0, true))
+}
+
+/// Reads from `r` into `buf[*end..]` until `buf` holds `least` bytes or
+/// `r` ends (each read as much as `r` gives, up to `buf`'s end); whether
+/// `r` ended.
+pub(super) fn fill(
+    r: &mut dyn Read,
+    buf: &mut [u8],
+    end: &mut usize,
+    least: usize,
+) -> io::Result<bool> {
+    while *end < least {
+        match r.read(&mut buf[*end..]) {
+            Ok(0) => return Ok(true),
+            Ok(n) => *end += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(false)
 }
 
 /// A line without the `\r` of a `\r\n` ending.

@@ -546,7 +546,8 @@ fn read_first_holding(
 /// With two threads or more (rayon's count, as everywhere), the log's
 /// lines are read and parsed on other threads while they are put in
 /// replay order and recorded on this one: a plain log of long lines in
-/// pieces parsed side by side, one parser a thread (see [`pieces`]), any other
+/// pieces parsed side by side, one parser a thread up to
+/// [`pieces::MOST_PARSERS`] (see [`pieces`]), any other
 /// on one thread of its own, which reads, parses and interns its lines in
 /// line order as here. Either way the keys get the ids reading here gives
 /// them, and the recording is the same. Where that meets an error, the
@@ -565,7 +566,10 @@ fn read_holding(
         if let Ok(log) = pieces::Opened::new(data, pieces::PIECE) {
             let read = Read::new(format, options, split.clone(), hold);
             let threaded = match log.worth_pieces() {
-                true => read.in_pieces(log, rayon::current_num_threads()),
+                true => {
+                    let parsers = rayon::current_num_threads().min(pieces::MOST_PARSERS);
+                    read.in_pieces(log, parsers)
+                }
                 false => read.on_thread(LineReader::new(log.into_lines(), format, options)),
             };
             if let Some(recording) = threaded {
@@ -717,7 +721,14 @@ impl<'a> Read<'a> {
             };
             stop.set();
             let keys = p.take_keys();
-            let joined = threads.into_iter().flatten().all(|t| t.join().is_ok());
+            // Every thread joined, even after one that panicked (`all`
+            // would stop there).
+            let joins: Vec<bool> = threads
+                .into_iter()
+                .flatten()
+                .map(|t| t.join().is_ok())
+                .collect();
+            let joined = joins.iter().all(|&ok| ok);
             (read.is_ok() && joined).then_some((read, p, keys?))
         })
         .map(|(read, p, keys)| {
