@@ -49,10 +49,12 @@ pub mod envoy;
 mod format;
 pub mod jsonl;
 mod lines;
+mod merge;
 pub mod nginx;
 mod parsed;
 mod pieces;
 mod pipeline;
+mod said;
 pub mod template;
 pub mod time;
 mod window;
@@ -709,7 +711,7 @@ impl<'a> Read<'a> {
                 .spawn_scoped(s, splitter);
             threads.push(splitter);
             let started = threads.iter().all(|t| t.is_ok());
-            let mut p = Pipeline::merged(pieces::Merge::new(parsed, backs, keys), self.options)
+            let mut p = Pipeline::merged(merge::Merge::new(parsed, backs, keys), self.options)
                 .holding(self.hold);
             let read = match started {
                 true => {
@@ -717,7 +719,7 @@ impl<'a> Read<'a> {
                     let no_keys = &mut |_: &[u8], _: &[u8], _: &[u8]| Ok((0, 0, 0));
                     drain(&mut p, no_keys, &mut self.recording)
                 }
-                false => Err(pipeline::FAILED.to_string()),
+                false => Err(said::FAILED.to_string()),
             };
             stop.set();
             let keys = p.take_keys();

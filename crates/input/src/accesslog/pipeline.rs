@@ -24,8 +24,9 @@ use std::sync::Arc;
 use crossbeam_utils::CachePadded;
 
 use super::lines::Lines;
+use super::merge::Merge;
 use super::parsed::NOT_UTF8;
-use super::pieces::Merge;
+use super::said::{Kind, Said, FAILED};
 use super::window::{Pending, Window};
 use super::{EmptyKey, Format, LogKeys, LogOptions, Request, Subsecond, Verdict, NS};
 use crate::clock::{Nanos, MAX_NANOS};
@@ -203,33 +204,6 @@ pub(super) struct LineReader {
     ahead: Option<Ahead>,
 }
 
-/// What a line that is not blank says, for its ordering: a few words,
-/// which a thread that reads lines hands on (see [`LineReader::feed`]).
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Said {
-    pub line: u64,
-    pub stamp: u64,
-    pub duration: u64,
-    pub cost: u64,
-    pub verdict: Option<Verdict>,
-    pub kind: Kind,
-}
-
-/// What a line is to the replay.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Kind {
-    /// A request, its client's, address's and source part's ids.
-    Request(u32, u32, u32),
-    /// A line outside `location`…
-    Filtered,
-    /// …or one `only`/`except` passed over…
-    Unselected,
-    /// …or one whose key is empty (nginx): ghosts (see [`Pending`]).
-    EmptyKey,
-    /// A bad line, skipped (`on_bad_line = "skip"`).
-    Bad,
-}
-
 /// Why a line says nothing to replay.
 pub(super) enum Unsaid<'l> {
     /// A bad line: why, without the line.
@@ -282,10 +256,6 @@ impl Stop {
         self.0.load(Ordering::Relaxed)
     }
 }
-
-/// The error of a pipeline whose reading thread failed (or was stopped):
-/// the caller reads the log again here, which gives the error itself.
-pub(super) const FAILED: &str = "the reading thread stopped";
 
 /// How many lines a reading thread hands on at once (a few under test,
 /// so that a test's log is many batches)…

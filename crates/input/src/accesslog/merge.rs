@@ -1,0 +1,245 @@
+//! The pieces of a log parsed side by side (see [`super::pieces`]),
+//! taken back in order: what a parser hands on for a piece, and the
+//! ordering thread's [`Merge`].
+//!
+//! The ordering thread takes the pieces back in turn, so their lines in
+//! line order, and gives each key the id it has in the whole log
+//! ([`Merge`]). A piece comes with the names of the keys new to its
+//! parser, in the order of its ids: the order they first come in the
+//! piece. Each is looked up by its name among the log's keys, and added
+//! if it is new there too. The keys new to the log are new to the parser
+//! too, and come after every key of the pieces before, so they are added
+//! in the order reading the lines one by one adds them. From then on the
+//! parser's id maps to the log's. So the keys get the ids one thread
+//! reading the log gives them, line numbers are counted on, and the
+//! recording is the same.
+
+use std::sync::mpsc::{Receiver, SyncSender};
+
+use super::said::{Kind, Said, FAILED};
+use super::LogKeys;
+use crate::recording::{NameList, RecordedKeys};
+
+/// What a parser hands on for a piece.
+pub(super) enum Parsed {
+    Piece(ParsedPiece),
+    /// No more pieces came.
+    End,
+    /// Reading stopped at an error, which reading here gives again.
+    Failed,
+}
+
+/// A piece's lines as a parser read them.
+pub(super) struct ParsedPiece {
+    /// What each line that is not blank says: its line number within the
+    /// piece, its keys as the parser's ids.
+    pub said: Vec<Said>,
+    /// The piece's lines, blank or not.
+    pub lines: u64,
+    /// Lines replayed with a value to split by.
+    pub valued: u64,
+    /// The keys the parser met first in this piece.
+    pub new: NewKeys,
+}
+
+/// The clients, addresses and sources a parser met first in a piece: the
+/// first one's ids, and their names in the order of their ids.
+#[derive(Default)]
+pub(super) struct NewKeys {
+    first: (u32, u32, u32),
+    clients: NameList,
+    ips: NameList,
+    parts: Vec<String>,
+}
+
+/// How many clients, addresses and sources `keys` names.
+pub(super) fn counts(keys: &LogKeys) -> (u32, u32, u32) {
+    let (clients, ips) = keys.keys.counts();
+    let parts = keys.split.as_ref().map_or(1, |s| s.names().len() as u32);
+    (clients, ips, parts)
+}
+
+impl NewKeys {
+    /// The keys `keys` names from ids `first` on.
+    pub(super) fn since(keys: &LogKeys, first: (u32, u32, u32)) -> NewKeys {
+        let (clients, ips, parts) = counts(keys);
+        let mut new = NewKeys {
+            first,
+            ..NewKeys::default()
+        };
+        for id in first.0..clients {
+            new.clients.push(keys.keys.client(id));
+        }
+        for id in first.1..ips {
+            new.ips.push(keys.keys.ip(id));
+        }
+        if let Some(split) = &keys.split {
+            new.parts = split.names()[first.2 as usize..parts as usize].to_vec();
+        }
+        new
+    }
+}
+
+/// A parser's ids as the whole log's.
+struct Ids {
+    clients: Vec<u32>,
+    ips: Vec<u32>,
+    parts: Vec<u32>,
+}
+
+/// The parsers' pieces taken back in turn, their keys given the log's ids
+/// (see the module's documentation).
+pub(super) struct Merge {
+    parsed: Vec<Receiver<Parsed>>,
+    /// Batches read, sent back to a parser to be filled again.
+    back: Vec<SyncSender<Vec<Said>>>,
+    /// The parser whose piece comes next.
+    turn: usize,
+    /// The parser of the piece taken last, and the lines before that
+    /// piece.
+    parser: usize,
+    before: u64,
+    /// Lines in the pieces taken, and of them, lines replayed with a
+    /// value to split by.
+    lines: u64,
+    valued: u64,
+    keys: LogKeys,
+    ids: Vec<Ids>,
+}
+
+/// How many names ahead of the one interned the log's tables are asked
+/// for the slot of (see [`intern_new`]).
+const NAMES_AHEAD: usize = 8;
+
+/// Interns `names` (clients, or addresses if `ip`) into `keys` in order,
+/// and adds their ids to `ids`.
+fn intern_new(keys: &mut RecordedKeys, names: &NameList, ip: bool, ids: &mut Vec<u32>) {
+    let n = names.len();
+    let mut hashes = [0u64; NAMES_AHEAD];
+    let ask = |keys: &RecordedKeys, hashes: &mut [u64; NAMES_AHEAD], j: usize| {
+        let hash = keys.hash(names.get(j).as_bytes());
+        keys.prefetch_hashed(ip, hash);
+        hashes[j % NAMES_AHEAD] = hash;
+    };
+    for j in 0..n.min(NAMES_AHEAD) {
+        ask(keys, &mut hashes, j);
+    }
+    ids.reserve(n);
+    for j in 0..n {
+        let hash = hashes[j % NAMES_AHEAD];
+        if j + NAMES_AHEAD < n {
+            ask(keys, &mut hashes, j + NAMES_AHEAD);
+        }
+        ids.push(match ip {
+            true => keys.intern_ip(names.get(j), hash),
+            false => keys.intern_client(names.get(j), hash),
+        });
+    }
+}
+
+impl Merge {
+    /// The pieces of the parsers that hand them on to `parsed` (and take
+    /// batches back from `back`), the log's keys interned into `keys`,
+    /// whose sources (if split) each parser's keys started with.
+    pub(super) fn new(
+        parsed: Vec<Receiver<Parsed>>,
+        back: Vec<SyncSender<Vec<Said>>>,
+        keys: LogKeys,
+    ) -> Merge {
+        debug_assert_eq!(keys.keys.counts(), (0, 0));
+        let parts: Vec<u32> = (0..counts(&keys).2).collect();
+        let ids = (0..parsed.len())
+            .map(|_| Ids {
+                clients: Vec::new(),
+                ips: Vec::new(),
+                parts: parts.clone(),
+            })
+            .collect();
+        Merge {
+            parsed,
+            back,
+            turn: 0,
+            parser: 0,
+            before: 0,
+            lines: 0,
+            valued: 0,
+            keys,
+            ids,
+        }
+    }
+
+    /// Takes the next piece that says something into `batch` (the batch
+    /// it held is sent back), its lines as their parser said them (see
+    /// [`Merge::adopt`]), and gives the keys new to its parser the log's
+    /// ids: `Ok(false)` at the log's end, an error ([`FAILED`]) where a
+    /// parser failed, or where a source cannot be added (too many).
+    pub(super) fn refill(&mut self, batch: &mut Vec<Said>) -> Result<bool, String> {
+        loop {
+            let w = self.turn;
+            let piece = match self.parsed[w].recv() {
+                Ok(Parsed::Piece(piece)) => piece,
+                Ok(Parsed::End) => return Ok(false),
+                Ok(Parsed::Failed) | Err(_) => return Err(FAILED.to_string()),
+            };
+            self.turn = (w + 1) % self.parsed.len();
+            let read = std::mem::replace(batch, piece.said);
+            if read.capacity() > 0 {
+                let _ = self.back[w].try_send(read);
+            }
+            let (ids, new) = (&mut self.ids[w], &piece.new);
+            let first = (ids.clients.len(), ids.ips.len(), ids.parts.len());
+            debug_assert_eq!(
+                first,
+                (
+                    new.first.0 as usize,
+                    new.first.1 as usize,
+                    new.first.2 as usize
+                )
+            );
+            intern_new(&mut self.keys.keys, &new.clients, false, &mut ids.clients);
+            intern_new(&mut self.keys.keys, &new.ips, true, &mut ids.ips);
+            if let Some(split) = self.keys.split.as_mut() {
+                for name in &new.parts {
+                    ids.parts
+                        .push(split.intern(name).map_err(|_| FAILED.to_string())?);
+                }
+            }
+            (self.parser, self.before) = (w, self.lines);
+            self.lines += piece.lines;
+            self.valued += piece.valued;
+            if !batch.is_empty() {
+                return Ok(true);
+            }
+        }
+    }
+
+    /// A line of the piece taken last, its number in the log and its keys
+    /// given the log's ids.
+    #[inline(always)]
+    pub(super) fn adopt(&mut self, mut said: Said) -> Result<Said, String> {
+        said.line += self.before;
+        let Kind::Request(c, i, p) = said.kind else {
+            return Ok(said);
+        };
+        let ids = &self.ids[self.parser];
+        let known = (
+            ids.clients.get(c as usize),
+            ids.ips.get(i as usize),
+            ids.parts.get(p as usize),
+        );
+        // (Every id of a parser's has been given the log's.)
+        let (Some(&c), Some(&i), Some(&p)) = known else {
+            return Err(FAILED.to_string());
+        };
+        said.kind = Kind::Request(c, i, p);
+        Ok(said)
+    }
+
+    /// The log's keys, once every piece is taken.
+    pub(super) fn into_keys(self) -> LogKeys {
+        LogKeys {
+            valued: self.valued,
+            ..self.keys
+        }
+    }
+}
