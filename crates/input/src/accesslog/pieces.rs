@@ -70,9 +70,10 @@ impl Opened {
 
     /// Whether the log is worth reading in pieces: a plain log that fills
     /// a piece at least, whose first piece has a newline and its whole
-    /// lines are [`LONG_LINE`] bytes long or longer on average. (A gzip log is inflated on a
-    /// thread of its own already: nginx's combined format gzipped took
-    /// 1.05 times as long in pieces, measured as for [`LONG_LINE`].)
+    /// lines are [`LONG_LINE`] bytes long or longer on average. (A gzip
+    /// log is inflated on a thread of its own already: nginx's combined
+    /// format gzipped took 1.05 times as long in pieces, measured as for
+    /// [`LONG_LINE`].)
     pub(super) fn worth_pieces(&self) -> bool {
         let read = &self.buf[..self.end];
         let whole = match memchr::memrchr(b'\n', read) {
