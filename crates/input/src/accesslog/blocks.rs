@@ -58,25 +58,39 @@ impl Block {
     }
 
     /// Fills the block from `r`, as much as it gives up to [`BLOCK`],
-    /// unless `stop` is set (nothing takes the block then).
+    /// unless `stop` is set as it begins (nothing takes the block then).
     fn fill(&mut self, r: &mut dyn Read, stop: &AtomicBool) {
         debug_assert_eq!(self.bytes.len(), BLOCK);
         (self.len, self.end) = (0, End::More);
-        while self.len < self.bytes.len() && !stop.load(Ordering::Relaxed) {
-            match r.read(&mut self.bytes[self.len..]) {
-                Ok(0) => {
-                    self.end = End::Eof;
-                    return;
-                }
-                Ok(n) => self.len += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    self.end = End::Failed(e);
-                    return;
-                }
-            }
+        if stop.load(Ordering::Relaxed) {
+            return;
+        }
+        self.end = match fill(r, &mut self.bytes, &mut self.len, BLOCK) {
+            Ok(false) => End::More,
+            Ok(true) => End::Eof,
+            Err(e) => End::Failed(e),
+        };
+    }
+}
+
+/// Reads from `r` into `buf[*end..]` until `buf` holds `least` bytes or
+/// `r` ends (each read as much as `r` gives, up to `buf`'s end); whether
+/// `r` ended.
+pub(super) fn fill(
+    r: &mut dyn Read,
+    buf: &mut [u8],
+    end: &mut usize,
+    least: usize,
+) -> io::Result<bool> {
+    while *end < least {
+        match r.read(&mut buf[*end..]) {
+            Ok(0) => return Ok(true),
+            Ok(n) => *end += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
         }
     }
+    Ok(false)
 }
 
 /// Where the blocks are filled.

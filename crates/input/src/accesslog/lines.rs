@@ -5,7 +5,7 @@
 
 use std::io::{self, Read};
 
-use super::blocks::Blocks;
+use super::blocks::{fill, Blocks};
 use super::MAX_LINE_BYTES;
 
 /// The buffer: room for several lines of the longest length, so that
@@ -186,26 +186,6 @@ pub(super) fn unzipped(
     // gain from it: measured, none.)
     let thread = rayon::current_num_threads() > 1;
     Ok((Box::new(Blocks::new(Box::new(inflated), thread)?), 0, true))
-}
-
-/// Reads from `r` into `buf[*end..]` until `buf` holds `least` bytes or
-/// `r` ends (each read as much as `r` gives, up to `buf`'s end); whether
-/// `r` ended.
-pub(super) fn fill(
-    r: &mut dyn Read,
-    buf: &mut [u8],
-    end: &mut usize,
-    least: usize,
-) -> io::Result<bool> {
-    while *end < least {
-        match r.read(&mut buf[*end..]) {
-            Ok(0) => return Ok(true),
-            Ok(n) => *end += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(false)
 }
 
 /// A line without the `\r` of a `\r\n` ending.

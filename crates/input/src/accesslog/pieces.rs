@@ -19,7 +19,8 @@
 use std::io::{self, Read};
 use std::sync::mpsc::{Receiver, SyncSender};
 
-use super::lines::{fill, unzipped, Lines};
+use super::blocks::fill;
+use super::lines::{unzipped, Lines};
 use super::merge::{counts, NewKeys, Parsed, ParsedPiece};
 use super::pipeline::{LineReader, Stop};
 use super::said::Said;
