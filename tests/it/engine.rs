@@ -46,3 +46,88 @@ fn every_thread_count_and_a_limiter_alone_take_the_same_decisions() {
         assert_eq!(&alone.0, expected, "limiter {i}");
     }
 }
+
+/// What a limiter's run counted, as a key partition writes it, and its
+/// footprint and backend's figures.
+fn counted(run: &ratesim::engine::LimiterRun) -> (Vec<u8>, String) {
+    let mut saved = ratesim::partition::wire::Put::default();
+    run.recorder.save(&mut saved);
+    (saved.0, format!("{:?} {:?}", run.footprint, run.backend))
+}
+
+#[test]
+fn a_limiter_alone_counts_the_same_with_its_recorder_set_aside() {
+    // Alone on two threads, a limiter's run sets its recorder aside: the
+    // thread that generates the next chunk of arrivals makes its calls. On
+    // one thread the run makes them itself. Every shipped scenario (retries,
+    // a shaper's releases, shared stores and their failures, collateral
+    // rejections, a backend, clients that read RateLimit headers, chains,
+    // a log), each cut to about 50 000 decisions.
+    use ratesim::estimate::Estimate;
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios");
+    let mut paths: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    paths.sort();
+    assert!(paths.len() >= 16);
+    let pool = |threads| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap()
+    };
+    let (one, two) = (pool(1), pool(2));
+    // And a shaper whose delayed passes come due between bursts, when a
+    // retry passes at once: with no arrival between them, the retry's pass
+    // must still come after them.
+    let shaped = Scenario::parse(
+        r#"
+name = "shaped"
+duration = "20s"
+[defaults]
+limit = 5
+window = "1s"
+[[limiter]]
+algorithm = "leaky_bucket"
+queue = 6
+delay = 2
+[[traffic]]
+pattern = "bursty"
+form = "periodic"
+clients = 3
+burst = 12
+period = "2s"
+retry = { policy = "exponential", base = "1100ms", factor = 1, cap = "2s", max_attempts = 3 }
+"#,
+        "shaped",
+        ratesim::scenario::Origin::File("shaped.toml".into()),
+    )
+    .unwrap();
+    let scenarios = paths
+        .iter()
+        .map(|path| {
+            (
+                format!("{path:?}"),
+                Scenario::load(path.to_str().unwrap()).unwrap(),
+            )
+        })
+        .chain([("shaped".to_string(), shaped)]);
+    for (path, mut s) in scenarios {
+        let full = Estimate::of(&s).decisions;
+        if full > 50_000 {
+            s.duration = Nanos((s.duration.0 as u128 * 50_000 / full) as u64);
+        }
+        for i in 0..s.limiters.len() {
+            let alone = || simulate(&s, i, None, &|_, _| {}).unwrap();
+            let (here, aside) = (one.install(alone), two.install(alone));
+            assert!(here.recorder.attempts > 0, "{path} limiter {i}");
+            let same = counted(&here) == counted(&aside);
+            assert!(
+                same,
+                "{path} limiter {i}: other counts with the recorder set aside"
+            );
+        }
+    }
+}

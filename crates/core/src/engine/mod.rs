@@ -17,6 +17,7 @@
 //! | `shared_store.rs` | a deployment's protocol: routing, a shared store's round trips, faults and the over-limit cache |
 
 mod arrivals;
+mod aside;
 mod held;
 mod queue;
 mod shared_store;
@@ -29,7 +30,7 @@ use crate::clock::{Nanos, NANOS_PER_SEC};
 use crate::deploy::{Deployment, Scope};
 use crate::limiter::chain::Chain;
 use crate::limiter::{Decision, Footprint, Headers, Limiter, Sample};
-use crate::metrics::Recorder;
+use crate::metrics::{Call, Decided, Recorder};
 use crate::partition::journal::{JournalWriter, Origin, Record, UnitChange};
 use crate::scenario::{KeyBy, Scenario};
 use crate::traffic::closed::Closed;
@@ -37,6 +38,7 @@ use crate::traffic::retry::{event_rng, Retry, RetryPolicy};
 use crate::traffic::Arrival;
 use crate::traffic::Pattern;
 use arrivals::{Arrivals, Shared};
+use aside::{Aside, Kept};
 use queue::Queue;
 use shared_store::Cached;
 
@@ -288,6 +290,13 @@ fn drive(
     }
     let (mut chunk, mut next) = (Vec::with_capacity(CHUNK), Vec::with_capacity(CHUNK));
     arrivals.next_chunk(&mut chunk, CHUNK)?;
+    // A run alone, with a thread to spare: its recorder is set aside, and
+    // the thread that generates the next chunk makes the recorder's calls
+    // of the chunk before while the run decides this one.
+    let mut aside = match runs.as_mut_slice() {
+        [run] if rayon::current_num_threads() > 1 => run.set_aside(),
+        _ => None,
+    };
     // In a partition by address: each client's address so far.
     let by_ip = scenario.partition.is_some_and(|p| p.by == KeyBy::Ip);
     let mut address_of = Vec::new();
@@ -296,7 +305,13 @@ fn drive(
             one_address(scenario, &mut address_of, &chunk)?;
         }
         let (generated, consumed) = rayon::join(
-            || arrivals.next_chunk(&mut next, CHUNK),
+            || {
+                // `next` holds the chunk decided last.
+                if let Some(aside) = aside.as_mut() {
+                    aside.make_calls(&next);
+                }
+                arrivals.next_chunk(&mut next, CHUNK)
+            },
             || {
                 runs.par_iter_mut()
                     .try_for_each(|run| run.consume(&chunk, progress))
@@ -304,7 +319,13 @@ fn drive(
         );
         generated?;
         consumed?;
+        if let (Some(aside), [run]) = (aside.as_mut(), runs.as_mut_slice()) {
+            run.hand_calls(aside);
+        }
         std::mem::swap(&mut chunk, &mut next);
+    }
+    if let (Some(aside), [run]) = (aside, runs.as_mut_slice()) {
+        run.take_back(aside, &next);
     }
     runs.into_par_iter().map(|run| run.end(progress)).collect()
 }
@@ -397,6 +418,13 @@ struct Run<'a, 's> {
     /// Attempts routed so far (round robin).
     routed: u64,
     recorder: Recorder,
+    /// While the recorder is set aside (see [`aside`]): its calls since…
+    deferred: Option<Kept>,
+    /// …the latest moment reached…
+    reached: Nanos,
+    /// …and the arrival being taken, if any: its place in the chunk, its
+    /// source and itself.
+    arriving: Option<(u32, u32, Arrival)>,
     /// Per source id: its `[[traffic]]`'s index and retry policy, and
     /// whether this limiter sees it.
     traffic_of: Vec<u32>,
@@ -512,6 +540,9 @@ impl<'a, 's> Run<'a, 's> {
             local_ids: vec![HashMap::new(); spec.deployment.instances as usize],
             routed: 0,
             recorder: recorder(scenario, spec),
+            deferred: None,
+            reached: Nanos::ZERO,
+            arriving: None,
             sink,
             traffic_of: scenario.sources().map(|(t, _)| t as u32).collect(),
             retries: scenario
@@ -597,9 +628,58 @@ impl<'a, 's> Run<'a, 's> {
         self.journal = Some(j);
     }
 
+    /// Sets its recorder aside, its calls kept from now on (see
+    /// [`drive`]); not for a run that keeps a journal, whose records read
+    /// the recorder as they go.
+    fn set_aside(&mut self) -> Option<Aside> {
+        if self.journal.is_some() {
+            return None;
+        }
+        self.deferred = Some(Kept::with_capacity(CHUNK));
+        Some(Aside::new(std::mem::take(&mut self.recorder)))
+    }
+
+    /// Hands the calls it kept over the chunk just decided to `aside`,
+    /// which has made the ones before.
+    fn hand_calls(&mut self, aside: &mut Aside) {
+        if let Some(kept) = self.deferred.as_mut() {
+            aside.take(kept);
+        }
+    }
+
+    /// Takes its recorder back, once the calls kept over `chunk`, the last
+    /// decided, are made.
+    fn take_back(&mut self, aside: Aside, chunk: &[Shared]) {
+        self.recorder = aside.into_recorder(chunk);
+        self.deferred = None;
+    }
+
+    /// Makes `call` to its recorder, or keeps it while the recorder is set
+    /// aside.
+    #[inline(always)]
+    fn record(&mut self, call: Call) {
+        match &mut self.deferred {
+            Some(kept) => kept.call(self.reached, call),
+            None => self.recorder.apply(call),
+        }
+    }
+
     /// Takes the first attempts of `chunk` of the sources it sees, each
     /// after its own events that come first.
     fn consume(
+        &mut self,
+        chunk: &[Shared],
+        progress: &(dyn Fn(usize, Nanos, u64) + Sync),
+    ) -> anyhow::Result<()> {
+        match self.deferred {
+            None => self.consume_as::<false>(chunk, progress),
+            Some(_) => self.consume_as::<true>(chunk, progress),
+        }
+    }
+
+    /// [`Run::consume`], its recorder set aside or not (`ASIDE`; see
+    /// [`Run::finish_as`]).
+    fn consume_as<const ASIDE: bool>(
         &mut self,
         chunk: &[Shared],
         progress: &(dyn Fn(usize, Nanos, u64) + Sync),
@@ -640,15 +720,22 @@ impl<'a, 's> Run<'a, 's> {
                 attempt: 1,
                 last_wait: Nanos::ZERO,
             };
+            if ASIDE {
+                self.arriving = Some((i as u32, s.source, s.arrival));
+            }
             // `step` of `Event::Arrive(job)`, without the event: a first
             // attempt's job goes to `arrive` as it is.
-            self.step_with(at, progress, |run| run.arrive(at, job))?;
+            self.step_with::<ASIDE>(at, progress, |run| run.arrive(at, job))?;
+            if ASIDE {
+                self.arriving = None;
+            }
         }
         Ok(())
     }
 
     /// Asks for the state the first attempt `s` will touch (see
     /// [`crate::cache`]).
+    #[inline(always)]
     fn prefetch(&self, s: &Shared) {
         if !self.sees[s.source as usize] || !self.keeps(&s.arrival) {
             return;
@@ -659,6 +746,7 @@ impl<'a, 's> Run<'a, 's> {
         if let Some(shadow) = &self.shadow {
             shadow.prefetch(a.client);
         }
+        // (Set aside, the recorder here holds no slot to ask for.)
         self.recorder.prefetch(key, a.client);
     }
 
@@ -701,12 +789,15 @@ impl<'a, 's> Run<'a, 's> {
         event: Event,
         progress: &(dyn Fn(usize, Nanos, u64) + Sync),
     ) -> anyhow::Result<()> {
-        self.step_with(now, progress, |run| run.handle(now, event))
+        match self.deferred {
+            None => self.step_with::<false>(now, progress, |run| run.handle(now, event)),
+            Some(_) => self.step_with::<true>(now, progress, |run| run.handle(now, event)),
+        }
     }
 
     /// [`Run::step`] with `handle` for the event's handling.
     #[inline(always)]
-    fn step_with(
+    fn step_with<const ASIDE: bool>(
         &mut self,
         now: Nanos,
         progress: &(dyn Fn(usize, Nanos, u64) + Sync),
@@ -715,7 +806,10 @@ impl<'a, 's> Run<'a, 's> {
         if self.journal.is_some() {
             self.begin_record(now);
         }
-        self.recorder.advance(now);
+        match ASIDE {
+            false => self.recorder.advance(now),
+            true => self.reached = self.reached.max(now),
+        }
         self.enter_due(now);
         handle(self)?;
         if self.journal.is_some() {
@@ -1157,7 +1251,7 @@ impl<'a, 's> Run<'a, 's> {
     /// A held request that the run ends before its client sends.
     fn never_sent(&mut self, job: Job) {
         if job.attempt > 1 {
-            self.recorder.pending_at_end();
+            self.record(Call::PendingAtEnd);
         }
     }
 
@@ -1250,7 +1344,26 @@ impl<'a, 's> Run<'a, 's> {
     /// [`Run::finish`]; `by_limiter` is false for a decision the limiter
     /// did not take (a store failure under `fail_closed`), which is never
     /// collateral.
+    #[inline(always)]
     fn finish_with(
+        &mut self,
+        job: Job,
+        key: u32,
+        decided_at: Nanos,
+        latency: Nanos,
+        decision: Decision,
+        by_limiter: bool,
+    ) -> anyhow::Result<()> {
+        match self.deferred {
+            None => self.finish_as::<false>(job, key, decided_at, latency, decision, by_limiter),
+            Some(_) => self.finish_as::<true>(job, key, decided_at, latency, decision, by_limiter),
+        }
+    }
+
+    /// [`Run::finish_with`], its recorder set aside or not (`ASIDE`; one
+    /// copy each, so that the run that makes its calls at once does not
+    /// pay for keeping them).
+    fn finish_as<const ASIDE: bool>(
         &mut self,
         job: Job,
         key: u32,
@@ -1264,27 +1377,35 @@ impl<'a, 's> Run<'a, 's> {
             // The shadow sees every attempt of the client, once.
             let own_key_passes = shadow.decide(a.client, decided_at, a.cost).passes();
             if by_limiter && own_key_passes && !decision.passes() {
-                self.recorder.collateral_rejection(a.cost);
+                self.record(Call::Collateral { cost: a.cost });
             }
         }
-        self.recorder.source(
-            job.source,
-            a.client,
-            job.attempt == 1,
-            a.cost,
-            Some(decision),
-        );
-        self.recorder.attempt(
+        // A first attempt decided as it arrived, with the recorder set
+        // aside: kept as its place in the chunk (see [`aside`]).
+        let on_arrival = match ASIDE {
+            false => None,
+            true => self.arriving.take().filter(|&(_, source, arrival)| {
+                (arrival, source, job.attempt, job.first) == (a, job.source, 1, a.time)
+                    && (decided_at, latency, self.reached) == (a.time, Nanos::ZERO, a.time)
+            }),
+        };
+        let decided = Decided {
+            source: job.source,
+            client: a.client,
             key,
-            a.client,
-            a.time,
+            attempt: job.attempt,
+            time: a.time,
             decided_at,
             latency,
-            job.first,
-            job.attempt,
-            a.cost,
+            first: job.first,
+            cost: a.cost,
             decision,
-        );
+        };
+        match (&mut self.deferred, on_arrival) {
+            (Some(kept), Some((index, ..))) if ASIDE => kept.on_arrival(index, key, decision),
+            (Some(kept), _) if ASIDE => kept.call(self.reached, Call::Decided(decided)),
+            _ => self.recorder.decided(decided),
+        }
         // When the client hears the decision: `latency` after the attempt
         // (a shared store's round trip), then a shaper's delay. Saturating:
         // a delay may reach past the clock's end.
@@ -1357,11 +1478,17 @@ impl<'a, 's> Run<'a, 's> {
             );
             match wait {
                 None => {
-                    self.recorder.gave_up(a.client, a.time);
+                    match (&mut self.deferred, on_arrival) {
+                        (Some(kept), Some(_)) if ASIDE => kept.gave_up(),
+                        _ => self.record(Call::GaveUp {
+                            client: a.client,
+                            time: a.time,
+                        }),
+                    }
                     self.answered(&job, heard);
                 }
                 Some(w) if heard.0.saturating_add(w.0) > self.scenario.duration.0 => {
-                    self.recorder.pending_at_end()
+                    self.record(Call::PendingAtEnd)
                 }
                 Some(w) => {
                     let at = heard + w;

@@ -18,6 +18,7 @@ use super::{Event, Job, Run};
 use crate::clock::Nanos;
 use crate::deploy::{fnv1a_name, OnFailure, Routing, Scope};
 use crate::limiter::Decision;
+use crate::metrics::Call;
 
 /// An instance's memory of a store rejection.
 #[derive(Debug, Clone, Copy, Default)]
@@ -79,7 +80,7 @@ impl Run<'_, '_> {
                 .copied()
                 .unwrap_or_default();
             if c.heard <= now.0 && now.0 < c.until {
-                self.recorder.cache_rejection();
+                self.record(Call::CacheRejection);
                 let decision = Decision::Rejected {
                     retry_after: (!c.never).then(|| Nanos(c.until - now.0)),
                 };
@@ -88,7 +89,7 @@ impl Run<'_, '_> {
         }
         let rtt = self.dep.round_trip(&mut self.rng(&job, *b"rtt0"));
         let reach = now + Nanos(rtt.0 / 2);
-        self.recorder.store_op();
+        self.record(Call::StoreOp);
         let failed =
             self.dep.in_outage(reach) || self.dep.random_failure(&mut self.rng(&job, *b"fal0"));
         let timed_out = self.dep.timeout.is_some_and(|t| rtt > t);
@@ -132,7 +133,7 @@ impl Run<'_, '_> {
                 let write_rtt = self.dep.round_trip(&mut self.rng(&job, *b"rtt1"));
                 let reach = job.arrival.time + rtt + Nanos(write_rtt.0 / 2);
                 if !late {
-                    self.recorder.store_op();
+                    self.record(Call::StoreOp);
                 }
                 if late
                     || self.dep.in_outage(reach)
@@ -192,11 +193,11 @@ impl Run<'_, '_> {
         let cost = job.arrival.cost;
         let decision = match self.dep.on_failure {
             OnFailure::FailOpen => {
-                self.recorder.fault_open();
+                self.record(Call::FaultOpen);
                 Decision::Admitted
             }
             OnFailure::FailClosed => {
-                self.recorder.fault_closed();
+                self.record(Call::FaultClosed);
                 // Not the limiter's decision: no key of its own
                 // would have helped the client.
                 let decision = Decision::Rejected { retry_after: None };
@@ -204,7 +205,7 @@ impl Run<'_, '_> {
                 return self.finish_with(job, key, now, latency, decision, false);
             }
             OnFailure::LocalFallback => {
-                self.recorder.fault_fallback();
+                self.record(Call::FaultFallback);
                 let local = self.local_key(instance, key);
                 let fallback = &mut self.fallbacks[instance as usize];
                 let decision = fallback.decide(local, now, cost);

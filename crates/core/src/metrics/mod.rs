@@ -12,6 +12,7 @@ use crate::calendar::Calendar;
 use crate::clock::Nanos;
 use crate::limiter::Decision;
 
+mod calls;
 mod histogram;
 mod saved;
 mod series;
@@ -19,6 +20,7 @@ mod sources;
 mod stats;
 mod window;
 
+pub use calls::{Call, Decided};
 pub use histogram::DelayHistogram;
 pub use series::SeriesBucket;
 pub use sources::SourceCounts;
@@ -197,6 +199,7 @@ impl Recorder {
     /// (where the limiter is: the instance, or the store) and heard by the
     /// client `latency` after it arrived.
     #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
     pub fn attempt(
         &mut self,
         key: u32,
