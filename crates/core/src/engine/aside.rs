@@ -11,19 +11,19 @@
 //! decisions kept before it. The recorder gets the same calls in the same
 //! order as if the run had made them at once, so it counts the same.
 //!
-//! Each call is made after releasing the passes due by the latest moment
-//! the run had reached when it made the call, as [`Recorder::advance`] at
-//! each of the run's events would have: released at the next call instead
-//! of at every event, the same passes are released in the same order, as
-//! nothing else touches the recorder in between.
+//! Each call is kept with the moment of the run's latest event when it was
+//! made, and made after releasing the passes due by then, as
+//! [`Recorder::advance`] at each of the run's events would have: released
+//! at the next call instead of at every event, the same passes are
+//! released in the same order, as nothing else touches the recorder in
+//! between and the events come in time order (a run with closed-loop
+//! clients, whose events may not, makes its calls at once).
 
 use super::arrivals::Shared;
+use super::PREFETCH_AHEAD;
 use crate::clock::Nanos;
 use crate::limiter::Decision;
 use crate::metrics::{Call, Decided, Recorder};
-
-/// How many decisions ahead their slots are asked for.
-const PREFETCH_AHEAD: usize = 8;
 
 /// A decision on the first attempt of a chunk's arrival, as it arrived.
 #[derive(Debug, Clone, Copy)]
@@ -59,7 +59,7 @@ impl OnArrival {
 pub(super) struct Kept {
     arrivals: Vec<OnArrival>,
     /// Every other call: how many decisions in `arrivals` came before it,
-    /// the latest moment reached when it was made, the call.
+    /// the moment of the run's latest event when it was made, the call.
     other: Vec<(u32, Nanos, Call)>,
 }
 
@@ -100,7 +100,7 @@ impl Kept {
         }
     }
 
-    /// Any other call, made when the run had reached `reached`.
+    /// Any other call, made during the run's event at `reached`.
     #[inline(always)]
     pub(super) fn call(&mut self, reached: Nanos, call: Call) {
         self.other.push((self.arrivals.len() as u32, reached, call));

@@ -15,6 +15,7 @@
 //! | `mod.rs` | the run loop: streams, retries, decisions to the recorder |
 //! | `queue.rs` | the event queue, ordered by `(time, sequence)` |
 //! | `shared_store.rs` | a deployment's protocol: routing, a shared store's round trips, faults and the over-limit cache |
+//! | `aside.rs` | a run alone's recorder calls, kept for the thread that generates arrivals to make |
 
 mod arrivals;
 mod aside;
@@ -418,12 +419,11 @@ struct Run<'a, 's> {
     /// Attempts routed so far (round robin).
     routed: u64,
     recorder: Recorder,
-    /// While the recorder is set aside (see [`aside`]): its calls since…
+    /// While the recorder is set aside (see [`aside`]): its calls since,
+    /// the moment of its latest event, and the arrival being taken, if
+    /// any (its place in the chunk, its source and itself).
     deferred: Option<Kept>,
-    /// …the latest moment reached…
     reached: Nanos,
-    /// …and the arrival being taken, if any: its place in the chunk, its
-    /// source and itself.
     arriving: Option<(u32, u32, Arrival)>,
     /// Per source id: its `[[traffic]]`'s index and retry policy, and
     /// whether this limiter sees it.
@@ -629,10 +629,20 @@ impl<'a, 's> Run<'a, 's> {
     }
 
     /// Sets its recorder aside, its calls kept from now on (see
-    /// [`drive`]); not for a run that keeps a journal, whose records read
-    /// the recorder as they go.
+    /// [`drive`]). Not for a run that keeps a journal (the recorder and
+    /// the sink read the number of the event the journal is at), nor for
+    /// one with closed-loop clients: a client answered when the backend
+    /// lets a pass in, at the pass's own moment, may send its next request
+    /// before the moment the run has reached, and the calls kept are made
+    /// after releasing the passes due by the latest moment reached (see
+    /// [`aside`]), which holds only for events in time order.
     fn set_aside(&mut self) -> Option<Aside> {
-        if self.journal.is_some() {
+        let closed = self
+            .scenario
+            .traffic
+            .iter()
+            .any(|t| matches!(t.pattern, Pattern::Closed(_)));
+        if self.journal.is_some() || closed {
             return None;
         }
         self.deferred = Some(Kept::with_capacity(CHUNK));
@@ -808,7 +818,13 @@ impl<'a, 's> Run<'a, 's> {
         }
         match ASIDE {
             false => self.recorder.advance(now),
-            true => self.reached = self.reached.max(now),
+            true => {
+                debug_assert!(
+                    now >= self.reached,
+                    "a run set aside takes its events in time order"
+                );
+                self.reached = now;
+            }
         }
         self.enter_due(now);
         handle(self)?;
