@@ -47,6 +47,60 @@ fn every_thread_count_and_a_limiter_alone_take_the_same_decisions() {
     }
 }
 
+#[test]
+fn a_recording_alone_meets_its_retries_in_the_order_one_queue_gives() {
+    // A trace is its run's only stream. The second request is rejected and
+    // retried 1 s later, at 1 s, when the fourth request arrives. One queue
+    // holding both numbers the retry after the third request (read when
+    // the second was taken) and before the fourth (read when the third
+    // was): at the same time, the retry goes first and takes the new
+    // window's one pass.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("trace.csv"),
+        "time,client\n0,a\n0,a\n0.5,b\n1,a\n",
+    )
+    .unwrap();
+    let path = dir.path().join("tie.toml");
+    std::fs::write(
+        &path,
+        r#"
+name = "tie"
+duration = "3s"
+[defaults]
+limit = 1
+window = "1s"
+[[limiter]]
+algorithm = "fixed_window"
+[[traffic]]
+pattern = "trace"
+path = "trace.csv"
+retry = { policy = "fixed", delay = "1s", max_attempts = 2 }
+"#,
+    )
+    .unwrap();
+    let scenario = Scenario::load(path.to_str().unwrap()).unwrap();
+    let seen = |d: &Attempt| {
+        (
+            d.arrival.time.0 / 500_000_000,
+            d.attempt,
+            d.decision.passes(),
+        )
+    };
+    let expected = vec![
+        (0, 1, true),
+        (0, 1, false),
+        (1, 1, true),
+        (2, 2, true),
+        (2, 1, false),
+        (4, 2, true),
+    ];
+    for threads in [1, 2] {
+        let got: Vec<_> = decisions(&scenario, threads)[0].iter().map(seen).collect();
+        assert_eq!(got, expected, "{threads} thread(s)");
+    }
+}
+
 /// What a limiter's run counted, as a key partition writes it, and its
 /// footprint and backend's figures.
 fn counted(run: &ratesim::engine::LimiterRun) -> (Vec<u8>, String) {

@@ -91,6 +91,8 @@ pub(super) struct Arrivals<'a> {
     first_source: Vec<u32>,
     /// Payload: the stream.
     queue: Queue,
+    /// The `[[traffic]]` whose recording is the only stream, if one is.
+    lone_recording: Option<usize>,
 }
 
 impl<'a> Arrivals<'a> {
@@ -159,8 +161,14 @@ impl<'a> Arrivals<'a> {
             };
             gens.push(Some(gen));
         }
+        let mut generated = gens.iter().enumerate().filter(|(_, g)| g.is_some());
+        let lone_recording = match (generated.next(), generated.next()) {
+            (Some((src, Some(Gen::Recorded { .. }))), None) => Some(src),
+            _ => None,
+        };
         Ok(Arrivals {
             ctx,
+            lone_recording,
             gens,
             first,
             first_source: scenario.first_sources(),
@@ -192,6 +200,9 @@ impl<'a> Arrivals<'a> {
     /// Replaces `out` with up to `max` next arrivals; empty at the end.
     pub(super) fn next_chunk(&mut self, out: &mut Vec<Shared>, max: usize) -> anyhow::Result<()> {
         out.clear();
+        if let Some(src) = self.lone_recording {
+            return self.next_recorded(src, out, max);
+        }
         // A lone stream's next arrival, held here rather than pushed into
         // the empty queue and popped back at once (as the queue's one
         // event, it is written and read again within a few instructions,
@@ -280,6 +291,67 @@ impl<'a> Arrivals<'a> {
         if let Some((t, seq, i)) = held {
             self.queue.restore(t, seq, i);
         }
+        Ok(())
+    }
+
+    /// [`Arrivals::next_chunk`] when the only stream is `[[traffic]]`
+    /// `src`'s recording: its arrivals in its order, numbered as the queue
+    /// would number them (arrival `k` was pushed `k`-th, and its next is
+    /// pushed once it is taken), without the queue's merge. The stream's
+    /// next arrival stays on the queue between chunks, as the merge leaves
+    /// it.
+    fn next_recorded(
+        &mut self,
+        src: usize,
+        out: &mut Vec<Shared>,
+        max: usize,
+    ) -> anyhow::Result<()> {
+        let Some(Gen::Recorded {
+            stream,
+            pending,
+            ahead,
+            at,
+            requests,
+        }) = self.gens[src].as_mut()
+        else {
+            unreachable!("a lone recording's source is generated as one")
+        };
+        let first_source = self.first_source[src];
+        let Some((_, mut index, i)) = self.queue.pop_numbered() else {
+            return Ok(());
+        };
+        while out.len() < max {
+            let (arrival, part) = *pending;
+            if *at == ahead.len() {
+                ahead.clear();
+                *at = 0;
+                stream.fill_in_part(ahead, RECORDED_BATCH)?;
+            }
+            let next = ahead.get(*at).copied();
+            let taken = next.map(|_| self.queue.take_seq());
+            out.push(Shared {
+                arrival,
+                source: first_source + part,
+                request: *requests,
+                index,
+                pushed: self.queue.pushed(),
+            });
+            *requests += 1;
+            let (Some(n), Some(seq)) = (next, taken) else {
+                return Ok(());
+            };
+            // Pushed in turn: arrival k the k-th.
+            debug_assert_eq!(
+                index + 1,
+                seq,
+                "a lone stream's arrivals are numbered in turn"
+            );
+            debug_assert!(n.0.time >= arrival.time, "streams yield in time order");
+            *at += 1;
+            *pending = n;
+            index = seq;
+        }
+        self.queue.restore(pending.0.time, index, i);
         Ok(())
     }
 }
