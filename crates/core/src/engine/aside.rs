@@ -1,13 +1,15 @@
 //! A run alone with a thread to spare sets its recorder aside (see
-//! [`super::drive`]): while the run decides one chunk of arrivals, the
-//! thread that generates the next chunk makes the recorder's calls of the
-//! chunk before.
+//! [`drive`]): a thread of its own decides chunk after chunk of arrivals,
+//! keeping its calls to the recorder, while the thread that generates the
+//! chunks ahead makes the calls kept over each chunk decided. Up to
+//! [`IN_FLIGHT`] chunks are under way, so neither thread waits on the
+//! other for long.
 //!
 //! The run keeps those calls compactly. A decision on a first attempt as
 //! it arrives — nearly every call of a replay — is kept as the arrival's
 //! place in its chunk, its key and the decision (24 bytes): the rest is
-//! read from the chunk, which the generating thread still holds when it
-//! makes the calls. Any other call is kept as it is, with the number of
+//! read from the chunk, which comes back to the generating thread with
+//! the calls. Any other call is kept as it is, with the number of
 //! decisions kept before it. The recorder gets the same calls in the same
 //! order as if the run had made them at once, so it counts the same.
 //!
@@ -19,8 +21,12 @@
 //! between and the events come in time order (a run with closed-loop
 //! clients, whose events may not, makes its calls at once).
 
-use super::arrivals::Shared;
-use super::PREFETCH_AHEAD;
+use std::sync::mpsc;
+
+use anyhow::Context as _;
+
+use super::arrivals::{Arrivals, Shared};
+use super::{Run, PREFETCH_AHEAD};
 use crate::clock::Nanos;
 use crate::limiter::Decision;
 use crate::metrics::{Call, Decided, Recorder};
@@ -112,23 +118,19 @@ impl Kept {
     }
 }
 
-/// A run's recorder set aside, and the calls it has still to make.
+/// A run's recorder, set aside.
 pub(super) struct Aside {
     recorder: Recorder,
-    kept: Kept,
 }
 
 impl Aside {
     pub(super) fn new(recorder: Recorder) -> Aside {
-        Aside {
-            recorder,
-            kept: Kept::default(),
-        }
+        Aside { recorder }
     }
 
-    /// Makes the calls kept over `chunk`, then forgets them.
-    pub(super) fn make_calls(&mut self, chunk: &[Shared]) {
-        let (r, kept) = (&mut self.recorder, &self.kept);
+    /// Makes the calls `kept` over `chunk`.
+    fn make_calls(&mut self, chunk: &[Shared], kept: &Kept) {
+        let r = &mut self.recorder;
         let mut other = kept.other.iter().peekable();
         for (j, d) in kept.arrivals.iter().enumerate() {
             while let Some(&(_, reached, call)) =
@@ -166,19 +168,113 @@ impl Aside {
             r.advance(reached);
             r.apply(call);
         }
-        self.kept.clear();
     }
 
-    /// Takes the calls `kept` over the chunk just decided, giving back the
-    /// ones it made.
-    pub(super) fn take(&mut self, kept: &mut Kept) {
-        debug_assert!(self.kept.arrivals.is_empty() && self.kept.other.is_empty());
-        std::mem::swap(&mut self.kept, kept);
-    }
-
-    /// The recorder, once the calls kept over `chunk` are made.
-    pub(super) fn into_recorder(mut self, chunk: &[Shared]) -> Recorder {
-        self.make_calls(chunk);
+    /// The recorder, every call made.
+    pub(super) fn into_recorder(self) -> Recorder {
         self.recorder
+    }
+}
+
+/// How many chunks of arrivals a run set aside has at most in flight:
+/// generated and not yet decided, or decided and their calls not yet
+/// made.
+const IN_FLIGHT: usize = 8;
+
+/// How many arrivals a chunk of a run set aside holds. Smaller than a
+/// chunk of runs side by side: the decider waits for the first chunk
+/// alone, and [`IN_FLIGHT`] of them stay in the caches. On the nginx bench
+/// log (benches/log.toml, medians of 15 rounds in turn of the time from
+/// the first arrival to the last decision), 8 chunks of 2^12 took 46.8
+/// ms, 4 of 2^14 49.3 and 16 of 2^11 47.6.
+const CHUNK: usize = 1 << 12;
+
+/// A chunk of arrivals and the calls kept over it (none before it is
+/// decided).
+type Batch = (Vec<Shared>, Kept);
+
+/// Drives `run`, its recorder set aside in `aside`, over `arrivals` to
+/// their end, then gives the recorder back. A thread of its own, "run
+/// decider", decides chunk after chunk, keeping its calls; meanwhile this
+/// thread generates the chunks ahead and makes the calls kept over each
+/// chunk decided, in the chunks' order. Neither waits on the other while
+/// there is a chunk to decide and one to generate or make the calls of.
+/// An error of the decider's comes first: it met it on an earlier chunk
+/// than the one this thread could not generate.
+pub(super) fn drive(
+    run: &mut Run,
+    mut aside: Aside,
+    arrivals: &mut Arrivals,
+    progress: &(dyn Fn(usize, Nanos, u64) + Sync),
+) -> anyhow::Result<()> {
+    let (to_decide, chunks) = mpsc::sync_channel::<Batch>(IN_FLIGHT);
+    let (to_call, decided) = mpsc::channel::<Batch>();
+    let (generated, ran) = std::thread::scope(|s| -> anyhow::Result<_> {
+        let decider = std::thread::Builder::new()
+            .name("run decider".into())
+            .spawn_scoped(s, || -> anyhow::Result<()> {
+                for (chunk, spare) in chunks {
+                    let kept = run.consume_aside(&chunk, spare, progress)?;
+                    if to_call.send((chunk, kept)).is_err() {
+                        break;
+                    }
+                }
+                Ok(())
+            })
+            .context("cannot start a thread to decide on")?;
+        let generated = generate(arrivals, &mut aside, to_decide, decided);
+        let ran = decider
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        Ok((generated, ran))
+    })?;
+    ran?;
+    generated?;
+    run.take_back(aside);
+    Ok(())
+}
+
+/// [`drive`]'s generating side: sends `arrivals` chunk by chunk to
+/// `to_decide`, and makes the calls kept over each that comes back
+/// `decided`. Stops quietly if the decider stops.
+fn generate(
+    arrivals: &mut Arrivals,
+    aside: &mut Aside,
+    to_decide: mpsc::SyncSender<Batch>,
+    decided: mpsc::Receiver<Batch>,
+) -> anyhow::Result<()> {
+    let mut spare: Vec<Batch> = (0..IN_FLIGHT)
+        .map(|_| (Vec::with_capacity(CHUNK), Kept::with_capacity(CHUNK)))
+        .collect();
+    let mut to_decide = Some(to_decide);
+    let mut in_flight = 0;
+    loop {
+        let back = match (&to_decide, spare.is_empty()) {
+            (Some(_), false) => decided.try_recv().ok(),
+            _ if in_flight == 0 => return Ok(()),
+            _ => match decided.recv() {
+                Ok(batch) => Some(batch),
+                Err(_) => return Ok(()),
+            },
+        };
+        if let Some((chunk, mut kept)) = back {
+            aside.make_calls(&chunk, &kept);
+            kept.clear();
+            in_flight -= 1;
+            spare.push((chunk, kept));
+            continue;
+        }
+        let (Some(sender), Some((mut chunk, kept))) = (&to_decide, spare.pop()) else {
+            unreachable!("generating, with a spare chunk");
+        };
+        arrivals.next_chunk(&mut chunk, CHUNK)?;
+        if chunk.is_empty() {
+            to_decide = None;
+            spare.push((chunk, kept));
+        } else if sender.send((chunk, kept)).is_ok() {
+            in_flight += 1;
+        } else {
+            return Ok(());
+        }
     }
 }

@@ -289,15 +289,19 @@ fn drive(
     for run in &mut runs {
         run.pushed = arrivals.pushed();
     }
+    // A run alone, with a thread to spare (a pool of two or more; one
+    // keeps the run on this thread): its recorder is set aside, and this
+    // thread generates the chunks ahead and makes the recorder's calls of
+    // those decided, while a thread of its own decides.
+    if let [run] = runs.as_mut_slice() {
+        let spare = rayon::current_num_threads() > 1;
+        if let Some(aside) = spare.then(|| run.set_aside()).flatten() {
+            aside::drive(run, aside, &mut arrivals, progress)?;
+            return runs.into_iter().map(|run| run.end(progress)).collect();
+        }
+    }
     let (mut chunk, mut next) = (Vec::with_capacity(CHUNK), Vec::with_capacity(CHUNK));
     arrivals.next_chunk(&mut chunk, CHUNK)?;
-    // A run alone, with a thread to spare: its recorder is set aside, and
-    // the thread that generates the next chunk makes the recorder's calls
-    // of the chunk before while the run decides this one.
-    let mut aside = match runs.as_mut_slice() {
-        [run] if rayon::current_num_threads() > 1 => run.set_aside(),
-        _ => None,
-    };
     // In a partition by address: each client's address so far.
     let by_ip = scenario.partition.is_some_and(|p| p.by == KeyBy::Ip);
     let mut address_of = Vec::new();
@@ -306,13 +310,7 @@ fn drive(
             one_address(scenario, &mut address_of, &chunk)?;
         }
         let (generated, consumed) = rayon::join(
-            || {
-                // `next` holds the chunk decided last.
-                if let Some(aside) = aside.as_mut() {
-                    aside.make_calls(&next);
-                }
-                arrivals.next_chunk(&mut next, CHUNK)
-            },
+            || arrivals.next_chunk(&mut next, CHUNK),
             || {
                 runs.par_iter_mut()
                     .try_for_each(|run| run.consume(&chunk, progress))
@@ -320,13 +318,7 @@ fn drive(
         );
         generated?;
         consumed?;
-        if let (Some(aside), [run]) = (aside.as_mut(), runs.as_mut_slice()) {
-            run.hand_calls(aside);
-        }
         std::mem::swap(&mut chunk, &mut next);
-    }
-    if let (Some(aside), [run]) = (aside, runs.as_mut_slice()) {
-        run.take_back(aside, &next);
     }
     runs.into_par_iter().map(|run| run.end(progress)).collect()
 }
@@ -645,22 +637,26 @@ impl<'a, 's> Run<'a, 's> {
         if self.journal.is_some() || closed {
             return None;
         }
-        self.deferred = Some(Kept::with_capacity(CHUNK));
+        self.deferred = Some(Kept::default());
         Some(Aside::new(std::mem::take(&mut self.recorder)))
     }
 
-    /// Hands the calls it kept over the chunk just decided to `aside`,
-    /// which has made the ones before.
-    fn hand_calls(&mut self, aside: &mut Aside) {
-        if let Some(kept) = self.deferred.as_mut() {
-            aside.take(kept);
-        }
+    /// Decides `chunk` with its recorder set aside, and gives back the
+    /// calls it kept over it, keeping `spare` (empty) for the next.
+    fn consume_aside(
+        &mut self,
+        chunk: &[Shared],
+        spare: Kept,
+        progress: &(dyn Fn(usize, Nanos, u64) + Sync),
+    ) -> anyhow::Result<Kept> {
+        self.consume_as::<true>(chunk, progress)?;
+        let kept = self.deferred.as_mut().expect("the recorder is set aside");
+        Ok(std::mem::replace(kept, spare))
     }
 
-    /// Takes its recorder back, once the calls kept over `chunk`, the last
-    /// decided, are made.
-    fn take_back(&mut self, aside: Aside, chunk: &[Shared]) {
-        self.recorder = aside.into_recorder(chunk);
+    /// Takes its recorder back, every call kept made.
+    fn take_back(&mut self, aside: Aside) {
+        self.recorder = aside.into_recorder();
         self.deferred = None;
     }
 
