@@ -109,11 +109,79 @@ fn counted(run: &ratesim::engine::LimiterRun) -> (Vec<u8>, String) {
     (saved.0, format!("{:?} {:?}", run.footprint, run.backend))
 }
 
+/// A decision log that fails at its `n`-th decision.
+struct FailsAt(usize);
+
+impl DecisionSink for FailsAt {
+    fn record(&mut self, _: &Attempt) -> anyhow::Result<()> {
+        self.0 -= 1;
+        anyhow::ensure!(self.0 > 0, "the decision log is full");
+        Ok(())
+    }
+}
+
+#[test]
+fn a_limiter_alone_that_fails_to_log_a_decision_ends_with_the_error() {
+    // On two threads a run alone decides on a thread of its own, chunks
+    // ahead of the thread that makes its recorder's calls: its error ends
+    // the run there too, at the first chunk, a middle one and the last.
+    let scenario = Scenario::parse(
+        r#"
+name = "busy"
+duration = "6s"
+[defaults]
+limit = 5
+window = "1s"
+[[limiter]]
+algorithm = "token_bucket"
+capacity = 10
+[[traffic]]
+pattern = "poisson"
+clients = 1000
+rate = "10/1s"
+"#,
+        "busy",
+        ratesim::scenario::Origin::File("busy.toml".into()),
+    )
+    .unwrap();
+    // A run that hangs instead fails the whole test binary, in time.
+    let (done, watch) = std::sync::mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        let waited = watch.recv_timeout(std::time::Duration::from_secs(300));
+        if waited == Err(std::sync::mpsc::RecvTimeoutError::Timeout) {
+            eprintln!("a run that failed to log a decision hangs");
+            std::process::abort();
+        }
+    });
+    let mut all = Log::default();
+    simulate(&scenario, 0, Some(&mut all), &|_, _| {}).unwrap();
+    let n = all.0.len();
+    assert!(n > 50_000, "{n} decisions: several chunks");
+    for threads in [1, 2] {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        for at in [1, n / 2, n] {
+            let mut log = FailsAt(at);
+            let run = pool.install(|| simulate(&scenario, 0, Some(&mut log), &|_, _| {}));
+            let err = run.err().map(|e| e.to_string());
+            assert_eq!(
+                err.as_deref(),
+                Some("the decision log is full"),
+                "{threads} threads, at {at}"
+            );
+        }
+    }
+    drop(done);
+}
+
 #[test]
 fn a_limiter_alone_counts_the_same_with_its_recorder_set_aside() {
-    // Alone on two threads, a limiter's run sets its recorder aside: the
-    // thread that generates the next chunk of arrivals makes its calls. On
-    // one thread the run makes them itself. Every shipped scenario (retries,
+    // Alone on two threads, a limiter's run sets its recorder aside: it
+    // decides on a thread of its own, and the thread that generates the
+    // chunks of arrivals makes its calls. On one thread the run makes
+    // them itself. Every shipped scenario (retries,
     // a shaper's releases, shared stores and their failures, collateral
     // rejections, a backend, clients that read RateLimit headers, chains,
     // a log).

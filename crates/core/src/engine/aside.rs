@@ -209,12 +209,15 @@ pub(super) fn drive(
 ) -> anyhow::Result<()> {
     let (to_decide, chunks) = mpsc::sync_channel::<Batch>(IN_FLIGHT);
     let (to_call, decided) = mpsc::channel::<Batch>();
+    let deciding = &mut *run;
     let (generated, ran) = std::thread::scope(|s| -> anyhow::Result<_> {
+        // The decider owns its ends of the channels: once it stops (at
+        // its end, an error or a panic) this thread's `recv` returns.
         let decider = std::thread::Builder::new()
             .name("run decider".into())
-            .spawn_scoped(s, || -> anyhow::Result<()> {
+            .spawn_scoped(s, move || -> anyhow::Result<()> {
                 for (chunk, spare) in chunks {
-                    let kept = run.consume_aside(&chunk, spare, progress)?;
+                    let kept = deciding.consume_aside(&chunk, spare, progress)?;
                     if to_call.send((chunk, kept)).is_err() {
                         break;
                     }
@@ -247,11 +250,11 @@ fn generate(
         .map(|_| (Vec::with_capacity(CHUNK), Kept::with_capacity(CHUNK)))
         .collect();
     let mut to_decide = Some(to_decide);
-    let mut in_flight = 0;
     loop {
         let back = match (&to_decide, spare.is_empty()) {
             (Some(_), false) => decided.try_recv().ok(),
-            _ if in_flight == 0 => return Ok(()),
+            // Every chunk is back: the end.
+            _ if spare.len() == IN_FLIGHT => return Ok(()),
             _ => match decided.recv() {
                 Ok(batch) => Some(batch),
                 Err(_) => return Ok(()),
@@ -260,7 +263,6 @@ fn generate(
         if let Some((chunk, mut kept)) = back {
             aside.make_calls(&chunk, &kept);
             kept.clear();
-            in_flight -= 1;
             spare.push((chunk, kept));
             continue;
         }
@@ -271,9 +273,7 @@ fn generate(
         if chunk.is_empty() {
             to_decide = None;
             spare.push((chunk, kept));
-        } else if sender.send((chunk, kept)).is_ok() {
-            in_flight += 1;
-        } else {
+        } else if sender.send((chunk, kept)).is_err() {
             return Ok(());
         }
     }

@@ -15,7 +15,7 @@
 //! | `mod.rs` | the run loop: streams, retries, decisions to the recorder |
 //! | `queue.rs` | the event queue, ordered by `(time, sequence)` |
 //! | `shared_store.rs` | a deployment's protocol: routing, a shared store's round trips, faults and the over-limit cache |
-//! | `aside.rs` | a run alone's recorder calls, kept for the thread that generates arrivals to make |
+//! | `aside.rs` | a run alone, decided on a thread of its own, its recorder calls kept for the thread that generates arrivals to make |
 
 mod arrivals;
 mod aside;
@@ -142,7 +142,8 @@ const PREFETCH_AHEAD: usize = 8;
 /// Simulates every limiter of `scenario`, on the current rayon pool: the
 /// arrivals are generated once (see [`arrivals`]) and each chunk of them is
 /// handed to every limiter's run, the runs in parallel while the next chunk
-/// is generated. Each run takes its events in the same order whatever the
+/// is generated (a run alone decides on a thread of its own: see
+/// [`aside`]). Each run takes its events in the same order whatever the
 /// number of threads, so the results are too.
 ///
 /// `sinks[i]`, if there is one, receives limiter `i`'s decisions;
@@ -627,14 +628,16 @@ impl<'a, 's> Run<'a, 's> {
     /// lets a pass in, at the pass's own moment, may send its next request
     /// before the moment the run has reached, and the calls kept are made
     /// after releasing the passes due by the latest moment reached (see
-    /// [`aside`]), which holds only for events in time order.
+    /// [`aside`]), which holds only for events in time order. Nor for a
+    /// key partition's run: by address, a client seen at two addresses is
+    /// refused chunk by chunk before the runs decide it.
     fn set_aside(&mut self) -> Option<Aside> {
         let closed = self
             .scenario
             .traffic
             .iter()
             .any(|t| matches!(t.pattern, Pattern::Closed(_)));
-        if self.journal.is_some() || closed {
+        if self.journal.is_some() || closed || self.scenario.partition.is_some() {
             return None;
         }
         self.deferred = Some(Kept::default());
