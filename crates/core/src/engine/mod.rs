@@ -142,9 +142,9 @@ const PREFETCH_AHEAD: usize = 8;
 /// Simulates every limiter of `scenario`, on the current rayon pool: the
 /// arrivals are generated once (see [`arrivals`]) and each chunk of them is
 /// handed to every limiter's run, the runs in parallel while the next chunk
-/// is generated (a run alone decides on a thread of its own: see
-/// [`aside`]). Each run takes its events in the same order whatever the
-/// number of threads, so the results are too.
+/// is generated (a run alone, with a thread to spare, may decide on a
+/// thread of its own). Each run takes its events in the same order
+/// whatever the number of threads, so the results are too.
 ///
 /// `sinks[i]`, if there is one, receives limiter `i`'s decisions;
 /// `progress(limiter, time reached, events)` is called every
@@ -630,7 +630,8 @@ impl<'a, 's> Run<'a, 's> {
     /// after releasing the passes due by the latest moment reached (see
     /// [`aside`]), which holds only for events in time order. Nor for a
     /// key partition's run: by address, a client seen at two addresses is
-    /// refused chunk by chunk before the runs decide it.
+    /// refused chunk by chunk before the runs decide it (and from the
+    /// command line, every partition's run keeps a journal).
     fn set_aside(&mut self) -> Option<Aside> {
         let closed = self
             .scenario
