@@ -1,15 +1,11 @@
 //! Clients that react: retries, NAT-shared addresses and the metrics that
 //! show what clients experienced, through the library on small scenarios.
 
-use crate::engine_support::run;
+use crate::engine_support::{run, scenario};
 use ratesim::engine::{Attempt, LimiterRun};
 use ratesim::limiter::Decision;
 use ratesim::scenario::Load as _;
 use ratesim::scenario::{Origin, Scenario};
-
-fn scenario(text: &str) -> Scenario {
-    Scenario::parse(text, "test", Origin::File("test.toml".into())).unwrap()
-}
 
 const S: u64 = 1_000_000_000;
 

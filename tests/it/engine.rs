@@ -1,6 +1,7 @@
 //! The engine takes the same decisions on any number of threads, and a
 //! limiter alone the same as beside the others.
 
+use crate::engine_support::scenario;
 use ratesim::clock::Nanos;
 use ratesim::engine::{simulate, simulate_all, Attempt, DecisionSink};
 use ratesim::scenario::{Load, Scenario};
@@ -125,7 +126,7 @@ fn a_limiter_alone_that_fails_to_log_a_decision_ends_with_the_error() {
     // On two threads a run alone decides on a thread of its own, chunks
     // ahead of the thread that makes its recorder's calls: its error ends
     // the run there too, at the first chunk, a middle one and the last.
-    let scenario = Scenario::parse(
+    let busy = scenario(
         r#"
 name = "busy"
 duration = "6s"
@@ -140,10 +141,7 @@ pattern = "poisson"
 clients = 1000
 rate = "10/1s"
 "#,
-        "busy",
-        ratesim::scenario::Origin::File("busy.toml".into()),
-    )
-    .unwrap();
+    );
     // A run that hangs instead fails the whole test binary, in time.
     let (done, watch) = std::sync::mpsc::channel::<()>();
     std::thread::spawn(move || {
@@ -154,7 +152,7 @@ rate = "10/1s"
         }
     });
     let mut all = Log::default();
-    simulate(&scenario, 0, Some(&mut all), &|_, _| {}).unwrap();
+    simulate(&busy, 0, Some(&mut all), &|_, _| {}).unwrap();
     let n = all.0.len();
     assert!(n > 50_000, "{n} decisions: several chunks");
     for threads in [1, 2] {
@@ -164,7 +162,7 @@ rate = "10/1s"
             .unwrap();
         for at in [1, n / 2, n] {
             let mut log = FailsAt(at);
-            let run = pool.install(|| simulate(&scenario, 0, Some(&mut log), &|_, _| {}));
+            let run = pool.install(|| simulate(&busy, 0, Some(&mut log), &|_, _| {}));
             let err = run.err().map(|e| e.to_string());
             assert_eq!(
                 err.as_deref(),
@@ -204,7 +202,7 @@ fn a_limiter_alone_counts_the_same_with_its_recorder_set_aside() {
     // And a shaper whose delayed passes come due between bursts, when a
     // retry passes at once: with no arrival between them, the retry's pass
     // must still come after them.
-    let shaped = Scenario::parse(
+    let shaped = scenario(
         r#"
 name = "shaped"
 duration = "20s"
@@ -223,15 +221,12 @@ burst = 12
 period = "2s"
 retry = { policy = "exponential", base = "1100ms", factor = 1, cap = "2s", max_attempts = 3 }
 "#,
-        "shaped",
-        ratesim::scenario::Origin::File("shaped.toml".into()),
-    )
-    .unwrap();
+    );
     // And closed-loop clients behind a shaper and a backend: a client's
     // next request can be sent before the moment the run has reached (the
     // backend lets a pass in at its own time), so the run's events do not
     // always come in time order.
-    let closed = Scenario::parse(
+    let closed = scenario(
         r#"
 name = "closed"
 seed = 4
@@ -251,10 +246,7 @@ think = "exp(20ms)"
 workers = 2
 service = "exp(30ms)"
 "#,
-        "closed",
-        ratesim::scenario::Origin::File("closed.toml".into()),
-    )
-    .unwrap();
+    );
     let scenarios = paths
         .iter()
         .map(|path| {
