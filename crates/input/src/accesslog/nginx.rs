@@ -333,7 +333,7 @@ impl NginxFormat {
         let name = |i: usize| self.template.names[i].as_str();
         let raw = v(self.time.0);
         let fast = match self.time.1 {
-            TimeKind::Msec => time::epoch_fast(raw, NS),
+            TimeKind::Msec => time::millis(raw).or_else(|| time::epoch_fast(raw, NS)),
             TimeKind::Iso => time::rfc3339_fast(raw).map(|(t, _)| t),
             TimeKind::Local => time::time_local_fast(raw),
         };
@@ -350,7 +350,9 @@ impl NginxFormat {
             }
         };
         let duration = match self.duration {
-            Some(i) if v(i) != b"-" => match time::epoch_fast(v(i), NS) {
+            Some(i) if v(i) != b"-" => match time::millis(v(i))
+                .or_else(|| time::epoch_fast(v(i), NS))
+            {
                 Some(d) => d,
                 None => {
                     let raw = utf8(v(i))?;

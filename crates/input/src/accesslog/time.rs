@@ -267,9 +267,9 @@ const POW10: [u64; 10] = [
 pub fn epoch_fast(b: &[u8], unit_ns: u64) -> Option<u64> {
     // nginx's `$msec` and `$request_time`: seconds, a point and three
     // digits of milliseconds.
-    if let ([int @ .., b'.', x, y, z], NS) = (b, unit_ns) {
-        if let (Some(int), Some(ms)) = (whole(int), three(&[*x, *y, *z])) {
-            return int.checked_mul(NS)?.checked_add(ms * 1_000_000);
+    if unit_ns == NS {
+        if let Some(ns) = millis(b) {
+            return Some(ns);
         }
     }
     // At most 19 integer digits (they fit a u64), 9 fraction digits and
@@ -311,6 +311,67 @@ pub fn epoch_fast(b: &[u8], unit_ns: u64) -> Option<u64> {
         frac * unit_ns / den
     };
     int.checked_mul(unit_ns)?.checked_add(scaled)
+}
+
+/// `b` of the form `DIGITS.ddd` (seconds, a point, three digits of
+/// milliseconds: nginx's `$msec` and `$request_time`) in nanoseconds;
+/// `None` for any other form, or if it does not fit (which [`epoch_fast`]
+/// then reads its slower way, to the same end).
+///
+/// The last eight bytes (`'0'`s before a shorter `b`) are the last four
+/// digits of the seconds, the point and the milliseconds: without the
+/// point, they are seven digits, read in one word. The digits before
+/// them, at most eight, are read in another (`$msec` has ten in all,
+/// `$request_time` mostly one). Called ahead of [`epoch_fast`], whose
+/// path for this form it also is: the thread parsing 2·10^5 lines of the
+/// nginx bench log took 1 260 instructions a line, against 1 319 with
+/// that path's [`whole`] and [`three`] alone (callgrind, `validate`).
+#[inline(always)]
+pub fn millis(b: &[u8]) -> Option<u64> {
+    const ZEROS: u64 = 0x3030_3030_3030_3030;
+    let n = b.len();
+    if !(5..=16).contains(&n) || b[n - 4] != b'.' {
+        return None;
+    }
+    let four = |at: usize| {
+        Some(u64::from(u32::from_le_bytes(
+            b.get(at..at + 4)?.try_into().ok()?,
+        )))
+    };
+    let tail = match b.get(n.wrapping_sub(8)..) {
+        Some(last) => u64::from_le_bytes(last.try_into().ok()?),
+        None => {
+            // The point and the milliseconds, after the seconds' digits
+            // (the first bytes, shifted up) and '0's.
+            let out = 8 * (8 - n as u32);
+            let first = (four(0)? << out) | (ZEROS & ((1u64 << out) - 1));
+            (first & 0xFFFF_FFFF) | (four(n - 4)? << 32)
+        }
+    };
+    // A '0' in place of the point: the point out, the digits before it a
+    // byte up.
+    let low = 0x30 | ((tail & 0xFFFF_FFFF) << 8) | (tail & 0xFFFF_FF00_0000_0000);
+    if !eight_digits(low) {
+        return None;
+    }
+    let head = n.saturating_sub(8);
+    let high = match head {
+        0 => 0,
+        _ => {
+            // `b`'s first eight bytes, those after the head shifted out and
+            // '0's shifted in before it.
+            let first = u64::from_le_bytes(b.get(..8)?.try_into().ok()?);
+            let out = 8 * (8 - head as u32);
+            let w = (first << out) | (ZEROS & ((1u64 << out) - 1));
+            if !eight_digits(w) {
+                return None;
+            }
+            eight_value(w)
+        }
+    };
+    // `high` ten-thousands of seconds and `eight_value(low)` milliseconds.
+    high.checked_mul(10_000 * NS)?
+        .checked_add(eight_value(low) * 1_000_000)
 }
 
 /// The number the digits of `b` write (0 for none), if `b` is digits
@@ -569,6 +630,20 @@ mod tests {
             "0.012",
             "00012.5000000000",
             "18446744073.709551615",
+            // `DIGITS.ddd` of every length [`millis`] reads, and longer.
+            "1.234",
+            "12.345",
+            "123.456",
+            "1234.567",
+            "12345.678",
+            "123456.789",
+            "1234567.890",
+            "12345678.901",
+            "123456789.012",
+            "12345678901.234",
+            "000001234567.890",
+            "0000001234567.890",
+            "00018446744073.709",
         ];
         for s in near(1, &forms, b"0123456789. -e") {
             for unit in [1, 1_000, 1_000_000, NS] {
@@ -582,6 +657,15 @@ mod tests {
             Some(1_796_085_720_239_000_000)
         );
         assert!(forms.iter().all(|f| epoch_fast(f.as_bytes(), NS).is_some()));
+        let ms: Vec<&str> = (forms.iter().copied())
+            .filter(|f| f.len() <= 16 && f.as_bytes()[f.len() - 4] == b'.')
+            .collect();
+        assert_eq!(ms.len(), 14);
+        for f in ms {
+            assert_eq!(millis(f.as_bytes()), epoch(f, NS).ok(), "{f}");
+        }
+        assert_eq!(millis(b"99999999999.999"), None);
+        assert_eq!(millis(b"123456789012.345"), None);
         // Seconds and three digits of milliseconds, as nginx logs them.
         assert_eq!(epoch_fast(b"0.012", NS), Some(12_000_000));
         assert_eq!(epoch_fast(b".012", NS), Some(12_000_000));
