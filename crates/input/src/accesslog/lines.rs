@@ -108,7 +108,7 @@ impl Lines {
         }
         let mut searched = self.start;
         loop {
-            if let Some(i) = memchr::memchr(b'\n', &self.buf[searched..self.end]) {
+            if let Some(i) = super::word::find(b'\n', &self.buf[searched..self.end]) {
                 let (start, nl) = (self.start, searched + i);
                 if nl - start > MAX_LINE_BYTES {
                     return Err(too_long(self.line));
@@ -158,7 +158,7 @@ impl Lines {
         if self.len == AHEAD_MAX {
             return None;
         }
-        let i = memchr::memchr(b'\n', &self.buf[self.ahead..self.end])?;
+        let i = super::word::find(b'\n', &self.buf[self.ahead..self.end])?;
         let (start, nl) = (self.ahead, self.ahead + i);
         self.ahead = nl + 1;
         self.ends[(self.first + self.len) % AHEAD_MAX] = nl;

@@ -34,3 +34,45 @@ pub(super) fn equal(w: u64, c: u8) -> u64 {
 pub(super) fn first(marks: u64) -> usize {
     (marks.trailing_zeros() / 8) as usize
 }
+
+/// The first `b` in `hay`. What is looked for is mostly near (a field's
+/// end, a short line's newline): the first 64 bytes are read eight at a
+/// time in a word, which costs less than a call to memchr; the rest by
+/// memchr.
+pub(super) fn find(b: u8, hay: &[u8]) -> Option<usize> {
+    let mut i = 0;
+    while i < 64 {
+        let Some(w) = at(hay, i) else {
+            break;
+        };
+        let marks = equal(w, b);
+        if marks != 0 {
+            return Some(i + first(marks));
+        }
+        i += 8;
+    }
+    match hay.len() - i {
+        0..8 => hay[i..].iter().position(|&c| c == b).map(|j| i + j),
+        _ => memchr::memchr(b, &hay[i..]).map(|j| i + j),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_byte_is_found_where_memchr_finds_it() {
+        let mut x = 3u64;
+        for len in 0..200usize {
+            for _ in 0..20 {
+                let hay: Vec<u8> = (0..len)
+                    .map(|_| [b' ', b'a', 0x80, 0xff, 0, b'!'][crate::pick(&mut x, 6)])
+                    .collect();
+                for b in [b' ', 0x80, 0xff, 0, b'!', b'z'] {
+                    assert_eq!(find(b, &hay), memchr::memchr(b, &hay), "{b} in {hay:?}");
+                }
+            }
+        }
+    }
+}
