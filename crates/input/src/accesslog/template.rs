@@ -63,8 +63,9 @@ struct Planned {
 /// How the literal after a field is found.
 #[derive(Debug, Clone)]
 enum Until {
-    /// One byte (a space, a quote): looked for byte by byte in the first
-    /// few, as most fields are short, then with memchr.
+    /// One byte (a space, a quote): looked for a word at a time in the
+    /// first 64 bytes, as most fields are short, then with memchr
+    /// ([`super::word::find`]).
     Byte(u8),
     Bytes(Box<Finder<'static>>),
 }

@@ -348,8 +348,8 @@ pub fn millis(b: &[u8]) -> Option<u64> {
             (first & 0xFFFF_FFFF) | (four(n - 4)? << 32)
         }
     };
-    // A '0' in place of the point: the point out, the digits before it a
-    // byte up.
+    // The point dropped: the four digits before it moved up a byte, a
+    // '0' in front.
     let low = 0x30 | ((tail & 0xFFFF_FFFF) << 8) | (tail & 0xFFFF_FF00_0000_0000);
     if !eight_digits(low) {
         return None;
