@@ -264,14 +264,21 @@ const POW10: [u64; 10] = [
 
 /// [`epoch`] of the plain form `DIGITS[.DIGITS]`, read in place; `None` for
 /// any other form, for an error, or for a unit coarser than a second.
+/// Inlined where it is called: nginx's `$msec` and `$request_time`
+/// (seconds, a point and three digits of milliseconds) are read there
+/// without a call ([`millis`]; a call each cost the thread parsing the
+/// nginx bench log 26 instructions a line, callgrind), any other form by
+/// [`epoch_digits`].
+#[inline(always)]
 pub fn epoch_fast(b: &[u8], unit_ns: u64) -> Option<u64> {
-    // nginx's `$msec` and `$request_time`: seconds, a point and three
-    // digits of milliseconds.
-    if unit_ns == NS {
-        if let Some(ns) = millis(b) {
-            return Some(ns);
-        }
+    match unit_ns == NS {
+        true => millis(b).or_else(|| epoch_digits(b, unit_ns)),
+        false => epoch_digits(b, unit_ns),
     }
+}
+
+/// [`epoch_fast`] of a form [`millis`] does not read.
+fn epoch_digits(b: &[u8], unit_ns: u64) -> Option<u64> {
     // At most 19 integer digits (they fit a u64), 9 fraction digits and
     // zeros after them; a longer number is left to `epoch`.
     if unit_ns > NS || b.is_empty() || b.len() > 40 {
@@ -322,12 +329,12 @@ pub fn epoch_fast(b: &[u8], unit_ns: u64) -> Option<u64> {
 /// digits of the seconds, the point and the milliseconds: without the
 /// point, they are seven digits, read in one word. The digits before
 /// them, at most eight, are read in another (`$msec` has ten in all,
-/// `$request_time` mostly one). Called ahead of [`epoch_fast`], whose
-/// path for this form it also is: the thread parsing 2·10^5 lines of the
-/// nginx bench log took 1 260 instructions a line, against 1 319 with
-/// that path's [`whole`] and [`three`] alone (callgrind, `validate`).
+/// `$request_time` mostly one). [`epoch_fast`]'s path for this form:
+/// when it replaced [`whole`] and [`three`] there, the thread parsing
+/// 2·10^5 lines of the nginx bench log went from 1 319 to 1 260
+/// instructions a line (callgrind, `validate`).
 #[inline(always)]
-pub fn millis(b: &[u8]) -> Option<u64> {
+fn millis(b: &[u8]) -> Option<u64> {
     const ZEROS: u64 = 0x3030_3030_3030_3030;
     let n = b.len();
     if !(5..=16).contains(&n) || b[n - 4] != b'.' {
