@@ -646,6 +646,34 @@ const COST: u8 = 1 << 3;
 const PART: u8 = 1 << 4;
 const DELAY: u8 = 1 << 5;
 const LINE: u8 = 1 << 6;
+/// A request of the usual kind — its address its client, cost 1, no part,
+/// no delay — whose time step and client fit 24 bits each and whose line
+/// step (with [`LINE`]) fits 16: they follow in fixed fields, 2 or 3 bytes
+/// each (the step 1 or 2), which the flags no such request uses give
+/// ([`WIDE_TIME`], [`WIDE_CLIENT`], [`WIDE_STEP`]): at most eight bytes,
+/// one word to read (see [`Cursor::next`]), as few as varints take.
+const FIXED: u8 = 1 << 7;
+const WIDE_TIME: u8 = IP;
+const WIDE_CLIENT: u8 = COST;
+const WIDE_STEP: u8 = PART;
+
+/// The widths in bytes of a [`FIXED`] request's time step, client and
+/// line step, by its flags.
+#[inline(always)]
+fn widths(flags: u8) -> (u32, u32, u32) {
+    let bit = |f: u8| u32::from(flags & f != 0);
+    (
+        2 + bit(WIDE_TIME),
+        2 + bit(WIDE_CLIENT),
+        bit(LINE) * (1 + bit(WIDE_STEP)),
+    )
+}
+
+/// The low `bytes` bytes of a word set (`bytes` at most 7).
+#[inline(always)]
+fn low(bytes: u32) -> u64 {
+    (1 << (8 * bytes)) - 1
+}
 
 fn put(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
@@ -694,6 +722,31 @@ fn take_bytes(b: &[u8], at: &mut usize) -> u64 {
 
 /// Packs `e` onto `out`, after a request at `time` on `line`.
 fn pack(out: &mut Vec<u8>, e: &Entry, time: u64, line: u64) {
+    // The line after the previous one's, or a zigzag step from it.
+    let step = e.line.wrapping_sub(line).wrapping_sub(1) as i64;
+    let dt = e.time.0 - time;
+    let usual = e.ip == e.client && e.cost == 1 && e.part == 0 && e.delay == 0;
+    if usual && dt < 1 << 24 && e.client < 1 << 24 && step == i64::from(step as i16) {
+        let mut flags = FIXED | e.verdict & 3;
+        let wide = |v: u64, f: u8| if v >> 16 != 0 { f } else { 0 };
+        flags |= wide(dt, WIDE_TIME) | wide(e.client.into(), WIDE_CLIENT);
+        if step != 0 {
+            flags |= LINE
+                | if step == i64::from(step as i8) {
+                    0
+                } else {
+                    WIDE_STEP
+                };
+        }
+        let (tw, cw, sw) = widths(flags);
+        let w = dt | u64::from(e.client) << (8 * tw) | (step as u64 & low(sw)) << (8 * (tw + cw));
+        // Eight bytes written, the fields' kept: no call to copy a few.
+        out.push(flags);
+        let end = out.len() + (tw + cw + sw) as usize;
+        out.extend_from_slice(&w.to_le_bytes());
+        out.truncate(end);
+        return;
+    }
     let at = out.len();
     out.push(0);
     let mut flags = e.verdict & 3;
@@ -715,8 +768,6 @@ fn pack(out: &mut Vec<u8>, e: &Entry, time: u64, line: u64) {
         flags |= DELAY;
         put(out, e.delay);
     }
-    // The line after the previous one's, or a zigzag step from it.
-    let step = e.line.wrapping_sub(line).wrapping_sub(1) as i64;
     if step != 0 {
         flags |= LINE;
         put(out, ((step << 1) ^ (step >> 63)) as u64);
@@ -768,6 +819,36 @@ impl Cursor {
         let at = &mut self.at;
         let flags = b[*at];
         *at += 1;
+        if flags & FIXED != 0 {
+            let (tw, cw, sw) = widths(flags);
+            let n = (tw + cw + sw) as usize;
+            let w = match b.get(*at..*at + 8) {
+                Some(w) => u64::from_le_bytes(w.try_into().expect("eight bytes")),
+                None => {
+                    // Near the chunk's end: its bytes, zeros after.
+                    let mut w = [0; 8];
+                    w[..n].copy_from_slice(&b[*at..*at + n]);
+                    u64::from_le_bytes(w)
+                }
+            };
+            *at += n;
+            self.time += w & low(tw);
+            let client = (w >> (8 * tw) & low(cw)) as u32;
+            // The step's bytes, their sign extended (none: 0).
+            let shift = (64 - 8 * sw) & 63;
+            let step = (((w >> (8 * (tw + cw)) & low(sw)) << shift) as i64 >> shift) as u64;
+            self.line = self.line.wrapping_add(1).wrapping_add(step);
+            return Some(Entry {
+                time: Nanos(self.time),
+                client,
+                ip: client,
+                part: 0,
+                cost: 1,
+                verdict: flags & 3,
+                delay: 0,
+                line: self.line,
+            });
+        }
         self.time += take(b, at);
         let client = take(b, at) as u32;
         let has = |f: u8| flags & f != 0;
@@ -898,6 +979,59 @@ mod tests {
         }
         let rec = Arc::new(b.finish(RecordedKeys::default(), None, Counts::default()));
         assert_eq!(rec.rows, entries.len() as u64);
+        assert!(rec.requests.chunks.len() > 1);
+        assert!(rec.replay().eq(entries.iter().copied()));
+    }
+
+    // The usual request packed in its fixed fields, at the edges of each
+    // width (time steps and clients of 16 and 24 bits, line steps of 8
+    // and 16) and just past them, comes back as it was, in a chunk's middle and at its
+    // end.
+    #[test]
+    fn the_usual_requests_come_back_at_the_edges_of_their_fixed_form() {
+        let mut b = RecordingBuilder::default();
+        let (mut x, mut time, mut line) = (5u64, 0u64, 0u64);
+        let mut entries = Vec::new();
+        let steps: [i64; 13] = [
+            0, 1, -1, -2, 126, 127, -128, -129, 32_766, 32_767, -32_768, -32_769, 40_000,
+        ];
+        for i in 0..400_000u64 {
+            crate::lcg(&mut x);
+            let r = x >> 16;
+            time += [
+                0,
+                1,
+                r % 100_000,
+                (1 << 16) - 1,
+                1 << 16,
+                (1 << 24) - 1,
+                1 << 24,
+            ][(r % 7) as usize];
+            let step = steps[(r >> 8) as usize % steps.len()];
+            line = (line as i64 + 1 + step).max(1) as u64;
+            let clients = [
+                0,
+                r % 20_000,
+                (1 << 16) - 1,
+                1 << 16,
+                (1 << 24) - 1,
+                1 << 24,
+            ];
+            let client = clients[(r >> 16) as usize % clients.len()] as u32;
+            let e = Entry {
+                time: Nanos(time),
+                client,
+                ip: if i % 97 == 0 { 3 } else { client },
+                part: 0,
+                cost: if i % 89 == 0 { 2 } else { 1 },
+                verdict: (r >> 24) as u8 % 4,
+                delay: 0,
+                line,
+            };
+            b.push(&e);
+            entries.push(e);
+        }
+        let rec = Arc::new(b.finish(RecordedKeys::default(), None, Counts::default()));
         assert!(rec.requests.chunks.len() > 1);
         assert!(rec.replay().eq(entries.iter().copied()));
     }
