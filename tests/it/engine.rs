@@ -121,15 +121,13 @@ impl DecisionSink for FailsAt {
     }
 }
 
-#[test]
-fn a_limiter_alone_that_fails_to_log_a_decision_ends_with_the_error() {
-    // On two threads a run alone decides on a thread of its own, chunks
-    // ahead of the thread that makes its recorder's calls: its error ends
-    // the run there too, at the first chunk, a middle one and the last.
-    let busy = scenario(
+/// A token bucket at 5 per second over `clients` Poisson clients at 10 per
+/// second each for `duration`, their `retry`.
+fn busy_bucket(duration: &str, clients: u32, retry: &str) -> Scenario {
+    scenario(&format!(
         r#"
 name = "busy"
-duration = "6s"
+duration = "{duration}"
 [defaults]
 limit = 5
 window = "1s"
@@ -138,10 +136,19 @@ algorithm = "token_bucket"
 capacity = 10
 [[traffic]]
 pattern = "poisson"
-clients = 1000
+clients = {clients}
 rate = "10/1s"
-"#,
-    );
+{retry}
+"#
+    ))
+}
+
+#[test]
+fn a_limiter_alone_that_fails_to_log_a_decision_ends_with_the_error() {
+    // On two threads a run alone decides on a thread of its own, chunks
+    // ahead of the thread that makes its recorder's calls: its error ends
+    // the run there too, at the first chunk, a middle one and the last.
+    let busy = busy_bucket("6s", 1000, "");
     // A run that hangs instead fails the whole test binary, in time.
     let (done, watch) = std::sync::mpsc::channel::<()>();
     std::thread::spawn(move || {
@@ -182,7 +189,7 @@ fn a_limiter_alone_counts_the_same_with_its_recorder_set_aside() {
     // them itself. Every shipped scenario (retries,
     // a shaper's releases, shared stores and their failures, collateral
     // rejections, a backend, clients that read RateLimit headers, chains,
-    // a log).
+    // a log), and plain runs.
     use ratesim::estimate::Estimate;
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios");
     let mut paths: Vec<_> = std::fs::read_dir(dir)
@@ -247,6 +254,17 @@ workers = 2
 service = "exp(30ms)"
 "#,
     );
+    // And plain runs (their first attempts only decided and kept, see
+    // `Run::is_plain`), their clients giving up at a rejection: without a
+    // retry, and with one of a single attempt.
+    let plain = [
+        busy_bucket("20s", 100, ""),
+        busy_bucket(
+            "20s",
+            100,
+            r#"retry = { policy = "fixed", delay = "1s", max_attempts = 1 }"#,
+        ),
+    ];
     let scenarios = paths
         .iter()
         .map(|path| {
@@ -258,7 +276,8 @@ service = "exp(30ms)"
         .chain([
             ("shaped".to_string(), shaped),
             ("closed".to_string(), closed),
-        ]);
+        ])
+        .chain(plain.map(|s| ("a plain run".to_string(), s)));
     for (path, mut s) in scenarios {
         // About 20 000 decisions a limiter: more than a chunk of arrivals.
         let (full, most) = (

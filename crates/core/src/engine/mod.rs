@@ -418,6 +418,9 @@ struct Run<'a, 's> {
     deferred: Option<Kept>,
     reached: Nanos,
     arriving: Option<(u32, u32, Arrival)>,
+    /// Set aside, whether a first attempt is only decided and kept (see
+    /// [`Run::consume_plain`]).
+    plain: bool,
     /// Per source id: its `[[traffic]]`'s index and retry policy, and
     /// whether this limiter sees it.
     traffic_of: Vec<u32>,
@@ -536,6 +539,7 @@ impl<'a, 's> Run<'a, 's> {
             deferred: None,
             reached: Nanos::ZERO,
             arriving: None,
+            plain: false,
             sink,
             traffic_of: scenario.sources().map(|(t, _)| t as u32).collect(),
             retries: scenario
@@ -642,7 +646,30 @@ impl<'a, 's> Run<'a, 's> {
             return None;
         }
         self.deferred = Some(Kept::default());
+        self.plain = self.is_plain();
         Some(Aside::new(std::mem::take(&mut self.recorder)))
+    }
+
+    /// Whether a first attempt's event does nothing but its decision and
+    /// the recorder's call: one limiter on one gateway instance, its state
+    /// its own (no store, no instances' own key ids), no backend, chain,
+    /// shadow, sink, journal, header fields or partition, and clients that
+    /// give up at a rejection (no retry, no hold: nothing is ever queued).
+    fn is_plain(&self) -> bool {
+        let gives_up = |r: &Retry| r.max_attempts <= 1 || matches!(r.policy, RetryPolicy::None);
+        self.limiters.len() == 1
+            && self.chain.is_none()
+            && !self.dep.is_global()
+            && self.dep.instances == 1
+            && self.local_ids.len() <= 1
+            && !self.feedback
+            && !self.wants_headers
+            && self.shadow.is_none()
+            && self.backend.is_none()
+            && self.sink.is_none()
+            && self.journal.is_none()
+            && self.keeps.is_none()
+            && self.retries.iter().all(gives_up)
     }
 
     /// Decides `chunk` with its recorder set aside, and gives back the
@@ -653,7 +680,10 @@ impl<'a, 's> Run<'a, 's> {
         spare: Kept,
         progress: &(dyn Fn(usize, Nanos, u64) + Sync),
     ) -> anyhow::Result<Kept> {
-        self.consume_as::<true>(chunk, progress)?;
+        match self.plain && self.queue.is_empty() {
+            true => self.consume_plain(chunk, progress),
+            false => self.consume_as::<true>(chunk, progress)?,
+        }
         let kept = self.deferred.as_mut().expect("the recorder is set aside");
         Ok(std::mem::replace(kept, spare))
     }
@@ -741,6 +771,45 @@ impl<'a, 's> Run<'a, 's> {
             }
         }
         Ok(())
+    }
+
+    /// [`Run::consume_as`] of a plain run set aside (see [`Run::is_plain`]),
+    /// its queue empty: each first attempt's event in its few steps that
+    /// do something — the limiter's decision, the call kept, and a
+    /// rejected client giving up — with the same effects, the rest of the
+    /// general path (the queue, a hold, a route, a store, a retry, a
+    /// sink) being idle. Nothing is queued, so the queue stays empty.
+    fn consume_plain(&mut self, chunk: &[Shared], progress: &(dyn Fn(usize, Nanos, u64) + Sync)) {
+        for (i, s) in chunk.iter().enumerate() {
+            if let Some(next) = chunk.get(i + PREFETCH_AHEAD) {
+                self.prefetch(next);
+            }
+            if !self.sees[s.source as usize] {
+                continue;
+            }
+            let (a, at) = (s.arrival, s.arrival.time);
+            self.pushed = s.pushed;
+            self.origin = Origin::Arrival(s.index);
+            debug_assert!(
+                at >= self.reached,
+                "a run set aside takes its events in time order"
+            );
+            self.reached = at;
+            let key = self.key_of(&a);
+            self.routed += 1;
+            let decision = self.limiters[0].decide(key, at, a.cost);
+            let kept = self.deferred.as_mut().expect("the recorder is set aside");
+            kept.on_arrival(i as u32, key, decision);
+            if let Decision::Rejected { .. } = decision {
+                kept.gave_up();
+            }
+            self.last = self.last.max(at);
+            self.count += 1;
+            if self.count % PROGRESS_EVERY == 0 {
+                self.report(progress, at, PROGRESS_EVERY);
+            }
+        }
+        debug_assert!(self.queue.is_empty(), "a plain run queues nothing");
     }
 
     /// Asks for the state the first attempt `s` will touch (see
