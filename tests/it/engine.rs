@@ -265,6 +265,9 @@ service = "exp(30ms)"
             r#"retry = { policy = "fixed", delay = "1s", max_attempts = 1 }"#,
         ),
     ];
+    assert!(plain.iter().all(|s| ratesim::engine::plain_alone(s, 0)));
+    let retrying = busy_bucket("1s", 1, r#"retry = { policy = "immediate" }"#);
+    assert!(!ratesim::engine::plain_alone(&retrying, 0));
     let scenarios = paths
         .iter()
         .map(|path| {

@@ -273,6 +273,15 @@ pub fn simulate(
     Ok(run)
 }
 
+/// Whether limiter `index`'s run alone, its recorder set aside (on two
+/// threads or more), takes its first attempts the plain way (see
+/// `Run::is_plain`): for the tests that compare it with the general way.
+#[doc(hidden)]
+pub fn plain_alone(scenario: &Scenario, index: usize) -> bool {
+    let mut run = Run::new(scenario, index, None);
+    run.set_aside().is_some() && run.plain
+}
+
 /// Runs `runs` over the arrivals of the sources they see.
 fn drive(
     scenario: &Scenario,
@@ -809,7 +818,6 @@ impl<'a, 's> Run<'a, 's> {
                 self.report(progress, at, PROGRESS_EVERY);
             }
         }
-        debug_assert!(self.queue.is_empty(), "a plain run queues nothing");
     }
 
     /// Asks for the state the first attempt `s` will touch (see
