@@ -31,6 +31,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
+use crate::accesslog::word;
 use crate::clock::Nanos;
 use crate::keys::IdTable;
 use crate::population::Population;
@@ -694,8 +695,7 @@ fn put(out: &mut Vec<u8>, mut v: u64) {
 /// clear, and its 7-bit groups are drawn together in three steps.
 #[inline(always)]
 fn take(b: &[u8], at: &mut usize) -> u64 {
-    if let Some(w) = b.get(*at..*at + 8) {
-        let w = u64::from_le_bytes(w.try_into().expect("eight bytes"));
+    if let Some(w) = word::at(b, *at) {
         let ends = !w & 0x8080_8080_8080_8080;
         if ends != 0 {
             let bits = ends.trailing_zeros() + 1;
@@ -827,8 +827,8 @@ impl Cursor {
         if flags & FIXED != 0 {
             let (tw, cw, sw) = widths(flags);
             let n = (tw + cw + sw) as usize;
-            let w = match b.get(*at..*at + 8) {
-                Some(w) => u64::from_le_bytes(w.try_into().expect("eight bytes")),
+            let w = match word::at(b, *at) {
+                Some(w) => w,
                 None => {
                     // Near the chunk's end: its bytes, zeros after.
                     let mut w = [0; 8];

@@ -58,7 +58,7 @@ mod said;
 pub mod template;
 pub mod time;
 mod window;
-mod word;
+pub(crate) mod word;
 
 pub use format::{Format, Location, LogOptions, Select, Subsecond, FORMATS, MAX_LINE_BYTES};
 use lines::Lines;
