@@ -345,8 +345,8 @@ fn millis(b: &[u8]) -> Option<u64> {
             b.get(at..at + 4)?.try_into().ok()?,
         )))
     };
-    let tail = match b.get(n.wrapping_sub(8)..) {
-        Some(last) => u64::from_le_bytes(last.try_into().ok()?),
+    let tail = match super::word::at(b, n.wrapping_sub(8)) {
+        Some(last) => last,
         None => {
             // The point and the milliseconds, after the seconds' digits
             // (the first bytes, shifted up) and '0's.
@@ -367,7 +367,7 @@ fn millis(b: &[u8]) -> Option<u64> {
         _ => {
             // `b`'s first eight bytes, those after the head shifted out and
             // '0's shifted in before it.
-            let first = u64::from_le_bytes(b.get(..8)?.try_into().ok()?);
+            let first = super::word::at(b, 0)?;
             let out = 8 * (8 - head as u32);
             let w = (first << out) | (ZEROS & ((1u64 << out) - 1));
             if !eight_digits(w) {
