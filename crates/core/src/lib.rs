@@ -19,6 +19,7 @@
 //! - [`metrics`]: what a run measures, per limiter;
 //! - [`partition`]: a run split into runs of disjoint keys;
 //! - [`engine`]: the event queue and the run loop;
+//! - [`handoff`]: how a pipeline's thread waits for its next batch;
 //! - [`error`]: [`error::InputError`], the error a user can fix (exit
 //!   status 2), and how a message quotes the user's values.
 
@@ -30,6 +31,7 @@ pub mod clock;
 pub mod deploy;
 pub mod engine;
 pub mod error;
+pub mod handoff;
 pub mod limiter;
 pub mod metrics;
 pub mod partition;

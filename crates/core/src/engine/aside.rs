@@ -216,7 +216,7 @@ pub(super) fn drive(
         let decider = std::thread::Builder::new()
             .name("run decider".into())
             .spawn_scoped(s, move || -> anyhow::Result<()> {
-                for (chunk, spare) in chunks {
+                while let Ok((chunk, spare)) = crate::handoff::recv(&chunks) {
                     let kept = deciding.consume_aside(&chunk, spare, progress)?;
                     if to_call.send((chunk, kept)).is_err() {
                         break;
@@ -255,7 +255,7 @@ fn generate(
             (Some(_), false) => decided.try_recv().ok(),
             // Every chunk is back: the end.
             _ if spare.len() == IN_FLIGHT => return Ok(()),
-            _ => match decided.recv() {
+            _ => match crate::handoff::recv(&decided) {
                 Ok(batch) => Some(batch),
                 Err(_) => return Ok(()),
             },

@@ -85,6 +85,11 @@ impl Opened {
         !self.gzip && self.end == self.buf.len() && lines > 0 && whole.len() >= LONG_LINE * lines
     }
 
+    /// Whether the log is gzip (inflated on a thread of its own).
+    pub(super) fn is_gzip(&self) -> bool {
+        self.gzip
+    }
+
     /// Its lines, read on from here.
     pub(super) fn into_lines(self) -> Lines {
         Lines::resume(self.r, self.buf, self.end)

@@ -164,6 +164,10 @@ enum Feed {
         batches: Receiver<Batch>,
         /// Batches read, sent back to be filled again.
         back: SyncSender<Vec<Said>>,
+        /// Whether this thread stays awake for a moment for the next
+        /// batch ([`ratesim_core::handoff`]): where the two threads are
+        /// all the read keeps busy.
+        awake: bool,
     },
     /// Parsers of pieces of the log (see [`super::pieces`]).
     Pieces(Box<Merge>),
@@ -174,13 +178,21 @@ impl Feed {
     /// `Ok(false)` at the log's end, [`FAILED`] at an error.
     fn refill(&mut self, batch: &mut Vec<Said>) -> Result<bool, String> {
         match self {
-            Feed::Thread { batches, back } => {
+            Feed::Thread {
+                batches,
+                back,
+                awake,
+            } => {
                 let mut read = std::mem::take(batch);
                 read.clear();
                 if read.capacity() > 0 {
                     let _ = back.try_send(read);
                 }
-                match batches.recv() {
+                let next = match awake {
+                    true => ratesim_core::handoff::recv(batches),
+                    false => batches.recv(),
+                };
+                match next {
                     Ok(Batch::Said(next)) => *batch = next,
                     Ok(Batch::End) => return Ok(false),
                     Ok(Batch::Failed) | Err(_) => return Err(FAILED.to_string()),
@@ -713,14 +725,21 @@ impl Pipeline {
 
     /// A pipeline whose lines are read on a thread of their own, which
     /// sends what they say to `batches` (see [`LineReader::feed`]) and
-    /// takes the batches read back from `back`.
+    /// takes the batches read back from `back`; `awake`: whether this
+    /// thread stays awake for a moment for the next batch (see
+    /// [`Feed::Thread`]).
     pub(super) fn fed(
         batches: Receiver<Batch>,
         back: SyncSender<Vec<Said>>,
+        awake: bool,
         options: &LogOptions,
     ) -> Pipeline {
         let fed = Reading::Fed {
-            feed: Feed::Thread { batches, back },
+            feed: Feed::Thread {
+                batches,
+                back,
+                awake,
+            },
             batch: Vec::new(),
             at: 0,
         };
