@@ -28,6 +28,7 @@ use anyhow::Context as _;
 use super::arrivals::{Arrivals, Shared};
 use super::{Run, PREFETCH_AHEAD};
 use crate::clock::Nanos;
+use crate::handoff::Taker;
 use crate::limiter::Decision;
 use crate::metrics::{Call, Decided, Recorder};
 
@@ -216,7 +217,8 @@ pub(super) fn drive(
         let decider = std::thread::Builder::new()
             .name("run decider".into())
             .spawn_scoped(s, move || -> anyhow::Result<()> {
-                while let Ok((chunk, spare)) = crate::handoff::recv(&chunks) {
+                let mut taker = Taker::default();
+                while let Ok((chunk, spare)) = taker.recv(&chunks) {
                     let kept = deciding.consume_aside(&chunk, spare, progress)?;
                     if to_call.send((chunk, kept)).is_err() {
                         break;
@@ -250,12 +252,13 @@ fn generate(
         .map(|_| (Vec::with_capacity(CHUNK), Kept::with_capacity(CHUNK)))
         .collect();
     let mut to_decide = Some(to_decide);
+    let mut taker = Taker::default();
     loop {
         let back = match (&to_decide, spare.is_empty()) {
             (Some(_), false) => decided.try_recv().ok(),
             // Every chunk is back: the end.
             _ if spare.len() == IN_FLIGHT => return Ok(()),
-            _ => match crate::handoff::recv(&decided) {
+            _ => match taker.recv(&decided) {
                 Ok(batch) => Some(batch),
                 Err(_) => return Ok(()),
             },

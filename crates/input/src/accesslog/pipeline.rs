@@ -22,6 +22,7 @@ use std::sync::mpsc::{Receiver, SyncSender};
 use std::sync::Arc;
 
 use crossbeam_utils::CachePadded;
+use ratesim_core::handoff::Taker;
 
 use super::lines::Lines;
 use super::merge::Merge;
@@ -164,10 +165,10 @@ enum Feed {
         batches: Receiver<Batch>,
         /// Batches read, sent back to be filled again.
         back: SyncSender<Vec<Said>>,
-        /// Whether this thread stays awake for a moment for the next
-        /// batch ([`ratesim_core::handoff`]): where the two threads are
-        /// all the read keeps busy.
-        awake: bool,
+        /// This thread as a taker that stays awake for a moment for the
+        /// next batch ([`ratesim_core::handoff`]), where the two threads
+        /// are all the read keeps busy; `None`: it sleeps at every wait.
+        taker: Option<Taker>,
     },
     /// Parsers of pieces of the log (see [`super::pieces`]).
     Pieces(Box<Merge>),
@@ -181,16 +182,16 @@ impl Feed {
             Feed::Thread {
                 batches,
                 back,
-                awake,
+                taker,
             } => {
                 let mut read = std::mem::take(batch);
                 read.clear();
                 if read.capacity() > 0 {
                     let _ = back.try_send(read);
                 }
-                let next = match awake {
-                    true => ratesim_core::handoff::recv(batches),
-                    false => batches.recv(),
+                let next = match taker {
+                    Some(taker) => taker.recv(batches),
+                    None => batches.recv(),
                 };
                 match next {
                     Ok(Batch::Said(next)) => *batch = next,
@@ -738,7 +739,7 @@ impl Pipeline {
             feed: Feed::Thread {
                 batches,
                 back,
-                awake,
+                taker: awake.then(Taker::default),
             },
             batch: Vec::new(),
             at: 0,
