@@ -14,10 +14,11 @@
 //! [`AWAKE`], giving its core to any other thread that wants it between
 //! looks, and only then sleeps. On the 2-core reference machine a replay
 //! of the nginx bench log took 0.132 s wall instead of 0.139 (medians of
-//! 21 rounds in turn), its reading and its deciding about 3 ms shorter
-//! each. The price is CPU time, the takers' moments awake: 0.246 CPU-s
-//! instead of 0.220. Batches four times larger instead (fewer wake-ups,
-//! takers that sleep) took 0.142 s against 0.141 (15 rounds).
+//! 21 rounds in turn), its reading about 4.5 ms shorter and its deciding
+//! about 2.7 ms (medians of seven runs each). The price is CPU time,
+//! the takers' moments awake: 0.246 CPU-s instead of 0.220. Batches
+//! four times larger instead (fewer wake-ups, takers that sleep) took
+//! 0.142 s against 0.141 (15 rounds).
 //!
 //! Only pipelines whose two threads are all the process keeps busy wait
 //! so: where a third thread works beside them (a gzip log's inflating, a
