@@ -4,25 +4,36 @@
 //! A replay runs as pipelines of two threads: a log's parser hands
 //! batches of lines to the thread that puts them in order, and a run's
 //! generating thread hands chunks of arrivals to the thread that decides
-//! them. The taker is the faster of each pair, so it keeps catching up
-//! and waiting for the next batch — for tens of microseconds at a time.
-//! A taker asleep on the channel costs its maker a wake-up at every
-//! batch (a system call, and the sleeping CPU's time to come back), paid
-//! on the thread that the pipeline waits on.
+//! them (and waits for them back, decided, when all are out). The thread
+//! that takes the batches is the faster one there (the ordering thread,
+//! the deciding thread), so it keeps catching up and waiting for the next
+//! batch — for tens of microseconds at a time. A taker asleep on the
+//! channel costs its maker a wake-up at every batch (a system call, and
+//! the sleeping CPU's time to come back), paid on the thread that the
+//! pipeline waits on.
 //!
 //! So a [`Taker`] first looks for the next batch again and again for up to
 //! [`AWAKE`], giving its core to any other thread that wants it between
-//! looks, and only then sleeps. On the 2-core reference machine a replay
-//! of the nginx bench log took 0.132 s wall instead of 0.139 (medians of
-//! 21 rounds in turn), its reading about 4.5 ms shorter and its deciding
-//! about 2.7 ms (medians of seven runs each). The price is CPU time,
-//! the takers' moments awake: 0.246 CPU-s instead of 0.220. Batches
-//! four times larger instead (fewer wake-ups, takers that sleep) took
-//! 0.142 s against 0.141 (15 rounds).
+//! looks, and only then sleeps. On the 2-core reference machine, with
+//! takers awake at every wait, a replay of the nginx bench log took
+//! 0.132 s wall instead of 0.139 (medians of 21 rounds in turn), its
+//! reading about 4.5 ms shorter and its deciding about 2.7 ms (medians
+//! of seven runs each); as a [`Taker`] is now (below), 0.134 against
+//! 0.138 (11 rounds). The price is CPU time, the takers' moments awake:
+//! 0.246 CPU-s instead of 0.220 in both. Batches four times larger
+//! instead (fewer wake-ups, takers that sleep) took 0.142 s against
+//! 0.141 (15 rounds).
 //!
-//! Only pipelines whose two threads are all the process keeps busy wait
-//! so: where a third thread works beside them (a gzip log's inflating, a
-//! log read in pieces), a taker awake takes time from it.
+//! The log's reader keeps its ordering thread asleep at each wait where a
+//! third thread works beside the two (a gzip log's inflating; a log read
+//! in pieces, whose parsers outnumber the cores): awake, it would take
+//! time from that thread. A sweep whose points cannot share their
+//! arrivals runs each point alone on one of rayon's threads, each with a
+//! deciding thread of its own: four threads on two cores. There each
+//! taker yields its core between looks, and one whose waits grow long
+//! sleeps at once: six points of one token bucket over 10^5 Poisson
+//! clients at six rates took 4.99 s wall and 9.35 CPU-s against 5.04 and
+//! 9.48 with takers that sleep (medians of seven rounds in turn).
 
 use std::sync::mpsc::{Receiver, RecvError, TryRecvError};
 use std::time::{Duration, Instant};
@@ -116,21 +127,16 @@ mod tests {
             });
             assert_eq!(taker.recv(&rx), Ok(0));
         });
-        // A quarter of a wait of 20 AWAKE or more.
-        assert!(taker.waited >= AWAKE * 5, "{:?}", taker.waited);
+        // A quarter of a wait of nearly 20 AWAKE (less however late this
+        // thread began to wait): AWAKE or more, with room to spare.
+        assert!(taker.waited >= AWAKE, "{:?}", taker.waited);
         // Values already there: next to no wait, and the mean falls by
-        // about a quarter each time, until the taker stays awake again.
-        let mut before = taker.waited;
+        // about a quarter each time, until the taker stays awake again
+        // (within 100 values, however long this thread is held up now
+        // and then).
         for k in 1.. {
             tx.send(k).unwrap();
             assert_eq!(taker.recv(&rx), Ok(k));
-            assert!(
-                taker.waited < before,
-                "{:?} then {:?}",
-                before,
-                taker.waited
-            );
-            before = taker.waited;
             if taker.waited < AWAKE {
                 break;
             }

@@ -110,6 +110,7 @@ pub fn timeseries(report: &Report, out: &mut dyn Write) -> anyhow::Result<()> {
                     }
                 }
             }
+            // (No more fields: the row's end.)
             w.write_record(None::<&[u8]>)?;
         }
     }
