@@ -14,6 +14,11 @@ moves, so that each round compares them at the same moment.
       '{} run benches/log.toml --quiet --no-plots --no-html --out /tmp/log' \\
       /tmp/before/ratesim target/release/ratesim
 
+With two values or more, it also prints, for each value but the last,
+its wall-clock time divided by the last's in the same round: lowest,
+highest, median, and in how many rounds it was below 0.5 (a replay
+against the Python floor, last: twice as fast or more).
+
 A command that fails stops the measurement; so does a wrong call (exit
 status 2 for both).
 """
@@ -55,6 +60,14 @@ def main():
         t, w = sorted(times[v]), sorted(walls[v])
         print(f"{v}: {t[0]:.3f}–{t[-1]:.3f} CPU-s (median {statistics.median(t):.3f}) in {rounds} rounds")
         print(f"{' ' * len(v)}  {w[0]:.3f}–{w[-1]:.3f} s wall (median {statistics.median(w):.3f})")
+    last = values[-1]
+    for v in values[:-1]:
+        r = sorted(a / b for a, b in zip(walls[v], walls[last]))
+        below = sum(x < 0.5 for x in r)
+        print(
+            f"{v} ÷ {last}, wall, per round: {r[0]:.3f}–{r[-1]:.3f} "
+            f"(median {statistics.median(r):.3f}), below 0.5 in {below} of {rounds}"
+        )
 
 
 if __name__ == "__main__":
