@@ -297,8 +297,6 @@ impl NginxFormat {
         })
     }
 
-    /// Reads one line; `values` is scratch space for the fields' byte
-    /// ranges. Only the fields read are checked for UTF-8.
     /// The client and address fields of a line that matches the format,
     /// as they are (an empty one as logged): a look ahead for their
     /// table slots, which [`NginxFormat::parse`] then reads.
@@ -312,6 +310,8 @@ impl NginxFormat {
         Some((v(self.client), self.ip.map(v)))
     }
 
+    /// Reads one line; `values` is scratch space for the fields' byte
+    /// ranges. Only the fields read are checked for UTF-8.
     pub fn parse<'l>(
         &'l self,
         line: &'l [u8],
