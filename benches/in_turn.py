@@ -6,7 +6,7 @@ README's before/after numbers from the later session of 2026-12-02
 were measured this way: binaries run in turn on a machine whose speed
 moves, so that each round compares them at the same moment.
 
-    python3 benches/in_turn.py ROUNDS 'COMMAND with {}' VALUE...
+    python3 benches/in_turn.py ROUNDS 'COMMAND with {}' VALUE...   (ROUNDS >= 1, each VALUE once)
 
 {} in the command is replaced by each value, e.g. two binaries:
 
@@ -17,7 +17,7 @@ moves, so that each round compares them at the same moment.
 With two values or more, it also prints, for each value but the last,
 its wall-clock time divided by the last's in the same round: lowest,
 highest, median, and in how many rounds it was below 0.5 (a replay
-against the Python floor, last: twice as fast or more).
+against the Python floor, last: more than twice as fast).
 
 A command that fails stops the measurement; so does a wrong call (exit
 status 2 for both).
@@ -36,7 +36,9 @@ def cpu_seconds():
 
 
 def main():
-    if len(sys.argv) < 4 or not sys.argv[1].isdigit() or "{}" not in sys.argv[2]:
+    ok = len(sys.argv) >= 4 and sys.argv[1].isdigit() and int(sys.argv[1]) >= 1
+    # (Each value's times are kept by the value: the same one twice would mix.)
+    if not ok or "{}" not in sys.argv[2] or len(set(sys.argv[3:])) != len(sys.argv[3:]):
         print(__doc__, file=sys.stderr)
         sys.exit(2)
     rounds, command, values = int(sys.argv[1]), sys.argv[2], sys.argv[3:]

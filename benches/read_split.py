@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 """The floor for replaying a log: plain Python reading a file's lines and
-splitting each at whitespace, nothing more (README, "Replaying a log").
+splitting each at whitespace, or with --json (the first argument)
+parsing each as JSON, nothing more (README, "Replaying a log").
 
     python3 benches/read_split.py benches/access.log
     python3 benches/read_split.py --json benches/access.jsonl
 
 prints the lines read and the CPU-seconds it took (time.process_time).
-With --json each line is parsed as JSON (json.loads) instead of split:
-the floor for a JSON-lines log whose fields are read, not just cut at
-whitespace.
+--json (json.loads) is the floor for a JSON-lines log whose fields are
+read, not just cut at whitespace.
 """
 
 import json
