@@ -340,6 +340,15 @@ fn millis(b: &[u8]) -> Option<u64> {
     if !(5..=16).contains(&n) || b[n - 4] != b'.' {
         return None;
     }
+    if let [s, _, x, y, z] = *b {
+        // `d.ddd`, the usual `$request_time` (under ten seconds), byte by
+        // byte: fewer steps than the words below.
+        let d = [s, x, y, z].map(|c| u64::from(c.wrapping_sub(b'0')));
+        return match d.iter().all(|&d| d <= 9) {
+            true => Some((d[0] * 1_000 + d[1] * 100 + d[2] * 10 + d[3]) * 1_000_000),
+            false => None,
+        };
+    }
     let four = |at: usize| {
         Some(u64::from(u32::from_le_bytes(
             b.get(at..at + 4)?.try_into().ok()?,
@@ -671,6 +680,10 @@ mod tests {
         for f in ms {
             assert_eq!(millis(f.as_bytes()), epoch(f, NS).ok(), "{f}");
         }
+        // `d.ddd`, read byte by byte.
+        assert_eq!(millis(b"9.999"), Some(9_999_000_000));
+        assert_eq!(millis(b"0.0a0"), None);
+        assert_eq!(millis(b"/.000"), None);
         assert_eq!(millis(b"99999999999.999"), None);
         assert_eq!(millis(b"123456789012.345"), None);
         // Seconds and three digits of milliseconds, as nginx logs them.
