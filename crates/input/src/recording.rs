@@ -696,7 +696,7 @@ fn put(out: &mut Vec<u8>, mut v: u64) {
 #[inline(always)]
 fn take(b: &[u8], at: &mut usize) -> u64 {
     if let Some(w) = word::at(b, *at) {
-        let ends = !w & 0x8080_8080_8080_8080;
+        let ends = !w & word::HIGHS;
         if ends != 0 {
             let bits = ends.trailing_zeros() + 1;
             *at += (bits / 8) as usize;

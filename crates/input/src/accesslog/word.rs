@@ -1,10 +1,12 @@
 //! Eight bytes of a line at a time, in one `u64` (the first byte lowest):
 //! a search for a byte among few costs less this way than a call to
 //! memchr, or a step per byte. (A recording's packed requests are read
-//! in words too, by [`at`]: see `crate::recording`.)
+//! in words too, by [`at`], their varints' ends found by [`HIGHS`]: see
+//! `crate::recording`.)
 
 const ONES: u64 = 0x0101_0101_0101_0101;
-const HIGHS: u64 = 0x8080_8080_8080_8080;
+/// Each byte's high bit.
+pub(crate) const HIGHS: u64 = 0x8080_8080_8080_8080;
 
 /// `b[i..i + 8]` as a word, if eight bytes are there.
 #[inline(always)]
