@@ -59,17 +59,8 @@ enum Gen<'a> {
         pending: Vec<Arrival>,
         requests: Vec<u64>,
     },
-    /// A recording's one stream, with its next arrival and that arrival's
-    /// part (see [`Stream::next_in_part`]), the arrivals after it taken
-    /// from the stream a batch at a time (`ahead[at..]`), and how many it
-    /// gave.
-    Recorded {
-        stream: Box<dyn Stream>,
-        pending: (Arrival, u32),
-        ahead: Vec<(Arrival, u32)>,
-        at: usize,
-        requests: u64,
-    },
+    /// A recording's one stream.
+    Recorded(Recorded),
     /// Poisson clients, each an 8-byte clock (its next arrival time is its
     /// time on the queue, and it counts its draws): no generator buffer
     /// and no counter per client.
@@ -77,6 +68,42 @@ enum Gen<'a> {
         poisson: &'a Poisson,
         clocks: Vec<CompactClock>,
     },
+}
+
+/// An arrival of a recording and its part.
+type InPart = (Arrival, u32);
+
+/// A recording's one stream, with its next arrival and that arrival's
+/// part (see [`Stream::next_in_part`]), the arrivals after it taken from
+/// the stream a batch at a time (`ahead[at..]`), and how many it gave.
+struct Recorded {
+    stream: Box<dyn Stream>,
+    pending: InPart,
+    ahead: Vec<InPart>,
+    at: usize,
+    requests: u64,
+}
+
+impl Recorded {
+    /// Takes the pending arrival: it, its part, its index in the stream,
+    /// and the stream's next (then pending), if any.
+    #[inline(always)]
+    fn take(&mut self) -> anyhow::Result<(Arrival, u32, u64, Option<InPart>)> {
+        let (arrival, part) = self.pending;
+        if self.at == self.ahead.len() {
+            self.ahead.clear();
+            self.at = 0;
+            self.stream.fill_in_part(&mut self.ahead, RECORDED_BATCH)?;
+        }
+        let next = self.ahead.get(self.at).copied();
+        if let Some(n) = next {
+            self.at += 1;
+            self.pending = n;
+        }
+        let request = self.requests;
+        self.requests += 1;
+        Ok((arrival, part, request, next))
+    }
 }
 
 /// The merged streams of the sources some limiter sees.
@@ -132,13 +159,13 @@ impl<'a> Arrivals<'a> {
                         queue.push(a.time, base as u32);
                     }
                     streams_so_far += 1;
-                    Gen::Recorded {
+                    Gen::Recorded(Recorded {
                         stream,
                         pending: next.unwrap_or((NO_ARRIVAL, 0)),
                         ahead: Vec::with_capacity(RECORDED_BATCH),
                         at: 0,
                         requests: 0,
-                    }
+                    })
                 }
                 pattern => {
                     let mut streams = pattern.streams(src, ctx)?;
@@ -163,7 +190,7 @@ impl<'a> Arrivals<'a> {
         }
         let mut generated = gens.iter().enumerate().filter(|(_, g)| g.is_some());
         let lone_recording = match (generated.next(), generated.next()) {
-            (Some((src, Some(Gen::Recorded { .. }))), None) => Some(src),
+            (Some((src, Some(Gen::Recorded(_)))), None) => Some(src),
             _ => None,
         };
         Ok(Arrivals {
@@ -235,26 +262,8 @@ impl<'a> Arrivals<'a> {
                     requests[j] += 1;
                     (arrival, 0, request, next.map(|n| n.time))
                 }
-                Gen::Recorded {
-                    stream,
-                    pending,
-                    ahead,
-                    at,
-                    requests,
-                } => {
-                    let (arrival, part) = *pending;
-                    if *at == ahead.len() {
-                        ahead.clear();
-                        *at = 0;
-                        stream.fill_in_part(ahead, RECORDED_BATCH)?;
-                    }
-                    let next = ahead.get(*at).copied();
-                    *at += next.is_some() as usize;
-                    if let Some(n) = next {
-                        *pending = n;
-                    }
-                    let request = *requests;
-                    *requests += 1;
+                Gen::Recorded(recorded) => {
+                    let (arrival, part, request, next) = recorded.take()?;
                     (arrival, part, request, next.map(|(n, _)| n.time))
                 }
                 Gen::Poisson { poisson, clocks } => {
@@ -306,14 +315,7 @@ impl<'a> Arrivals<'a> {
         out: &mut Vec<Shared>,
         max: usize,
     ) -> anyhow::Result<()> {
-        let Some(Gen::Recorded {
-            stream,
-            pending,
-            ahead,
-            at,
-            requests,
-        }) = self.gens[src].as_mut()
-        else {
+        let Some(Gen::Recorded(recorded)) = self.gens[src].as_mut() else {
             unreachable!("a lone recording's source is generated as one")
         };
         let first_source = self.first_source[src];
@@ -321,22 +323,15 @@ impl<'a> Arrivals<'a> {
             return Ok(());
         };
         while out.len() < max {
-            let (arrival, part) = *pending;
-            if *at == ahead.len() {
-                ahead.clear();
-                *at = 0;
-                stream.fill_in_part(ahead, RECORDED_BATCH)?;
-            }
-            let next = ahead.get(*at).copied();
+            let (arrival, part, request, next) = recorded.take()?;
             let taken = next.map(|_| self.queue.take_seq());
             out.push(Shared {
                 arrival,
                 source: first_source + part,
-                request: *requests,
+                request,
                 index,
                 pushed: self.queue.pushed(),
             });
-            *requests += 1;
             let (Some(n), Some(seq)) = (next, taken) else {
                 return Ok(());
             };
@@ -347,11 +342,9 @@ impl<'a> Arrivals<'a> {
                 "a lone stream's arrivals are numbered in turn"
             );
             debug_assert!(n.0.time >= arrival.time, "streams yield in time order");
-            *at += 1;
-            *pending = n;
             index = seq;
         }
-        self.queue.restore(pending.0.time, index, i);
+        self.queue.restore(recorded.pending.0.time, index, i);
         Ok(())
     }
 }
