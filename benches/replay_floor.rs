@@ -14,14 +14,18 @@
 //! time, no recording to share, and it trusts its input. So it is not
 //! what ratesim does, but what a plain program that replays this log
 //! costs; the README ("Where it stands") measures ratesim and Python's
-//! floor against it. It prints the requests it admitted and the
-//! process's CPU time. Its decisions are ratesim's: `ratesim run
-//! benches/log.toml --set 'limiter[0].capacity=C'` admitted as many for
-//! C = 1, 2 and 10 (909 307, 995 252 and all 10^6) on 2026-12-05.
+//! floor against it. It prints the requests it admitted, the process's
+//! CPU time and its peak resident memory. Its decisions are ratesim's:
+//! `ratesim run benches/log.toml --set 'limiter[0].capacity=C'` admitted
+//! as many for C = 1, 2 and 10 (909 307, 995 252 and all 10^6) on
+//! 2026-12-05.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::io::{BufRead, BufReader};
+
+mod process;
+use process::{cpu_seconds, peak_rss_mib};
 
 /// `DIGITS.DIGITS` seconds in nanoseconds.
 fn nanos(b: &[u8]) -> u64 {
@@ -31,17 +35,6 @@ fn nanos(b: &[u8]) -> u64 {
     };
     let digits = |d: &[u8]| d.iter().fold(0u64, |n, &c| n * 10 + u64::from(c - b'0'));
     digits(int) * 1_000_000_000 + digits(frac) * 10u64.pow(9 - frac.len() as u32)
-}
-
-/// The process's CPU time (user + system) in seconds.
-fn cpu_seconds() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
-    let f: Vec<u64> = rest
-        .split_whitespace()
-        .map(|x| x.parse().unwrap_or(0))
-        .collect();
-    (f.get(11).copied().unwrap_or(0) + f.get(12).copied().unwrap_or(0)) as f64 / 100.0
 }
 
 /// One token, in the bucket's units: a token is 10^9 of them, so that
@@ -122,7 +115,8 @@ fn main() {
         decide(top, &mut buckets);
     }
     println!(
-        "{number} lines, {admitted} admitted, {:.2} CPU-s",
-        cpu_seconds()
+        "{number} lines, {admitted} admitted, {:.2} CPU-s, peak RSS {:.1} MiB",
+        cpu_seconds(),
+        peak_rss_mib().unwrap_or(f64::NAN)
     );
 }
