@@ -2,9 +2,9 @@
 //! benches/access.log [CAPACITY]`.
 //!
 //! Plain Rust on one thread replays the nginx bench log
-//! (`$msec $arg_k $status $request_time`, benches/make_log.py) through one
-//! exact token bucket of `CAPACITY` (10 unless given) refilled at 5 a
-//! second, as benches/log.toml does: each line read and split at spaces,
+//! (`$msec $arg_k $status $request_time`, benches/make_log.py) through an
+//! exact token bucket per key of `CAPACITY` (10 unless given) refilled at
+//! 5 a second, as benches/log.toml's one limiter does: each line read and split at spaces,
 //! `$msec` and `$request_time` read as integer nanoseconds, `$arg_k` kept
 //! in a `HashMap`, the requests put in order of their start (`$msec`
 //! less `$request_time`, then line) through a heap that holds each one
@@ -57,9 +57,11 @@ fn main() {
         eprintln!("usage: cargo bench --bench replay_floor -- LOG [CAPACITY]");
         std::process::exit(2);
     };
-    let capacity = args
+    let full = args
         .get(1)
-        .map_or(10, |c| c.parse::<u64>().expect("a whole capacity"));
+        .map_or(10, |c| c.parse::<u64>().expect("a whole capacity"))
+        .checked_mul(TOKEN)
+        .expect("a capacity under 1.8·10^10 tokens");
     let file = std::fs::File::open(path).unwrap_or_else(|e| panic!("{path}: {e}"));
     let mut lines = BufReader::with_capacity(1 << 18, file);
     let mut line = Vec::new();
@@ -74,7 +76,7 @@ fn main() {
         // A key's bucket is made full at its first line, whose start may
         // come after the start of a line of it that the log wrote later.
         let refill = start.saturating_sub(b.at).saturating_mul(RATE);
-        b.tokens = b.tokens.saturating_add(refill).min(capacity * TOKEN);
+        b.tokens = b.tokens.saturating_add(refill).min(full);
         b.at = start;
         if b.tokens >= TOKEN {
             b.tokens -= TOKEN;
@@ -89,13 +91,14 @@ fn main() {
                 (Some(m), Some(k), Some(s), Some(t)) => (m, k, s, t),
                 _ => panic!("line {number}: not `$msec $arg_k $status $request_time`"),
             };
-        let (logged, start) = (nanos(msec), nanos(msec) - nanos(took));
+        let logged = nanos(msec);
+        let start = logged - nanos(took);
         let id = match ids.get(key) {
             Some(&id) => id,
             None => {
                 ids.insert(key.to_vec(), buckets.len() as u32);
                 buckets.push(Bucket {
-                    tokens: capacity * TOKEN,
+                    tokens: full,
                     at: start,
                 });
                 buckets.len() as u32 - 1
