@@ -60,7 +60,7 @@ enum Gen<'a> {
         requests: Vec<u64>,
     },
     /// A recording's one stream.
-    Recorded(Recorded),
+    Recorded(RecordingStream),
     /// Poisson clients, each an 8-byte clock (its next arrival time is its
     /// time on the queue, and it counts its draws): no generator buffer
     /// and no counter per client.
@@ -76,7 +76,7 @@ type InPart = (Arrival, u32);
 /// A recording's one stream, with its next arrival and that arrival's
 /// part (see [`Stream::next_in_part`]), the arrivals after it taken from
 /// the stream a batch at a time (`ahead[at..]`), and how many it gave.
-struct Recorded {
+struct RecordingStream {
     stream: Box<dyn Stream>,
     pending: InPart,
     ahead: Vec<InPart>,
@@ -84,7 +84,7 @@ struct Recorded {
     requests: u64,
 }
 
-impl Recorded {
+impl RecordingStream {
     /// Takes the pending arrival: it, its part, its index in the stream,
     /// and the stream's next (then pending), if any.
     #[inline(always)]
@@ -159,7 +159,7 @@ impl<'a> Arrivals<'a> {
                         queue.push(a.time, base as u32);
                     }
                     streams_so_far += 1;
-                    Gen::Recorded(Recorded {
+                    Gen::Recorded(RecordingStream {
                         stream,
                         pending: next.unwrap_or((NO_ARRIVAL, 0)),
                         ahead: Vec::with_capacity(RECORDED_BATCH),
