@@ -40,7 +40,10 @@ fn nanos(b: &[u8]) -> u64 {
 /// One token, in the bucket's units: a token is 10^9 of them, so that
 /// 5 tokens a second refill 5 units a nanosecond, exactly.
 const TOKEN: u64 = 1_000_000_000;
+/// Tokens a second (benches/log.toml: 5 per 1 s), so units a nanosecond.
 const RATE: u64 = 5;
+/// How long past a request's start the log is read before it is decided
+/// (ns): longer than any request of the bench log takes.
 const HOLD: u64 = 1_000_000_000;
 
 struct Bucket {
