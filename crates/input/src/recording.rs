@@ -177,7 +177,18 @@ impl ReplayStream {
 
     /// The next request's arrival and part, if it comes by the end.
     fn next_arrival(&mut self) -> Option<(Arrival, u32)> {
-        let e = self.replay.next().filter(|e| e.time <= self.end)?;
+        let mut cursor = self.replay.cursor;
+        let next = self.arrival_at(&mut cursor);
+        self.replay.cursor = cursor;
+        next
+    }
+
+    /// [`ReplayStream::next_arrival`] from `cursor`, which moves past it.
+    #[inline(always)]
+    fn arrival_at(&self, cursor: &mut Cursor) -> Option<(Arrival, u32)> {
+        let e = cursor
+            .next(&self.replay.recording.requests.chunks)
+            .filter(|e| e.time <= self.end)?;
         let (client, ip) = self.ids.of(&e);
         let cost = e.cost;
         Some((
@@ -199,6 +210,21 @@ impl Stream for ReplayStream {
 
     fn next_in_part(&mut self) -> anyhow::Result<Option<(Arrival, u32)>> {
         Ok(self.next_arrival())
+    }
+
+    /// [`ReplayStream::next_arrival`] in a loop whose cursor stays in
+    /// registers: the generating thread of a replay decodes every request
+    /// here.
+    fn fill_in_part(&mut self, out: &mut Vec<(Arrival, u32)>, max: usize) -> anyhow::Result<()> {
+        let mut cursor = self.replay.cursor;
+        while out.len() < max {
+            let Some(next) = self.arrival_at(&mut cursor) else {
+                break;
+            };
+            out.push(next);
+        }
+        self.replay.cursor = cursor;
+        Ok(())
     }
 }
 
@@ -814,6 +840,7 @@ struct Cursor {
 
 impl Cursor {
     /// The request at the cursor, which moves past it.
+    #[inline(always)]
     fn next(&mut self, chunks: &[Vec<u8>]) -> Option<Entry> {
         let mut b = chunks.get(self.chunk)?;
         if self.at == b.len() {
