@@ -110,6 +110,7 @@ impl Window {
     /// policy windows of `w` ns; `start` is `t − t mod w`. Returns the cost
     /// the key passed before it in `t`'s aligned window `[start, t]`, and
     /// the cost it passed in `(t − w, t]` with this one.
+    #[inline(always)]
     pub(super) fn pass(
         &mut self,
         spills: &mut Spills,
@@ -118,9 +119,35 @@ impl Window {
         w: u64,
         start: u64,
     ) -> (u64, u64) {
-        // (A pass at the end of time, from a shaper's saturated release, is
-        // in the window of every pass after it: `s + w` does not wrap.)
-        let left = |s: u64| s.checked_add(w).is_some_and(|end| end <= t);
+        let len = self.len as usize;
+        if self.spill == 0
+            && (len == 0 || left(self.time(len - 1), w, t))
+            && cost <= INLINE_PASSES as u64
+        {
+            // Everything has left, and the pass fits in place: it starts
+            // the window alone (what `pass_on` comes to, in a few
+            // instructions — a quiet key's every pass). Offsets past the
+            // new length are never read.
+            self.base = [t as u32, (t >> 32) as u32];
+            self.offsets = [0; INLINE_PASSES];
+            self.len = cost as u8;
+            return (0, cost);
+        }
+        self.pass_on(spills, t, cost, w, start)
+    }
+
+    /// [`Window::pass`] of a key with passes in the window, or spilled, or
+    /// of a cost that does not fit in place.
+    #[inline(never)]
+    fn pass_on(
+        &mut self,
+        spills: &mut Spills,
+        t: u64,
+        cost: u64,
+        w: u64,
+        start: u64,
+    ) -> (u64, u64) {
+        let left = |s: u64| left(s, w, t);
         if self.spill != 0 {
             let i = self.spill as usize - 1;
             if !spills.all[i].forget(left) {
@@ -199,6 +226,15 @@ impl Window {
         self.base = [first as u32, (first >> 32) as u32];
         Some(off)
     }
+}
+
+/// Whether a pass at `s` has left the policy window (of `w` ns) of a
+/// pass at `t`. (A pass at the end of time, from a shaper's saturated
+/// release, is in the window of every pass after it: `s + w` does not
+/// wrap.)
+#[inline(always)]
+fn left(s: u64, w: u64, t: u64) -> bool {
+    s.checked_add(w).is_some_and(|end| end <= t)
 }
 
 /// A key's window of passes that did not fit its slot: `(time, cost)` in
