@@ -106,40 +106,30 @@ impl Window {
         self.base() + self.offsets[j] as u64
     }
 
+    /// Records a pass of `cost` at `t` as [`Window::pass`] does, if every
+    /// pass held has left its policy window (of `w` ns) and it fits in
+    /// place: the window then holds it alone, which comes to `(0, cost)`
+    /// — a quiet key's every pass, in a few steps. Whether it did.
+    #[inline(always)]
+    pub(super) fn pass_alone(&mut self, t: u64, cost: u64, w: u64) -> bool {
+        let len = self.len as usize;
+        let alone = self.spill == 0
+            && (len == 0 || left(self.time(len - 1), w, t))
+            && cost <= INLINE_PASSES as u64;
+        if alone {
+            // (Offsets past the new length are never read.)
+            self.base = [t as u32, (t >> 32) as u32];
+            self.offsets = [0; INLINE_PASSES];
+            self.len = cost as u8;
+        }
+        alone
+    }
+
     /// Records a pass of `cost` at `t`, no earlier than the key's last, in
     /// policy windows of `w` ns; `start` is `t − t mod w`. Returns the cost
     /// the key passed before it in `t`'s aligned window `[start, t]`, and
     /// the cost it passed in `(t − w, t]` with this one.
-    #[inline(always)]
     pub(super) fn pass(
-        &mut self,
-        spills: &mut Spills,
-        t: u64,
-        cost: u64,
-        w: u64,
-        start: u64,
-    ) -> (u64, u64) {
-        let len = self.len as usize;
-        if self.spill == 0
-            && (len == 0 || left(self.time(len - 1), w, t))
-            && cost <= INLINE_PASSES as u64
-        {
-            // Everything has left, and the pass fits in place: it starts
-            // the window alone (what `pass_on` comes to, in a few
-            // instructions — a quiet key's every pass). Offsets past the
-            // new length are never read.
-            self.base = [t as u32, (t >> 32) as u32];
-            self.offsets = [0; INLINE_PASSES];
-            self.len = cost as u8;
-            return (0, cost);
-        }
-        self.pass_on(spills, t, cost, w, start)
-    }
-
-    /// [`Window::pass`] of a key with passes in the window, or spilled, or
-    /// of a cost that does not fit in place.
-    #[inline(never)]
-    fn pass_on(
         &mut self,
         spills: &mut Spills,
         t: u64,
