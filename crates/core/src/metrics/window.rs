@@ -106,10 +106,12 @@ impl Window {
         self.base() + self.offsets[j] as u64
     }
 
-    /// Records a pass of `cost` at `t` as [`Window::pass`] does, if every
-    /// pass held has left its policy window (of `w` ns) and it fits in
-    /// place: the window then holds it alone, which comes to `(0, cost)`
-    /// — a quiet key's every pass, in a few steps. Whether it did.
+    /// Records a pass of `cost` at `t` as [`Window::pass`] does, if the key
+    /// has no spilled window, every pass it holds has left the policy
+    /// window (of `w` ns) of a pass at `t`, and the pass fits in place
+    /// (a cost of at most five): the window then holds it alone, which
+    /// comes to `(0, cost)` in a few steps — most passes of a quiet key.
+    /// Whether it did.
     #[inline(always)]
     pub(super) fn pass_alone(&mut self, t: u64, cost: u64, w: u64) -> bool {
         let len = self.len as usize;
@@ -149,7 +151,7 @@ impl Window {
         }
         let len = self.len as usize;
         let gone = match len > 0 && left(self.time(len - 1)) {
-            // Everything has left (the common case for a quiet key).
+            // Everything has left.
             true => len,
             false => (0..len).take_while(|&j| left(self.time(j))).count(),
         };
