@@ -167,12 +167,18 @@ pub fn gcd(mut a: u128, mut b: u128) -> u128 {
     a
 }
 
-/// `ceil(a / b)` for `b > 0`: by a 64-bit division when both fit one,
-/// as a key's scaled balance and rate nearly always do (a 128-bit
-/// division is a library call several times as slow), else by a 128-bit
-/// one. The same quotient either way.
+/// `ceil(a / b)` for `b > 0`: `a` itself when `b` is 1, as it is for
+/// every rate whose period its count divides (5/1s is 1/200ms in lowest
+/// terms), without a division, whose latency the deciding thread waits
+/// for otherwise; by a 64-bit division when both fit one, as a key's
+/// scaled balance and rate nearly always do (a 128-bit division is a
+/// library call several times as slow), else by a 128-bit one. The same
+/// quotient every way.
 #[inline]
 pub fn div_ceil(a: u128, b: u128) -> u128 {
+    if b == 1 {
+        return a;
+    }
     match (u64::try_from(a), u64::try_from(b)) {
         (Ok(a), Ok(b)) => u128::from(a.div_ceil(b)),
         _ => a.div_ceil(b),
