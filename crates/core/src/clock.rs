@@ -167,14 +167,15 @@ pub fn gcd(mut a: u128, mut b: u128) -> u128 {
     a
 }
 
-/// `ceil(a / b)` for `b > 0`: `a` itself when `b` is 1, without a
-/// division, whose latency the deciding thread would wait out (the rules'
-/// fresh moments divide by a rate's count at every decision, and a rate
-/// whose period its count divides has count 1 in lowest terms: 5/1s is
-/// 1/200ms); by a 64-bit division when both fit one, as a key's scaled
-/// balance and rate nearly always do (a 128-bit division is a library
-/// call several times as slow), else by a 128-bit one. The same quotient
-/// every way.
+/// `ceil(a / b)` for `b > 0`: `a` itself when `b` is 1, with no
+/// division; else by a 64-bit division when both fit one, as a key's
+/// scaled balance and rate nearly always do (a 128-bit division is a
+/// library call several times as slow), else by a 128-bit one. The same
+/// quotient every way. (The token bucket's, GCRA's and the leaky
+/// bucket's `fresh_at` divide by a rate's count at every decision, and a
+/// rate whose count divides its period has count 1 in lowest terms:
+/// 5/1s is 1/200ms. A division by 1 costs the divider's latency all the
+/// same.)
 #[inline]
 pub fn div_ceil(a: u128, b: u128) -> u128 {
     if b == 1 {
