@@ -7,16 +7,19 @@ that the next measurement is the same one.
     python3 benches/threads.py phases COMMAND...
 
 `instructions` runs COMMAND under callgrind (valgrind), one profile a
-thread, and prints each thread (numbered in the order they started: in
-a replay, 1 is the main thread, which orders the log's lines and then
-decodes the recording and records, and the parser and the decider
-come later) with its instructions, the same divided by N
-(the lines or the decisions the run makes: instructions a line, a
-decision) and the functions that cost it most, themselves. Instruction
-counts do not move with the machine's load, as times do: compare two
-binaries by them. They miss what an instruction waits for (a cache
-miss, a division), which `phases` shows. E.g. the nginx bench log's
-first 2·10^5 lines (a scenario like benches/log.toml reading them):
+thread, and prints each thread that ran 10^6 instructions or more
+(numbered in the order they started: in a replay, 1 is the main
+thread, which orders the log's lines and then decodes the recording
+and records, and the parser and the decider come later) with its
+instructions, the same divided by N (the lines or the decisions the run
+makes: instructions a line, a decision) and the three functions that
+cost it most themselves, each divided by N too. Instruction counts move
+far less with the machine's load than times do (a thread that waits
+spins a little longer or shorter: about 0.1 % between runs of the same
+binary), so compare two binaries by them. They miss what an
+instruction waits for (a cache miss, a division), which `phases`
+shows. E.g. the nginx bench log's first 2·10^5 lines (a scenario like
+benches/log.toml reading them):
 
     head -200000 benches/access.log > /tmp/cut.log
     sed 's|"access.log"|"/tmp/cut.log"|' benches/log.toml > /tmp/cut.toml
@@ -24,12 +27,17 @@ first 2·10^5 lines (a scenario like benches/log.toml reading them):
       target/release/ratesim run /tmp/cut.toml --quiet --no-plots --no-html --out /tmp/cut
 
 `phases` runs COMMAND under `perf record` (20 000 samples a second a
-thread) and prints each thread by its name: when it first and last ran
-(ms from the first sample), its samples, the share of them in the
-scheduler or a thread's hand-off (waiting, or spinning for the next
-batch), and its top functions. A replay's threads live through its
-phases: "log parser" while the log loads, "run decider" while the run
-decides, the main thread throughout.
+thread) and prints each thread with 20 samples or more by its name:
+when it first and last ran (ms from the first sample), its samples,
+the share of them waiting (in the scheduler, yielding, on a futex,
+reading the clock while it spins, or in a channel's or the hand-off's
+receive: see WAITING) and its top three functions. Then, for the life
+of each thread but the first, how much of it each thread ran (its
+samples against 20 000 a second: a thread asleep takes none) and the
+share of those samples waiting: which thread waited for which. A
+replay's threads live through its phases: "log parser" while the log
+loads, "run decider" while the run decides, the main thread
+throughout.
 
 Exit status 2 for a wrong call or a tool that is missing or fails.
 """
@@ -44,10 +52,17 @@ import sys
 import tempfile
 
 # A sample in one of these is a thread waiting for another, or spinning
-# for its next batch (crates/core/src/handoff.rs).
+# for its next batch (crates/core/src/handoff.rs): the scheduler, a
+# yield, a futex, the clock the spin reads, a channel's receive.
 WAITING = re.compile(
-    r"schedule|sched_yield|futex|syscall|clock_gettime|recv|Taker|wake|switch|poll"
+    r"^(__schedule|schedule|finish_task_switch\S*|__sched_yield|do_sched_yield"
+    r"|__x64_sys_sched_yield|futex_\w+|__futex_\w+|__vdso_clock_gettime)$"
+    r"|^std::sync::mpmc::.*recv|^ratesim_core::handoff::Taker::"
 )
+
+
+# Samples a second a thread, as `perf record -F` takes them.
+RATE = 20000
 
 
 def fail(message):
@@ -56,16 +71,21 @@ def fail(message):
 
 
 def run(argv, **kw):
+    """Runs `argv`, its standard error kept: the last of it is shown if
+    it fails."""
+    kw.setdefault("stderr", subprocess.PIPE)
     try:
-        return subprocess.run(argv, check=True, **kw)
+        return subprocess.run(argv, check=True, text=True, **kw)
     except FileNotFoundError:
         fail(f"{argv[0]} is not installed")
     except subprocess.CalledProcessError as e:
-        fail(f"{' '.join(argv[:3])}… exited with status {e.returncode}")
+        said = "\n".join((e.stderr or "").strip().splitlines()[-5:])
+        fail(f"{' '.join(argv[:3])}… exited with status {e.returncode}" + (f":\n{said}" if said else ""))
 
 
 def short(function):
-    """A function's name without its path, crate paths and hash."""
+    """A function's name without its source file, its module paths and
+    the object it is in (callgrind's ` [/path/to/binary]`)."""
     name = function.split(":", 1)[-1] if "/" in function.split(":", 1)[0] else function
     name = re.sub(r" \[.*\]$", "", name)
     return re.sub(r"\b[a-z_]+::", "", name)[:70]
@@ -79,15 +99,16 @@ def instructions(n, command):
             ["valgrind", "--tool=callgrind", "--separate-threads=yes",
              f"--callgrind-out-file={out}", *command],
             stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
         )
         files = sorted(glob.glob(out + "-*"), key=lambda f: int(f.rsplit("-", 1)[1]))
+        if not files:
+            fail("callgrind wrote no profile")
         print(f"{'thread':>6} {'instructions':>14} {'per unit':>9}  most, themselves")
         for f in files:
-            text = run(["callgrind_annotate", f], capture_output=True, text=True).stdout
+            text = run(["callgrind_annotate", f], stdout=subprocess.PIPE).stdout
             total = re.search(r"([\d,]+) \(100\.0%\)\s+PROGRAM TOTALS", text)
-            if not total:
-                continue
+            if not total or "file:function" not in text:
+                fail(f"callgrind_annotate's output of {f} is not in the form read here")
             ir = int(total.group(1).replace(",", ""))
             if ir < 1_000_000:
                 continue  # a helper thread that barely ran
@@ -109,10 +130,10 @@ def phases(command):
     tmp = tempfile.mkdtemp(prefix="threads-")
     try:
         data = os.path.join(tmp, "perf.data")
-        run(["perf", "record", "-F", "20000", "-o", data, *command],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        run(["perf", "record", "-F", str(RATE), "-o", data, *command],
+            stdout=subprocess.DEVNULL)
         script = run(["perf", "script", "-i", data, "-F", "comm,tid,time,ip,sym"],
-                     capture_output=True, text=True).stdout
+                     stdout=subprocess.PIPE).stdout
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     samples = []
@@ -145,10 +166,12 @@ def phases(command):
         during = [
             (c, [s for s in got if start <= s[0] <= end]) for (c, _), got in ran
         ]
+        # A thread asleep takes no samples: 20 000 a second is all along.
+        full = max((end - start) * RATE, 1)
         print(
             f"while {comm} ran ({(end - start) * 1e3:.1f} ms): "
             + "; ".join(
-                f"{c} {len(got)} samples, {waiting(got):.0%} waiting"
+                f"{c} ran {min(len(got) / full, 1):.0%} of it, {waiting(got):.0%} of that waiting"
                 for c, got in during
                 if got
             )
