@@ -439,12 +439,13 @@ impl Recorder {
     fn pass(&mut self, key: u32, t: u64, cost: u64, origin: (bool, u64)) {
         let limit = self.limit;
         let slot = PerId::of(&mut self.ids, key);
-        let start = self.aligned.start_of(t, self.window);
         let (aligned, sum) = match slot.window.pass_alone(t, cost, self.window) {
             true => (0, cost),
-            false => slot
-                .window
-                .pass(&mut self.spills, t, cost, self.window, start),
+            false => {
+                let start = self.aligned.start_of(t, self.window);
+                slot.window
+                    .pass(&mut self.spills, t, cost, self.window, start)
+            }
         };
         let over_before = aligned.saturating_sub(limit);
         let over = aligned.saturating_add(cost).saturating_sub(limit);
