@@ -49,6 +49,7 @@ impl Format {
     /// A line's client and address keys, as a look ahead (see
     /// [`nginx::NginxFormat::keys`]); `None` for a JSON line, whose parse costs
     /// more than the look-up it would hasten.
+    #[inline(always)]
     pub(super) fn keys<'l>(
         &self,
         line: &'l [u8],

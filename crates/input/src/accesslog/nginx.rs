@@ -300,6 +300,7 @@ impl NginxFormat {
     /// The client and address fields of a line that matches the format,
     /// as they are (an empty one as logged): a look ahead for their
     /// table slots, which [`NginxFormat::parse`] then reads.
+    #[inline(always)]
     pub fn keys<'l>(
         &self,
         line: &'l [u8],

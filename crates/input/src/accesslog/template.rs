@@ -12,6 +12,8 @@
 
 use memchr::memmem::Finder;
 
+use super::word::{places, PLACED};
+
 /// One piece of a template.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Seg {
@@ -29,6 +31,9 @@ pub struct Template {
     /// literal, then the fields.
     lead: Box<[u8]>,
     plan: Vec<Planned>,
+    /// The byte that ends each field but a last, if each literal after a
+    /// field is that one byte (see [`Template::match_placed`]).
+    end: Option<u8>,
 }
 
 // Two templates of the same pieces match alike (their plans are made of
@@ -143,7 +148,7 @@ impl Template {
             _ => Box::default(),
         };
         let mut seen = vec![false; names.len()];
-        let plan = segs
+        let plan: Vec<Planned> = segs
             .iter()
             .enumerate()
             .filter_map(|(seg, piece)| {
@@ -169,11 +174,17 @@ impl Template {
                 })
             })
             .collect();
+        let mut ends = plan.iter().filter_map(|p| p.until.as_ref());
+        let end = match ends.next() {
+            Some(Until::Byte(b)) if ends.all(|u| matches!(u, Until::Byte(c) if c == b)) => Some(*b),
+            _ => None,
+        };
         Ok(Template {
             segs,
             names,
             lead,
             plan,
+            end,
         })
     }
 
@@ -185,7 +196,22 @@ impl Template {
     /// Matches `line` left to right, setting `values[f]` to the byte range
     /// of field `f`'s value (its first occurrence in the template);
     /// `values` has one range per name. Allocates nothing.
+    #[inline(always)]
     pub fn match_into(
+        &self,
+        line: &[u8],
+        values: &mut [std::ops::Range<usize>],
+    ) -> Result<(), Mismatch> {
+        match (self.end, line.len() <= PLACED) {
+            (Some(end), true) => self.match_placed(line, values, end),
+            _ => self.match_searched(line, values),
+        }
+    }
+
+    /// [`Template::match_into`] by a search for each literal after a
+    /// field (out of line, so that the short path, inlined, stays short).
+    #[inline(never)]
+    fn match_searched(
         &self,
         line: &[u8],
         values: &mut [std::ops::Range<usize>],
@@ -208,6 +234,58 @@ impl Template {
                 *value = pos..pos + len;
             }
             pos += len + p.skip;
+        }
+        if pos != line.len() {
+            return Err(Mismatch::Trailing {
+                extra: line.len() - pos,
+            });
+        }
+        Ok(())
+    }
+
+    /// [`Template::match_into`] of a short line whose fields each end at
+    /// byte `end` (but a last that runs to the line's end): where `end`
+    /// is in the line is found at once ([`places`]), and the fields end
+    /// at those places in turn from the first field's start on, as the
+    /// search for each field's literal from its start finds them.
+    #[inline(always)]
+    fn match_placed(
+        &self,
+        line: &[u8],
+        values: &mut [std::ops::Range<usize>],
+        end: u8,
+    ) -> Result<(), Mismatch> {
+        if !self.leads(line) {
+            return Err(Mismatch::Expected { seg: 0, pos: 0 });
+        }
+        let mut pos = self.lead.len();
+        // The places of `end` from the first field on: each field but a
+        // last that runs to the line's end ends at the next of them.
+        let mut ends = places(line, end) & u64::MAX.checked_shl(pos as u32).unwrap_or(0);
+        let (last, to_end) = match self.plan.last() {
+            Some(p) if p.until.is_none() => (self.plan.len() - 1, true),
+            _ => (self.plan.len(), false),
+        };
+        for p in &self.plan[..last] {
+            if ends == 0 {
+                return Err(Mismatch::EndsInside {
+                    field: p.field,
+                    seg: p.seg + 1,
+                    pos,
+                });
+            }
+            let at = ends.trailing_zeros() as usize;
+            if let Some(value) = values.get_mut(p.slot) {
+                *value = pos..at;
+            }
+            pos = at + 1;
+            ends &= ends - 1;
+        }
+        if to_end {
+            if let Some(value) = values.get_mut(self.plan[last].slot) {
+                *value = pos..line.len();
+            }
+            pos = line.len();
         }
         if pos != line.len() {
             return Err(Mismatch::Trailing {
@@ -343,6 +421,7 @@ impl Template {
     /// name: a match sets every range, and a line that does not match
     /// has none to read. Clearing it for every line cost the thread that
     /// parses a call to memset a line.)
+    #[inline(always)]
     pub fn match_fields(
         &self,
         line: &[u8],
@@ -513,7 +592,7 @@ mod tests {
         let mut x = 11u64;
         let mut next = move |n: usize| crate::pick(&mut x, n);
         let lits = [" ", " - [", "] \"", "\"", "\" \"", ":", "|"];
-        let (mut read, mut failed) = (0, 0);
+        let (mut read, mut failed, mut placed) = (0, 0, 0);
         for _ in 0..3_000 {
             let mut pieces: Vec<String> = Vec::new();
             if next(2) == 0 {
@@ -555,9 +634,12 @@ mod tests {
                     Ok(_) => read += 1,
                     Err(_) => failed += 1,
                 }
+                placed += usize::from(tpl.end.is_some() && line.len() <= PLACED);
             }
         }
-        // Both ways were tried, many times.
+        // Both ways were tried, many times, and many of the lines were
+        // short lines of templates whose fields end at one byte.
         assert!(read > 1_000 && failed > 1_000, "{read} {failed}");
+        assert!(placed > 5_000, "{placed}");
     }
 }
