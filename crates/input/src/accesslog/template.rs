@@ -68,9 +68,11 @@ struct Planned {
 /// How the literal after a field is found.
 #[derive(Debug, Clone)]
 enum Until {
-    /// One byte (a space, a quote): looked for a word at a time in the
-    /// first 64 bytes, as most fields are short, then with memchr
-    /// ([`super::word::find`]).
+    /// One byte (a space, a quote): looked for sixteen bytes at a time in
+    /// the first 64 bytes, as most fields are short, then with memchr
+    /// ([`super::word::find`]); in a line of 64 bytes or fewer whose
+    /// fields all end at the same byte, not looked for at all
+    /// ([`Template::match_placed`]).
     Byte(u8),
     Bytes(Box<Finder<'static>>),
 }
@@ -581,6 +583,48 @@ mod tests {
                 extra: line.len() - pos,
             }),
         }
+    }
+
+    /// The edges of the short path: leads up to the whole line, lines
+    /// about 64 bytes long (it reads 64 at most), the byte first and
+    /// last, a last field that runs to the end or ends at the byte.
+    #[test]
+    fn a_short_line_read_at_once_is_read_as_searched() {
+        let mut x = 17u64;
+        let mut tried = 0;
+        for lead in [0, 1, 15, 16, 17, 63, 64] {
+            for trailing in [false, true] {
+                let mut pieces = vec!["x".repeat(lead), "$a".into(), " ".into(), "$b".into()];
+                pieces.retain(|p| !p.is_empty());
+                pieces.extend(trailing.then(|| " ".to_string()));
+                let pieces: Vec<&str> = pieces.iter().map(String::as_str).collect();
+                let tpl = t(&pieces);
+                assert!(tpl.end.is_some());
+                for len in [0, 1, 15, 16, 17, 31, 32, 47, 48, 62, 63, 64, 65, 66] {
+                    for _ in 0..30 {
+                        let mut line: Vec<u8> =
+                            (0..len).map(|_| b"x y"[crate::pick(&mut x, 3)]).collect();
+                        // Mostly the lead where it goes, and the byte first
+                        // or last now and then.
+                        if crate::pick(&mut x, 4) > 0 {
+                            line.iter_mut().take(lead).for_each(|c| *c = b'x');
+                        }
+                        match (crate::pick(&mut x, 4), len) {
+                            (_, 0) => {}
+                            (0, _) => line[0] = b' ',
+                            (1, _) => line[len - 1] = b' ',
+                            _ => {}
+                        }
+                        let mut values = vec![0..0; tpl.names.len()];
+                        let got = tpl.match_into(&line, &mut values).map(|()| values);
+                        let want = match_by_pieces(&tpl, &line);
+                        assert_eq!(got, want, "{pieces:?} {:?}", String::from_utf8_lossy(&line));
+                        tried += usize::from(got.is_ok());
+                    }
+                }
+            }
+        }
+        assert!(tried > 1_000, "{tried}");
     }
 
     /// Random templates (leading and trailing literals or not, literals
