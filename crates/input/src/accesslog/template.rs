@@ -71,8 +71,8 @@ enum Until {
     /// One byte (a space, a quote): looked for sixteen bytes at a time in
     /// the first 64 bytes, as most fields are short, then with memchr
     /// ([`super::word::find`]); in a line of 64 bytes or fewer whose
-    /// fields all end at the same byte, not looked for at all
-    /// ([`Template::match_placed`]).
+    /// fields all end at the same byte, found with its other places in
+    /// the line at once ([`Template::match_placed`]).
     Byte(u8),
     Bytes(Box<Finder<'static>>),
 }
