@@ -46,7 +46,6 @@ import collections
 import glob
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -92,8 +91,7 @@ def short(function):
 
 
 def instructions(n, command):
-    tmp = tempfile.mkdtemp(prefix="threads-")
-    try:
+    with tempfile.TemporaryDirectory(prefix="threads-") as tmp:
         out = os.path.join(tmp, "cg")
         run(
             ["valgrind", "--tool=callgrind", "--separate-threads=yes",
@@ -122,20 +120,15 @@ def instructions(n, command):
                 own[short(fn)] += int(c.replace(",", ""))
             most = ", ".join(f"{fn} {c / n:.0f}" for fn, c in own.most_common(3))
             print(f"{f.rsplit('-', 1)[1]:>6} {ir:>14,} {ir / n:>9.0f}  {most}")
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def phases(command):
-    tmp = tempfile.mkdtemp(prefix="threads-")
-    try:
+    with tempfile.TemporaryDirectory(prefix="threads-") as tmp:
         data = os.path.join(tmp, "perf.data")
         run(["perf", "record", "-F", str(RATE), "-o", data, *command],
             stdout=subprocess.DEVNULL)
         script = run(["perf", "script", "-i", data, "-F", "comm,tid,time,ip,sym"],
                      stdout=subprocess.PIPE).stdout
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     samples = []
     for line in script.splitlines():
         m = re.match(r"\s*(.+?)\s+(\d+)\s+([\d.]+):\s+(?:\S+\s+)?(.*)$", line)
