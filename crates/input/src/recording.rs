@@ -692,21 +692,75 @@ const WIDE_STEP: u8 = PART;
 
 /// The widths in bytes of a [`FIXED`] request's time step, client and
 /// line step, by its flags.
-#[inline(always)]
-fn widths(flags: u8) -> (u32, u32, u32) {
-    let bit = |f: u8| u32::from(flags & f != 0);
+const fn widths(flags: u8) -> (u32, u32, u32) {
+    const fn bit(flags: u8, f: u8) -> u32 {
+        (flags & f != 0) as u32
+    }
     (
-        2 + bit(WIDE_TIME),
-        2 + bit(WIDE_CLIENT),
-        bit(LINE) * (1 + bit(WIDE_STEP)),
+        2 + bit(flags, WIDE_TIME),
+        2 + bit(flags, WIDE_CLIENT),
+        bit(flags, LINE) * (1 + bit(flags, WIDE_STEP)),
     )
 }
 
 /// The low `bytes` bytes of a word set (`bytes` at most 7).
-#[inline(always)]
-fn low(bytes: u32) -> u64 {
+const fn low(bytes: u32) -> u64 {
     (1 << (8 * bytes)) - 1
 }
+
+/// Where a [`FIXED`] request's fields lie in the word after its flags:
+/// [`widths`] worked out once for each flags, so that a request is packed
+/// and read with a look-up instead of its widths' sums and shifts.
+#[derive(Debug, Clone, Copy)]
+struct Layout {
+    /// The bytes the fields take.
+    len: u32,
+    /// The client's and the line step's first bit.
+    client_at: u32,
+    step_at: u32,
+    /// The masks of the time step, the client and the line step, each
+    /// shifted down to bit 0.
+    time: u64,
+    client: u64,
+    step: u64,
+    /// How far up the line step goes for its top bit to be the word's
+    /// (0 without a step, whose mask is 0): its sign, extended back down.
+    sign: u32,
+}
+
+impl Layout {
+    /// The layout of a request with `flags` ([`FIXED`] set).
+    #[inline(always)]
+    fn of(flags: u8) -> Layout {
+        LAYOUTS[usize::from(flags >> 2 & 31)]
+    }
+
+    const fn new(flags: u8) -> Layout {
+        let (tw, cw, sw) = widths(flags);
+        Layout {
+            len: tw + cw + sw,
+            client_at: 8 * tw,
+            step_at: 8 * (tw + cw),
+            time: low(tw),
+            client: low(cw),
+            step: low(sw),
+            sign: (64 - 8 * sw) & 63,
+        }
+    }
+}
+
+/// [`Layout::new`] of each flags with [`FIXED`] set, by the five bits
+/// after the verdict's ([`WIDE_TIME`], [`WIDE_CLIENT`], [`WIDE_STEP`],
+/// [`DELAY`], which a fixed request does not use, and [`LINE`]).
+static LAYOUTS: [Layout; 32] = {
+    let mut t = [Layout::new(FIXED); 32];
+    let mut i = 0;
+    while i < 32 {
+        t[i] = Layout::new(FIXED | (i as u8) << 2);
+        i += 1;
+    }
+    t
+};
 
 fn put(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
@@ -770,11 +824,11 @@ fn pack(out: &mut Vec<u8>, e: &Entry, time: u64, line: u64) {
                     WIDE_STEP
                 };
         }
-        let (tw, cw, sw) = widths(flags);
-        let w = dt | u64::from(e.client) << (8 * tw) | (step as u64 & low(sw)) << (8 * (tw + cw));
+        let l = Layout::of(flags);
+        let w = dt | u64::from(e.client) << l.client_at | (step as u64 & l.step) << l.step_at;
         // Eight bytes written, the fields' kept: no call to copy a few.
         out.push(flags);
-        let end = out.len() + (tw + cw + sw) as usize;
+        let end = out.len() + l.len as usize;
         out.extend_from_slice(&w.to_le_bytes());
         out.truncate(end);
         return;
@@ -853,8 +907,8 @@ impl Cursor {
         let flags = b[*at];
         *at += 1;
         if flags & FIXED != 0 {
-            let (tw, cw, sw) = widths(flags);
-            let n = (tw + cw + sw) as usize;
+            let l = Layout::of(flags);
+            let n = l.len as usize;
             let w = match word::at(b, *at) {
                 Some(w) => w,
                 None => {
@@ -865,11 +919,10 @@ impl Cursor {
                 }
             };
             *at += n;
-            self.time += w & low(tw);
-            let client = (w >> (8 * tw) & low(cw)) as u32;
+            self.time += w & l.time;
+            let client = (w >> l.client_at & l.client) as u32;
             // The step's bytes, their sign extended (none: 0).
-            let shift = (64 - 8 * sw) & 63;
-            let step = (((w >> (8 * (tw + cw)) & low(sw)) << shift) as i64 >> shift) as u64;
+            let step = (((w >> l.step_at & l.step) << l.sign) as i64 >> l.sign) as u64;
             self.line = self.line.wrapping_add(1).wrapping_add(step);
             return Some(Entry {
                 time: Nanos(self.time),
@@ -1083,6 +1136,21 @@ mod tests {
             "{fixed} of {} fixed",
             entries.len()
         );
+    }
+
+    // The layout looked up for each flags of a fixed request is the one
+    // its widths give, whatever the bits a fixed request does not use.
+    #[test]
+    fn a_fixed_request_is_laid_out_by_its_widths() {
+        for flags in (0..=u8::MAX).filter(|f| f & FIXED != 0) {
+            let (tw, cw, sw) = widths(flags);
+            let l = Layout::of(flags);
+            assert_eq!(l.len, tw + cw + sw, "{flags:#b}");
+            assert_eq!((l.client_at, l.step_at), (8 * tw, 8 * (tw + cw)));
+            assert_eq!((l.time, l.client, l.step), (low(tw), low(cw), low(sw)));
+            // A step's top bit goes to the word's (none: no shift).
+            assert_eq!(l.sign, if sw == 0 { 0 } else { 64 - 8 * sw });
+        }
     }
 
     // A fixed request alone, its bytes the last there are (fewer than a
