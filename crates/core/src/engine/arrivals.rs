@@ -74,9 +74,9 @@ enum Gen<'a> {
 type InPart = (Arrival, u32);
 
 /// A recording's one stream: its arrivals taken from the stream a batch
-/// at a time, the next (pending) one at `ahead[at]` with its part (see
-/// [`Stream::next_in_part`]) and those after it behind (none at all once
-/// the stream has ended), and how many it gave.
+/// at a time, each with its part (see [`Stream::next_in_part`]), the next
+/// (pending) one at `ahead[at]` and those after it at `ahead[at + 1..]`
+/// (`ahead` is empty once the stream has ended), and how many it gave.
 ///
 /// The pending arrival stays where the batch put it rather than being
 /// copied out into a field of its own: read back at the next take, such a
@@ -103,8 +103,9 @@ impl RecordingStream {
         }
     }
 
-    /// Takes the pending arrival, which is there: it, its part, its index
-    /// in the stream, and the stream's next (then pending), if any.
+    /// Takes the pending arrival: it, its part, its index in the stream,
+    /// and the stream's next (then pending), if any. There must be one:
+    /// a stream is taken from only when its next is on the queue.
     #[inline(always)]
     fn take(&mut self) -> anyhow::Result<(Arrival, u32, u64, Option<InPart>)> {
         let (arrival, part) = self.ahead[self.at];
@@ -120,7 +121,8 @@ impl RecordingStream {
         Ok((arrival, part, request, next))
     }
 
-    /// The pending arrival's time, which is there.
+    /// The pending arrival's time. There must be one, as for
+    /// [`RecordingStream::take`].
     fn pending_time(&self) -> Nanos {
         self.ahead[self.at].0.time
     }
