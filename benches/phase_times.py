@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """How long each phase of a replay took, for binaries run in turn: the
-load (the log parser thread's life, from the process's first thread
-start to its exit) and the decisions (the run decider thread's life),
-read from the times strace gives those threads' start and exit, with
-the wall-clock time of the whole run beside them.
+load (from the process's start to the exit of its last "log parser"
+thread) and the decisions (the "run decider" thread's life), read from
+the times strace gives the process's start and those threads' naming
+(a thread names itself as it starts) and exit, with the wall-clock time
+of the whole run under strace beside them.
 
     python3 benches/phase_times.py ROUNDS BINARY,BINARY... ARGS...   (ROUNDS >= 1)
 
@@ -13,17 +14,18 @@ e.g. the README's fourteenth entry in "Replaying a log":
       run benches/log.toml --quiet --no-plots --no-html --out /tmp/log
 
 Each round runs every binary once, in turn (the order reversed every
-other round); each phase is printed as its median over the rounds (ms)
-and the median of its ratios to the first binary's in the same round.
-strace stops a thread only at the two calls it traces (thread start and
-exit, with --seccomp-bpf), so the phases take about as long as without
-it. A phase moves with the machine's speed far less than the whole run
-does when the phases before it move: compare a change to one phase by
-that phase. It reads the threads that a replay on two cores or more
-starts: the log parser is the third thread started (after the two of
-the pool), the run decider the last. It stops with exit status 2 on a
-run with fewer threads, a command that fails, a missing strace or a
-wrong call.
+other round). Each phase is printed as each binary's median over the
+rounds (ms) and, in brackets, the median of its ratios to the first
+binary's in the same round: on a machine whose speed moves between
+rounds the two can differ by several per cent, and the ratio, which
+pairs runs made at the same moment, is the one to compare by. strace
+stops a thread only at the three calls it traces (with --seccomp-bpf),
+so the phases take about as long as without it. A phase's time does
+not carry the noise of the other phases, as the whole run's does:
+compare a change to one phase by that phase. It needs a run with
+threads to load and to decide on (a replay on two cores or more, one
+run): it stops with exit status 2 on any other, a command that fails,
+a missing strace or a wrong call.
 """
 
 import os
@@ -46,32 +48,35 @@ def phases(binary, args, trace):
     """One run of `binary`: its phases in ms."""
     start = time.perf_counter()
     done = subprocess.run(
-        ["strace", "--seccomp-bpf", "-f", "-ttt", "-e", "trace=clone3,exit", "-o", trace, binary]
+        ["strace", "--seccomp-bpf", "-f", "-ttt", "-e", "trace=execve,prctl,exit", "-o", trace]
+        + [binary]
         + args,
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     wall = time.perf_counter() - start
     if done.returncode != 0:
-        fail(f"{binary} exited with {done.returncode}")
-    first, starts, exits = None, [], {}
+        said = done.stderr.strip().splitlines()[-3:]
+        fail(f"{binary} exited with {done.returncode}: " + " / ".join(said))
+    began, named, exits = None, {}, {}
     with open(trace) as f:
         for line in f:
             pid, at, call = line.split(maxsplit=2)
-            first = float(at) if first is None else first
-            # `clone3(...) = TID`, or resumed: `<... clone3 resumed> ... = TID`.
-            if "clone3" in call and call.rstrip().rsplit("= ", 1)[-1].isdigit():
-                starts.append((call.rstrip().rsplit("= ", 1)[-1], float(at)))
+            if call.startswith("execve(") and began is None:
+                began = float(at)
+            elif call.startswith('prctl(PR_SET_NAME, "'):
+                named.setdefault(call.split('"')[1], []).append((pid, float(at)))
             elif call.startswith("exit("):
                 exits[pid] = float(at)
-    # The pool's two threads, the parser, then (after the address names
-    # and others) the decider last.
-    if len(starts) < 5 or starts[2][0] not in exits or starts[-1][0] not in exits:
-        fail(f"{binary}: not a replay's threads ({len(starts)} started)")
-    parser, (decider, decider_start) = starts[2][0], starts[-1]
+    parsers, deciders = named.get("log parser", []), named.get("run decider", [])
+    threads = parsers + deciders
+    if began is None or not parsers or len(deciders) != 1 or any(p not in exits for p, _ in threads):
+        fail(f"{binary}: not one replay with a parsing and a deciding thread")
+    (decider, decided_from), = deciders
     return {
-        "load": (exits[parser] - first) * 1e3,
-        "decide": (exits[decider] - decider_start) * 1e3,
+        "load": (max(exits[p] for p, _ in parsers) - began) * 1e3,
+        "decide": (exits[decider] - decided_from) * 1e3,
         "wall": wall * 1e3,
     }
 
@@ -83,21 +88,22 @@ def main():
     for b in binaries:
         if shutil.which(b) is None:
             fail(f"cannot run {b}")
-    times = {b: [] for b in binaries}
+    # By place, not by name: the same binary twice measures the noise.
+    times = [[] for _ in binaries]
     with tempfile.TemporaryDirectory() as tmp:
         trace = os.path.join(tmp, "trace")
+        order = list(range(len(binaries)))
         for r in range(rounds):
-            for b in binaries if r % 2 == 0 else binaries[::-1]:
+            for i in order if r % 2 == 0 else order[::-1]:
                 try:
-                    times[b].append(phases(b, args, trace))
+                    times[i].append(phases(binaries[i], args, trace))
                 except FileNotFoundError as e:
                     fail(f"cannot run {e.filename}")
-    base = times[binaries[0]]
-    for b in binaries:
+    for b, runs in zip(binaries, times):
         cells = []
         for p in PHASES:
-            median = statistics.median(t[p] for t in times[b])
-            ratio = statistics.median(t[p] / u[p] for t, u in zip(times[b], base))
+            median = statistics.median(t[p] for t in runs)
+            ratio = statistics.median(t[p] / u[p] for t, u in zip(runs, times[0]))
             cells.append(f"{p} {median:.1f} ms ({ratio:.3f})")
         print(f"{b}: " + ", ".join(cells))
 
