@@ -4,7 +4,11 @@ and prints each one's CPU-seconds (user + system of the process and its
 children) and wall-clock seconds: lowest, highest and median. The
 README's before/after numbers from the later session of 2026-12-02
 were measured this way: binaries run in turn on a machine whose speed
-moves, so that each round compares them at the same moment.
+moves, so that each round compares them at the same moment. A round
+runs the values in the order given and the next in the reverse order,
+so that none is always run first or always after the same one (run in
+the same order every round, a binary against its own copy measured
+1 to 1.5 % apart, 2026-12-06: the second run of a pair gained).
 
     python3 benches/in_turn.py ROUNDS 'COMMAND with {}' VALUE...   (ROUNDS >= 1, each VALUE once)
 
@@ -17,12 +21,16 @@ moves, so that each round compares them at the same moment.
 With two values or more, it also prints, for each value but the last,
 its wall-clock time divided by the last's in the same round: lowest,
 highest, median, and in how many rounds it was below 0.5 (a replay
-against the Python floor, last: more than twice as fast).
+against the Python floor, last: more than twice as fast). Beside the
+median, the range that holds the median of 95 % of resamples of the
+rounds (a bootstrap of 2 000, from a fixed seed): where it spans 0.5,
+or 1 for two binaries, the rounds did not separate the two.
 
 A command that fails stops the measurement; so does a wrong call (exit
 status 2 for both).
 """
 
+import random
 import resource
 import statistics
 import subprocess
@@ -35,6 +43,15 @@ def cpu_seconds():
     return r.ru_utime + r.ru_stime
 
 
+def median_range(ratios):
+    """The 2.5th and 97.5th percentiles of the medians of 2 000
+    resamples of `ratios` (with replacement), from a fixed seed."""
+    rng = random.Random(0)
+    n = len(ratios)
+    medians = sorted(statistics.median(rng.choices(ratios, k=n)) for _ in range(2000))
+    return medians[49], medians[1949]
+
+
 def main():
     ok = len(sys.argv) >= 4 and sys.argv[1].isdigit() and int(sys.argv[1]) >= 1
     # (Each value's times are kept by the value: the same one twice would mix.)
@@ -44,8 +61,8 @@ def main():
     rounds, command, values = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
     times = {v: [] for v in values}
     walls = {v: [] for v in values}
-    for _ in range(rounds):
-        for v in values:
+    for round in range(rounds):
+        for v in values if round % 2 == 0 else values[::-1]:
             start, wall = cpu_seconds(), time.perf_counter()
             done = subprocess.run(
                 command.replace("{}", v),
@@ -66,9 +83,11 @@ def main():
     for v in values[:-1]:
         r = sorted(a / b for a, b in zip(walls[v], walls[last]))
         below = sum(x < 0.5 for x in r)
+        low, high = median_range(r)
         print(
             f"{v} ÷ {last}, wall, per round: {r[0]:.3f}–{r[-1]:.3f} "
-            f"(median {statistics.median(r):.3f}), below 0.5 in {below} of {rounds}"
+            f"(median {statistics.median(r):.3f}, 95 % of resamples' "
+            f"{low:.3f}–{high:.3f}), below 0.5 in {below} of {rounds}"
         )
 
 
