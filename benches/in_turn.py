@@ -24,7 +24,10 @@ highest, median, and in how many rounds it was below 0.5 (a replay
 against the Python floor, last: more than twice as fast). Beside the
 median, the range that holds the median of 95 % of resamples of the
 rounds (a bootstrap of 2 000, from a fixed seed): where it spans 0.5,
-or 1 for two binaries, the rounds did not separate the two.
+or 1 for two binaries, the rounds did not separate the two. With few
+rounds the range comes out too narrow (phase_times.py, three rounds of
+a binary against its own copy: its deciding phase 0.786–0.947): take
+20 or more.
 
 A command that fails stops the measurement; so does a wrong call (exit
 status 2 for both).

@@ -18,7 +18,10 @@ other round). Each phase is printed as each binary's median over the
 rounds (ms) and, in brackets, the median of its ratios to the first
 binary's in the same round: on a machine whose speed moves between
 rounds the two can differ by several per cent, and the ratio, which
-pairs runs made at the same moment, is the one to compare by. strace
+pairs runs made at the same moment, is the one to compare by. After
+it, for every binary but the first, the range that holds the median
+ratio of 95 % of resamples of the rounds (in_turn.py's bootstrap):
+where it spans 1, the rounds did not separate the two. strace
 stops a thread only at the three calls it traces (with --seccomp-bpf),
 so the phases take about as long as without it. A phase's time does
 not carry the noise of the other phases, as the whole run's does:
@@ -35,6 +38,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+from in_turn import median_range
 
 PHASES = ("load", "decide", "wall")
 
@@ -99,12 +104,15 @@ def main():
                     times[i].append(phases(binaries[i], args, trace))
                 except FileNotFoundError as e:
                     fail(f"cannot run {e.filename}")
-    for b, runs in zip(binaries, times):
+    for k, (b, runs) in enumerate(zip(binaries, times)):
         cells = []
         for p in PHASES:
             median = statistics.median(t[p] for t in runs)
-            ratio = statistics.median(t[p] / u[p] for t, u in zip(runs, times[0]))
-            cells.append(f"{p} {median:.1f} ms ({ratio:.3f})")
+            ratios = [t[p] / u[p] for t, u in zip(runs, times[0])]
+            cell = f"{p} {median:.1f} ms ({statistics.median(ratios):.3f}"
+            if k > 0:
+                cell += ", 95 % {:.3f}–{:.3f}".format(*median_range(ratios))
+            cells.append(cell + ")")
         print(f"{b}: " + ", ".join(cells))
 
 
