@@ -22,12 +22,13 @@ With two values or more, it also prints, for each value but the last,
 its wall-clock time divided by the last's in the same round: lowest,
 highest, median, and in how many rounds it was below 0.5 (a replay
 against the Python floor, last: more than twice as fast). Beside the
-median, the range that holds the median of 95 % of resamples of the
-rounds (a bootstrap of 2 000, from a fixed seed): where it spans 0.5,
-or 1 for two binaries, the rounds did not separate the two. With few
-rounds the range comes out too narrow (phase_times.py, three rounds of
-a binary against its own copy: its deciding phase 0.786–0.947): take
-20 or more.
+median, its 95 % range: the middle 95 % of the medians of 2 000
+resamples of the rounds (a bootstrap, from a fixed seed). Where the
+range spans 0.5, or 1 for two binaries, the rounds did not separate
+the two. With three rounds or fewer it is only the lowest and highest
+ratio, and with few more it comes out too narrow (phase_times.py,
+three rounds of a binary against its own copy: its deciding phase
+0.786–0.947): take 20 or more.
 
 A command that fails stops the measurement; so does a wrong call (exit
 status 2 for both).
@@ -47,12 +48,13 @@ def cpu_seconds():
 
 
 def median_range(ratios):
-    """The 2.5th and 97.5th percentiles of the medians of 2 000
-    resamples of `ratios` (with replacement), from a fixed seed."""
+    """The middle 95 % of the medians of 2 000 resamples of `ratios`
+    (with replacement), from a fixed seed: 50 of them lie below it, 50
+    above."""
     rng = random.Random(0)
     n = len(ratios)
     medians = sorted(statistics.median(rng.choices(ratios, k=n)) for _ in range(2000))
-    return medians[49], medians[1949]
+    return medians[50], medians[1949]
 
 
 def main():
@@ -64,8 +66,8 @@ def main():
     rounds, command, values = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
     times = {v: [] for v in values}
     walls = {v: [] for v in values}
-    for round in range(rounds):
-        for v in values if round % 2 == 0 else values[::-1]:
+    for k in range(rounds):
+        for v in values if k % 2 == 0 else values[::-1]:
             start, wall = cpu_seconds(), time.perf_counter()
             done = subprocess.run(
                 command.replace("{}", v),
@@ -89,8 +91,8 @@ def main():
         low, high = median_range(r)
         print(
             f"{v} ÷ {last}, wall, per round: {r[0]:.3f}–{r[-1]:.3f} "
-            f"(median {statistics.median(r):.3f}, 95 % of resamples' "
-            f"{low:.3f}–{high:.3f}), below 0.5 in {below} of {rounds}"
+            f"(median {statistics.median(r):.3f}, 95 % range {low:.3f}–{high:.3f}), "
+            f"below 0.5 in {below} of {rounds}"
         )
 
 

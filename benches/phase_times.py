@@ -19,9 +19,9 @@ rounds (ms) and, in brackets, the median of its ratios to the first
 binary's in the same round: on a machine whose speed moves between
 rounds the two can differ by several per cent, and the ratio, which
 pairs runs made at the same moment, is the one to compare by. After
-it, for every binary but the first, the range that holds the median
-ratio of 95 % of resamples of the rounds (in_turn.py's bootstrap):
-where it spans 1, the rounds did not separate the two. strace
+it, for every binary but the first, the median ratio's 95 % range
+(in_turn.py's bootstrap): where it spans 1, the rounds did not
+separate the two. strace
 stops a thread only at the three calls it traces (with --seccomp-bpf),
 so the phases take about as long as without it. A phase's time does
 not carry the noise of the other phases, as the whole run's does:
@@ -111,7 +111,7 @@ def main():
             ratios = [t[p] / u[p] for t, u in zip(runs, times[0])]
             cell = f"{p} {median:.1f} ms ({statistics.median(ratios):.3f}"
             if k > 0:
-                cell += ", 95 % {:.3f}–{:.3f}".format(*median_range(ratios))
+                cell += ", 95 % range {:.3f}–{:.3f}".format(*median_range(ratios))
             cells.append(cell + ")")
         print(f"{b}: " + ", ".join(cells))
 
