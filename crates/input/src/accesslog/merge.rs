@@ -23,6 +23,9 @@ use crate::recording::{NameList, RecordedKeys};
 /// What a parser hands on for a piece.
 pub(super) enum Parsed {
     Piece(ParsedPiece),
+    /// A piece left to the ordering thread to parse (see
+    /// [`super::pieces::deal`]).
+    Raw(Vec<u8>),
     /// No more pieces came.
     End,
     /// Reading stopped at an error, which reading here gives again.
@@ -90,21 +93,58 @@ struct Ids {
 /// The parsers' pieces taken back in turn, their keys given the log's ids
 /// (see the module's documentation).
 pub(super) struct Merge {
-    parsed: Vec<Receiver<Parsed>>,
-    /// Batches read, sent back to a parser to be filled again.
-    back: Vec<SyncSender<Vec<Said>>>,
-    /// The parser whose piece comes next.
-    turn: usize,
-    /// The parser of the piece taken last, and the lines before that
-    /// piece.
-    parser: usize,
-    before: u64,
+    source: Box<dyn Source>,
     /// Lines in the pieces taken, and of them, lines replayed with a
     /// value to split by.
     lines: u64,
     valued: u64,
     keys: LogKeys,
     ids: Vec<Ids>,
+}
+
+/// The parser of a piece parsed by the ordering thread itself, its keys
+/// interned into the log's, which are its ids (see
+/// [`super::pieces::Here`]).
+pub(super) const HERE: usize = usize::MAX;
+
+/// Where a merge's pieces come from.
+pub(super) trait Source {
+    /// Done with the piece taken last, the next piece and its parser;
+    /// `Ok(None)` at the log's end. A piece this thread parses, its keys
+    /// interned into the log's `keys` (every piece before it has been
+    /// taken, so they get the ids reading the log on one thread gives),
+    /// is [`HERE`]'s.
+    fn next(&mut self, keys: &mut LogKeys) -> Result<Option<(usize, ParsedPiece)>, String>;
+
+    /// A batch read, of a piece of parser `w`, to be filled again.
+    fn give_back(&mut self, w: usize, read: Vec<Said>);
+}
+
+/// Piece `k` from parser `k % n`, each a thread of its own (see
+/// [`super::pieces::parse`]).
+struct Parsers {
+    parsed: Vec<Receiver<Parsed>>,
+    /// Batches read, sent back to a parser to be filled again.
+    back: Vec<SyncSender<Vec<Said>>>,
+    /// The parser whose piece comes next.
+    turn: usize,
+}
+
+impl Source for Parsers {
+    fn next(&mut self, _: &mut LogKeys) -> Result<Option<(usize, ParsedPiece)>, String> {
+        let w = self.turn;
+        let piece = match self.parsed[w].recv() {
+            Ok(Parsed::Piece(piece)) => piece,
+            Ok(Parsed::End) => return Ok(None),
+            Ok(Parsed::Raw(_) | Parsed::Failed) | Err(_) => return Err(FAILED.to_string()),
+        };
+        self.turn = (w + 1) % self.parsed.len();
+        Ok(Some((w, piece)))
+    }
+
+    fn give_back(&mut self, w: usize, read: Vec<Said>) {
+        let _ = self.back[w].try_send(read);
+    }
 }
 
 /// How many names ahead of the one interned the log's tables are asked
@@ -146,9 +186,22 @@ impl Merge {
         back: Vec<SyncSender<Vec<Said>>>,
         keys: LogKeys,
     ) -> Merge {
+        let n = parsed.len();
+        let source = Parsers {
+            parsed,
+            back,
+            turn: 0,
+        };
+        Merge::from(Box::new(source), n, keys)
+    }
+
+    /// The pieces `source` gives, of `parsers` parsers besides [`HERE`],
+    /// the log's keys interned into `keys`, whose sources (if split) each
+    /// parser's keys started with.
+    pub(super) fn from(source: Box<dyn Source>, parsers: usize, keys: LogKeys) -> Merge {
         debug_assert_eq!(keys.keys.counts(), (0, 0));
         let parts: Vec<u32> = (0..counts(&keys).2).collect();
-        let ids = (0..parsed.len())
+        let ids = (0..parsers)
             .map(|_| Ids {
                 clients: Vec::new(),
                 ips: Vec::new(),
@@ -156,11 +209,7 @@ impl Merge {
             })
             .collect();
         Merge {
-            parsed,
-            back,
-            turn: 0,
-            parser: 0,
-            before: 0,
+            source,
             lines: 0,
             valued: 0,
             keys,
@@ -175,64 +224,75 @@ impl Merge {
     /// parser failed, or where a source cannot be added (too many).
     pub(super) fn refill(&mut self, batch: &mut Vec<Said>) -> Result<bool, String> {
         loop {
-            let w = self.turn;
-            let piece = match self.parsed[w].recv() {
-                Ok(Parsed::Piece(piece)) => piece,
-                Ok(Parsed::End) => return Ok(false),
-                Ok(Parsed::Failed) | Err(_) => return Err(FAILED.to_string()),
+            let Some((w, piece)) = self.source.next(&mut self.keys)? else {
+                return Ok(false);
             };
-            self.turn = (w + 1) % self.parsed.len();
             let read = std::mem::replace(batch, piece.said);
             if read.capacity() > 0 {
-                let _ = self.back[w].try_send(read);
+                self.source.give_back(w, read);
             }
-            let (ids, new) = (&mut self.ids[w], &piece.new);
-            let first = (ids.clients.len(), ids.ips.len(), ids.parts.len());
-            debug_assert_eq!(
-                first,
-                (
-                    new.first.0 as usize,
-                    new.first.1 as usize,
-                    new.first.2 as usize
-                )
-            );
-            intern_new(&mut self.keys.keys, &new.clients, false, &mut ids.clients);
-            intern_new(&mut self.keys.keys, &new.ips, true, &mut ids.ips);
-            if let Some(split) = self.keys.split.as_mut() {
-                for name in &new.parts {
-                    ids.parts
-                        .push(split.intern(name).map_err(|_| FAILED.to_string())?);
-                }
-            }
-            (self.parser, self.before) = (w, self.lines);
+            let before = self.lines;
             self.lines += piece.lines;
             self.valued += piece.valued;
+            if w != HERE {
+                self.adopt_keys(w, &piece.new)?;
+            }
+            self.adopt(w, before, batch)?;
             if !batch.is_empty() {
                 return Ok(true);
             }
         }
     }
 
-    /// A line of the piece taken last, its number in the log and its keys
-    /// given the log's ids.
-    #[inline(always)]
-    pub(super) fn adopt(&mut self, mut said: Said) -> Result<Said, String> {
-        said.line += self.before;
-        let Kind::Request(c, i, p) = said.kind else {
-            return Ok(said);
-        };
-        let ids = &self.ids[self.parser];
-        let known = (
-            ids.clients.get(c as usize),
-            ids.ips.get(i as usize),
-            ids.parts.get(p as usize),
+    /// Gives the keys new to parser `w` in a piece the log's ids.
+    fn adopt_keys(&mut self, w: usize, new: &NewKeys) -> Result<(), String> {
+        let ids = &mut self.ids[w];
+        let first = (ids.clients.len(), ids.ips.len(), ids.parts.len());
+        debug_assert_eq!(
+            first,
+            (
+                new.first.0 as usize,
+                new.first.1 as usize,
+                new.first.2 as usize
+            )
         );
-        // (Every id of a parser's has been given the log's.)
-        let (Some(&c), Some(&i), Some(&p)) = known else {
-            return Err(FAILED.to_string());
+        intern_new(&mut self.keys.keys, &new.clients, false, &mut ids.clients);
+        intern_new(&mut self.keys.keys, &new.ips, true, &mut ids.ips);
+        if let Some(split) = self.keys.split.as_mut() {
+            for name in &new.parts {
+                ids.parts
+                    .push(split.intern(name).map_err(|_| FAILED.to_string())?);
+            }
+        }
+        Ok(())
+    }
+
+    /// The lines of a piece of parser `w`, after `before` lines: their
+    /// numbers in the log, and their keys given the log's ids (a piece
+    /// parsed [`HERE`] has them).
+    fn adopt(&self, w: usize, before: u64, batch: &mut [Said]) -> Result<(), String> {
+        let Some(ids) = self.ids.get(w) else {
+            for said in batch {
+                said.line += before;
+            }
+            return Ok(());
         };
-        said.kind = Kind::Request(c, i, p);
-        Ok(said)
+        for said in batch {
+            said.line += before;
+            if let Kind::Request(c, i, p) = said.kind {
+                let known = (
+                    ids.clients.get(c as usize),
+                    ids.ips.get(i as usize),
+                    ids.parts.get(p as usize),
+                );
+                // (Every id of a parser's has been given the log's.)
+                let (Some(&c), Some(&i), Some(&p)) = known else {
+                    return Err(FAILED.to_string());
+                };
+                said.kind = Kind::Request(c, i, p);
+            }
+        }
+        Ok(())
     }
 
     /// The log's keys, once every piece is taken.

@@ -1,6 +1,10 @@
 //! A log read in pieces, parsed side by side.
 //!
-//! A thread of its own, "log splitter", reads the log (inflated, if it is
+//! With two threads ([`deal`]), one, "log parser", reads the log into
+//! pieces and parses most of them, leaving the ordering thread a piece to
+//! parse whenever it has room for one.
+//!
+//! With more, a thread of its own, "log splitter", reads the log (inflated, if it is
 //! gzip) into pieces of whole lines, about [`PIECE`] bytes each, and
 //! deals them out in turn to the parsers, threads "log parser": piece `k`
 //! to parser `k % n`. Each parser reads its pieces' lines as a
@@ -17,13 +21,18 @@
 //! does not know).
 
 use std::io::{self, Read};
-use std::sync::mpsc::{Receiver, SyncSender};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
+use std::sync::Arc;
+
+use crossbeam_utils::CachePadded;
+use ratesim_core::handoff::Taker;
 
 use super::blocks::fill;
 use super::lines::{unzipped, Lines};
-use super::merge::{counts, NewKeys, Parsed, ParsedPiece};
+use super::merge::{counts, NewKeys, Parsed, ParsedPiece, Source, HERE};
 use super::pipeline::{LineReader, Stop};
-use super::said::Said;
+use super::said::{Said, FAILED};
 use super::{LogKeys, TraceData, MAX_LINE_BYTES};
 
 /// The bytes a piece is read into: room for four lines of the longest
@@ -37,8 +46,9 @@ pub(super) const PIECE: usize = super::lines::BUFFER;
 pub(super) const MOST_PARSERS: usize = 4;
 
 /// The shortest mean length of a line (its newline included) of a log
-/// read in pieces: one of shorter lines is read on one thread of its own.
-/// On the 2-core reference machine (`validate`, medians of 7–9 rounds in
+/// read in pieces by several parsers, where more than two threads may
+/// run; a log of shorter lines is dealt ([`deal`]). On the 2-core
+/// reference machine, before [`deal`], (`validate`, medians of 7–9 rounds in
 /// turn, 10^6 lines), pieces took, of what one thread took: nginx's
 /// `$msec $arg_k $status $request_time` (31 bytes a line) 1.13, Envoy
 /// (38) 1.10, JSON lines (54) 0.96 for 1.16 times the CPU, nginx's
@@ -104,6 +114,77 @@ pub(super) enum Piece {
     Failed,
 }
 
+/// A log's pieces of whole lines, read in turn (see [`Splitter::next`]).
+struct Splitter {
+    r: Box<dyn Read + Send>,
+    buf: Vec<u8>,
+    end: usize,
+    /// The bytes of a piece.
+    piece: usize,
+    eof: bool,
+}
+
+impl Splitter {
+    fn new(log: Opened) -> Splitter {
+        let Opened { r, buf, end, .. } = log;
+        let piece = buf.len();
+        Splitter {
+            r,
+            buf,
+            end,
+            piece,
+            eof: false,
+        }
+    }
+
+    /// The next piece, in a buffer from `spare` if it has one: `None`
+    /// after the last (the last piece is the one that reached the log's
+    /// end), a failed piece where the log cannot be read on, or where a
+    /// line is longer than the cap.
+    fn next(&mut self, spare: &Receiver<Vec<u8>>) -> Option<Piece> {
+        if self.buf.is_empty() {
+            return None;
+        }
+        loop {
+            if !self.eof {
+                let size = self.buf.len();
+                let Ok(ended) = fill(&mut *self.r, &mut self.buf, &mut self.end, size) else {
+                    self.buf = Vec::new();
+                    return Some(Piece::Failed);
+                };
+                self.eof = ended;
+            }
+            let cut = match memchr::memrchr(b'\n', &self.buf[..self.end]) {
+                _ if self.eof => self.end,
+                Some(i) => i + 1,
+                // A line of more bytes than the cap before its newline.
+                None if self.end > MAX_LINE_BYTES => {
+                    self.buf = Vec::new();
+                    return Some(Piece::Failed);
+                }
+                None => {
+                    self.buf.resize(self.buf.len() * 2, 0);
+                    continue;
+                }
+            };
+            let mut next = match self.eof {
+                // The last piece: no buffer after it.
+                true => Vec::new(),
+                false => {
+                    let mut next = spare.try_recv().unwrap_or_default();
+                    next.resize(self.buf.len().max(self.piece), 0);
+                    next[..self.end - cut].copy_from_slice(&self.buf[cut..self.end]);
+                    next
+                }
+            };
+            std::mem::swap(&mut self.buf, &mut next);
+            next.truncate(cut);
+            self.end -= cut;
+            return Some(Piece::Lines(next));
+        }
+    }
+}
+
 /// Reads `log` into pieces of whole lines, and hands piece `k` to
 /// `parsers[k % n]`: a failed piece where it cannot be read on, or where
 /// a line is longer than the cap. Takes buffers to fill from `spare` when
@@ -115,48 +196,18 @@ pub(super) fn split(
     spare: &Receiver<Vec<u8>>,
     stop: &Stop,
 ) {
-    let Opened {
-        mut r,
-        mut buf,
-        mut end,
-        ..
-    } = log;
-    let (piece, mut k) = (buf.len(), 0);
-    let mut eof = false;
-    loop {
-        let to = &parsers[k % parsers.len()];
-        if !eof {
-            let size = buf.len();
-            let Ok(ended) = fill(&mut *r, &mut buf, &mut end, size) else {
-                let _ = to.send(Piece::Failed);
-                return;
-            };
-            eof = ended;
-        }
+    let mut splitter = Splitter::new(log);
+    for to in parsers.iter().cycle() {
+        let Some(piece) = splitter.next(spare) else {
+            return;
+        };
         if stop.is_set() {
             return;
         }
-        let cut = match memchr::memrchr(b'\n', &buf[..end]) {
-            _ if eof => end,
-            Some(i) => i + 1,
-            // A line of more bytes than the cap before its newline.
-            None if end > MAX_LINE_BYTES => {
-                let _ = to.send(Piece::Failed);
-                return;
-            }
-            None => {
-                buf.resize(buf.len() * 2, 0);
-                continue;
-            }
-        };
-        let mut next = spare.try_recv().unwrap_or_default();
-        next.resize(buf.len().max(piece), 0);
-        next[..end - cut].copy_from_slice(&buf[cut..end]);
-        buf.truncate(cut);
-        if to.send(Piece::Lines(buf)).is_err() || eof {
+        let failed = matches!(piece, Piece::Failed);
+        if to.send(piece).is_err() || failed {
             return;
         }
-        (buf, end, k) = (next, end - cut, k + 1);
     }
 }
 
@@ -189,37 +240,212 @@ pub(super) fn parse(
                 return;
             }
         };
-        let (first, valued) = (counts(keys), keys.valued);
-        let mut said = back.try_recv().unwrap_or_default();
-        said.clear();
-        // Room for as many lines as the last piece had, and some: a batch
-        // that grows line by line moves and faults in its pages again.
-        said.reserve(last + last / 4);
-        reader.swap_lines(Lines::over(bytes));
-        loop {
-            if stop.is_set() {
-                return;
-            }
-            match reader.next_said(keys) {
-                Ok(Some(s)) => said.push(s),
-                Ok(None) => break,
-                Err(()) => {
-                    let _ = out.send(Parsed::Failed);
-                    return;
-                }
-            }
-        }
-        let lines = reader.swap_lines(Lines::over(Vec::new()));
-        last = said.len();
-        let piece = ParsedPiece {
-            said,
-            lines: lines.read(),
-            valued: keys.valued - valued,
-            new: NewKeys::since(keys, first),
+        let said = back.try_recv().unwrap_or_default();
+        let Some(piece) = parse_piece(reader, (keys, true), bytes, said, &mut last, spare, stop)
+        else {
+            let _ = out.send(Parsed::Failed);
+            return;
         };
-        let _ = spare.try_send(lines.into_buffer());
         if out.send(Parsed::Piece(piece)).is_err() {
             return;
+        }
+    }
+}
+
+/// The lines of the piece `bytes`, read with `reader` (whose lines are
+/// none between pieces), its keys interned into `keys` (and named in the
+/// piece's new keys if `named`), into `said` (emptied first); `last` is
+/// how many lines said something in the last piece, and is set to this
+/// one's. Gives the piece's buffer back to `spare`. `None` at an error, or
+/// once `stop` is set.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn parse_piece(
+    reader: &mut LineReader,
+    (keys, named): (&mut LogKeys, bool),
+    bytes: Vec<u8>,
+    mut said: Vec<Said>,
+    last: &mut usize,
+    spare: &SyncSender<Vec<u8>>,
+    stop: &Stop,
+) -> Option<ParsedPiece> {
+    let (first, valued) = (counts(keys), keys.valued);
+    said.clear();
+    // Room for as many lines as the last piece had, and some: a batch
+    // that grows line by line moves and faults in its pages again.
+    said.reserve(*last + *last / 4);
+    reader.swap_lines(Lines::over(bytes));
+    loop {
+        if stop.is_set() {
+            return None;
+        }
+        match reader.next_said(keys) {
+            Ok(Some(s)) => said.push(s),
+            Ok(None) => break,
+            Err(()) => return None,
+        }
+    }
+    let lines = reader.swap_lines(Lines::over(Vec::new()));
+    *last = said.len();
+    let piece = ParsedPiece {
+        said,
+        lines: lines.read(),
+        valued: keys.valued - valued,
+        new: match named {
+            true => NewKeys::since(keys, first),
+            false => NewKeys::default(),
+        },
+    };
+    let _ = spare.try_send(lines.into_buffer());
+    Some(piece)
+}
+
+/// How many pieces a dealing thread may have sent that the ordering
+/// thread has not taken (see [`deal`]).
+pub(super) const DEALT_AHEAD: usize = 4;
+
+/// A dealing thread leaves a piece to the ordering thread to parse while
+/// fewer than this many pieces it sent are not yet done with there (see
+/// [`deal`]). With 1 it parsed a piece only once it had none left, which
+/// came seldom (the nginx bench log: 1 piece of 120), and the log loaded
+/// in 1.035 of the time one parsing thread took, as pieces cost more
+/// (median of 15 rounds in turn). With 2, 3 or 4 it parsed about one
+/// piece in seven, and the log loaded in 0.936, 0.937 and 0.937 of that
+/// time (medians of 21 rounds; Envoy 0.835, 0.758 and 0.765, JSON lines
+/// 0.737, 0.715 and 0.731 in 11).
+pub(super) const RAW_BELOW: usize = 3;
+
+/// The one thread that reads a log beside the ordering thread, which
+/// takes the pieces in turn (see [`super::merge::Merge::dealt`]): it
+/// reads the log into pieces of whole lines, and parses each as [`parse`]
+/// does, keys interned into `keys`, onto `out` — but a piece it reads
+/// while fewer than `raw_below` pieces are `queued` it hands on as it is
+/// ([`Parsed::Raw`]), for the ordering thread to parse, which would
+/// otherwise soon wait for it. It adds 1 to `queued` for each piece it
+/// sends, and the ordering thread takes 1 off once it is done with a
+/// piece. So the two threads share the parsing as the ordering thread has
+/// room for it, on any machine, and the recording is the same however
+/// they share it. Then [`Parsed::End`], or [`Parsed::Failed`] at the
+/// first error. Takes buffers to fill from `spares`, and gives the pieces
+/// it parses back to `spare`. Stops at the next line once `stop` is set,
+/// or at its next send once the receiver of `out` is gone.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn deal(
+    log: Opened,
+    reader: &mut LineReader,
+    keys: &mut LogKeys,
+    out: &SyncSender<Parsed>,
+    back: &Receiver<Vec<Said>>,
+    (spare, spares): (&SyncSender<Vec<u8>>, &Receiver<Vec<u8>>),
+    (queued, raw_below): (&AtomicUsize, usize),
+    stop: &Stop,
+) {
+    let mut splitter = Splitter::new(log);
+    let mut last = 0;
+    loop {
+        let bytes = match splitter.next(spares) {
+            Some(Piece::Lines(bytes)) => bytes,
+            Some(Piece::Failed) => {
+                let _ = out.send(Parsed::Failed);
+                return;
+            }
+            None => {
+                let _ = out.send(Parsed::End);
+                return;
+            }
+        };
+        let dealt = match queued.load(Ordering::Acquire) {
+            n if n < raw_below => Parsed::Raw(bytes),
+            _ => {
+                let said = back.try_recv().unwrap_or_default();
+                match parse_piece(reader, (keys, true), bytes, said, &mut last, spare, stop) {
+                    Some(piece) => Parsed::Piece(piece),
+                    None => {
+                        let _ = out.send(Parsed::Failed);
+                        return;
+                    }
+                }
+            }
+        };
+        queued.fetch_add(1, Ordering::AcqRel);
+        let sent = out.send(dealt);
+        if sent.is_err() || stop.is_set() {
+            return;
+        }
+    }
+}
+
+/// The ordering thread's end of [`deal`], and its own parser: parser 0
+/// is the dealing thread, and the pieces parsed here are [`HERE`]'s.
+pub(super) struct Here {
+    dealt: Receiver<Parsed>,
+    /// Batches read, sent back to the dealing thread…
+    back: SyncSender<Vec<Said>>,
+    /// …or kept for the pieces parsed here.
+    batches: Vec<Vec<Said>>,
+    /// Pieces' buffers parsed here, sent back to the dealing thread.
+    spare: SyncSender<Vec<u8>>,
+    /// The pieces sent and not yet done with (see [`deal`]), and whether
+    /// this thread holds one.
+    queued: Arc<CachePadded<AtomicUsize>>,
+    holds: bool,
+    taker: Taker,
+    reader: LineReader,
+    /// How many lines said something in the last piece parsed here.
+    last: usize,
+    /// Never set: this thread stops by itself.
+    stop: Stop,
+}
+
+impl Here {
+    /// The end of a dealing thread that sends its pieces to `dealt`, takes
+    /// batches back from `back` and buffers from `spare`, and counts them
+    /// in `queued`; pieces left to this thread are read with `reader`.
+    pub(super) fn new(
+        dealt: Receiver<Parsed>,
+        (back, spare): (SyncSender<Vec<Said>>, SyncSender<Vec<u8>>),
+        queued: Arc<CachePadded<AtomicUsize>>,
+        reader: LineReader,
+    ) -> Here {
+        Here {
+            dealt,
+            back,
+            batches: Vec::new(),
+            spare,
+            queued,
+            holds: false,
+            taker: Taker::default(),
+            reader,
+            last: 0,
+            stop: Stop::default(),
+        }
+    }
+}
+
+impl Source for Here {
+    fn next(&mut self, keys: &mut LogKeys) -> Result<Option<(usize, ParsedPiece)>, String> {
+        if std::mem::replace(&mut self.holds, true) {
+            self.queued.fetch_sub(1, Ordering::AcqRel);
+        }
+        match self.taker.recv(&self.dealt) {
+            Ok(Parsed::Piece(piece)) => Ok(Some((0, piece))),
+            Ok(Parsed::Raw(bytes)) => {
+                let said = self.batches.pop().unwrap_or_default();
+                let (reader, last, spare) = (&mut self.reader, &mut self.last, &self.spare);
+                let piece =
+                    parse_piece(reader, (keys, false), bytes, said, last, spare, &self.stop);
+                Ok(Some((HERE, piece.ok_or_else(|| FAILED.to_string())?)))
+            }
+            Ok(Parsed::End) => Ok(None),
+            Ok(Parsed::Failed) | Err(_) => Err(FAILED.to_string()),
+        }
+    }
+
+    /// Back to the dealing thread, or kept for the pieces parsed here.
+    fn give_back(&mut self, _: usize, read: Vec<Said>) {
+        if let Err(TrySendError::Full(read)) = self.back.try_send(read) {
+            if self.batches.len() < 2 {
+                self.batches.push(read);
+            }
         }
     }
 }

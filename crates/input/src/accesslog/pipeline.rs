@@ -902,10 +902,7 @@ impl Pipeline {
                 }
                 let said = batch.get(*at).copied();
                 *at += 1;
-                match (said, feed) {
-                    (Some(said), Feed::Pieces(merge)) => Some(merge.adopt(said)?),
-                    (said, _) => said,
-                }
+                said
             }
             Reading::Stopped => return Err(FAILED.to_string()),
         };
