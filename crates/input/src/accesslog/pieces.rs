@@ -307,8 +307,9 @@ pub(super) const DEALT_AHEAD: usize = 4;
 /// fewer than this many pieces it sent are not yet done with there (see
 /// [`deal`]). With 1 it parsed a piece only once it had none left, which
 /// came seldom (the nginx bench log: 1 piece of 120), and the log loaded
-/// in 1.035 of the time one parsing thread took, as pieces cost more
-/// (median of 15 rounds in turn). With 2, 3 or 4 it parsed about one
+/// in 1.035 and 1.046 of the time one parsing thread took, as pieces
+/// cost more (medians of two sets of 15 rounds in turn, earlier forms of
+/// this code). With 2, 3 or 4 it parsed about one
 /// piece in seven, and the log loaded in 0.936, 0.937 and 0.937 of that
 /// time (medians of 21 rounds; Envoy 0.835, 0.758 and 0.765, JSON lines
 /// 0.737, 0.715 and 0.731 in 11).
