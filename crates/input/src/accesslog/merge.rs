@@ -1,16 +1,20 @@
-//! The pieces of a log parsed side by side (see [`super::pieces`]),
-//! taken back in order: what a parser hands on for a piece, and the
-//! ordering thread's [`Merge`].
+//! The pieces of a log parsed apart (see [`super::pieces`]), taken back
+//! in order: what a parser hands on for a piece, where the pieces come
+//! from ([`Source`]: parsers in turn, or a dealing thread that leaves
+//! some pieces to the ordering thread), and the ordering thread's
+//! [`Merge`].
 //!
 //! The ordering thread takes the pieces back in turn, so their lines in
 //! line order, and gives each key the id it has in the whole log
-//! ([`Merge`]). A piece comes with the names of the keys new to its
-//! parser, in the order of its ids: the order they first come in the
+//! ([`Merge`]). A parser's piece comes with the names of the keys new to
+//! its parser, in the order of its ids: the order they first come in the
 //! piece. Each is looked up by its name among the log's keys, and added
 //! if it is new there too. The keys new to the log are new to the parser
 //! too, and come after every key of the pieces before, so they are added
 //! in the order reading the lines one by one adds them. From then on the
-//! parser's id maps to the log's. So the keys get the ids one thread
+//! parser's id maps to the log's. A piece the ordering thread parses
+//! itself ([`HERE`]'s) has its keys interned straight into the log's, as
+//! reading the lines one by one would. So the keys get the ids one thread
 //! reading the log gives them, line numbers are counted on, and the
 //! recording is the same.
 
@@ -116,7 +120,8 @@ pub(super) trait Source {
     /// is [`HERE`]'s.
     fn next(&mut self, keys: &mut LogKeys) -> Result<Option<(usize, ParsedPiece)>, String>;
 
-    /// A batch read, of a piece of parser `w`, to be filled again.
+    /// A batch read, to be filled again; `w` is the parser of the piece
+    /// just taken.
     fn give_back(&mut self, w: usize, read: Vec<Said>);
 }
 
@@ -218,10 +223,11 @@ impl Merge {
     }
 
     /// Takes the next piece that says something into `batch` (the batch
-    /// it held is sent back), its lines as their parser said them (see
-    /// [`Merge::adopt`]), and gives the keys new to its parser the log's
-    /// ids: `Ok(false)` at the log's end, an error ([`FAILED`]) where a
-    /// parser failed, or where a source cannot be added (too many).
+    /// it held is given back), its lines numbered in the log and their
+    /// keys given the log's ids (see [`Merge::adopt`]), the keys new to its
+    /// parser interned first: `Ok(false)` at the log's end, an error
+    /// ([`FAILED`]) where a parser failed, or where a source cannot be
+    /// added (too many).
     pub(super) fn refill(&mut self, batch: &mut Vec<Said>) -> Result<bool, String> {
         loop {
             let Some((w, piece)) = self.source.next(&mut self.keys)? else {
@@ -233,6 +239,8 @@ impl Merge {
             }
             let before = self.lines;
             self.lines += piece.lines;
+            // (A piece parsed here counted its valued lines in the log's
+            // keys too: `into_keys` keeps this count instead.)
             self.valued += piece.valued;
             if w != HERE {
                 self.adopt_keys(w, &piece.new)?;
@@ -271,11 +279,14 @@ impl Merge {
     /// numbers in the log, and their keys given the log's ids (a piece
     /// parsed [`HERE`] has them).
     fn adopt(&self, w: usize, before: u64, batch: &mut [Said]) -> Result<(), String> {
-        let Some(ids) = self.ids.get(w) else {
+        if w == HERE {
             for said in batch {
                 said.line += before;
             }
             return Ok(());
+        }
+        let Some(ids) = self.ids.get(w) else {
+            return Err(FAILED.to_string());
         };
         for said in batch {
             said.line += before;

@@ -582,13 +582,13 @@ fn read_holding(
                 // before, medians of 21 rounds).
                 (true, _) => {
                     let lines = LineReader::new(log.into_lines(), format, options);
-                    read.on_thread(lines, false)
+                    read.on_thread(lines)
                 }
                 (false, true) if rayon::current_num_threads() > 2 => {
                     let parsers = rayon::current_num_threads().min(pieces::MOST_PARSERS);
                     read.in_pieces(log, parsers)
                 }
-                (false, _) => read.dealt(log, pieces::RAW_BELOW),
+                (false, _) => read.dealt(log, &pieces::room),
             };
             if let Some(recording) = threaded {
                 return recording;
@@ -663,10 +663,9 @@ impl<'a> Read<'a> {
     }
 
     /// The log's lines read on a thread of their own (see
-    /// [`read_holding`]), this one awake for a moment for each batch or
-    /// not (`awake`, see [`Pipeline::fed`]); `None` where either thread
-    /// met an error, or the thread could not be started.
-    fn on_thread(mut self, lines: LineReader, awake: bool) -> Option<Result<Recording, Failure>> {
+    /// [`read_holding`]); `None` where either thread met an error, or the
+    /// thread could not be started.
+    fn on_thread(mut self, lines: LineReader) -> Option<Result<Recording, Failure>> {
         let stop = pipeline::Stop::default();
         let (read, p) = std::thread::scope(|s| {
             let (send, batches) = std::sync::mpsc::sync_channel(pipeline::BATCHES_AHEAD);
@@ -676,7 +675,7 @@ impl<'a> Read<'a> {
                 .name("log parser".to_string())
                 .spawn_scoped(s, move || lines.feed(keys, &send, &taken, stopped))
                 .ok()?;
-            let mut p = Pipeline::fed(batches, back, awake, self.options).holding(self.hold);
+            let mut p = Pipeline::fed(batches, back, self.options).holding(self.hold);
             // (The keys are interned on the reading thread.)
             let no_keys = &mut |_: &[u8], _: &[u8], _: &[u8]| Ok((0, 0, 0));
             let read = drain(&mut p, no_keys, &mut self.recording);
@@ -758,13 +757,13 @@ impl<'a> Read<'a> {
     }
 
     /// The log read in pieces by one thread of its own, which parses
-    /// most of them and leaves this one a piece whenever fewer than
-    /// `raw_below` wait for it (see [`pieces::deal`]); `None` where either
-    /// thread met an error, or the thread could not be started.
+    /// those it does not leave this one to parse (`raw`: see
+    /// [`pieces::deal`]); `None` where either thread met an error, or the
+    /// thread could not be started.
     fn dealt(
         mut self,
         log: pieces::Opened,
-        raw_below: usize,
+        raw: &pieces::Raw,
     ) -> Option<Result<Recording, Failure>> {
         use std::sync::mpsc::sync_channel;
         let stop = pipeline::Stop::default();
@@ -775,6 +774,8 @@ impl<'a> Read<'a> {
         let log_keys = new_keys();
         let (read, p) = std::thread::scope(|s| {
             let stop = &stop;
+            // Room for every buffer and batch under way: those sent, the
+            // one held here, and the one being filled.
             let (spare, spares) = sync_channel(pieces::DEALT_AHEAD + 2);
             let (out, dealt) = sync_channel(pieces::DEALT_AHEAD);
             let (back, taken) = sync_channel(pieces::DEALT_AHEAD + 2);
@@ -783,7 +784,7 @@ impl<'a> Read<'a> {
             let (queue, to_spare) = (Arc::clone(&queued), spare.clone());
             let dealer = move || {
                 let spares = (&spare, &spares);
-                let queue = (&**queue, raw_below);
+                let queue = (&**queue, raw);
                 pieces::deal(
                     log,
                     &mut reader,
@@ -1302,10 +1303,10 @@ mod tests {
         assert_eq!(read(&log, Some(NS)), Err(("path", e)));
     }
 
-    /// Reads `log` on a thread of its own (this one awake for a moment
-    /// for each batch, and not), in pieces parsed side by side (three
-    /// parsers, and dealt; pieces of a line or so, and of ten) and here,
-    /// and asserts they agree (see the property test below): the same
+    /// Reads `log` on a thread of its own, in pieces parsed side by side
+    /// (three parsers, and dealt: the ordering thread parsing no piece,
+    /// every other one, as it has room, and every one; pieces of a line
+    /// or so, and of ten) and here, and asserts they agree (see the property test below): the same
     /// recording or error, or the threads say they met an error and
     /// reading here gives one; and `read_holding` on two threads gives
     /// what reading here gives. What reading here gave.
@@ -1321,25 +1322,20 @@ mod tests {
         let here = start()
             .and_then(|(read, lines)| read.here(lines))
             .map(compared);
-        // This thread awake for a moment for each batch, and asleep.
-        for awake in [true, false] {
-            let there = start().map(|(read, lines)| read.on_thread(lines, awake));
-            match there {
-                Ok(Some(there)) => assert_eq!(there.map(compared), here),
-                Ok(None) => assert!(
-                    here.is_err(),
-                    "the thread failed where reading here did not"
-                ),
-                Err(e) => assert_eq!(Err(e), here),
-            }
+        match start().map(|(read, lines)| read.on_thread(lines)) {
+            Ok(Some(there)) => assert_eq!(there.map(compared), here),
+            Ok(None) => assert!(
+                here.is_err(),
+                "the thread failed where reading here did not"
+            ),
+            Err(e) => assert_eq!(Err(e), here),
         }
-        // Three parsers; and dealt, this thread parsing no piece, some
-        // (as it has room) and every one.
-        let ways: [&dyn Fn(super::Read, pieces::Opened) -> _; 4] = [
+        let ways: [&dyn Fn(super::Read, pieces::Opened) -> _; 5] = [
             &|read, log| read.in_pieces(log, 3),
-            &|read, log| read.dealt(log, 0),
-            &|read, log| read.dealt(log, pieces::RAW_BELOW),
-            &|read, log| read.dealt(log, usize::MAX),
+            &|read, log| read.dealt(log, &|_, _| false),
+            &|read, log| read.dealt(log, &|k, _| k % 2 == 1),
+            &|read, log| read.dealt(log, &pieces::room),
+            &|read, log| read.dealt(log, &|_, _| true),
         ];
         for (way, piece) in ways.iter().flat_map(|w| [(w, 64), (w, 700)]) {
             let read = super::Read::new(format, options, split.clone(), hold);

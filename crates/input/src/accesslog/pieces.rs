@@ -1,18 +1,20 @@
-//! A log read in pieces, parsed side by side.
+//! A log read in pieces.
 //!
-//! With two threads ([`deal`]), one, "log parser", reads the log into
-//! pieces and parses most of them, leaving the ordering thread a piece to
-//! parse whenever it has room for one.
+//! Dealt ([`deal`]): one thread, "log parser", reads the log into pieces
+//! of whole lines, about [`PIECE`] bytes each, and parses most of them,
+//! leaving the ordering thread a piece to parse whenever it has room for
+//! one ([`Here`]). A plain log is read so wherever two threads or more
+//! may run, but for a log of long lines where more than two may.
 //!
-//! With more, a thread of its own, "log splitter", reads the log (inflated, if it is
-//! gzip) into pieces of whole lines, about [`PIECE`] bytes each, and
-//! deals them out in turn to the parsers, threads "log parser": piece `k`
-//! to parser `k % n`. Each parser reads its pieces' lines as a
-//! [`LineReader`] reads a log, into what each says ([`Said`]), with keys
-//! of its own: its ids are numbered as *it* first meets the keys.
+//! Parsed side by side ([`split`], [`parse`]): a thread of its own, "log
+//! splitter", reads the log into pieces and deals them out in turn to the
+//! parsers, threads "log parser": piece `k` to parser `k % n`.
 //!
-//! The ordering thread takes the pieces back in turn and gives their
-//! keys the log's ids ([`super::merge::Merge`]).
+//! Each parser reads its pieces' lines as a [`LineReader`] reads a log,
+//! into what each says ([`Said`]), with keys of its own: its ids are
+//! numbered as *it* first meets the keys. The ordering thread takes the
+//! pieces back in turn and gives their keys the log's ids
+//! ([`super::merge::Merge`]).
 //!
 //! Any error ends the read as failed: a bad line that is not skipped, a
 //! line [`Lines`] refuses (one over the cap), a split's refusal, a read
@@ -47,16 +49,17 @@ pub(super) const MOST_PARSERS: usize = 4;
 
 /// The shortest mean length of a line (its newline included) of a log
 /// read in pieces by several parsers, where more than two threads may
-/// run; a log of shorter lines is dealt ([`deal`]). On the 2-core
-/// reference machine, before [`deal`], (`validate`, medians of 7–9 rounds in
-/// turn, 10^6 lines), pieces took, of what one thread took: nginx's
-/// `$msec $arg_k $status $request_time` (31 bytes a line) 1.13, Envoy
-/// (38) 1.10, JSON lines (54) 0.96 for 1.16 times the CPU, nginx's
-/// `$remote_addr "$request" $status $request_time $msec` (69) 0.83,
-/// nginx's combined format (157, benches/log-combined.toml) 0.83. Short
-/// lines cost little to parse beside what putting them in order costs,
-/// which one thread does either way, and pieces cost more in all: their
-/// keys are interned twice, in their parser's ids and in the log's.
+/// run; a log of shorter lines is dealt ([`deal`]). That choice is not
+/// measured: this machine has two cores. What set this length, on the
+/// 2-core reference machine before logs were dealt (`validate`, medians
+/// of 7–9 rounds in turn, 10^6 lines): pieces took, of what one thread
+/// took, nginx's `$msec $arg_k $status $request_time` (31 bytes a line)
+/// 1.13, Envoy (38) 1.10, JSON lines (54) 0.96 for 1.16 times the CPU,
+/// nginx's `$remote_addr "$request" $status $request_time $msec` (69)
+/// 0.83, nginx's combined format (157, benches/log-combined.toml) 0.83.
+/// Short lines cost little to parse beside what putting them in order
+/// costs, which one thread does either way, and pieces cost more in all:
+/// their keys are interned twice, in their parser's ids and in the log's.
 const LONG_LINE: usize = 64;
 
 /// A log opened, and its first piece read (as much of it as there is).
@@ -258,7 +261,6 @@ pub(super) fn parse(
 /// how many lines said something in the last piece, and is set to this
 /// one's. Gives the piece's buffer back to `spare`. `None` at an error, or
 /// once `stop` is set.
-#[allow(clippy::too_many_arguments)]
 pub(super) fn parse_piece(
     reader: &mut LineReader,
     (keys, named): (&mut LogKeys, bool),
@@ -303,32 +305,43 @@ pub(super) fn parse_piece(
 /// thread has not taken (see [`deal`]).
 pub(super) const DEALT_AHEAD: usize = 4;
 
-/// A dealing thread leaves a piece to the ordering thread to parse while
-/// fewer than this many pieces it sent are not yet done with there (see
-/// [`deal`]). With 1 it parsed a piece only once it had none left, which
-/// came seldom (the nginx bench log: 1 piece of 120), and the log loaded
-/// in 1.035 and 1.046 of the time one parsing thread took, as pieces
-/// cost more (medians of two sets of 15 rounds in turn, earlier forms of
-/// this code). With 2, 3 or 4 it parsed about one
-/// piece in seven, and the log loaded in 0.936, 0.937 and 0.937 of that
-/// time (medians of 21 rounds; Envoy 0.835, 0.758 and 0.765, JSON lines
-/// 0.737, 0.715 and 0.731 in 11).
+/// [`room`] leaves a piece to the ordering thread to parse while fewer
+/// than this many pieces the dealing thread sent are not yet done with
+/// there. With 1, the ordering thread parsed a piece only once it had
+/// none left, which came once in the nginx bench log's 120 pieces (the
+/// first, when none has been sent), and the log loaded in 1.035 and
+/// 1.046 of the time one parsing thread took, as pieces cost more
+/// (medians of two sets of 15 rounds in turn, earlier forms of this
+/// code). With 2, 3 or 4 the ordering thread parsed about one piece of
+/// the nginx log's in seven, and the log loaded in 0.936, 0.937 and 0.937
+/// of that time (medians of 21 rounds; Envoy 0.835, 0.758 and 0.765,
+/// JSON lines 0.737, 0.715 and 0.731 in 11).
 pub(super) const RAW_BELOW: usize = 3;
 
+/// Whether the dealing thread hands its piece number `k` on unparsed
+/// while `queued` pieces are not yet done with on the ordering thread
+/// (see [`deal`]).
+pub(super) type Raw = dyn Fn(usize, usize) -> bool + Sync;
+
+/// The pieces left to the ordering thread as it has room: while fewer
+/// than [`RAW_BELOW`] wait for it there, or are being read.
+pub(super) fn room(_: usize, queued: usize) -> bool {
+    queued < RAW_BELOW
+}
+
 /// The one thread that reads a log beside the ordering thread, which
-/// takes the pieces in turn (see [`super::merge::Merge::dealt`]): it
-/// reads the log into pieces of whole lines, and parses each as [`parse`]
-/// does, keys interned into `keys`, onto `out` — but a piece it reads
-/// while fewer than `raw_below` pieces are `queued` it hands on as it is
-/// ([`Parsed::Raw`]), for the ordering thread to parse, which would
-/// otherwise soon wait for it. It adds 1 to `queued` for each piece it
-/// sends, and the ordering thread takes 1 off once it is done with a
-/// piece. So the two threads share the parsing as the ordering thread has
-/// room for it, on any machine, and the recording is the same however
-/// they share it. Then [`Parsed::End`], or [`Parsed::Failed`] at the
-/// first error. Takes buffers to fill from `spares`, and gives the pieces
-/// it parses back to `spare`. Stops at the next line once `stop` is set,
-/// or at its next send once the receiver of `out` is gone.
+/// takes the pieces in turn (see [`Here`]): it reads the log into pieces
+/// of whole lines, and parses each as [`parse`] does, keys interned into
+/// `keys`, onto `out`, but hands on as it is ([`Parsed::Raw`]) a piece
+/// that `raw` gives to the ordering thread, to parse there. It adds 1 to
+/// `queued` for each piece it sends, and the ordering thread takes 1 off
+/// once it is done with a piece. With [`room`], the two threads share
+/// the parsing as the ordering thread has room for it, and the recording
+/// is the same however they share it. Then [`Parsed::End`], or
+/// [`Parsed::Failed`] at the first error. Takes buffers to fill from
+/// `spares`, and gives the pieces it parses back to `spare`. Stops at
+/// the next line once `stop` is set, or at its next send once the
+/// receiver of `out` is gone.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn deal(
     log: Opened,
@@ -337,12 +350,12 @@ pub(super) fn deal(
     out: &SyncSender<Parsed>,
     back: &Receiver<Vec<Said>>,
     (spare, spares): (&SyncSender<Vec<u8>>, &Receiver<Vec<u8>>),
-    (queued, raw_below): (&AtomicUsize, usize),
+    (queued, raw): (&AtomicUsize, &Raw),
     stop: &Stop,
 ) {
     let mut splitter = Splitter::new(log);
     let mut last = 0;
-    loop {
+    for k in 0.. {
         let bytes = match splitter.next(spares) {
             Some(Piece::Lines(bytes)) => bytes,
             Some(Piece::Failed) => {
@@ -354,9 +367,9 @@ pub(super) fn deal(
                 return;
             }
         };
-        let dealt = match queued.load(Ordering::Acquire) {
-            n if n < raw_below => Parsed::Raw(bytes),
-            _ => {
+        let dealt = match raw(k, queued.load(Ordering::Acquire)) {
+            true => Parsed::Raw(bytes),
+            false => {
                 let said = back.try_recv().unwrap_or_default();
                 match parse_piece(reader, (keys, true), bytes, said, &mut last, spare, stop) {
                     Some(piece) => Parsed::Piece(piece),
@@ -386,7 +399,8 @@ pub(super) struct Here {
     /// Pieces' buffers parsed here, sent back to the dealing thread.
     spare: SyncSender<Vec<u8>>,
     /// The pieces sent and not yet done with (see [`deal`]), and whether
-    /// this thread holds one.
+    /// this thread has taken one (from then on it holds one until it asks
+    /// for the next).
     queued: Arc<CachePadded<AtomicUsize>>,
     holds: bool,
     taker: Taker,

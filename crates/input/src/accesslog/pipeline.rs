@@ -22,7 +22,6 @@ use std::sync::mpsc::{Receiver, SyncSender};
 use std::sync::Arc;
 
 use crossbeam_utils::CachePadded;
-use ratesim_core::handoff::Taker;
 
 use super::lines::Lines;
 use super::merge::Merge;
@@ -165,10 +164,6 @@ enum Feed {
         batches: Receiver<Batch>,
         /// Batches read, sent back to be filled again.
         back: SyncSender<Vec<Said>>,
-        /// This thread as a taker that stays awake for a moment for the
-        /// next batch ([`ratesim_core::handoff`]), where the two threads
-        /// are all the read keeps busy; `None`: it sleeps at every wait.
-        taker: Option<Taker>,
     },
     /// Parsers of pieces of the log (see [`super::pieces`]).
     Pieces(Box<Merge>),
@@ -179,21 +174,13 @@ impl Feed {
     /// `Ok(false)` at the log's end, [`FAILED`] at an error.
     fn refill(&mut self, batch: &mut Vec<Said>) -> Result<bool, String> {
         match self {
-            Feed::Thread {
-                batches,
-                back,
-                taker,
-            } => {
+            Feed::Thread { batches, back } => {
                 let mut read = std::mem::take(batch);
                 read.clear();
                 if read.capacity() > 0 {
                     let _ = back.try_send(read);
                 }
-                let next = match taker {
-                    Some(taker) => taker.recv(batches),
-                    None => batches.recv(),
-                };
-                match next {
+                match batches.recv() {
                     Ok(Batch::Said(next)) => *batch = next,
                     Ok(Batch::End) => return Ok(false),
                     Ok(Batch::Failed) | Err(_) => return Err(FAILED.to_string()),
@@ -726,21 +713,15 @@ impl Pipeline {
 
     /// A pipeline whose lines are read on a thread of their own, which
     /// sends what they say to `batches` (see [`LineReader::feed`]) and
-    /// takes the batches read back from `back`; `awake`: whether this
-    /// thread stays awake for a moment for the next batch (see
-    /// [`Feed::Thread`]).
+    /// takes the batches read back from `back` (a gzip log's: a third
+    /// thread inflates it, so this one sleeps at each wait).
     pub(super) fn fed(
         batches: Receiver<Batch>,
         back: SyncSender<Vec<Said>>,
-        awake: bool,
         options: &LogOptions,
     ) -> Pipeline {
         let fed = Reading::Fed {
-            feed: Feed::Thread {
-                batches,
-                back,
-                taker: awake.then(Taker::default),
-            },
+            feed: Feed::Thread { batches, back },
             batch: Vec::new(),
             at: 0,
         };
