@@ -1306,10 +1306,11 @@ mod tests {
     /// Reads `log` on a thread of its own, in pieces parsed side by side
     /// (three parsers, and dealt: the ordering thread parsing no piece,
     /// every other one, as it has room, and every one; pieces of a line
-    /// or so, and of ten) and here, and asserts they agree (see the property test below): the same
-    /// recording or error, or the threads say they met an error and
-    /// reading here gives one; and `read_holding` on two threads gives
-    /// what reading here gives. What reading here gave.
+    /// or so, and of ten) and here, and asserts they agree (see the
+    /// property test below): the same recording or error, or the threads
+    /// say they met an error and reading here gives one; and
+    /// `read_holding` on two threads gives what reading here gives. What
+    /// reading here gave.
     fn same_both_ways(
         log: &[u8],
         format: &Arc<Format>,

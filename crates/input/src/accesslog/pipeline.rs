@@ -10,10 +10,10 @@
 //! and interns their keys, in line order, into what each says ([`Said`]);
 //! the [`Pipeline`] puts those in order. The reader runs here, or on a
 //! thread of its own that hands them on in batches
-//! ([`LineReader::feed`], [`Pipeline::fed`]), or on several, each
-//! reading pieces of the log ([`super::pieces`], [`Pipeline::merged`]):
-//! either way the keys get the same ids, and the order the same
-//! requests.
+//! ([`LineReader::feed`], [`Pipeline::fed`]), or on others that read the
+//! log in pieces, here too for the pieces a dealing thread leaves it
+//! ([`super::pieces`], [`Pipeline::merged`]): each way the keys get the
+//! same ids, and the order the same requests.
 
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -165,7 +165,8 @@ enum Feed {
         /// Batches read, sent back to be filled again.
         back: SyncSender<Vec<Said>>,
     },
-    /// Parsers of pieces of the log (see [`super::pieces`]).
+    /// Pieces of the log, parsed side by side or dealt out by one thread
+    /// and some parsed here (see [`super::pieces`]).
     Pieces(Box<Merge>),
 }
 
