@@ -54,6 +54,16 @@ pub(super) struct Pending {
     pub verdict: Option<Verdict>,
 }
 
+impl Pending {
+    /// The fields its order compares (the fields after `line` never
+    /// decide it, as lines are unique): `a.key() < b.key()` exactly when
+    /// `a < b`.
+    #[inline(always)]
+    pub(super) fn key(&self) -> (u64, u8, u64, u64) {
+        (self.arrival, self.rank, self.delay, self.line)
+    }
+}
+
 /// Sorts a bucket, whose requests come nearly in order (a log is written
 /// as requests end, and they arrive a duration earlier): by insertion,
 /// which costs a step per request and one per request passed over, up
@@ -128,8 +138,24 @@ impl Window {
         }
     }
 
+    #[inline(always)]
     pub(super) fn push(&mut self, p: Pending) {
         let b = p.arrival >> self.shift;
+        if b < self.base || b >= self.base + RING {
+            return self.push_aside(p, b);
+        }
+        let i = (b % RING) as usize;
+        if self.ring.len(i) == 0 {
+            self.occupied[i / 64] |= 1 << (i % 64);
+            self.in_ring += 1;
+            self.scan = self.scan.min(b);
+        }
+        self.ring.push(i, p);
+    }
+
+    /// [`Window::push`] of a request to bucket `b`, outside the ring.
+    #[inline(never)]
+    fn push_aside(&mut self, p: Pending, b: u64) {
         if b < self.base {
             // The bucket being handed out (no earlier one can get a
             // request: see the module documentation), now or again.
@@ -142,21 +168,11 @@ impl Window {
             }
             return;
         }
-        if b >= self.base + RING {
-            let spare = &mut self.spare;
-            self.far
-                .entry(b)
-                .or_insert_with(|| spare.pop().unwrap_or_default())
-                .push(p);
-            return;
-        }
-        let i = (b % RING) as usize;
-        if self.ring.len(i) == 0 {
-            self.occupied[i / 64] |= 1 << (i % 64);
-            self.in_ring += 1;
-            self.scan = self.scan.min(b);
-        }
-        self.ring.push(i, p);
+        let spare = &mut self.spare;
+        self.far
+            .entry(b)
+            .or_insert_with(|| spare.pop().unwrap_or_default())
+            .push(p);
     }
 
     /// The earliest ring bucket holding a request, if any.
