@@ -27,7 +27,7 @@ use super::lines::Lines;
 use super::merge::Merge;
 use super::parsed::NOT_UTF8;
 use super::said::{Kind, Said, FAILED};
-use super::window::{Pending, Window};
+use super::window::{OrderKey, Pending, Window};
 use super::{EmptyKey, Format, LogKeys, LogOptions, Request, Subsecond, Verdict, NS};
 use crate::clock::{Nanos, MAX_NANOS};
 use crate::error::quoted;
@@ -279,12 +279,12 @@ struct Order {
     hold: u64,
     /// …and the hold it started with.
     hold_at_first: u64,
-    /// The last request handed on (or passed over, a ghost), as its
-    /// order's key (see [`Pending::key`]): kept whole, it was copied from
-    /// the request just copied out of the window, a load across two of
-    /// that copy's stores, which stalled the ordering thread (perf: 15 %
-    /// of the samples of the loop reading the nginx bench log)…
-    last_out: Option<(u64, u8, u64, u64)>,
+    /// The order's key of the last request handed on (or passed over, a
+    /// ghost)… (Only the key: the whole request was copied from the one
+    /// just copied out of the window, a load across two of that copy's
+    /// stores, which waits for them: 15 % of the samples of the loop
+    /// reading the nginx bench log, perf.)
+    last_out: Option<OrderKey>,
     /// …and the requests read after it that go before it (only while
     /// holding less than `reorder`).
     late: Vec<Pending>,
@@ -337,11 +337,11 @@ impl Order {
     }
 
     /// Puts a request with its final arrival into the reorder window.
-    /// Inlined, with the window's push, where a line is read. Called, it
-    /// took the request by reference and read it back in 16-byte words
-    /// just after the caller wrote it field by field: a load from several
-    /// stores, which waits for them (perf: 14 % of `Window::push`'s
-    /// samples on that load, on the nginx bench log).
+    /// Inlined, with the window's push, their rare paths out of line. As
+    /// calls, the two were compiled to take the request by reference, and
+    /// read it in 16-byte words just after the caller wrote it field by
+    /// field: a load from several stores, which waits for them (perf: 14 %
+    /// of `Window::push`'s samples on that load, on the nginx bench log).
     #[inline(always)]
     fn push(&mut self, p: Pending, text: &[u8]) -> Result<(), String> {
         let reorder = self.options.reorder.0;
@@ -366,7 +366,7 @@ impl Order {
             self.latest = Some((p.arrival, p.line));
         }
         self.pushed += 1;
-        if self.last_out.is_some_and(|l| p.key() < l) {
+        if self.last_out.is_some_and(|l| p.order_key() < l) {
             self.push_late(p);
             return Ok(());
         }
@@ -930,7 +930,7 @@ impl Pipeline {
                 |arrival: u64| eof || latest.is_some_and(|(l, _)| arrival.saturating_add(hold) < l);
             if let Some(top) = self.order.window.peek(due) {
                 self.order.window.pop();
-                self.order.last_out = Some(top.key());
+                self.order.last_out = Some(top.order_key());
                 self.order.popped += 1;
                 let base = *self.order.base.get_or_insert(top.arrival);
                 if top.ghost {

@@ -54,12 +54,16 @@ pub(super) struct Pending {
     pub verdict: Option<Verdict>,
 }
 
+/// The fields that decide two requests' order (see [`Pending::order_key`]).
+pub(super) type OrderKey = (u64, u8, u64, u64);
+
 impl Pending {
-    /// The fields its order compares (the fields after `line` never
-    /// decide it, as lines are unique): `a.key() < b.key()` exactly when
-    /// `a < b`.
+    /// The fields that decide its order: arrival, rank, delay and line,
+    /// the order's first fields. The fields after `line` never decide it
+    /// between two requests of one log, whose lines differ: for those,
+    /// `a.order_key() < b.order_key()` exactly when `a < b`.
     #[inline(always)]
-    pub(super) fn key(&self) -> (u64, u8, u64, u64) {
+    pub(super) fn order_key(&self) -> OrderKey {
         (self.arrival, self.rank, self.delay, self.line)
     }
 }
@@ -138,6 +142,8 @@ impl Window {
         }
     }
 
+    /// Adds `p`. Inlined, its rare path ([`Window::push_aside`]) out of
+    /// line (see `Order::push`).
     #[inline(always)]
     pub(super) fn push(&mut self, p: Pending) {
         let b = p.arrival >> self.shift;
@@ -283,6 +289,41 @@ impl Window {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_order_key_orders_two_requests_of_different_lines_as_they_order() {
+        // Few values each, so that arrival, rank and delay tie often, and
+        // the fields after `line` (which the key leaves out) differ.
+        let mut x = 11u64;
+        let mut any = |line: u64| {
+            let mut draw = |n: usize| crate::pick(&mut x, n);
+            Pending {
+                arrival: draw(3) as u64,
+                rank: draw(3) as u8,
+                delay: draw(2) as u64,
+                line,
+                ghost: draw(2) == 1,
+                client: draw(3) as u32,
+                ip: draw(3) as u32,
+                part: draw(2) as u32,
+                cost: 1 + draw(2) as u64,
+                verdict: [None, Some(Verdict::Passed), Some(Verdict::Rejected)][draw(3)],
+            }
+        };
+        let mut ties = 0;
+        for i in 0..100_000u64 {
+            // Either one first, by its line.
+            let (a, b) = match i % 2 {
+                0 => (any(2 * i), any(2 * i + 1)),
+                _ => (any(2 * i + 1), any(2 * i)),
+            };
+            let (ka, kb) = (a.order_key(), b.order_key());
+            ties += ((ka.0, ka.1, ka.2) == (kb.0, kb.1, kb.2)) as u32;
+            assert_eq!(ka.cmp(&kb), a.cmp(&b), "{a:?} {b:?}");
+        }
+        // The line decided some.
+        assert!(ties > 1_000, "{ties}");
+    }
 
     fn at(arrival: u64, line: u64) -> Pending {
         Pending {
