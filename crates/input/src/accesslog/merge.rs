@@ -254,7 +254,9 @@ impl Merge {
 
     /// Gives the keys new to parser `w` in a piece the log's ids.
     fn adopt_keys(&mut self, w: usize, new: &NewKeys) -> Result<(), String> {
-        let ids = &mut self.ids[w];
+        let Some(ids) = self.ids.get_mut(w) else {
+            return Err(FAILED.to_string());
+        };
         let first = (ids.clients.len(), ids.ips.len(), ids.parts.len());
         debug_assert_eq!(
             first,

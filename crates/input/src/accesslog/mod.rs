@@ -677,8 +677,7 @@ impl<'a> Read<'a> {
                 .ok()?;
             let mut p = Pipeline::fed(batches, back, self.options).holding(self.hold);
             // (The keys are interned on the reading thread.)
-            let no_keys = &mut |_: &[u8], _: &[u8], _: &[u8]| Ok((0, 0, 0));
-            let read = drain(&mut p, no_keys, &mut self.recording);
+            let read = drain_interned(&mut p, &mut self.recording);
             stop.set();
             p.stop();
             thread.join().ok()?;
@@ -730,11 +729,8 @@ impl<'a> Read<'a> {
             let mut p = Pipeline::merged(merge::Merge::new(parsed, backs, keys), self.options)
                 .holding(self.hold);
             let read = match started {
-                true => {
-                    // (The keys are interned by the merge.)
-                    let no_keys = &mut |_: &[u8], _: &[u8], _: &[u8]| Ok((0, 0, 0));
-                    drain(&mut p, no_keys, &mut self.recording)
-                }
+                // (The keys are interned by the merge.)
+                true => drain_interned(&mut p, &mut self.recording),
                 false => Err(said::FAILED.to_string()),
             };
             stop.set();
@@ -807,8 +803,7 @@ impl<'a> Read<'a> {
             )
             .holding(self.hold);
             // (The keys are interned by the merge.)
-            let no_keys = &mut |_: &[u8], _: &[u8], _: &[u8]| Ok((0, 0, 0));
-            let read = drain(&mut p, no_keys, &mut self.recording);
+            let read = drain_interned(&mut p, &mut self.recording);
             stop.set();
             let keys = p.take_keys();
             let joined = thread.join().is_ok();
@@ -941,6 +936,16 @@ fn drain<I: Interner + ?Sized>(
         recording.push(&r.entry());
     }
     Ok(verdicts)
+}
+
+/// [`drain`] of a pipeline whose keys are interned where its lines are
+/// read (another thread, or its merge), not here.
+fn drain_interned(p: &mut Pipeline, recording: &mut RecordingBuilder) -> Result<u64, String> {
+    drain(
+        p,
+        &mut |_: &[u8], _: &[u8], _: &[u8]| Ok((0, 0, 0)),
+        recording,
+    )
 }
 
 /// The first line of the log at `path` that is not blank, and its number
