@@ -102,6 +102,54 @@ retry = { policy = "fixed", delay = "1s", max_attempts = 2 }
     }
 }
 
+#[test]
+fn a_recording_alone_is_numbered_as_when_merged_with_another_source() {
+    // A recording that is its run's only stream is taken in runs, without
+    // the queue's merge (more rows than a batch and a chunk of them here).
+    // Beside a second, silent trace, the queue merges them. Its rows come
+    // 500 at a time each second, and the last of each second's retry meets
+    // the next second's first row, where the order depends on how the
+    // arrivals were numbered: both ways must number them alike.
+    let dir = tempfile::tempdir().unwrap();
+    let mut csv = String::from("time,client\n");
+    for i in 0..9_000u64 {
+        csv += &format!("{},c{}\n", i / 500, i % 7);
+    }
+    std::fs::write(dir.path().join("trace.csv"), csv).unwrap();
+    std::fs::write(dir.path().join("late.csv"), "time,client\n30,z\n").unwrap();
+    let load = |more: &str| {
+        let path = dir.path().join("s.toml");
+        std::fs::write(
+            &path,
+            format!(
+                r#"
+name = "runs"
+duration = "20s"
+[defaults]
+limit = 50
+window = "1s"
+[[limiter]]
+algorithm = "fixed_window"
+[[traffic]]
+pattern = "trace"
+path = "trace.csv"
+retry = {{ policy = "fixed", delay = "1s", max_attempts = 3 }}
+{more}"#
+            ),
+        )
+        .unwrap();
+        Scenario::load(path.to_str().unwrap()).unwrap()
+    };
+    let alone = decisions(&load(""), 1).remove(0);
+    let merged = load("[[traffic]]\npattern = \"trace\"\npath = \"late.csv\"\n");
+    let merged = decisions(&merged, 1).remove(0);
+    let retried = alone.iter().filter(|d| d.attempt > 1).count();
+    assert!(retried > 1000, "{retried} retries");
+    let seen = |d: &Attempt| (d.arrival.time, d.arrival.client, d.attempt, d.decision);
+    assert_eq!(alone.len(), merged.len());
+    assert!(alone.iter().map(seen).eq(merged.iter().map(seen)));
+}
+
 /// What a limiter's run counted, as a key partition writes it, and its
 /// footprint and backend's figures.
 fn counted(run: &ratesim::engine::LimiterRun) -> (Vec<u8>, String) {

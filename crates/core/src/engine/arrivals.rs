@@ -339,6 +339,34 @@ impl<'a> Arrivals<'a> {
             return Ok(());
         };
         while out.len() < max {
+            // The buffered arrivals whose next is buffered too, in one
+            // copy: taking the `k`-th of them (`index + k`) pushes its
+            // next, `index + k + 1`.
+            let at = recorded.at;
+            let n = (recorded.ahead.len().saturating_sub(at + 1)).min(max - out.len());
+            if n > 0 {
+                let seq = self.queue.take_seqs(n as u64);
+                debug_assert_eq!(
+                    index + 1,
+                    seq,
+                    "a lone stream's arrivals are numbered in turn"
+                );
+                let requests = recorded.requests;
+                let run = recorded.ahead[at..at + n].iter().zip(0..);
+                out.extend(run.map(|(&(arrival, part), k)| Shared {
+                    arrival,
+                    source: first_source + part,
+                    request: requests + k,
+                    index: index + k,
+                    pushed: index + k + 2,
+                }));
+                recorded.at += n;
+                recorded.requests += n as u64;
+                index += n as u64;
+                continue;
+            }
+            // The buffer's last: its next is known once the buffer is
+            // filled again.
             let (arrival, part, request, next) = recorded.take()?;
             let taken = next.map(|_| self.queue.take_seq());
             out.push(Shared {

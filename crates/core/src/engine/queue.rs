@@ -152,6 +152,18 @@ impl Queue {
         self.seq - 1
     }
 
+    /// [`Queue::take_seq`] `n` times: the first of the `n` sequence
+    /// numbers taken.
+    pub(super) fn take_seqs(&mut self, n: u64) -> u64 {
+        debug_assert!(self.is_empty());
+        let first = self.seq;
+        if (first..first + n).contains(&self.packed_below) {
+            self.widen();
+        }
+        self.seq += n;
+        first
+    }
+
     /// An event numbered by [`Queue::take_seq`], queued as its push would
     /// have queued it (the queue has stayed empty).
     pub(super) fn restore(&mut self, t: Nanos, seq: u64, payload: u32) {
@@ -181,7 +193,7 @@ mod tests {
         #[test]
         fn packed_and_widened_queues_pop_as_a_heap(
             packed_below in 0u64..80,
-            ops in proptest::collection::vec((0u8..3, 0u64..50, proptest::prelude::any::<u32>()), 0..200),
+            ops in proptest::collection::vec((0u8..4, 0u64..50, proptest::prelude::any::<u32>()), 0..200),
         ) {
             let mut q = Queue { packed_below, ..Queue::new() };
             let mut heap = std::collections::BinaryHeap::new();
@@ -201,6 +213,14 @@ mod tests {
                     q.restore(Nanos(now + dt), s, payload);
                     heap.push(std::cmp::Reverse((now + dt, seq, payload)));
                     seq += 1;
+                } else if op == 2 && q.is_empty() {
+                    // Several held and taken at once (as a lone stream's
+                    // run of arrivals), the last handed back.
+                    let n = dt % 4 + 1;
+                    proptest::prop_assert_eq!(q.take_seqs(n), seq);
+                    seq += n;
+                    q.restore(Nanos(now + dt), seq - 1, payload);
+                    heap.push(std::cmp::Reverse((now + dt, seq - 1, payload)));
                 } else {
                     q.push(Nanos(now + dt), payload);
                     heap.push(std::cmp::Reverse((now + dt, seq, payload)));
