@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """How long each phase of a replay took, for binaries run in turn: the
 load (from the process's start to the exit of its last "log parser"
-thread) and the decisions (the "run decider" thread's life), read from
+thread), the time between (from then to the start of the "run decider"
+thread: the lines still to put in order, the names, the run set up)
+and the decisions (the "run decider" thread's life), read from
 the times strace gives the process's start and those threads' naming
 (a thread names itself as it starts) and exit, with the wall-clock time
 of the whole run under strace beside them.
@@ -41,7 +43,7 @@ import time
 
 from in_turn import median_range
 
-PHASES = ("load", "decide", "wall")
+PHASES = ("load", "between", "decide", "wall")
 
 
 def fail(message):
@@ -79,8 +81,10 @@ def phases(binary, args, trace):
     if began is None or not parsers or len(deciders) != 1 or any(p not in exits for p, _ in threads):
         fail(f"{binary}: not one replay with a parsing and a deciding thread")
     (decider, decided_from), = deciders
+    loaded = max(exits[p] for p, _ in parsers)
     return {
-        "load": (max(exits[p] for p, _ in parsers) - began) * 1e3,
+        "load": (loaded - began) * 1e3,
+        "between": (decided_from - loaded) * 1e3,
         "decide": (exits[decider] - decided_from) * 1e3,
         "wall": wall * 1e3,
     }

@@ -29,6 +29,15 @@ impl TraceData {
             TraceData::Embedded(b) => Box::new(*b),
         })
     }
+
+    /// Its length in bytes as it stands, if known: a hint only (a file
+    /// may change before it is read).
+    pub(crate) fn size(&self) -> Option<u64> {
+        match self {
+            TraceData::File(p) => std::fs::metadata(p).ok().map(|m| m.len()),
+            TraceData::Embedded(b) => Some(b.len() as u64),
+        }
+    }
 }
 
 /// What a recorded source's file is, to know it again within a process
