@@ -112,11 +112,11 @@ fn a_recording_alone_is_numbered_as_when_merged_with_another_source() {
     // arrivals were numbered: both ways must number them alike.
     let dir = tempfile::tempdir().unwrap();
     let mut csv = String::from("time,client\n");
-    for i in 0..9_000u64 {
+    for i in 0..17_000u64 {
         csv += &format!("{},c{}\n", i / 500, i % 7);
     }
     std::fs::write(dir.path().join("trace.csv"), csv).unwrap();
-    std::fs::write(dir.path().join("late.csv"), "time,client\n30,z\n").unwrap();
+    std::fs::write(dir.path().join("late.csv"), "time,client\n60,z\n").unwrap();
     let load = |more: &str| {
         let path = dir.path().join("s.toml");
         std::fs::write(
@@ -124,7 +124,7 @@ fn a_recording_alone_is_numbered_as_when_merged_with_another_source() {
             format!(
                 r#"
 name = "runs"
-duration = "20s"
+duration = "40s"
 [defaults]
 limit = 50
 window = "1s"
@@ -140,14 +140,24 @@ retry = {{ policy = "fixed", delay = "1s", max_attempts = 3 }}
         .unwrap();
         Scenario::load(path.to_str().unwrap()).unwrap()
     };
-    let alone = decisions(&load(""), 1).remove(0);
-    let merged = load("[[traffic]]\npattern = \"trace\"\npath = \"late.csv\"\n");
-    let merged = decisions(&merged, 1).remove(0);
-    let retried = alone.iter().filter(|d| d.attempt > 1).count();
-    assert!(retried > 1000, "{retried} retries");
+    let (alone, merged) = (
+        load(""),
+        load("[[traffic]]\npattern = \"trace\"\npath = \"late.csv\"\n"),
+    );
     let seen = |d: &Attempt| (d.arrival.time, d.arrival.client, d.attempt, d.decision);
-    assert_eq!(alone.len(), merged.len());
-    assert!(alone.iter().map(seen).eq(merged.iter().map(seen)));
+    // On one thread chunks of 2^14 arrivals, on two (the recorder set
+    // aside) of 2^12: either way a chunk ends inside a batch.
+    for threads in [1, 2] {
+        let alone = decisions(&alone, threads).remove(0);
+        let merged = decisions(&merged, threads).remove(0);
+        let retried = alone.iter().filter(|d| d.attempt > 1).count();
+        assert!(retried > 1000, "{retried} retries");
+        assert_eq!(alone.len(), merged.len());
+        assert!(
+            alone.iter().map(seen).eq(merged.iter().map(seen)),
+            "{threads} thread(s)"
+        );
+    }
 }
 
 /// What a limiter's run counted, as a key partition writes it, and its

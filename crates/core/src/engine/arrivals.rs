@@ -351,6 +351,12 @@ impl<'a> Arrivals<'a> {
                     seq,
                     "a lone stream's arrivals are numbered in turn"
                 );
+                debug_assert!(
+                    recorded.ahead[at..=at + n]
+                        .windows(2)
+                        .all(|w| w[0].0.time <= w[1].0.time),
+                    "streams yield in time order"
+                );
                 let requests = recorded.requests;
                 let run = recorded.ahead[at..at + n].iter().zip(0..);
                 out.extend(run.map(|(&(arrival, part), k)| Shared {

@@ -45,11 +45,12 @@ pub(super) const PIECE: usize = super::lines::BUFFER;
 /// in pieces [`TAIL`] times smaller: when the last piece is parsed, the
 /// ordering thread still has the pieces queued for it to put in order,
 /// alone, and the smaller they are, the sooner it is done. Eight pieces
-/// are more than may wait for it ([`DEALT_AHEAD`], and one parsed
-/// there). On the nginx bench log, the time from the last piece parsed
-/// to the first decision went from 7.1 to 4.4 ms, 0.631 (0.599–0.710) of
-/// it, medians of 21 rounds in turn (benches/phase_times.py's
-/// "between"), the load and the decisions taking as long as before.
+/// are more than may wait for it in a dealt log ([`DEALT_AHEAD`], and
+/// one parsed there). On the nginx bench log, the time from the last
+/// parsing thread's exit to the deciding thread's start went from 7.1
+/// to 4.4 ms, 0.631 (0.599–0.710) of it, medians of 21 rounds in turn
+/// (benches/phase_times.py's "between"), the load and the decisions
+/// taking as long as before.
 const TAIL: usize = 8;
 
 /// The most parsers a log is read by: on nginx's combined format, putting
