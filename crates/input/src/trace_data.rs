@@ -15,28 +15,29 @@ pub enum TraceData {
 
 impl TraceData {
     pub(crate) fn open(&self) -> io::Result<Box<dyn Read + Send>> {
+        self.open_sized().map(|(r, _)| r)
+    }
+
+    /// [`TraceData::open`], with the length in bytes of what was opened
+    /// as it stood then: a hint only (a file may change as it is read).
+    pub(crate) fn open_sized(&self) -> io::Result<(Box<dyn Read + Send>, u64)> {
         Ok(match self {
             TraceData::File(p) => {
                 // Checked again here: the file may have been replaced since
                 // the scenario loaded, and opening a FIFO would block.
                 regular_file(p).map_err(io::Error::other)?;
                 let file = File::open(p)?;
-                if !file.metadata()?.is_file() {
+                let meta = file.metadata()?;
+                if !meta.is_file() {
                     return Err(io::Error::other("is no longer a regular file"));
                 }
-                Box::new(BufReader::with_capacity(1 << 16, file))
+                (
+                    Box::new(BufReader::with_capacity(1 << 16, file)),
+                    meta.len(),
+                )
             }
-            TraceData::Embedded(b) => Box::new(*b),
+            TraceData::Embedded(b) => (Box::new(*b), b.len() as u64),
         })
-    }
-
-    /// Its length in bytes as it stands, if known: a hint only (a file
-    /// may change before it is read).
-    pub(crate) fn size(&self) -> Option<u64> {
-        match self {
-            TraceData::File(p) => std::fs::metadata(p).ok().map(|m| m.len()),
-            TraceData::Embedded(b) => Some(b.len() as u64),
-        }
     }
 }
 

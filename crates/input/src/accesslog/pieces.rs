@@ -80,8 +80,8 @@ pub(super) struct Opened {
     buf: Vec<u8>,
     end: usize,
     gzip: bool,
-    /// The bytes of a plain log not yet read, as far as its length was
-    /// known when it was opened.
+    /// The bytes of a plain log not yet read, by its length when it was
+    /// opened (`None` for gzip).
     left: Option<u64>,
 }
 
@@ -91,13 +91,11 @@ impl Opened {
     pub(super) fn new(data: &TraceData, piece: usize) -> io::Result<Opened> {
         debug_assert!(piece <= PIECE);
         let mut buf = vec![0; piece];
-        let (mut r, mut end, gzip) = data.open().and_then(|r| unzipped(r, &mut buf))?;
+        let (r, bytes) = data.open_sized()?;
+        let (mut r, mut end, gzip) = unzipped(r, &mut buf)?;
         let size = buf.len();
         fill(&mut *r, &mut buf, &mut end, size)?;
-        let left = match gzip {
-            true => None,
-            false => data.size().map(|s| s.saturating_sub(end as u64)),
-        };
+        let left = (!gzip).then(|| bytes.saturating_sub(end as u64));
         Ok(Opened {
             r,
             buf,
