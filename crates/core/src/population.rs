@@ -3,7 +3,7 @@
 //! and a name is made into text only when it is written out.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// Every client and address named in a scenario, interned to dense ids so
 /// limiters index their per-key state without hashing. A copy shares the
@@ -24,13 +24,52 @@ struct Names {
     text: String,
     /// Where each interned name ends in `text`.
     ends: Vec<usize>,
+    /// The interned names by hash, made when first asked for: names
+    /// taken over whole ([`Names::take_distinct`]) are looked up only if
+    /// another name is interned or found (a replay of one log never).
+    index: OnceLock<Index>,
+    /// The runs, in id order.
+    runs: Vec<Run>,
+    len: u32,
+}
+
+/// Where a [`Names`]' interned names are found by their hash.
+#[derive(Debug, Clone, Default)]
+struct Index {
     /// Hash of an interned name → the first name's id with that hash…
     by_hash: HashMap<u64, u32, std::hash::BuildHasherDefault<Prehashed>>,
     /// …and the rare later names whose hash an earlier name has.
     collided: HashMap<String, u32>,
-    /// The runs, in id order.
-    runs: Vec<Run>,
-    len: u32,
+}
+
+impl Index {
+    /// Adds interned name `name` with id `id`, unless it has one already
+    /// (returned).
+    fn add(&mut self, name: &str, h: u64, id: u32, names: &Names) -> Option<u32> {
+        match self.by_hash.get(&h) {
+            Some(&first) if names.name(first) == name => Some(first),
+            Some(_) => match self.collided.get(name) {
+                Some(&other) => Some(other),
+                None => {
+                    self.collided.insert(name.to_string(), id);
+                    None
+                }
+            },
+            None => {
+                self.by_hash.insert(h, id);
+                None
+            }
+        }
+    }
+}
+
+/// Names end to end in one string, each different from the others: name
+/// `i` ends at `ends[i]` of `text`. What [`Population::take_lists`] takes
+/// over whole.
+#[derive(Debug, Clone, Copy)]
+pub struct DistinctNames<'a> {
+    pub text: &'a str,
+    pub ends: &'a [usize],
 }
 
 /// Ids from `first` on: interned names from `interned` on, or the names
@@ -191,9 +230,10 @@ impl Names {
         if let Some(id) = self.in_numbered(name) {
             return Some(id);
         }
-        match self.by_hash.get(&Names::hash(name)) {
+        let index = self.index.get_or_init(|| self.make_index());
+        match index.by_hash.get(&Names::hash(name)) {
             Some(&first) if self.name(first) == name => Some(first),
-            Some(_) => self.collided.get(name).copied(),
+            Some(_) => index.collided.get(name).copied(),
             None => None,
         }
     }
@@ -204,17 +244,11 @@ impl Names {
         }
         let h = Names::hash(name);
         let id = self.len;
-        match self.by_hash.get(&h) {
-            Some(&first) if self.name(first) == name => return first,
-            Some(_) => {
-                if let Some(&other) = self.collided.get(name) {
-                    return other;
-                }
-                self.collided.insert(name.to_string(), id);
-            }
-            None => {
-                self.by_hash.insert(h, id);
-            }
+        let mut index = self.take_index();
+        let known = index.add(name, h, id, self);
+        self.index = OnceLock::from(index);
+        if let Some(id) = known {
+            return id;
         }
         if self.runs.last().is_none_or(|r| r.numbered.is_some()) {
             self.runs.push(Run {
@@ -227,6 +261,54 @@ impl Names {
         self.ends.push(self.text.len());
         self.len += 1;
         id
+    }
+
+    /// The index, made if it was not (and none left in its place).
+    fn take_index(&mut self) -> Index {
+        match self.index.take() {
+            Some(index) => index,
+            None => self.make_index(),
+        }
+    }
+
+    /// The index of every interned name: each added in id order, as
+    /// interning them one by one added them.
+    fn make_index(&self) -> Index {
+        let mut index = Index::default();
+        index.by_hash.reserve(self.ends.len());
+        for (k, r) in self.runs.iter().enumerate() {
+            if r.numbered.is_some() {
+                continue;
+            }
+            let end = self.runs.get(k + 1).map_or(self.len, |next| next.first);
+            for (j, id) in (r.first..end).enumerate() {
+                let name = self.interned(r.interned + j);
+                let known = index.add(name, Names::hash(name), id, self);
+                debug_assert!(known.is_none(), "{name:?} interned twice");
+            }
+        }
+        index
+    }
+
+    /// Takes over `names` whole, the first names of a [`Names`] that has
+    /// none: the ids interning each in turn gives (0, 1, …), since they
+    /// differ. Looked up only once another name is interned or found.
+    fn take_distinct(&mut self, names: DistinctNames<'_>) {
+        debug_assert!(self.runs.is_empty() && self.len == 0);
+        debug_assert_eq!(names.ends.last().copied().unwrap_or(0), names.text.len());
+        let count = u32::try_from(names.ends.len()).expect("under 2^32 names");
+        if count == 0 {
+            return;
+        }
+        self.text = names.text.to_string();
+        self.ends = names.ends.to_vec();
+        self.runs.push(Run {
+            first: 0,
+            numbered: None,
+            interned: 0,
+        });
+        self.len = count;
+        self.index = OnceLock::new();
     }
 
     /// Ids for the `count` new names `prefix0 … prefix{count-1}`, the
@@ -314,6 +396,20 @@ impl Population {
 
     pub fn ip(&mut self, name: &str) -> u32 {
         intern(&mut self.ips, name)
+    }
+
+    /// Takes over `clients` and `ips` whole as its names, if it is new
+    /// ([`Population::is_new`]): the ids interning them in turn gives, 0,
+    /// 1, … in each list, as the names in a list differ. Whether it did
+    /// (a population that is not new interns them instead, with
+    /// [`Population::intern_lists`]).
+    pub fn take_lists(&mut self, clients: DistinctNames<'_>, ips: DistinctNames<'_>) -> bool {
+        if !self.is_new() {
+            return false;
+        }
+        Arc::make_mut(&mut self.clients).take_distinct(clients);
+        Arc::make_mut(&mut self.ips).take_distinct(ips);
+        true
     }
 
     /// Client ids for the names `prefix0 … prefix{count-1}`, as interning
@@ -405,7 +501,9 @@ fn intern_all<'a>(
     };
     let mut local = std::mem::take(own);
     if local.len == 0 {
-        local.by_hash.reserve(list.len());
+        let mut index = local.take_index();
+        index.by_hash.reserve(list.len());
+        local.index = OnceLock::from(index);
         local.ends.reserve(list.len());
     }
     let ids = list.map(|name| local.intern(name)).collect();
@@ -575,6 +673,78 @@ mod tests {
         }
     }
 
+    proptest! {
+        // Lists taken over whole into a new population give what
+        // interning each name one by one gives: the same ids and names,
+        // and the same ids for the names found or interned after them
+        // (which make the index of the names taken), in a copy or not.
+        #[test]
+        fn lists_taken_over_whole_are_as_if_interned_one_by_one(
+            clients in prop::collection::vec(a_name(), 0..60),
+            ips in prop::collection::vec(a_name(), 0..60),
+            after in prop::collection::vec((a_name(), any::<bool>()), 0..30),
+            copy in any::<bool>(),
+        ) {
+            let distinct = |names: &[String]| {
+                let mut seen = std::collections::HashSet::new();
+                let names: Vec<&str> = names
+                    .iter()
+                    .map(String::as_str)
+                    .filter(|n| seen.insert(*n))
+                    .collect();
+                let ends = names
+                    .iter()
+                    .scan(0, |end, n| {
+                        *end += n.len();
+                        Some(*end)
+                    })
+                    .collect::<Vec<usize>>();
+                (names.concat(), ends, names.iter().map(|n| n.to_string()).collect::<Vec<_>>())
+            };
+            let (c_text, c_ends, c_names) = distinct(&clients);
+            let (i_text, i_ends, i_names) = distinct(&ips);
+            let mut p = Population::default();
+            let took = p.take_lists(
+                DistinctNames { text: &c_text, ends: &c_ends },
+                DistinctNames { text: &i_text, ends: &i_ends },
+            );
+            prop_assert!(took);
+            let mut one_by_one = Population::default();
+            let c1: Vec<u32> = c_names.iter().map(|n| one_by_one.client(n)).collect();
+            let i1: Vec<u32> = i_names.iter().map(|n| one_by_one.ip(n)).collect();
+            prop_assert_eq!(c1, (0..c_names.len() as u32).collect::<Vec<_>>());
+            prop_assert_eq!(i1, (0..i_names.len() as u32).collect::<Vec<_>>());
+            let mut p = if copy { p.clone() } else { p };
+            prop_assert_eq!((p.clients(), p.ips()), (one_by_one.clients(), one_by_one.ips()));
+            for (name, ip) in &after {
+                let (names, by_one) = match ip {
+                    true => (&p.ips, &one_by_one.ips),
+                    false => (&p.clients, &one_by_one.clients),
+                };
+                prop_assert_eq!(names.find(name), by_one.find(name));
+                let ids = match ip {
+                    true => (p.ip(name), one_by_one.ip(name)),
+                    false => (p.client(name), one_by_one.client(name)),
+                };
+                prop_assert_eq!(ids.0, ids.1);
+            }
+            for id in 0..p.clients() as u32 {
+                prop_assert_eq!(p.client_name(id).to_string(), one_by_one.client_name(id).to_string());
+            }
+            for id in 0..p.ips() as u32 {
+                prop_assert_eq!(p.ip_name(id).to_string(), one_by_one.ip_name(id).to_string());
+            }
+            // Not new any more: nothing taken.
+            prop_assert_eq!(
+                p.take_lists(
+                    DistinctNames { text: "x", ends: &[1] },
+                    DistinctNames { text: "", ends: &[] },
+                ),
+                p.clients() + p.ips() == 0
+            );
+        }
+    }
+
     #[test]
     fn a_copy_shares_the_names_until_it_names_another() {
         let mut a = Population::default();
@@ -633,7 +803,9 @@ mod tests {
         let mut n = Names::default();
         assert_eq!((n.intern("a"), n.intern("bb"), n.intern("a")), (0, 1, 0));
         // Pretend "ccc" hashes like "a".
-        n.by_hash.insert(Names::hash("ccc"), 0);
+        let mut index = n.take_index();
+        index.by_hash.insert(Names::hash("ccc"), 0);
+        n.index = OnceLock::from(index);
         assert_eq!((n.intern("ccc"), n.intern("ccc"), n.intern("a")), (2, 2, 0));
         let names: Vec<String> = (0..3).map(|i| n.name(i).to_string()).collect();
         assert_eq!(names, ["a", "bb", "ccc"]);

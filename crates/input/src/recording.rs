@@ -10,12 +10,14 @@
 //! the process, keyed by the file's identity (path, length, modification
 //! time, and on Unix device, inode and change time) and every option that
 //! changes what reading it gives. A scenario built again finds it, and
-//! only interns the names into its own population, its clients and its
+//! only gives the names to its own population, its clients and its
 //! addresses each in the order the file named them: every id is the one
-//! reading the file would give. A sweep builds its scenario once for each
-//! value of each axis and twice for each point, and for a log of many keys
-//! interning was most of that; so once a recording has been interned into
-//! a new population twice, it keeps that population and its ids, and a
+//! reading the file would give. A new population takes each list whole
+//! (a copy of its text; [`Population::take_lists`]), one that names others
+//! already interns them. A sweep builds its scenario once for each value
+//! of each axis and twice for each point, and for a log of many keys
+//! interning was most of that; so once a recording has been given to a
+//! new population twice, it keeps that population and its ids, and a
 //! scenario built again starts from them (a population's copy shares its
 //! names until it names something new).
 //!
@@ -34,7 +36,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use crate::accesslog::word;
 use crate::clock::Nanos;
 use crate::keys::IdTable;
-use crate::population::Population;
+use crate::population::{DistinctNames, Population};
 use crate::split::Split;
 use crate::traffic::{Arrival, Stream};
 
@@ -99,9 +101,10 @@ pub struct Recording {
 }
 
 impl Recording {
-    /// Interns the recording's clients and addresses into `population`,
-    /// each in the order the file first named them: the ids reading the
-    /// file into it gives (see [`Population::intern_lists`]).
+    /// Gives the recording's clients and addresses to `population`, each
+    /// in the order the file first named them: the ids reading the file
+    /// into it gives (see [`Population::take_lists`] and
+    /// [`Population::intern_lists`]).
     /// Into a new population, from the second time on, a copy of the
     /// population the first of those gave (see the module documentation).
     pub fn ids(&self, population: &mut Population) -> Arc<Ids> {
@@ -119,13 +122,30 @@ impl Recording {
 
     fn intern(&self, population: &mut Population) -> Ids {
         let n = &self.names;
+        let counts = (n.clients.len(), n.ips.len());
+        // Into a new population, the names are taken over whole: each list
+        // names each key once, so interning them in turn would give each
+        // its own id.
+        if population.take_lists(n.clients.distinct(), n.ips.distinct()) {
+            return Ids {
+                clients: Vec::new(),
+                ips: Vec::new(),
+                same: true,
+                counts,
+            };
+        }
         let (clients, ips) = population.intern_lists(
             (0..n.clients.len()).map(|i| n.clients.get(i)),
             (0..n.ips.len()).map(|i| n.ips.get(i)),
         );
         let in_order = |ids: &[u32]| ids.iter().enumerate().all(|(i, &id)| id as usize == i);
         let same = in_order(&clients) && in_order(&ips);
-        Ids { clients, ips, same }
+        Ids {
+            clients,
+            ips,
+            same,
+            counts,
+        }
     }
 
     /// The requests in replay order.
@@ -153,12 +173,15 @@ impl Recording {
 /// Each of a recording's names' id in one scenario's population.
 #[derive(Debug)]
 pub struct Ids {
+    /// By the recording's ids (unless `same`).
     clients: Vec<u32>,
     ips: Vec<u32>,
-    /// Whether each of them is the recording's own id (interned into a
-    /// new population, which knew no names before: a scenario replaying
-    /// one log), so that there is nothing to look up.
+    /// Whether each of them is the recording's own id (taken into a new
+    /// population, which knew no names before: a scenario replaying one
+    /// log), so that there is nothing to look up.
     same: bool,
+    /// How many clients and addresses the recording names.
+    counts: (usize, usize),
 }
 
 impl Ids {
@@ -166,8 +189,8 @@ impl Ids {
     #[inline(always)]
     pub fn of(&self, e: &Entry) -> (u32, u32) {
         if self.same {
-            debug_assert!((e.client as usize) < self.clients.len());
-            debug_assert!((e.ip as usize) < self.ips.len());
+            debug_assert!((e.client as usize) < self.counts.0);
+            debug_assert!((e.ip as usize) < self.counts.1);
             return (e.client, e.ip);
         }
         (self.clients[e.client as usize], self.ips[e.ip as usize])
@@ -627,6 +650,14 @@ impl NameList {
 
     pub(crate) fn len(&self) -> usize {
         self.ends.len()
+    }
+
+    /// Its names, each named once (as pushed, after a look-up).
+    pub(crate) fn distinct(&self) -> DistinctNames<'_> {
+        DistinctNames {
+            text: &self.text,
+            ends: &self.ends,
+        }
     }
 
     /// Where name `i` lies in `text`.
