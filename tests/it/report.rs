@@ -187,6 +187,24 @@ fn no_html_skips_the_report_and_plot_rewrites_it_byte_for_byte() {
     assert!(read_text(&dir.join("report.html")).contains("--seed 8"));
 }
 
+/// A run with neither charts nor a report draws summary.md without
+/// reading its time series back (crates/report/src/render.rs): the same
+/// summary.md as a run that reads it for its report.
+#[test]
+fn summary_md_is_the_same_whether_or_not_the_time_series_is_read_back() {
+    let tmp = tempfile::tempdir().unwrap();
+    for scenario in ["retry-storm", "access-log"] {
+        let bare = tmp.path().join(format!("{scenario}-bare"));
+        let with_report = tmp.path().join(format!("{scenario}-report"));
+        run_into(&bare, &[scenario, "--no-plots", "--no-html"]);
+        run_into(&with_report, &[scenario, "--no-plots"]);
+        assert!(with_report.join("report.html").is_file());
+        let md = read_text(&bare.join("summary.md"));
+        assert!(md.contains("| limiter | algorithm |"), "{md}");
+        assert_eq!(md, read_text(&with_report.join("summary.md")), "{scenario}");
+    }
+}
+
 #[test]
 fn an_explain_runs_report_has_its_command_line_and_scenario_text() {
     let tmp = tempfile::tempdir().unwrap();

@@ -302,6 +302,22 @@ impl RunData {
     /// is not a run directory, or files that do not parse, are input errors
     /// naming the file.
     pub fn load(dir: &Path) -> Result<RunData, InputError> {
+        let mut data = RunData::load_summary(dir)?;
+        let series_path = dir.join(crate::rundir::TIMESERIES_CSV);
+        let csv = fs::read(&series_path).map_err(|e| {
+            InputError::new(format!(
+                "{}: {e} — the charts need the run's time series",
+                series_path.display()
+            ))
+        })?;
+        data.read_series(&csv)
+            .map_err(|e| e.within(series_path.display()))?;
+        Ok(data)
+    }
+
+    /// [`RunData::load`] without the time series (every limiter's left
+    /// empty): what `summary.md` reads, unless it captions a chart.
+    pub fn load_summary(dir: &Path) -> Result<RunData, InputError> {
         let summary_path = dir.join(crate::rundir::SUMMARY_JSON);
         if !dir.is_dir() {
             return Err(InputError::new(format!(
@@ -315,18 +331,7 @@ impl RunData {
                 summary_path.display()
             ))
         })?;
-        let mut data =
-            RunData::from_summary_json(&text).map_err(|e| e.within(summary_path.display()))?;
-        let series_path = dir.join(crate::rundir::TIMESERIES_CSV);
-        let csv = fs::read(&series_path).map_err(|e| {
-            InputError::new(format!(
-                "{}: {e} — the charts need the run's time series",
-                series_path.display()
-            ))
-        })?;
-        data.read_series(&csv)
-            .map_err(|e| e.within(series_path.display()))?;
-        Ok(data)
+        RunData::from_summary_json(&text).map_err(|e| e.within(summary_path.display()))
     }
 
     /// Parses `summary.json` text (time series left empty).
