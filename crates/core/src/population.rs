@@ -24,9 +24,10 @@ struct Names {
     text: String,
     /// Where each interned name ends in `text`.
     ends: Vec<usize>,
-    /// The interned names by hash, made when first asked for: names
-    /// taken over whole ([`Names::take_distinct`]) are looked up only if
-    /// another name is interned or found (a replay of one log never).
+    /// The interned names by hash, made when a name is first interned or
+    /// found by its text: names taken over whole
+    /// ([`Names::take_distinct`]) are not hashed until then (a replay of
+    /// one log never asks).
     index: OnceLock<Index>,
     /// The runs, in id order.
     runs: Vec<Run>,
@@ -43,11 +44,17 @@ struct Index {
 }
 
 impl Index {
-    /// Adds interned name `name` with id `id`, unless it has one already
-    /// (returned).
-    fn add(&mut self, name: &str, h: u64, id: u32, names: &Names) -> Option<u32> {
+    /// Adds interned name `name`, of hash `h`, with id `id`, unless it has
+    /// one already (returned); `name_of` gives an id's name.
+    fn add<'n>(
+        &mut self,
+        name: &str,
+        h: u64,
+        id: u32,
+        name_of: impl Fn(u32) -> Name<'n>,
+    ) -> Option<u32> {
         match self.by_hash.get(&h) {
-            Some(&first) if names.name(first) == name => Some(first),
+            Some(&first) if name_of(first) == name => Some(first),
             Some(_) => match self.collided.get(name) {
                 Some(&other) => Some(other),
                 None => {
@@ -169,7 +176,7 @@ fn number(s: &str) -> Option<u64> {
     canonical.then(|| s.parse().ok()).flatten()
 }
 
-/// The hasher of `Names::by_hash`, whose keys are hashes already: a
+/// The hasher of `Index::by_hash`, whose keys are hashes already: a
 /// folded multiply spreads each key over the bits the table reads.
 #[derive(Debug, Clone, Copy, Default)]
 struct Prehashed(u64);
@@ -191,6 +198,21 @@ impl std::hash::Hasher for Prehashed {
     }
 }
 
+/// Interned name number `i` of names `text` ending at `ends`.
+fn interned<'a>(text: &'a str, ends: &[usize], i: usize) -> &'a str {
+    let start = if i == 0 { 0 } else { ends[i - 1] };
+    &text[start..ends[i]]
+}
+
+/// [`Names::name`], from its parts: the name of `id`.
+fn name_of<'a>(runs: &'a [Run], text: &'a str, ends: &[usize], id: u32) -> Name<'a> {
+    let r = &runs[runs.partition_point(|r| r.first <= id) - 1];
+    match &r.numbered {
+        Some((prefix, _)) => Name::Numbered(prefix, id - r.first),
+        None => Name::Text(interned(text, ends, r.interned + (id - r.first) as usize)),
+    }
+}
+
 impl Names {
     /// FNV-1a 64 of the name: a name is a key of the user's, not an
     /// attacker's, and this is the hash of every name of a replayed log.
@@ -200,16 +222,11 @@ impl Names {
 
     /// Interned name number `i` (its place in `ends`).
     fn interned(&self, i: usize) -> &str {
-        let start = if i == 0 { 0 } else { self.ends[i - 1] };
-        &self.text[start..self.ends[i]]
+        interned(&self.text, &self.ends, i)
     }
 
     fn name(&self, id: u32) -> Name<'_> {
-        let r = &self.runs[self.runs.partition_point(|r| r.first <= id) - 1];
-        match &r.numbered {
-            Some((prefix, _)) => Name::Numbered(prefix, id - r.first),
-            None => Name::Text(self.interned(r.interned + (id - r.first) as usize)),
-        }
+        name_of(&self.runs, &self.text, &self.ends, id)
     }
 
     fn len(&self) -> usize {
@@ -244,10 +261,18 @@ impl Names {
         }
         let h = Names::hash(name);
         let id = self.len;
-        let mut index = self.take_index();
-        let known = index.add(name, h, id, self);
-        self.index = OnceLock::from(index);
-        if let Some(id) = known {
+        if self.index.get().is_none() {
+            let _ = self.index.set(self.make_index());
+        }
+        let Names {
+            text,
+            ends,
+            runs,
+            index,
+            ..
+        } = self;
+        let index = index.get_mut().expect("made above");
+        if let Some(id) = index.add(name, h, id, |first| name_of(runs, text, ends, first)) {
             return id;
         }
         if self.runs.last().is_none_or(|r| r.numbered.is_some()) {
@@ -263,12 +288,12 @@ impl Names {
         id
     }
 
-    /// The index, made if it was not (and none left in its place).
-    fn take_index(&mut self) -> Index {
-        match self.index.take() {
-            Some(index) => index,
-            None => self.make_index(),
+    /// The index, made if it was not.
+    fn index_mut(&mut self) -> &mut Index {
+        if self.index.get().is_none() {
+            let _ = self.index.set(self.make_index());
         }
+        self.index.get_mut().expect("made above")
     }
 
     /// The index of every interned name: each added in id order, as
@@ -283,7 +308,7 @@ impl Names {
             let end = self.runs.get(k + 1).map_or(self.len, |next| next.first);
             for (j, id) in (r.first..end).enumerate() {
                 let name = self.interned(r.interned + j);
-                let known = index.add(name, Names::hash(name), id, self);
+                let known = index.add(name, Names::hash(name), id, |first| self.name(first));
                 debug_assert!(known.is_none(), "{name:?} interned twice");
             }
         }
@@ -292,10 +317,18 @@ impl Names {
 
     /// Takes over `names` whole, the first names of a [`Names`] that has
     /// none: the ids interning each in turn gives (0, 1, …), since they
-    /// differ. Looked up only once another name is interned or found.
+    /// differ. Not hashed until a name is interned or found by its text.
     fn take_distinct(&mut self, names: DistinctNames<'_>) {
         debug_assert!(self.runs.is_empty() && self.len == 0);
         debug_assert_eq!(names.ends.last().copied().unwrap_or(0), names.text.len());
+        #[cfg(debug_assertions)]
+        {
+            let mut seen = std::collections::HashSet::new();
+            for i in 0..names.ends.len() {
+                let name = interned(names.text, names.ends, i);
+                assert!(seen.insert(name), "{name:?} named twice");
+            }
+        }
         let count = u32::try_from(names.ends.len()).expect("under 2^32 names");
         if count == 0 {
             return;
@@ -501,9 +534,7 @@ fn intern_all<'a>(
     };
     let mut local = std::mem::take(own);
     if local.len == 0 {
-        let mut index = local.take_index();
-        index.by_hash.reserve(list.len());
-        local.index = OnceLock::from(index);
+        local.index_mut().by_hash.reserve(list.len());
         local.ends.reserve(list.len());
     }
     let ids = list.map(|name| local.intern(name)).collect();
@@ -682,16 +713,16 @@ mod tests {
         fn lists_taken_over_whole_are_as_if_interned_one_by_one(
             clients in prop::collection::vec(a_name(), 0..60),
             ips in prop::collection::vec(a_name(), 0..60),
-            after in prop::collection::vec((a_name(), any::<bool>()), 0..30),
+            after in prop::collection::vec(
+                (a_name(), any::<bool>(), prop::option::of(0..20u32), any::<bool>()),
+                0..30,
+            ),
             copy in any::<bool>(),
         ) {
             let distinct = |names: &[String]| {
                 let mut seen = std::collections::HashSet::new();
-                let names: Vec<&str> = names
-                    .iter()
-                    .map(String::as_str)
-                    .filter(|n| seen.insert(*n))
-                    .collect();
+                let names: Vec<String> =
+                    names.iter().filter(|n| seen.insert(n.as_str())).cloned().collect();
                 let ends = names
                     .iter()
                     .scan(0, |end, n| {
@@ -699,7 +730,7 @@ mod tests {
                         Some(*end)
                     })
                     .collect::<Vec<usize>>();
-                (names.concat(), ends, names.iter().map(|n| n.to_string()).collect::<Vec<_>>())
+                (names.concat(), ends, names)
             };
             let (c_text, c_ends, c_names) = distinct(&clients);
             let (i_text, i_ends, i_names) = distinct(&ips);
@@ -716,12 +747,24 @@ mod tests {
             prop_assert_eq!(i1, (0..i_names.len() as u32).collect::<Vec<_>>());
             let mut p = if copy { p.clone() } else { p };
             prop_assert_eq!((p.clients(), p.ips()), (one_by_one.clients(), one_by_one.ips()));
-            for (name, ip) in &after {
-                let (names, by_one) = match ip {
-                    true => (&p.ips, &one_by_one.ips),
-                    false => (&p.clients, &one_by_one.clients),
-                };
-                prop_assert_eq!(names.find(name), by_one.find(name));
+            // Then names found, interned (found first or not, so that
+            // either makes the index) and numbered runs, in turn.
+            for (name, ip, run, find_first) in &after {
+                if let Some(k) = run {
+                    let (a, b) = match ip {
+                        true => (p.numbered_ips(name, *k), one_by_one.numbered_ips(name, *k)),
+                        false => (p.numbered_clients(name, *k), one_by_one.numbered_clients(name, *k)),
+                    };
+                    prop_assert_eq!(a, b);
+                    continue;
+                }
+                if *find_first {
+                    let (names, by_one) = match ip {
+                        true => (&p.ips, &one_by_one.ips),
+                        false => (&p.clients, &one_by_one.clients),
+                    };
+                    prop_assert_eq!(names.find(name), by_one.find(name));
+                }
                 let ids = match ip {
                     true => (p.ip(name), one_by_one.ip(name)),
                     false => (p.client(name), one_by_one.client(name)),
@@ -734,14 +777,16 @@ mod tests {
             for id in 0..p.ips() as u32 {
                 prop_assert_eq!(p.ip_name(id).to_string(), one_by_one.ip_name(id).to_string());
             }
-            // Not new any more: nothing taken.
-            prop_assert_eq!(
-                p.take_lists(
-                    DistinctNames { text: "x", ends: &[1] },
-                    DistinctNames { text: "", ends: &[] },
-                ),
-                p.clients() + p.ips() == 0
+            // Taken only into a population that is new.
+            let was_new = p.is_new();
+            let took = p.take_lists(
+                DistinctNames { text: "x", ends: &[1] },
+                DistinctNames { text: "", ends: &[] },
             );
+            prop_assert_eq!(took, was_new);
+            if took {
+                prop_assert_eq!((p.clients(), p.client_name(0).to_string()), (1, "x".to_string()));
+            }
         }
     }
 
@@ -803,9 +848,7 @@ mod tests {
         let mut n = Names::default();
         assert_eq!((n.intern("a"), n.intern("bb"), n.intern("a")), (0, 1, 0));
         // Pretend "ccc" hashes like "a".
-        let mut index = n.take_index();
-        index.by_hash.insert(Names::hash("ccc"), 0);
-        n.index = OnceLock::from(index);
+        n.index_mut().by_hash.insert(Names::hash("ccc"), 0);
         assert_eq!((n.intern("ccc"), n.intern("ccc"), n.intern("a")), (2, 2, 0));
         let names: Vec<String> = (0..3).map(|i| n.name(i).to_string()).collect();
         assert_eq!(names, ["a", "bb", "ccc"]);

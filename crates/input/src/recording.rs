@@ -94,7 +94,7 @@ pub struct Recording {
     /// The sources it splits into by `source`, if it does.
     pub split: Option<Split>,
     pub counts: Counts,
-    /// Whether [`Recording::ids`] has interned it into a new population…
+    /// Whether [`Recording::ids`] has given it to a new population…
     interned_new: AtomicBool,
     /// …and, from the second time, that population and its ids.
     kept: OnceLock<(Population, Arc<Ids>)>,

@@ -2,7 +2,8 @@
 //! to paste into a design document or a pull request.
 //!
 //! It is written from the run directory (through the same loader as the
-//! charts), so `ratesim plot` rewrites it too. Images are linked by
+//! charts, which reads the time series only for them, a report, or a
+//! chart's caption), so `ratesim plot` rewrites it too. Images are linked by
 //! relative path: keep `summary.md` beside its PNGs.
 
 use std::fs;

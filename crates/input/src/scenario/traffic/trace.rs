@@ -409,7 +409,7 @@ pub fn echo(r: &dyn Recorded) -> Value {
 impl Trace {
     /// The trace at `data` (`shown` as the scenario names it), read once
     /// per process (see [`read`]), split into sources by `split`'s column
-    /// if given, its keys interned into `population`.
+    /// if given, its keys given to `population` (see [`Recording::ids`]).
     fn read(
         shown: &str,
         data: TraceData,
