@@ -261,17 +261,7 @@ impl Names {
         }
         let h = Names::hash(name);
         let id = self.len;
-        if self.index.get().is_none() {
-            let _ = self.index.set(self.make_index());
-        }
-        let Names {
-            text,
-            ends,
-            runs,
-            index,
-            ..
-        } = self;
-        let index = index.get_mut().expect("made above");
+        let (index, (runs, text, ends)) = self.index_and_parts();
         if let Some(id) = index.add(name, h, id, |first| name_of(runs, text, ends, first)) {
             return id;
         }
@@ -290,10 +280,23 @@ impl Names {
 
     /// The index, made if it was not.
     fn index_mut(&mut self) -> &mut Index {
+        self.index_and_parts().0
+    }
+
+    /// [`Names::index_mut`], beside the parts [`name_of`] reads (the runs,
+    /// the text and the ends), to look names up while adding to it.
+    fn index_and_parts(&mut self) -> (&mut Index, (&[Run], &str, &[usize])) {
         if self.index.get().is_none() {
             let _ = self.index.set(self.make_index());
         }
-        self.index.get_mut().expect("made above")
+        let Names {
+            text,
+            ends,
+            runs,
+            index,
+            ..
+        } = self;
+        (index.get_mut().expect("made above"), (runs, text, ends))
     }
 
     /// The index of every interned name: each added in id order, as
