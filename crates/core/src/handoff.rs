@@ -3,8 +3,10 @@
 //!
 //! A replay runs as pipelines of two threads: a log's parser hands
 //! batches of lines to the thread that puts them in order, and a run's
-//! generating thread hands chunks of arrivals to the thread that decides
-//! them (and waits for them back, decided, when all are out). The thread
+//! own thread hands chunks of arrivals to the thread that decides them
+//! (and waits for them back, decided, when all are out; the deciding
+//! thread, when it has no chunk to decide, generates one if it can, see
+//! `engine/relay.rs`). The thread
 //! that takes the batches is the faster one there (the ordering thread,
 //! the deciding thread), so it keeps catching up and waiting for the next
 //! batch — for tens of microseconds at a time. A taker asleep on the
@@ -65,7 +67,7 @@ impl Taker {
     pub fn recv<T>(&mut self, rx: &Receiver<T>) -> Result<T, RecvError> {
         let start = Instant::now();
         let until = start + AWAKE;
-        let awake = self.waited < AWAKE;
+        let awake = self.awake();
         loop {
             match rx.try_recv() {
                 Ok(v) => {
@@ -84,7 +86,15 @@ impl Taker {
         }
     }
 
-    fn note(&mut self, wait: Duration) {
+    /// Whether its waits lately were short: [`Taker::recv`] would look
+    /// for the next value awake before sleeping.
+    pub fn awake(&self) -> bool {
+        self.waited < AWAKE
+    }
+
+    /// Counts in a wait for a value taken otherwise than by
+    /// [`Taker::recv`].
+    pub fn note(&mut self, wait: Duration) {
         self.waited = (self.waited * 3 + wait) / 4;
     }
 }

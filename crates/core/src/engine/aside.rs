@@ -1,14 +1,15 @@
 //! A run alone with a thread to spare sets its recorder aside (see
 //! [`drive`]): a thread of its own decides chunk after chunk of arrivals,
-//! keeping its calls to the recorder, while the thread that generates the
-//! chunks ahead makes the calls kept over each chunk decided. Up to
+//! keeping its calls to the recorder, while the run's own thread makes
+//! the calls kept over each chunk decided. Either thread generates the
+//! chunks, whichever would otherwise wait ([`relay`]). Up to
 //! [`IN_FLIGHT`] chunks are under way, so neither thread waits on the
 //! other for long.
 //!
 //! The run keeps those calls compactly. A decision on a first attempt as
 //! it arrives — nearly every call of a replay — is kept as the arrival's
 //! place in its chunk, its key and the decision (24 bytes): the rest is
-//! read from the chunk, which comes back to the generating thread with
+//! read from the chunk, which comes back to the run's own thread with
 //! the calls. Any other call is kept as it is, with the number of
 //! decisions kept before it. The recorder gets the same calls in the same
 //! order as if the run had made them at once, so it counts the same.
@@ -21,14 +22,10 @@
 //! between and the events come in time order (a run with closed-loop
 //! clients, whose events may not, makes its calls at once).
 
-use std::sync::mpsc;
-
-use anyhow::Context as _;
-
 use super::arrivals::{Arrivals, Shared};
+use super::relay::relay;
 use super::{Run, PREFETCH_AHEAD};
 use crate::clock::Nanos;
-use crate::handoff::Taker;
 use crate::limiter::Decision;
 use crate::metrics::{Call, Decided, Recorder};
 
@@ -190,94 +187,27 @@ const IN_FLIGHT: usize = 8;
 /// ms, 4 of 2^14 49.3 and 16 of 2^11 47.6.
 const CHUNK: usize = 1 << 12;
 
-/// A chunk of arrivals and the calls kept over it (none before it is
-/// decided).
-type Batch = (Vec<Shared>, Kept);
-
 /// Drives `run`, its recorder set aside in `aside`, over `arrivals` to
-/// their end, then gives the recorder back. A thread of its own, "run
-/// decider", decides chunk after chunk, keeping its calls; meanwhile this
-/// thread generates the chunks ahead and makes the calls kept over each
-/// chunk decided, in the chunks' order. Neither waits on the other while
-/// there is a chunk to decide and one to generate or make the calls of.
-/// An error of the decider's comes first: it met it on an earlier chunk
-/// than the one this thread could not generate.
+/// their end, then gives the recorder back: a thread of its own, "run
+/// decider", decides chunk after chunk, keeping its calls, while this
+/// thread makes the calls kept over each chunk decided, in the chunks'
+/// order; either thread generates the chunks ([`relay`]).
 pub(super) fn drive(
     run: &mut Run,
     mut aside: Aside,
     arrivals: &mut Arrivals,
     progress: &(dyn Fn(usize, Nanos, u64) + Sync),
 ) -> anyhow::Result<()> {
-    let (to_decide, chunks) = mpsc::sync_channel::<Batch>(IN_FLIGHT);
-    let (to_call, decided) = mpsc::channel::<Batch>();
-    let deciding = &mut *run;
-    let (generated, ran) = std::thread::scope(|s| -> anyhow::Result<_> {
-        // The decider owns its ends of the channels: once it stops (at
-        // its end, an error or a panic) this thread's `recv` returns.
-        let decider = std::thread::Builder::new()
-            .name("run decider".into())
-            .spawn_scoped(s, move || -> anyhow::Result<()> {
-                let mut taker = Taker::default();
-                while let Ok((chunk, spare)) = taker.recv(&chunks) {
-                    let kept = deciding.consume_aside(&chunk, spare, progress)?;
-                    if to_call.send((chunk, kept)).is_err() {
-                        break;
-                    }
-                }
-                Ok(())
-            })
-            .context("cannot start a thread to decide on")?;
-        let generated = generate(arrivals, &mut aside, to_decide, decided);
-        let ran = decider
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        Ok((generated, ran))
-    })?;
-    ran?;
-    generated?;
+    relay(
+        IN_FLIGHT,
+        || (Vec::with_capacity(CHUNK), Kept::with_capacity(CHUNK)),
+        |chunk| arrivals.next_chunk(chunk, CHUNK),
+        |chunk, spare| run.consume_aside(chunk, spare, progress),
+        |chunk, kept| {
+            aside.make_calls(chunk, kept);
+            kept.clear();
+        },
+    )?;
     run.take_back(aside);
     Ok(())
-}
-
-/// [`drive`]'s generating side: sends `arrivals` chunk by chunk to
-/// `to_decide`, and makes the calls kept over each that comes back
-/// `decided`. Stops quietly if the decider stops.
-fn generate(
-    arrivals: &mut Arrivals,
-    aside: &mut Aside,
-    to_decide: mpsc::SyncSender<Batch>,
-    decided: mpsc::Receiver<Batch>,
-) -> anyhow::Result<()> {
-    let mut spare: Vec<Batch> = (0..IN_FLIGHT)
-        .map(|_| (Vec::with_capacity(CHUNK), Kept::with_capacity(CHUNK)))
-        .collect();
-    let mut to_decide = Some(to_decide);
-    let mut taker = Taker::default();
-    loop {
-        let back = match (&to_decide, spare.is_empty()) {
-            (Some(_), false) => decided.try_recv().ok(),
-            // Every chunk is back: the end.
-            _ if spare.len() == IN_FLIGHT => return Ok(()),
-            _ => match taker.recv(&decided) {
-                Ok(batch) => Some(batch),
-                Err(_) => return Ok(()),
-            },
-        };
-        if let Some((chunk, mut kept)) = back {
-            aside.make_calls(&chunk, &kept);
-            kept.clear();
-            spare.push((chunk, kept));
-            continue;
-        }
-        let (Some(sender), Some((mut chunk, kept))) = (&to_decide, spare.pop()) else {
-            unreachable!("generating, with a spare chunk");
-        };
-        arrivals.next_chunk(&mut chunk, CHUNK)?;
-        if chunk.is_empty() {
-            to_decide = None;
-            spare.push((chunk, kept));
-        } else if sender.send((chunk, kept)).is_err() {
-            return Ok(());
-        }
-    }
 }

@@ -21,6 +21,7 @@ mod arrivals;
 mod aside;
 mod held;
 mod queue;
+mod relay;
 mod shared_store;
 
 use std::cmp::Reverse;
@@ -301,8 +302,8 @@ fn drive(
     }
     // A run alone, with a thread to spare (a pool of two or more; one
     // keeps the run on this thread): its recorder is set aside, and this
-    // thread generates the chunks ahead and makes the recorder's calls of
-    // those decided, while a thread of its own decides.
+    // thread makes the recorder's calls of the chunks decided, while a
+    // thread of its own decides; either generates the chunks.
     if let [run] = runs.as_mut_slice() {
         let spare = rayon::current_num_threads() > 1;
         if let Some(aside) = spare.then(|| run.set_aside()).flatten() {
