@@ -242,9 +242,9 @@ fn a_limiter_alone_that_fails_to_log_a_decision_ends_with_the_error() {
 #[test]
 fn a_limiter_alone_counts_the_same_with_its_recorder_set_aside() {
     // Alone on two threads, a limiter's run sets its recorder aside: it
-    // decides on a thread of its own, and the thread that generates the
-    // chunks of arrivals makes its calls. On one thread the run makes
-    // them itself. Every shipped scenario (retries,
+    // decides on a thread of its own, and its own thread makes the calls
+    // (either generates the chunks of arrivals). On one thread the run
+    // makes them itself. Every shipped scenario (retries,
     // a shaper's releases, shared stores and their failures, collateral
     // rejections, a backend, clients that read RateLimit headers, chains,
     // a log), and plain runs.

@@ -4,12 +4,12 @@
 //! A replay runs as pipelines of two threads: a log's parser hands
 //! batches of lines to the thread that puts them in order, and a run's
 //! own thread hands chunks of arrivals to the thread that decides them
-//! (and waits for them back, decided, when all are out; the deciding
-//! thread, when it has no chunk to decide, generates one if it can, see
-//! `engine/relay.rs`). The thread
-//! that takes the batches is the faster one there (the ordering thread,
-//! the deciding thread), so it keeps catching up and waiting for the next
-//! batch — for tens of microseconds at a time. A taker asleep on the
+//! (and waits for them back, decided, when all are out). The thread
+//! that takes the batches is often the faster one there (the ordering
+//! thread, the deciding thread), so it keeps catching up and waiting for
+//! the next batch — for tens of microseconds at a time. (The deciding
+//! thread, rather than wait, generates the next chunk itself when it
+//! can: see `engine/relay.rs`.) A taker asleep on the
 //! channel costs its maker a wake-up at every batch (a system call, and
 //! the sleeping CPU's time to come back), paid on the thread that the
 //! pipeline waits on.
@@ -88,13 +88,13 @@ impl Taker {
 
     /// Whether its waits lately were short: [`Taker::recv`] would look
     /// for the next value awake before sleeping.
-    pub fn awake(&self) -> bool {
+    pub(crate) fn awake(&self) -> bool {
         self.waited < AWAKE
     }
 
     /// Counts in a wait for a value taken otherwise than by
     /// [`Taker::recv`].
-    pub fn note(&mut self, wait: Duration) {
+    pub(crate) fn note(&mut self, wait: Duration) {
         self.waited = (self.waited * 3 + wait) / 4;
     }
 }

@@ -248,9 +248,10 @@ impl Stream for ReplayStream {
     }
 
     /// [`ReplayStream::next_arrival`] in a loop over a local copy of the
-    /// cursor: the generating thread of a replay decodes all its requests
-    /// but the first here. (585 → 550 instructions a decision on that
-    /// thread, callgrind, the nginx bench log's first 2·10^5 lines.)
+    /// cursor: a replay's chunks of arrivals decode all their requests but
+    /// the first here. (585 → 550 instructions a decision on the thread
+    /// that generated every chunk then, callgrind, the nginx bench log's
+    /// first 2·10^5 lines.)
     fn fill_in_part(&mut self, out: &mut Vec<(Arrival, u32)>, max: usize) -> anyhow::Result<()> {
         let mut cursor = self.replay.cursor;
         while out.len() < max {

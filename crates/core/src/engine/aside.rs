@@ -180,11 +180,14 @@ impl Aside {
 const IN_FLIGHT: usize = 8;
 
 /// How many arrivals a chunk of a run set aside holds. Smaller than a
-/// chunk of runs side by side: the decider waits for the first chunk
-/// alone, and [`IN_FLIGHT`] of them stay in the caches. On the nginx bench
-/// log (benches/log.toml, medians of 15 rounds in turn of the time from
-/// the first arrival to the last decision), 8 chunks of 2^12 took 46.8
-/// ms, 4 of 2^14 49.3 and 16 of 2^11 47.6.
+/// chunk of runs side by side: the first chunk is generated alone, and
+/// [`IN_FLIGHT`] of them stay in the caches. On the nginx bench log
+/// (benches/log.toml, medians of 15 rounds in turn of the time from the
+/// first arrival to the last decision), with one thread generating, 8
+/// chunks of 2^12 took 46.8 ms, 4 of 2^14 49.3 and 16 of 2^11 47.6; with
+/// either generating, 16 of 2^11 and 4 of 2^13 took 1.004 and 0.972 of
+/// 8 of 2^12's deciding phase (21 rounds by phase, both ranges spanning
+/// 1).
 const CHUNK: usize = 1 << 12;
 
 /// Drives `run`, its recorder set aside in `aside`, over `arrivals` to

@@ -4,9 +4,11 @@
 //! (the recorder's calls), each in the order the chunks were generated.
 //!
 //! Either thread generates. The thread that calls [`relay`] generates
-//! whenever no decided chunk waits for it; the deciding thread, whenever
-//! no chunk waits to be decided, rather than wait for one. Whichever has
-//! less to do takes more of the generating, so neither waits for the
+//! whenever no decided chunk waits for it; the deciding thread, when no
+//! chunk waits to be decided, looks for a spare one to generate into
+//! rather than wait (again and again for [`AWAKE`] while its waits are
+//! short, then every [`ASLEEP`]). Whichever has less to do takes more of
+//! the generating, so neither waits for the
 //! other for long, whichever is slower: the deciding (on a machine
 //! running slowly, where its loads miss) or the recording (on one
 //! running at its usual speed). On the nginx bench log, at its usual
@@ -17,8 +19,8 @@
 //! The order holds because chunks are generated only under one lock, and
 //! the thread that calls [`relay`] sends each chunk it generates to the
 //! deciding thread before letting go of it. So when the deciding thread
-//! holds the lock and finds no chunk sent, every chunk generated before
-//! is decided or being decided by itself: the one it generates is next.
+//! holds the lock and finds no chunk sent, it has taken and decided
+//! every chunk generated before: the one it generates is next.
 
 use std::sync::mpsc::{self, RecvTimeoutError, TryRecvError};
 use std::sync::{Mutex, MutexGuard, TryLockError};
@@ -27,6 +29,11 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 
 use crate::handoff::{Taker, AWAKE};
+
+/// How long an idle deciding thread whose waits are long sleeps before
+/// it looks for a spare chunk again (see [`relay`]): ten times [`AWAKE`],
+/// few wake-ups where its cores are shared with other runs' threads.
+const ASLEEP: Duration = Duration::from_millis(2);
 
 /// A chunk and what deciding it kept.
 type Batch<T, K> = (Vec<T>, K);
@@ -53,18 +60,21 @@ impl<T, K, G: FnMut(&mut Vec<T>) -> anyhow::Result<()>> Source<T, K, G> {
             return Ok(None);
         };
         chunk.clear();
+        // Ended unless it gives a chunk: a generator that fails, or
+        // panics half-way, is never called again.
+        self.ended = true;
         let generated = (self.generate)(&mut chunk);
         if generated.is_err() || chunk.is_empty() {
-            self.ended = true;
             self.spare.push((chunk, kept));
             return generated.map(|()| None);
         }
+        self.ended = false;
         Ok(Some((chunk, kept)))
     }
 }
 
-/// Locks `source`, whatever a panicking thread left in it: that panic is
-/// the relay's outcome.
+/// Locks `source`, whatever a panicking thread left in it (its generator
+/// ended, see [`Source::next`]): that panic is the relay's outcome.
 fn lock<S>(source: &Mutex<S>) -> MutexGuard<'_, S> {
     source
         .lock()
@@ -77,8 +87,8 @@ enum Own<T, K> {
     Batch(Batch<T, K>),
     /// The arrivals' end: every chunk has been sent or decided.
     Ended,
-    /// Nothing to generate (no chunk spare, or the other thread
-    /// generating): the next chunk is to be waited for.
+    /// Nothing to generate now (no chunk spare, or the lock held by the
+    /// other thread): the next chunk is to be waited for.
     Wait,
 }
 
@@ -94,7 +104,8 @@ where
     let mut source = match source.try_lock() {
         Ok(source) => source,
         Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
-        // The other thread is generating, to send what it generates.
+        // The other thread holds it: generating, to send what it
+        // generates, or finding nothing to generate either.
         Err(TryLockError::WouldBlock) => return Ok(Own::Wait),
     };
     // Looked at again under the lock: a chunk sent before it was taken.
@@ -114,13 +125,13 @@ where
 /// documentation). `generate` fills an empty chunk, on either thread;
 /// `decide` takes a chunk and a spare `K` and gives back what it kept;
 /// `call` makes what was kept over the chunk, leaving `K` spare again.
-/// Up to `in_flight` chunks, made by `spare` once the deciding thread has
-/// started, are under way at once. Stops at the first error: the deciding
-/// thread's comes first, met on an earlier chunk than the one that could
-/// not be generated after it.
+/// Up to `in_flight` chunks (at least one), made by `make` once the
+/// deciding thread has started, are under way at once. Stops at the first
+/// error: the deciding thread's comes first, met on an earlier chunk than
+/// the one that could not be generated after it.
 pub(super) fn relay<T, K, G, D, C>(
     in_flight: usize,
-    spare: impl FnMut() -> Batch<T, K>,
+    make: impl FnMut() -> Batch<T, K>,
     generate: G,
     mut decide: D,
     call: C,
@@ -132,6 +143,7 @@ where
     D: FnMut(&[T], K) -> anyhow::Result<K> + Send,
     C: FnMut(&[T], &mut K),
 {
+    assert!(in_flight > 0, "a relay with no chunk to relay");
     let (to_decide, chunks) = mpsc::sync_channel::<Batch<T, K>>(in_flight);
     let (to_call, decided) = mpsc::channel::<Batch<T, K>>();
     let (give_back, given_back) = mpsc::channel::<Batch<T, K>>();
@@ -160,17 +172,17 @@ where
                             Own::Batch(batch) => batch,
                             Own::Ended => break,
                             // A chunk given back may be generated into
-                            // soon. A decider whose waits are short looks
-                            // again, awake for AWAKE, as a taker does, then
-                            // asleep but for AWAKE at a time, as the other
-                            // thread, busy with its calls, wakes it only
-                            // with a chunk to decide. One whose waits are
-                            // long (its cores shared with other runs'
-                            // threads) sleeps until a chunk comes.
+                            // soon, but the other thread, busy with its
+                            // calls, wakes this one only with a chunk to
+                            // decide. So it looks again: awake for AWAKE,
+                            // as a taker does, while its waits are short,
+                            // then asleep but for AWAKE at a time; while
+                            // they are long (its cores shared with other
+                            // runs' threads), asleep for ASLEEP at a time.
                             Own::Wait => {
                                 let since = *idle.get_or_insert_with(Instant::now);
                                 let taken = if !taker.awake() {
-                                    chunks.recv().map_err(|_| RecvTimeoutError::Disconnected)
+                                    chunks.recv_timeout(ASLEEP)
                                 } else if since.elapsed() < AWAKE {
                                     std::thread::yield_now();
                                     continue;
@@ -194,9 +206,8 @@ where
                 Ok(())
             })
             .context("cannot start a thread to decide on")?;
-        let generated = generate_and_call(
-            shared, in_flight, spare, call, to_decide, decided, give_back,
-        );
+        let generated =
+            generate_and_call(shared, in_flight, make, call, to_decide, decided, give_back);
         let ran = decider
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
@@ -209,11 +220,14 @@ where
 /// [`relay`]'s side on its caller's thread: makes the chunks, then
 /// generates from `source` and sends to `to_decide` whenever no chunk
 /// comes back `decided`, and makes `call` over each that does, then gives
-/// it back. Stops quietly if the decider stops.
+/// it back. Stops quietly if the decider stops (its outcome is the
+/// relay's). If it cannot generate, it stops sending and waits for the
+/// decider to stop, so that the decider's error on an earlier chunk is
+/// met and comes first.
 fn generate_and_call<T, K, G, C>(
     source: &Mutex<Source<T, K, G>>,
     in_flight: usize,
-    spare: impl FnMut() -> Batch<T, K>,
+    make: impl FnMut() -> Batch<T, K>,
     mut call: C,
     to_decide: mpsc::SyncSender<Batch<T, K>>,
     decided: mpsc::Receiver<Batch<T, K>>,
@@ -225,7 +239,7 @@ where
 {
     lock(source)
         .spare
-        .extend(std::iter::repeat_with(spare).take(in_flight));
+        .extend(std::iter::repeat_with(make).take(in_flight));
     let mut to_decide = Some(to_decide);
     let mut taker = Taker::default();
     let mut called = |(chunk, mut kept): Batch<T, K>| {
@@ -237,21 +251,34 @@ where
         let Some(sender) = &to_decide else {
             match taker.recv(&decided) {
                 Ok(batch) => called(batch),
-                // The decider has stopped, every chunk back.
+                // The decider has stopped.
                 Err(_) => return Ok(()),
             }
             continue;
         };
-        if let Ok(batch) = decided.try_recv() {
-            called(batch);
-            continue;
+        match decided.try_recv() {
+            Ok(batch) => {
+                called(batch);
+                continue;
+            }
+            Err(TryRecvError::Disconnected) => return Ok(()),
+            Err(TryRecvError::Empty) => {}
         }
         // Taken even while the decider holds it (for at most one chunk's
         // generating): found taken, this thread could not tell a decider
         // generating, which sends a chunk decided soon, from one that
         // looked and found nothing spare, and then waits for a chunk.
         let mut generating = lock(source);
-        match generating.next()? {
+        let next = match generating.next() {
+            Ok(next) => next,
+            Err(e) => {
+                drop((generating, to_decide));
+                // The decider decides what it was sent, then stops.
+                while decided.recv().is_ok() {}
+                return Err(e);
+            }
+        };
+        match next {
             // Sent under the lock (see the module documentation); never
             // blocks, as no more chunks than the channel holds are ever
             // in flight.
@@ -381,19 +408,19 @@ mod tests {
                 decide: NONE,
                 call: NONE,
             },
-            // The caller slower: the decider generates.
+            // The caller slower…
             Pace {
                 generate: NONE,
                 decide: NONE,
                 call: SLOW,
             },
-            // The decider slower: the caller generates.
+            // …the decider slower…
             Pace {
                 generate: NONE,
                 decide: SLOW,
                 call: NONE,
             },
-            // Generating slow, on whichever thread.
+            // …generating slow.
             Pace {
                 generate: SLOW,
                 decide: NONE,
@@ -425,8 +452,8 @@ mod tests {
         true
     }
 
-    /// Relays 40 chunks as [`relayed`] does, with `decide` and `call`
-    /// first waiting (see [`until`]) on what the relay has done so far:
+    /// Relays 40 chunks of one number each (0, 1, 2…), with `decide` and
+    /// `call` first waiting (see [`until`]) on what the relay has done so far:
     /// the chunks generated, each by the decider or not, and how many
     /// decisions have begun. Gives the chunks generated and whether every
     /// wait ended.
@@ -510,30 +537,35 @@ mod tests {
 
     #[test]
     fn the_deciders_error_comes_before_a_later_chunks_generating_error() {
+        let pace = Pace {
+            generate: NONE,
+            decide: SLOW,
+            call: NONE,
+        };
+        // Deciding chunk 10 fails; generating chunk 12 would, and comes
+        // first in time, as the other thread runs ahead of the decider.
+        let seen = relayed(40, pace, Some(12), Some(10));
+        let error = seen.result.unwrap_err().to_string();
+        assert_eq!(error, "cannot decide chunk 10");
+        assert_eq!(seen.decided, firsts(10));
+        assert!(seen.called.len() <= 10);
+        assert_eq!(seen.called, firsts(seen.called.len() as u64));
+
+        // A generating error alone ends the relay after the chunks before
+        // it are decided, in order.
         for pace in [
-            Pace {
-                generate: NONE,
-                decide: SLOW,
-                call: NONE,
-            },
+            pace,
             Pace {
                 generate: NONE,
                 decide: NONE,
                 call: SLOW,
             },
         ] {
-            let seen = relayed(40, pace, Some(20), Some(10));
-            let error = seen.result.unwrap_err().to_string();
-            assert_eq!(error, "cannot decide chunk 10", "{pace:?}");
-            assert_eq!(seen.decided, firsts(10), "{pace:?}");
-            assert!(seen.called.len() <= 10, "{pace:?}");
-            assert_eq!(seen.called, firsts(seen.called.len() as u64), "{pace:?}");
-
             let seen = relayed(40, pace, Some(20), None);
             let error = seen.result.unwrap_err().to_string();
             assert_eq!(error, "cannot generate chunk 20", "{pace:?}");
-            assert!(seen.decided.len() <= 20, "{pace:?}");
-            assert_eq!(seen.decided, firsts(seen.decided.len() as u64), "{pace:?}");
+            assert_eq!(seen.decided, firsts(20), "{pace:?}");
+            assert_eq!(seen.called, firsts(seen.called.len() as u64), "{pace:?}");
         }
     }
 }
