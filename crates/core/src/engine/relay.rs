@@ -6,12 +6,12 @@
 //! Either thread generates. The thread that calls [`relay`] generates
 //! whenever no decided chunk waits for it; the deciding thread, when no
 //! chunk waits to be decided, looks for a spare one to generate into
-//! rather than wait (again and again for [`AWAKE`] while its waits are
-//! short, then every [`ASLEEP`]). Whichever has less to do takes more of
-//! the generating, so neither waits for the
-//! other for long, whichever is slower: the deciding (on a machine
-//! running slowly, where its loads miss) or the recording (on one
-//! running at its usual speed). On the nginx bench log, at its usual
+//! rather than wait (again and again for [`AWAKE`], then every [`AWAKE`]
+//! while its waits are short, every [`ASLEEP`] while they are long).
+//! Whichever has less to do takes more of the generating, so neither
+//! waits for the other for long, whichever is slower: the deciding (on a
+//! machine running slowly, where its loads miss) or the recording (on
+//! one running at its usual speed). On the nginx bench log, at its usual
 //! speed, the deciding thread waited about 16 % of the deciding phase
 //! for a chunk when only the other thread generated (`perf record`,
 //! samples in the waiting functions).
