@@ -320,8 +320,8 @@ mod tests {
 
     /// What a relay of `chunks` chunks of three numbers each saw: the
     /// first numbers of the chunks decided and called, in order, and how
-    /// many chunks each thread generated (the deciding thread's, the
-    /// caller's).
+    /// many times each thread called the generator (the deciding
+    /// thread's, the caller's), the call that ends the chunks included.
     struct Seen {
         result: anyhow::Result<()>,
         decided: Vec<u64>,
