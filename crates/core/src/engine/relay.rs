@@ -248,55 +248,49 @@ where
         let _ = give_back.send((chunk, kept));
     };
     loop {
-        let Some(sender) = &to_decide else {
-            match taker.recv(&decided) {
-                Ok(batch) => called(batch),
-                // The decider has stopped.
-                Err(_) => return Ok(()),
-            }
-            continue;
-        };
-        match decided.try_recv() {
-            Ok(batch) => {
-                called(batch);
-                continue;
-            }
-            Err(TryRecvError::Disconnected) => return Ok(()),
-            Err(TryRecvError::Empty) => {}
-        }
-        // Taken even while the decider holds it (for at most one chunk's
-        // generating): found taken, this thread could not tell a decider
-        // generating, which sends a chunk decided soon, from one that
-        // looked and found nothing spare, and then waits for a chunk.
-        let mut generating = lock(source);
-        let next = match generating.next() {
-            Ok(next) => next,
-            Err(e) => {
-                drop((generating, to_decide));
-                // The decider decides what it was sent, then stops.
-                while decided.recv().is_ok() {}
-                return Err(e);
-            }
-        };
-        match next {
-            // Sent under the lock (see the module documentation); never
-            // blocks, as no more chunks than the channel holds are ever
-            // in flight.
-            Some(batch) => {
-                if sender.send(batch).is_err() {
-                    return Ok(());
+        if let Some(sender) = &to_decide {
+            match decided.try_recv() {
+                Ok(batch) => {
+                    called(batch);
+                    continue;
                 }
-                continue;
+                Err(TryRecvError::Disconnected) => return Ok(()),
+                Err(TryRecvError::Empty) => {}
             }
-            None if generating.ended => {
-                to_decide = None;
-                continue;
+            // Taken even while the decider holds it (for at most one
+            // chunk's generating): found taken, this thread could not tell
+            // a decider generating, which sends a chunk decided soon, from
+            // one that looked and found nothing spare, and then waits for a
+            // chunk.
+            let mut generating = lock(source);
+            let next = match generating.next() {
+                Ok(next) => next,
+                Err(e) => {
+                    drop((generating, to_decide));
+                    // The decider decides what it was sent, then stops.
+                    while decided.recv().is_ok() {}
+                    return Err(e);
+                }
+            };
+            match next {
+                // Sent under the lock (see the module documentation); never
+                // blocks, as no more chunks than the channel holds are ever
+                // in flight.
+                Some(batch) => {
+                    if sender.send(batch).is_err() {
+                        return Ok(());
+                    }
+                    continue;
+                }
+                None if generating.ended => to_decide = None,
+                // None spare: every chunk is in flight, none given back
+                // (only this thread gives them back), so one comes back
+                // decided.
+                None => {}
             }
-            // None spare: every chunk is in flight, none given back (only
-            // this thread gives them back), so one comes back decided.
-            None => drop(generating),
         }
-        // Nothing to generate now: the next chunk decided is.
+        // Nothing to generate now, or ever again: the next chunk decided
+        // is, until the decider has stopped.
         match taker.recv(&decided) {
             Ok(batch) => called(batch),
             Err(_) => return Ok(()),
