@@ -333,12 +333,7 @@ impl NginxFormat {
         let v = |i: usize| &line[values[i].clone()];
         let name = |i: usize| self.template.names[i].as_str();
         let raw = v(self.time.0);
-        let fast = match self.time.1 {
-            TimeKind::Msec => time::epoch_fast(raw, NS),
-            TimeKind::Iso => time::rfc3339_fast(raw).map(|(t, _)| t),
-            TimeKind::Local => time::time_local_fast(raw),
-        };
-        let stamp = match fast {
+        let stamp = match self.stamp_fast(raw) {
             Some(t) => t,
             None => {
                 let raw = utf8(raw)?;
@@ -374,20 +369,9 @@ impl NginxFormat {
                     .into())
                 }
             },
-            // docs/semantics.md §8: the configured limit_req_status is a
-            // rejection; any other status is not (a pass or a delay).
-            (None, Some(i)) => match *v(i) {
-                [a, b, c] if [a, b, c].iter().all(u8::is_ascii_digit) => {
-                    let status = [a, b, c]
-                        .iter()
-                        .fold(0u16, |n, &d| n * 10 + u16::from(d - b'0'));
-                    Some(if status == self.rejected_status {
-                        Verdict::Rejected
-                    } else {
-                        Verdict::Passed
-                    })
-                }
-                _ => {
+            (None, Some(i)) => match self.status_verdict(v(i)) {
+                Some(verdict) => Some(verdict),
+                None => {
                     return Err(format!(
                         "$status {} — expected a 3-digit HTTP status",
                         quoted(utf8(v(i))?)
@@ -430,6 +414,100 @@ impl NginxFormat {
             source: self
                 .source
                 .map(|i| Cow::Borrowed(if v(i) == b"-" { &b""[..] } else { v(i) })),
+        })
+    }
+}
+
+/// What [`NginxFormat::read_plain`] reads of a line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Plain<'l> {
+    pub stamp: u64,
+    pub duration: u64,
+    pub verdict: Option<Verdict>,
+    pub client: &'l [u8],
+    /// The client's bytes themselves (the same slice) when the format
+    /// has no address field of its own, as [`Parsed`] reads it.
+    pub ip: &'l [u8],
+}
+
+impl NginxFormat {
+    /// The time field's stamp, read by the fast reader of its form, if
+    /// that reads it (a stamp it does not read is read more slowly).
+    #[inline(always)]
+    fn stamp_fast(&self, raw: &[u8]) -> Option<u64> {
+        match self.time.1 {
+            TimeKind::Msec => time::epoch_fast(raw, NS),
+            TimeKind::Iso => time::rfc3339_fast(raw).map(|(t, _)| t),
+            TimeKind::Local => time::time_local_fast(raw),
+        }
+    }
+
+    /// The verdict of `$status` (without `$limit_req_status`), if it is
+    /// three digits. docs/semantics.md §8: the configured
+    /// limit_req_status is a rejection; any other status is not (a pass
+    /// or a delay).
+    #[inline(always)]
+    fn status_verdict(&self, raw: &[u8]) -> Option<Verdict> {
+        let [a, b, c] = *raw else {
+            return None;
+        };
+        if !(a.is_ascii_digit() && b.is_ascii_digit() && c.is_ascii_digit()) {
+            return None;
+        }
+        let status = [a, b, c]
+            .iter()
+            .fold(0u16, |n, &d| n * 10 + u16::from(d - b'0'));
+        Some(match status == self.rejected_status {
+            true => Verdict::Rejected,
+            false => Verdict::Passed,
+        })
+    }
+
+    /// Whether [`NginxFormat::read_plain`] reads its lines: it has no
+    /// `$limit_req_status`, no field lines are selected or split by, and
+    /// no path field when `location` is set (whose path would be read).
+    pub fn plain(&self, location: bool) -> bool {
+        self.limit_req_status.is_none()
+            && self.select.is_none()
+            && self.source.is_none()
+            && !(location && self.path.is_some())
+    }
+
+    /// What [`NginxFormat::parse_matched`] reads of a line of a
+    /// [`NginxFormat::plain`] format whose fields' ranges are `values`,
+    /// read without the cases no usual line has: `None` unless the time
+    /// and the duration (or `-`) are of the forms their fast readers
+    /// read, the status is three digits, and neither key is empty. Where
+    /// it gives something, `parse_matched` gives the same; a line it
+    /// gives nothing for is read by `parse_matched`, bad lines included.
+    #[inline(always)]
+    pub fn read_plain<'l>(&self, line: &'l [u8], values: &[Range<usize>]) -> Option<Plain<'l>> {
+        let v = |i: usize| &line[values[i].clone()];
+        let stamp = self.stamp_fast(v(self.time.0))?;
+        let duration = match self.duration {
+            Some(i) if v(i) != b"-" => time::epoch_fast(v(i), NS)?,
+            _ => 0,
+        };
+        let verdict = match self.status {
+            Some(i) => Some(self.status_verdict(v(i))?),
+            None => None,
+        };
+        // nginx logs an empty variable as `-`.
+        let key = |i: usize| match v(i) {
+            b"" | b"-" => None,
+            s => Some(s),
+        };
+        let client = key(self.client)?;
+        let ip = match self.ip {
+            Some(i) => key(i)?,
+            None => client,
+        };
+        Some(Plain {
+            stamp,
+            duration,
+            verdict,
+            client,
+            ip,
         })
     }
 }

@@ -203,6 +203,10 @@ pub(super) struct LineReader {
     values: Vec<Range<usize>>,
     /// …and of the lines looked at ahead (`None`: none are, a JSON log).
     ahead: Option<Ahead>,
+    /// Whether a line the look ahead matched is read by [`read_plain`]
+    /// first (an nginx log whose options filter nothing: see
+    /// [`super::nginx::NginxFormat::plain`]).
+    plain: bool,
 }
 
 /// Why a line says nothing to replay.
@@ -529,7 +533,20 @@ impl LineReader {
                 Format::Nginx(_) | Format::Envoy(_) => Some(Ahead::new()),
                 Format::Jsonl(_) => None,
             },
+            plain: match **format {
+                Format::Nginx(ref f) => {
+                    f.plain(options.location.is_some()) && options.select.is_none()
+                }
+                _ => false,
+            },
         }
+    }
+
+    /// The same reader, reading with [`read_plain`] first or not.
+    #[cfg(test)]
+    fn with_plain(mut self, plain: bool) -> LineReader {
+        self.plain = plain;
+        self
     }
 
     /// The next line: its number, its bytes and what it says (`None`: it
@@ -567,6 +584,11 @@ impl LineReader {
         };
         if blank(bytes) {
             return Ok(Some((line_no, bytes, None)));
+        }
+        if let (true, Some(values), Format::Nginx(f)) = (self.plain, matched, &*self.format) {
+            if let Some(said) = read_plain(f, (line_no, bytes), values, hint, intern) {
+                return Ok(Some((line_no, bytes, Some(Ok(said)))));
+            }
         }
         let said = read_line(
             &self.format,
@@ -648,6 +670,33 @@ impl LineReader {
         }
         let _ = batches.send(Batch::Failed);
     }
+}
+
+/// What a line of a plain nginx format says (see
+/// [`super::nginx::NginxFormat::read_plain`]), given its fields' ranges
+/// and its keys' prefetch `hint`: `None` where `read_plain` reads nothing
+/// or the keys are not interned, and then [`read_line`] reads the line.
+/// Where it says something, `read_line` says the same: a plain format
+/// filters and selects nothing, so a line it reads is a request.
+#[inline(always)]
+fn read_plain<I: Interner + ?Sized>(
+    f: &super::nginx::NginxFormat,
+    (line, bytes): (u64, &[u8]),
+    values: &[Range<usize>],
+    hint: Option<u64>,
+    intern: &mut I,
+) -> Option<Said> {
+    let p = f.read_plain(bytes, values)?;
+    // (An error interns nothing: `read_line` meets it again.)
+    let (client, ip, part) = intern.intern(p.client, p.ip, b"", hint).ok()?;
+    Some(Said {
+        line,
+        stamp: p.stamp,
+        duration: p.duration,
+        cost: 1,
+        verdict: p.verdict,
+        kind: Kind::Request(client, ip, part),
+    })
 }
 
 /// What a line that is not blank says (`values` is scratch space), or why
@@ -975,6 +1024,7 @@ impl Pending {
 mod tests {
     use super::super::{envoy, nginx, Location};
     use super::*;
+    use proptest::prelude::*;
 
     fn run(format: Format, location: &str, log: &str) -> (Result<Vec<u64>, String>, Pipeline) {
         run_bytes(format, location, log.as_bytes())
@@ -1300,6 +1350,188 @@ mod tests {
             let (r, _) = run_bytes(f(), "/", bad);
             let e = r.unwrap_err();
             assert!(e.starts_with("line 1: is not valid UTF-8: \""), "{e}");
+        }
+    }
+
+    /// A field of a line the plain reading test writes: each kind's usual
+    /// values, and the values the plain reading leaves to the generic one.
+    fn field(kind: usize, pick: usize) -> &'static [u8] {
+        let values: &[&[u8]] = match kind {
+            // $msec, then forms its fast reader does not read.
+            0 => &[
+                b"1796085720.123",
+                b"1796085720.000",
+                b"1796085720",
+                b"1796085720.1",
+                b"1796085720.1234",
+                b"x",
+                b"-",
+                b"",
+            ],
+            // $time_iso8601.
+            1 => &[
+                b"2026-12-01T00:42:00+00:00",
+                b"2026-12-01T00:42:00+01:30",
+                b"2026-12-01T00:42:00Z",
+                b"2026-13-01T00:42:00+00:00",
+                b"-",
+            ],
+            // A key: empty ones, one not UTF-8, one holding the separator.
+            2 => &[
+                b"k1",
+                b"k2",
+                b"k3",
+                b"-",
+                b"",
+                b"k\xff",
+                b"k 1",
+                b"\xc3\xa9",
+            ],
+            // $status.
+            3 => &[b"200", b"503", b"429", b"2x0", b"20", b"2000", b"-"],
+            // $request_time.
+            4 => &[
+                b"0.250", b"0.000", b"0.001", b"1", b"-", b"x", b"0.0001", b"12.5",
+            ],
+            // $remote_addr.
+            _ => &[b"10.0.0.1", b"10.0.0.2", b"-", b""],
+        };
+        values[pick % values.len()]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        // A log read with the plain reading first (`read_plain`) says
+        // what it says read the generic way alone, line by line (a
+        // request's time, duration, verdict and ids; a line to pass over;
+        // the first error), and names the same keys in the same order:
+        // for formats it reads (with an address field or not, a path
+        // field with no location, whole-second stamps), usual lines and
+        // lines it leaves to the generic reading (times, durations and
+        // statuses of other forms, empty keys, keys not UTF-8 or holding
+        // a space, fields missing or added, blank lines).
+        #[test]
+        fn the_plain_reading_says_what_the_generic_reading_says(
+            which in 0usize..4,
+            lines in prop::collection::vec((prop::collection::vec(0usize..8, 6), 0u8..8), 1..120),
+            skip_bad in any::<bool>(),
+        ) {
+            // (format, the kind of each of its fields, client, address)
+            let (text, kinds, ip): (&str, &[usize], Option<&str>) = match which {
+                0 => ("$msec $http_x_k $status $request_time", &[0, 2, 3, 4], None),
+                1 => ("$msec $http_x_k $remote_addr $status $request_time", &[0, 2, 5, 3, 4], Some("$remote_addr")),
+                2 => ("$time_iso8601 $http_x_k $request_time \"$request\"", &[1, 2, 4], None),
+                _ => ("$msec $remote_addr $status", &[0, 5, 3], Some("$remote_addr")),
+            };
+            let client = match which { 3 => "$remote_addr", _ => "$http_x_k" };
+            let format = Arc::new(Format::Nginx(
+                nginx::NginxFormat::new(text, None, Some(client), ip).unwrap(),
+            ));
+            let mut log = Vec::new();
+            for (picks, shape) in &lines {
+                let mut fields: Vec<&[u8]> = kinds.iter().zip(picks).map(|(&k, &p)| field(k, p)).collect();
+                if which == 2 {
+                    fields.push(b"GET /a HTTP/1.1");
+                }
+                match shape {
+                    0 => fields.pop().map(|_| ()).unwrap_or(()),
+                    1 => fields.push(b"extra"),
+                    _ => {}
+                }
+                let mut line = Vec::new();
+                for (i, f) in fields.iter().enumerate() {
+                    if i > 0 {
+                        line.push(b' ');
+                    }
+                    let quoted = which == 2 && i == fields.len() - 1 && *shape > 1;
+                    if quoted {
+                        line.push(b'"');
+                    }
+                    line.extend_from_slice(f);
+                    if quoted {
+                        line.push(b'"');
+                    }
+                }
+                if *shape == 2 {
+                    line.clear();
+                }
+                log.extend_from_slice(&line);
+                log.push(b'\n');
+            }
+            let options = LogOptions {
+                reorder: Nanos(60 * NS),
+                subsecond: None,
+                skip_bad,
+                location: None,
+                select: None,
+            };
+            let nginx_plain = match &*format {
+                Format::Nginx(f) => f.plain(false),
+                _ => false,
+            };
+            prop_assert!(nginx_plain);
+            let read = |plain: bool| {
+                let lines = Lines::new(Box::new(std::io::Cursor::new(log.clone()))).unwrap();
+                let mut reader = LineReader::new(lines, &format, &options).with_plain(plain);
+                let mut keys = super::super::LogKeys::new(None);
+                let mut said = Vec::new();
+                loop {
+                    match reader.next_said(&mut keys) {
+                        Ok(Some(s)) => said.push(Ok(s)),
+                        Ok(None) => break,
+                        Err(()) => {
+                            said.push(Err(()));
+                            break;
+                        }
+                    }
+                }
+                let (clients, ips) = keys.keys.counts();
+                let names: Vec<String> = (0..clients)
+                    .map(|i| keys.keys.client(i).to_string())
+                    .chain((0..ips).map(|i| keys.keys.ip(i).to_string()))
+                    .collect();
+                (said, names)
+            };
+            let (plain, generic) = (read(true), read(false));
+            prop_assert_eq!(&plain, &generic);
+        }
+    }
+
+    // The plain reading reads the usual line, so the test above compares
+    // it with something: a request's time, duration, verdict and keys.
+    #[test]
+    fn the_plain_reading_reads_the_usual_line() {
+        let f = nginx::NginxFormat::new(
+            "$msec $http_x_k $status $request_time",
+            None,
+            Some("$http_x_k"),
+            None,
+        )
+        .unwrap();
+        let line = b"1796085720.123 k1 503 0.250";
+        let mut values = Vec::new();
+        f.template.match_fields(line, &mut values).unwrap();
+        let p = f.read_plain(line, &values).unwrap();
+        assert_eq!(
+            (p.stamp, p.duration, p.verdict, p.client),
+            (
+                1_796_085_720_123_000_000,
+                250_000_000,
+                Some(Verdict::Rejected),
+                &b"k1"[..]
+            )
+        );
+        // The address is the client's own bytes, as the generic reading
+        // hands it on (the interner tells the two apart by that).
+        assert!(std::ptr::eq(p.ip, p.client));
+        for line in [
+            &b"1796085720.123 - 503 0.250"[..],
+            b"1796085720.123 k1 5x3 0.250",
+            b"1796085720.123 k1 503 x",
+        ] {
+            f.template.match_fields(line, &mut values).unwrap();
+            assert_eq!(f.read_plain(line, &values), None);
         }
     }
 }

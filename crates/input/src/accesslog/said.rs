@@ -7,7 +7,7 @@ use super::Verdict;
 /// What a line that is not blank says, for its ordering: a few words,
 /// which a thread that reads lines hands on (see
 /// [`super::pipeline::LineReader::feed`]).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Said {
     pub line: u64,
     pub stamp: u64,
