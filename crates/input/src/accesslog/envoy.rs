@@ -13,7 +13,7 @@
 use std::borrow::Cow;
 use std::ops::Range;
 
-use super::parsed::{utf8, EmptyKey, Key, LineError};
+use super::parsed::{utf8, EmptyKey, Key, LineError, Plain};
 use super::template::Template;
 use super::{time, Parsed, Verdict};
 use crate::error::quoted;
@@ -40,6 +40,9 @@ pub struct EnvoyFormat {
     path: Option<usize>,
     /// The field a split source is split by (`source`).
     source: Option<usize>,
+    /// Per field, whether its value is an address whose port a key
+    /// leaves out (see [`EnvoyFormat::key_value`]).
+    strip: Box<[bool]>,
 }
 
 /// A command's canonical text: header names upper-cased, so
@@ -155,6 +158,11 @@ impl EnvoyFormat {
         let path = ["%REQ(X-ENVOY-ORIGINAL-PATH?:PATH)%", "%REQ(:PATH)%"]
             .iter()
             .find_map(|p| template.field(p));
+        let strip = template
+            .names
+            .iter()
+            .map(|name| name.starts_with("%DOWNSTREAM_") && !name.ends_with("WITHOUT_PORT%"))
+            .collect();
         Ok(EnvoyFormat {
             time,
             status: template.field("%RESPONSE_CODE%"),
@@ -163,6 +171,7 @@ impl EnvoyFormat {
             ip,
             path,
             source: None,
+            strip,
             template,
         })
     }
@@ -195,12 +204,11 @@ impl EnvoyFormat {
     }
 
     /// Field `i`'s value as a key: an address without its port.
+    #[inline(always)]
     fn key_value<'l>(&self, i: usize, raw: &'l [u8]) -> &'l [u8] {
-        let name = &self.template.names[i];
-        if name.starts_with("%DOWNSTREAM_") && !name.ends_with("WITHOUT_PORT%") {
-            strip_port(raw)
-        } else {
-            raw
+        match self.strip[i] {
+            true => strip_port(raw),
+            false => raw,
         }
     }
 
@@ -248,19 +256,7 @@ impl EnvoyFormat {
                     .0
             }
         };
-        let verdict = match (self.flags, self.status) {
-            (Some(i), _) => Some(if v(i).split(|&b| b == b',').any(|f| f == b"RL") {
-                Verdict::Rejected
-            } else {
-                Verdict::Passed
-            }),
-            (None, Some(i)) => Some(if v(i) == b"429" {
-                Verdict::Rejected
-            } else {
-                Verdict::Passed
-            }),
-            (None, None) => None,
-        };
+        let verdict = self.verdict(values, line);
         let key = |i: usize| -> Key<'l> {
             match self.key_value(i, v(i)) {
                 b"" | b"-" => Err(EmptyKey(name(i))),
@@ -287,6 +283,54 @@ impl EnvoyFormat {
             source: self
                 .source
                 .map(|i| Cow::Borrowed(if v(i) == b"-" { &b""[..] } else { v(i) })),
+        })
+    }
+}
+
+impl EnvoyFormat {
+    /// The verdict a line's `%RESPONSE_FLAGS%` (`RL`: rate limited) or,
+    /// without them, its `%RESPONSE_CODE%` (429) says, if it has either.
+    #[inline(always)]
+    fn verdict(&self, values: &[Range<usize>], line: &[u8]) -> Option<Verdict> {
+        let v = |i: usize| &line[values[i].clone()];
+        let rejected = match (self.flags, self.status) {
+            (Some(i), _) => v(i).split(|&b| b == b',').any(|f| f == b"RL"),
+            (None, Some(i)) => v(i) == b"429",
+            (None, None) => return None,
+        };
+        Some(match rejected {
+            true => Verdict::Rejected,
+            false => Verdict::Passed,
+        })
+    }
+
+    /// Whether [`EnvoyFormat::read_plain`] reads its lines: no field the
+    /// source is split by, and no path field when `location` is set
+    /// (whose path would be read).
+    pub fn plain(&self, location: bool) -> bool {
+        self.source.is_none() && !(location && self.path.is_some())
+    }
+
+    /// What [`EnvoyFormat::parse_matched`] reads of a line of a
+    /// [`EnvoyFormat::plain`] format whose fields' ranges are `values`,
+    /// read without the cases no usual line has: `None` unless the
+    /// `%START_TIME%` is of the form its fast reader reads and neither
+    /// key is empty. Where it gives something, `parse_matched` gives the
+    /// same; a line it gives nothing for is read by `parse_matched`.
+    #[inline(always)]
+    pub fn read_plain<'l>(&self, line: &'l [u8], values: &[Range<usize>]) -> Option<Plain<'l>> {
+        let v = |i: usize| &line[values[i].clone()];
+        let (stamp, _) = time::rfc3339_fast(v(self.time))?;
+        // Envoy logs an absent value as `-`.
+        let key = |i: usize| self.key_value(i, v(i));
+        let (client, ip) = Plain::keys(key(self.client), self.ip.map(key))?;
+        Some(Plain {
+            stamp,
+            // docs/semantics.md §8: `%DURATION%` is not subtracted.
+            duration: 0,
+            verdict: self.verdict(values, line),
+            client,
+            ip,
         })
     }
 }

@@ -17,7 +17,7 @@
 use std::borrow::Cow;
 use std::ops::Range;
 
-use super::parsed::{utf8, EmptyKey, Key, LineError};
+use super::parsed::{utf8, EmptyKey, Key, LineError, Plain};
 use super::template::{Seg, Template};
 use super::{time, Parsed, Verdict, NS};
 use crate::error::quoted;
@@ -418,18 +418,6 @@ impl NginxFormat {
     }
 }
 
-/// What [`NginxFormat::read_plain`] reads of a line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Plain<'l> {
-    pub stamp: u64,
-    pub duration: u64,
-    pub verdict: Option<Verdict>,
-    pub client: &'l [u8],
-    /// The client's bytes themselves (the same slice) when the format
-    /// has no address field of its own, as [`Parsed`] reads it.
-    pub ip: &'l [u8],
-}
-
 impl NginxFormat {
     /// The time field's stamp, read by the fast reader of its form, if
     /// that reads it (a stamp it does not read is read more slowly).
@@ -493,15 +481,7 @@ impl NginxFormat {
             None => None,
         };
         // nginx logs an empty variable as `-`.
-        let key = |i: usize| match v(i) {
-            b"" | b"-" => None,
-            s => Some(s),
-        };
-        let client = key(self.client)?;
-        let ip = match self.ip {
-            Some(i) => key(i)?,
-            None => client,
-        };
+        let (client, ip) = Plain::keys(v(self.client), self.ip.map(v))?;
         Some(Plain {
             stamp,
             duration,

@@ -69,6 +69,40 @@ impl std::fmt::Display for EmptyKey<'_> {
     }
 }
 
+/// What a plain reading reads of a usual line, whose every field read
+/// is of its usual form (`NginxFormat::read_plain`,
+/// `EnvoyFormat::read_plain`): what [`Parsed`] holds of a line that
+/// is a request, where nothing is filtered, selected or split.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Plain<'l> {
+    pub stamp: u64,
+    pub duration: u64,
+    pub verdict: Option<Verdict>,
+    pub client: &'l [u8],
+    /// The client's bytes themselves (the same slice) when the format
+    /// has no address field of its own, as [`Parsed`] reads it.
+    pub ip: &'l [u8],
+}
+
+impl<'l> Plain<'l> {
+    /// The keys of a plain reading, from the client field's value and
+    /// the address field's (none: the address is the client's own
+    /// bytes): `None` if either is empty, which both gateways log as `-`.
+    #[inline(always)]
+    pub fn keys(client: &'l [u8], ip: Option<&'l [u8]>) -> Option<(&'l [u8], &'l [u8])> {
+        let key = |s: &'l [u8]| match s {
+            b"" | b"-" => None,
+            s => Some(s),
+        };
+        let client = key(client)?;
+        let ip = match ip {
+            Some(ip) => key(ip)?,
+            None => client,
+        };
+        Some((client, ip))
+    }
+}
+
 /// Why a line is a bad line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LineError {

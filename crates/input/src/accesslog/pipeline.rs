@@ -537,7 +537,10 @@ impl LineReader {
                 Format::Nginx(ref f) => {
                     f.plain(options.location.is_some()) && options.select.is_none()
                 }
-                _ => false,
+                Format::Envoy(ref f) => {
+                    f.plain(options.location.is_some()) && options.select.is_none()
+                }
+                Format::Jsonl(_) => false,
             },
         }
     }
@@ -585,8 +588,8 @@ impl LineReader {
         if blank(bytes) {
             return Ok(Some((line_no, bytes, None)));
         }
-        if let (true, Some(values), Format::Nginx(f)) = (self.plain, matched, &*self.format) {
-            if let Some(said) = read_plain(f, (line_no, bytes), values, hint, intern) {
+        if let (true, Some(values)) = (self.plain, matched) {
+            if let Some(said) = read_plain(&self.format, (line_no, bytes), values, hint, intern) {
                 return Ok(Some((line_no, bytes, Some(Ok(said)))));
             }
         }
@@ -672,7 +675,7 @@ impl LineReader {
     }
 }
 
-/// What a line of a plain nginx format says (see
+/// What a line of a plain format says (nginx's or Envoy's: see
 /// [`super::nginx::NginxFormat::read_plain`]), given its fields' ranges
 /// and its keys' prefetch `hint`: `None` where `read_plain` reads nothing
 /// or the keys are not interned, and then [`read_line`] reads the line.
@@ -680,13 +683,17 @@ impl LineReader {
 /// filters and selects nothing, so a line it reads is a request.
 #[inline(always)]
 fn read_plain<I: Interner + ?Sized>(
-    f: &super::nginx::NginxFormat,
+    format: &Format,
     (line, bytes): (u64, &[u8]),
     values: &[Range<usize>],
     hint: Option<u64>,
     intern: &mut I,
 ) -> Option<Said> {
-    let p = f.read_plain(bytes, values)?;
+    let p = match format {
+        Format::Nginx(f) => f.read_plain(bytes, values)?,
+        Format::Envoy(f) => f.read_plain(bytes, values)?,
+        Format::Jsonl(_) => return None,
+    };
     // (An error interns nothing: `read_line` meets it again.)
     let (client, ip, part) = intern.intern(p.client, p.ip, b"", hint).ok()?;
     Some(Said {
@@ -1394,7 +1401,31 @@ mod tests {
                 b"0.250", b"0.000", b"0.001", b"1", b"-", b"x", b"0.0001", b"12.5",
             ],
             // $remote_addr.
-            _ => &[b"10.0.0.1", b"10.0.0.2", b"-", b""],
+            5 => &[b"10.0.0.1", b"10.0.0.2", b"-", b""],
+            // Envoy's %START_TIME%, then forms its fast reader does not read.
+            6 => &[
+                b"2026-12-01T00:42:00.239Z",
+                b"2026-12-01T00:42:01.000Z",
+                b"2026-12-01T00:42:00Z",
+                b"2026-12-01T00:42:00.2391Z",
+                b"2026-12-01T00:42:00.239+01:00",
+                b"-",
+            ],
+            // An address with its port (%DOWNSTREAM_REMOTE_ADDRESS%).
+            7 => &[
+                b"10.0.0.1:5678",
+                b"10.0.0.1:80",
+                b"10.0.0.2",
+                b"[::1]:80",
+                b":80",
+                b"-",
+                b"",
+            ],
+            // %RESPONSE_FLAGS%.
+            8 => &[b"-", b"RL", b"UH,RL", b"UH", b"RLX"],
+            // %RESPONSE_CODE%, then %DURATION%.
+            9 => &[b"200", b"429", b"0", b"-"],
+            _ => &[b"0", b"12", b"-"],
         };
         values[pick % values.len()]
     }
@@ -1406,28 +1437,32 @@ mod tests {
         // what it says read the generic way alone, line by line (a
         // request's time, duration, verdict and ids; a line to pass over;
         // the first error), and names the same keys in the same order:
-        // for formats it reads (with an address field or not, a path
-        // field with no location, whole-second stamps), usual lines and
+        // for formats it reads (nginx's and Envoy's, with an address field
+        // or not, an address with its port, a path field with no
+        // location, whole-second stamps), usual lines and
         // lines it leaves to the generic reading (times, durations and
         // statuses of other forms, empty keys, keys not UTF-8 or holding
         // a space, fields missing or added, blank lines).
         #[test]
         fn the_plain_reading_says_what_the_generic_reading_says(
-            which in 0usize..4,
+            which in 0usize..7,
             lines in prop::collection::vec((prop::collection::vec(0usize..8, 6), 0u8..8), 1..120),
             skip_bad in any::<bool>(),
         ) {
             // (format, the kind of each of its fields, client, address)
-            let (text, kinds, ip): (&str, &[usize], Option<&str>) = match which {
-                0 => ("$msec $http_x_k $status $request_time", &[0, 2, 3, 4], None),
-                1 => ("$msec $http_x_k $remote_addr $status $request_time", &[0, 2, 5, 3, 4], Some("$remote_addr")),
-                2 => ("$time_iso8601 $http_x_k $request_time \"$request\"", &[1, 2, 4], None),
-                _ => ("$msec $remote_addr $status", &[0, 5, 3], Some("$remote_addr")),
+            let (text, kinds, client, ip): (&str, &[usize], &str, Option<&str>) = match which {
+                0 => ("$msec $http_x_k $status $request_time", &[0, 2, 3, 4], "$http_x_k", None),
+                1 => ("$msec $http_x_k $remote_addr $status $request_time", &[0, 2, 5, 3, 4], "$http_x_k", Some("$remote_addr")),
+                2 => ("$time_iso8601 $http_x_k $request_time \"$request\"", &[1, 2, 4], "$http_x_k", None),
+                3 => ("$msec $remote_addr $status", &[0, 5, 3], "$remote_addr", Some("$remote_addr")),
+                4 => ("%START_TIME% %REQ(X-K)% %RESPONSE_CODE% %DURATION%", &[6, 2, 9, 10], "%REQ(X-K)%", None),
+                5 => ("%START_TIME% %DOWNSTREAM_REMOTE_ADDRESS% %RESPONSE_FLAGS% %REQ(X-K)%", &[6, 7, 8, 2], "%REQ(X-K)%", Some("%DOWNSTREAM_REMOTE_ADDRESS%")),
+                _ => ("%START_TIME% %DOWNSTREAM_REMOTE_ADDRESS% %RESPONSE_CODE%", &[6, 7, 9], "%DOWNSTREAM_REMOTE_ADDRESS%", None),
             };
-            let client = match which { 3 => "$remote_addr", _ => "$http_x_k" };
-            let format = Arc::new(Format::Nginx(
-                nginx::NginxFormat::new(text, None, Some(client), ip).unwrap(),
-            ));
+            let format = Arc::new(match which {
+                0..=3 => Format::Nginx(nginx::NginxFormat::new(text, None, Some(client), ip).unwrap()),
+                _ => Format::Envoy(envoy::EnvoyFormat::new(text, None, Some(client), ip).unwrap()),
+            });
             let mut log = Vec::new();
             for (picks, shape) in &lines {
                 let mut fields: Vec<&[u8]> = kinds.iter().zip(picks).map(|(&k, &p)| field(k, p)).collect();
@@ -1466,11 +1501,12 @@ mod tests {
                 location: None,
                 select: None,
             };
-            let nginx_plain = match &*format {
+            let plain = match &*format {
                 Format::Nginx(f) => f.plain(false),
-                _ => false,
+                Format::Envoy(f) => f.plain(false),
+                Format::Jsonl(_) => false,
             };
-            prop_assert!(nginx_plain);
+            prop_assert!(plain);
             let read = |plain: bool| {
                 let lines = Lines::new(Box::new(std::io::Cursor::new(log.clone()))).unwrap();
                 let mut reader = LineReader::new(lines, &format, &options).with_plain(plain);
