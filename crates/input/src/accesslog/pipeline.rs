@@ -204,7 +204,7 @@ pub(super) struct LineReader {
     /// …and of the lines looked at ahead (`None`: none are, a JSON log).
     ahead: Option<Ahead>,
     /// Whether a line the look ahead matched is read by [`read_plain`]
-    /// first (an nginx log whose options filter nothing: see
+    /// first (an nginx or Envoy log whose options filter nothing: see
     /// [`super::nginx::NginxFormat::plain`]).
     plain: bool,
 }
@@ -1457,6 +1457,7 @@ mod tests {
                 3 => ("$msec $remote_addr $status", &[0, 5, 3], "$remote_addr", Some("$remote_addr")),
                 4 => ("%START_TIME% %REQ(X-K)% %RESPONSE_CODE% %DURATION%", &[6, 2, 9, 10], "%REQ(X-K)%", None),
                 5 => ("%START_TIME% %DOWNSTREAM_REMOTE_ADDRESS% %RESPONSE_FLAGS% %REQ(X-K)%", &[6, 7, 8, 2], "%REQ(X-K)%", Some("%DOWNSTREAM_REMOTE_ADDRESS%")),
+                // (No address named: Envoy's is the client's own field.)
                 _ => ("%START_TIME% %DOWNSTREAM_REMOTE_ADDRESS% %RESPONSE_CODE%", &[6, 7, 9], "%DOWNSTREAM_REMOTE_ADDRESS%", None),
             };
             let format = Arc::new(match which {
@@ -1532,6 +1533,67 @@ mod tests {
             let (plain, generic) = (read(true), read(false));
             prop_assert_eq!(&plain, &generic);
         }
+    }
+
+    // A reader reads plainly the formats whose options filter nothing,
+    // and not where a location filters by the path, lines are selected,
+    // a source is split or the gateway's verdict is read from
+    // `$limit_req_status`, nor JSON lines.
+    #[test]
+    fn a_reader_reads_plainly_only_where_nothing_is_filtered() {
+        let options = |location: Option<&str>, select: bool| LogOptions {
+            reorder: Nanos(60 * NS),
+            subsecond: None,
+            skip_bad: false,
+            location: location.and_then(Location::parse),
+            select: select.then(|| super::super::Select {
+                variable: "$http_x_plan".into(),
+                values: vec!["free".into()],
+                except: false,
+            }),
+        };
+        let nginx = |text: &str, split: bool| {
+            let mut f = nginx::NginxFormat::new(text, None, Some("$http_x_k"), None).unwrap();
+            if split {
+                f.split_by("$http_x_plan").unwrap();
+            }
+            Arc::new(Format::Nginx(f))
+        };
+        let key = Some("%REQ(X-K)%");
+        let envoy =
+            envoy::EnvoyFormat::new("%START_TIME% %REQ(X-K)% %REQ(:PATH)%", None, key, None);
+        let envoy = Arc::new(Format::Envoy(envoy.unwrap()));
+        let plain = |format: &Arc<Format>, options: &LogOptions| {
+            LineReader::new(Lines::over(Vec::new()), format, options).plain
+        };
+        let path = nginx("$msec $http_x_k $http_x_plan \"$request\"", false);
+        assert!(plain(&path, &options(None, false)));
+        assert!(!plain(&path, &options(Some("/a"), false)));
+        assert!(!plain(&path, &options(None, true)));
+        assert!(!plain(
+            &nginx("$msec $http_x_k $http_x_plan \"$request\"", true),
+            &options(None, false)
+        ));
+        // A location, and no path to filter by: nothing is filtered.
+        assert!(plain(
+            &nginx("$msec $http_x_k $http_x_plan", false),
+            &options(Some("/a"), false)
+        ));
+        assert!(!plain(
+            &nginx("$msec $http_x_k $limit_req_status", false),
+            &options(None, false)
+        ));
+        assert!(plain(&envoy, &options(None, false)));
+        assert!(!plain(&envoy, &options(Some("/a"), false)));
+        let jsonl = Arc::new(Format::Jsonl(super::super::jsonl::JsonlFormat {
+            time: "ts".into(),
+            unit: super::super::jsonl::Unit::Ms,
+            client: "user".into(),
+            ip: None,
+            cost: None,
+            source: None,
+        }));
+        assert!(!plain(&jsonl, &options(None, false)));
     }
 
     // The plain reading reads the usual line, so the test above compares
