@@ -1361,10 +1361,11 @@ mod tests {
     }
 
     /// A field of a line the plain reading test writes: each kind's usual
-    /// values, and the values the plain reading leaves to the generic one.
+    /// values and others, some of which the plain reading leaves to the
+    /// generic one.
     fn field(kind: usize, pick: usize) -> &'static [u8] {
         let values: &[&[u8]] = match kind {
-            // $msec, then forms its fast reader does not read.
+            // $msec: the usual form, other forms, and values not times.
             0 => &[
                 b"1796085720.123",
                 b"1796085720.000",
@@ -1375,7 +1376,7 @@ mod tests {
                 b"-",
                 b"",
             ],
-            // $time_iso8601.
+            // $time_iso8601, and a month that does not exist.
             1 => &[
                 b"2026-12-01T00:42:00+00:00",
                 b"2026-12-01T00:42:00+01:30",
@@ -1402,7 +1403,7 @@ mod tests {
             ],
             // $remote_addr.
             5 => &[b"10.0.0.1", b"10.0.0.2", b"-", b""],
-            // Envoy's %START_TIME%, then forms its fast reader does not read.
+            // Envoy's %START_TIME%: the usual form, others, and not a time.
             6 => &[
                 b"2026-12-01T00:42:00.239Z",
                 b"2026-12-01T00:42:01.000Z",
@@ -1596,8 +1597,9 @@ mod tests {
         assert!(!plain(&jsonl, &options(None, false)));
     }
 
-    // The plain reading reads the usual line, so the test above compares
-    // it with something: a request's time, duration, verdict and keys.
+    // The plain reading reads the usual line, so the proptest above
+    // compares it with something: a request's time, duration, verdict and
+    // keys.
     #[test]
     fn the_plain_reading_reads_the_usual_line() {
         let f = nginx::NginxFormat::new(
