@@ -13,7 +13,7 @@
 use std::borrow::Cow;
 use std::ops::Range;
 
-use super::parsed::{utf8, EmptyKey, Key, LineError, Plain};
+use super::parsed::{empty, utf8, EmptyKey, Key, LineError, Plain};
 use super::template::Template;
 use super::{time, Parsed, Verdict};
 use crate::error::quoted;
@@ -256,10 +256,10 @@ impl EnvoyFormat {
                     .0
             }
         };
-        let verdict = self.verdict(values, line);
+        let verdict = self.verdict(line, values);
         let key = |i: usize| -> Key<'l> {
             match self.key_value(i, v(i)) {
-                b"" | b"-" => Err(EmptyKey(name(i))),
+                s if empty(s) => Err(EmptyKey(name(i))),
                 s => Ok(Cow::Borrowed(s)),
             }
         };
@@ -291,7 +291,7 @@ impl EnvoyFormat {
     /// The verdict a line's `%RESPONSE_FLAGS%` (`RL`: rate limited) or,
     /// without them, its `%RESPONSE_CODE%` (429) says, if it has either.
     #[inline(always)]
-    fn verdict(&self, values: &[Range<usize>], line: &[u8]) -> Option<Verdict> {
+    fn verdict(&self, line: &[u8], values: &[Range<usize>]) -> Option<Verdict> {
         let v = |i: usize| &line[values[i].clone()];
         let rejected = match (self.flags, self.status) {
             (Some(i), _) => v(i).split(|&b| b == b',').any(|f| f == b"RL"),
@@ -321,14 +321,13 @@ impl EnvoyFormat {
     pub fn read_plain<'l>(&self, line: &'l [u8], values: &[Range<usize>]) -> Option<Plain<'l>> {
         let v = |i: usize| &line[values[i].clone()];
         let (stamp, _) = time::rfc3339_fast(v(self.time))?;
-        // Envoy logs an absent value as `-`.
         let key = |i: usize| self.key_value(i, v(i));
         let (client, ip) = Plain::keys(key(self.client), self.ip.map(key))?;
         Some(Plain {
             stamp,
             // docs/semantics.md §8: `%DURATION%` is not subtracted.
             duration: 0,
-            verdict: self.verdict(values, line),
+            verdict: self.verdict(line, values),
             client,
             ip,
         })

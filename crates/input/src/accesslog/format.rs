@@ -6,6 +6,7 @@
 
 use std::ops::Range;
 
+use super::parsed::Plain;
 use super::{envoy, jsonl, nginx, LineError, Parsed};
 use crate::clock::Nanos;
 
@@ -73,6 +74,34 @@ impl Format {
             Format::Nginx(f) => f.parse_matched(line, values),
             Format::Envoy(f) => f.parse_matched(line, values),
             Format::Jsonl(f) => f.parse(line),
+        }
+    }
+
+    /// Whether [`Format::read_plain`] reads its lines, with `location`
+    /// set or not (see [`nginx::NginxFormat::plain`]); a JSON line never
+    /// is, as it has its own fast reader.
+    pub(super) fn plain(&self, location: bool) -> bool {
+        match self {
+            Format::Nginx(f) => f.plain(location),
+            Format::Envoy(f) => f.plain(location),
+            Format::Jsonl(_) => false,
+        }
+    }
+
+    /// What a [`Format::plain`] format's usual line whose fields' ranges
+    /// `values` are those [`Format::keys`] found says, as
+    /// [`Format::parse_matched`] would (see
+    /// [`nginx::NginxFormat::read_plain`]); `None` for any other line.
+    #[inline(always)]
+    pub(super) fn read_plain<'l>(
+        &self,
+        line: &'l [u8],
+        values: &[Range<usize>],
+    ) -> Option<Plain<'l>> {
+        match self {
+            Format::Nginx(f) => f.read_plain(line, values),
+            Format::Envoy(f) => f.read_plain(line, values),
+            Format::Jsonl(_) => None,
         }
     }
 

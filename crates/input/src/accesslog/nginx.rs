@@ -17,7 +17,7 @@
 use std::borrow::Cow;
 use std::ops::Range;
 
-use super::parsed::{utf8, EmptyKey, Key, LineError, Plain};
+use super::parsed::{empty, utf8, EmptyKey, Key, LineError, Plain};
 use super::template::{Seg, Template};
 use super::{time, Parsed, Verdict, NS};
 use crate::error::quoted;
@@ -381,10 +381,9 @@ impl NginxFormat {
             },
             (None, None) => None,
         };
-        // nginx logs an empty variable as `-`.
         let key = |i: usize| -> Key<'l> {
             match v(i) {
-                b"" | b"-" => Err(EmptyKey(name(i))),
+                s if empty(s) => Err(EmptyKey(name(i))),
                 s => Ok(Cow::Borrowed(s)),
             }
         };
@@ -480,7 +479,6 @@ impl NginxFormat {
             Some(i) => Some(self.status_verdict(v(i))?),
             None => None,
         };
-        // nginx logs an empty variable as `-`.
         let (client, ip) = Plain::keys(v(self.client), self.ip.map(v))?;
         Some(Plain {
             stamp,

@@ -69,6 +69,13 @@ impl std::fmt::Display for EmptyKey<'_> {
     }
 }
 
+/// Whether a key field's value is empty: nginx logs an empty variable,
+/// and Envoy an absent value, as `-`.
+#[inline(always)]
+pub(super) fn empty(value: &[u8]) -> bool {
+    matches!(value, b"" | b"-")
+}
+
 /// What a plain reading reads of a usual line, whose every field read
 /// is of its usual form (`NginxFormat::read_plain`,
 /// `EnvoyFormat::read_plain`): what [`Parsed`] holds of a line that
@@ -87,13 +94,10 @@ pub struct Plain<'l> {
 impl<'l> Plain<'l> {
     /// The keys of a plain reading, from the client field's value and
     /// the address field's (none: the address is the client's own
-    /// bytes): `None` if either is empty, which both gateways log as `-`.
+    /// bytes): `None` if either is [`empty`].
     #[inline(always)]
     pub fn keys(client: &'l [u8], ip: Option<&'l [u8]>) -> Option<(&'l [u8], &'l [u8])> {
-        let key = |s: &'l [u8]| match s {
-            b"" | b"-" => None,
-            s => Some(s),
-        };
+        let key = |s: &'l [u8]| (!empty(s)).then_some(s);
         let client = key(client)?;
         let ip = match ip {
             Some(ip) => key(ip)?,

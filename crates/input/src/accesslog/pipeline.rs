@@ -205,7 +205,7 @@ pub(super) struct LineReader {
     ahead: Option<Ahead>,
     /// Whether a line the look ahead matched is read by [`read_plain`]
     /// first (an nginx or Envoy log whose options filter nothing: see
-    /// [`super::nginx::NginxFormat::plain`]).
+    /// [`Format::plain`]).
     plain: bool,
 }
 
@@ -533,15 +533,7 @@ impl LineReader {
                 Format::Nginx(_) | Format::Envoy(_) => Some(Ahead::new()),
                 Format::Jsonl(_) => None,
             },
-            plain: match **format {
-                Format::Nginx(ref f) => {
-                    f.plain(options.location.is_some()) && options.select.is_none()
-                }
-                Format::Envoy(ref f) => {
-                    f.plain(options.location.is_some()) && options.select.is_none()
-                }
-                Format::Jsonl(_) => false,
-            },
+            plain: format.plain(options.location.is_some()) && options.select.is_none(),
         }
     }
 
@@ -675,8 +667,8 @@ impl LineReader {
     }
 }
 
-/// What a line of a plain format says (nginx's or Envoy's: see
-/// [`super::nginx::NginxFormat::read_plain`]), given its fields' ranges
+/// What a line of a plain format says (see [`Format::read_plain`]),
+/// given its fields' ranges
 /// and its keys' prefetch `hint`: `None` where `read_plain` reads nothing
 /// or the keys are not interned, and then [`read_line`] reads the line.
 /// Where it says something, `read_line` says the same: a plain format
@@ -689,11 +681,7 @@ fn read_plain<I: Interner + ?Sized>(
     hint: Option<u64>,
     intern: &mut I,
 ) -> Option<Said> {
-    let p = match format {
-        Format::Nginx(f) => f.read_plain(bytes, values)?,
-        Format::Envoy(f) => f.read_plain(bytes, values)?,
-        Format::Jsonl(_) => return None,
-    };
+    let p = format.read_plain(bytes, values)?;
     // (An error interns nothing: `read_line` meets it again.)
     let (client, ip, part) = intern.intern(p.client, p.ip, b"", hint).ok()?;
     Some(Said {
