@@ -3,7 +3,7 @@
 
 use crate::engine_support::scenario;
 use ratesim::clock::Nanos;
-use ratesim::engine::{simulate, simulate_all, Attempt, DecisionSink};
+use ratesim::engine::{simulate, simulate_all, simulate_at_once, Attempt, DecisionSink};
 use ratesim::scenario::{Load, Scenario};
 
 /// Every decision of every limiter, in order.
@@ -240,14 +240,17 @@ fn a_limiter_alone_that_fails_to_log_a_decision_ends_with_the_error() {
 }
 
 #[test]
-fn a_limiter_alone_counts_the_same_with_its_recorder_set_aside() {
-    // Alone on two threads, a limiter's run sets its recorder aside: it
-    // decides on a thread of its own, and its own thread makes the calls
-    // (either generates the chunks of arrivals). On one thread the run
-    // makes them itself. Every shipped scenario (retries,
-    // a shaper's releases, shared stores and their failures, collateral
-    // rejections, a backend, clients that read RateLimit headers, chains,
-    // a log), and plain runs.
+fn a_limiter_counts_the_same_with_its_recorder_set_aside() {
+    // A run may set its recorder aside and make the calls it kept later.
+    // Alone on two threads, it decides on a thread of its own while its
+    // own thread makes the calls (either generates the chunks of
+    // arrivals). Alone on one thread, or side by side with the scenario's
+    // other limiters, a plain run (see `Run::is_plain`) decides a chunk,
+    // then makes the calls kept over it. Each counts as the run that makes
+    // every call at once. Every shipped scenario (retries, a shaper's
+    // releases, shared stores and their failures, collateral rejections, a
+    // backend, clients that read RateLimit headers, chains, a log), and
+    // plain runs.
     use ratesim::estimate::Estimate;
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios");
     let mut paths: Vec<_> = std::fs::read_dir(dir)
@@ -340,23 +343,29 @@ service = "exp(30ms)"
         ])
         .chain(plain.map(|s| ("a plain run".to_string(), s)));
     for (path, mut s) in scenarios {
-        // About 20 000 decisions a limiter: more than a chunk of arrivals.
+        // About 40 000 decisions a limiter: more than two chunks of arrivals
+        // side by side (so a chunk's calls kept are made after another's).
         let (full, most) = (
             Estimate::of(&s).decisions,
-            20_000 * s.limiters.len() as u128,
+            40_000 * s.limiters.len() as u128,
         );
         if full > most {
             s.duration = Nanos((s.duration.0 as u128 * most / full) as u64);
         }
-        for i in 0..s.limiters.len() {
+        let side_by_side = one.install(|| simulate_all(&s, Vec::new(), &|_, _, _| {}).unwrap());
+        assert_eq!(side_by_side.len(), s.limiters.len());
+        for (i, side) in side_by_side.into_iter().enumerate() {
+            let at_once = simulate_at_once(&s, i).unwrap();
+            assert!(at_once.recorder.attempts > 0, "{path} limiter {i}");
             let alone = || simulate(&s, i, None, &|_, _| {}).unwrap();
-            let (here, aside) = (one.install(alone), two.install(alone));
-            assert!(here.recorder.attempts > 0, "{path} limiter {i}");
-            let same = counted(&here) == counted(&aside);
-            assert!(
-                same,
-                "{path} limiter {i}: other counts with the recorder set aside"
-            );
+            for (run, how) in [
+                (one.install(alone), "alone on one thread"),
+                (two.install(alone), "alone on two threads"),
+                (side, "side by side"),
+            ] {
+                let same = counted(&at_once) == counted(&run);
+                assert!(same, "{path} limiter {i}: other counts {how}");
+            }
         }
     }
 }

@@ -6,6 +6,12 @@
 //! [`IN_FLIGHT`] chunks are under way, so neither thread waits on the
 //! other for long.
 //!
+//! A plain run (see `Run::is_plain`) that has no thread to spare, or runs
+//! side by side with others, sets its recorder aside too: it decides a
+//! chunk, then makes the calls kept over it ([`Aside::make_calls`]), on
+//! the same thread — two tight loops, each with less to hold in the
+//! caches than one that does both.
+//!
 //! The run keeps those calls compactly. A decision on a first attempt as
 //! it arrives — nearly every call of a replay — is kept as the arrival's
 //! place in its chunk, its key and the decision (24 bytes): the rest is
@@ -126,8 +132,8 @@ impl Aside {
         Aside { recorder }
     }
 
-    /// Makes the calls `kept` over `chunk`.
-    fn make_calls(&mut self, chunk: &[Shared], kept: &Kept) {
+    /// Makes the calls `kept` over `chunk`, leaving `kept` empty.
+    pub(super) fn make_calls(&mut self, chunk: &[Shared], kept: &mut Kept) {
         let r = &mut self.recorder;
         let mut other = kept.other.iter().peekable();
         for (j, d) in kept.arrivals.iter().enumerate() {
@@ -166,6 +172,7 @@ impl Aside {
             r.advance(reached);
             r.apply(call);
         }
+        kept.clear();
     }
 
     /// The recorder, every call made.
@@ -206,10 +213,7 @@ pub(super) fn drive(
         || (Vec::with_capacity(CHUNK), Kept::with_capacity(CHUNK)),
         |chunk| arrivals.next_chunk(chunk, CHUNK),
         |chunk, spare| run.consume_aside(chunk, spare, progress),
-        |chunk, kept| {
-            aside.make_calls(chunk, kept);
-            kept.clear();
-        },
+        |chunk, kept| aside.make_calls(chunk, kept),
     )?;
     run.take_back(aside);
     Ok(())

@@ -145,7 +145,8 @@ const PREFETCH_AHEAD: usize = 8;
 /// arrivals are generated once (see [`arrivals`]) and each chunk of them is
 /// handed to every limiter's run, the runs in parallel while the next chunk
 /// is generated (a run alone, with a thread to spare, may decide on a
-/// thread of its own). Each run takes its events in the same order
+/// thread of its own; a plain run decides a chunk, then makes its
+/// recorder's calls over it, see [`aside`]). Each run takes its events in the same order
 /// whatever the number of threads, so the results are too.
 ///
 /// `sinks[i]`, if there is one, receives limiter `i`'s decisions;
@@ -259,6 +260,26 @@ pub fn simulate(
     sink: Option<&mut (dyn DecisionSink + Send)>,
     progress: &(dyn Fn(Nanos, u64) + Sync),
 ) -> anyhow::Result<LimiterRun> {
+    simulate_as(scenario, index, sink, true, progress)
+}
+
+/// [`simulate`] of limiter `index` with its recorder's calls made at once,
+/// never set aside: the reference the tests hold the ways that set it
+/// aside to.
+#[doc(hidden)]
+pub fn simulate_at_once(scenario: &Scenario, index: usize) -> anyhow::Result<LimiterRun> {
+    simulate_as(scenario, index, None, false, &|_, _| {})
+}
+
+/// [`simulate`], its recorder set aside where it can be (`aside`; see
+/// [`drive_as`]).
+fn simulate_as(
+    scenario: &Scenario,
+    index: usize,
+    sink: Option<&mut (dyn DecisionSink + Send)>,
+    aside: bool,
+    progress: &(dyn Fn(Nanos, u64) + Sync),
+) -> anyhow::Result<LimiterRun> {
     // A member is simulated inside its chain; the chain's decisions are
     // not the member's, so they go to no sink.
     let lane = scenario.limiters[index].member_of;
@@ -266,7 +287,7 @@ pub fn simulate(
         Some(chain) => Run::new(scenario, chain, None),
         None => Run::new(scenario, index, sink),
     };
-    let runs = drive(scenario, vec![run], &|_, t, n| progress(t, n))?;
+    let runs = drive_as(scenario, vec![run], aside, &|_, t, n| progress(t, n))?;
     let (_, run) = runs
         .into_iter()
         .flatten()
@@ -287,7 +308,18 @@ pub fn plain_alone(scenario: &Scenario, index: usize) -> bool {
 /// Runs `runs` over the arrivals of the sources they see.
 fn drive(
     scenario: &Scenario,
+    runs: Vec<Run>,
+    progress: &(dyn Fn(usize, Nanos, u64) + Sync),
+) -> anyhow::Result<Vec<Vec<(usize, LimiterRun)>>> {
+    drive_as(scenario, runs, true, progress)
+}
+
+/// [`drive`], the runs' recorders set aside where they can be (`aside`),
+/// or their calls all made at once.
+fn drive_as(
+    scenario: &Scenario,
     mut runs: Vec<Run>,
+    aside: bool,
     progress: &(dyn Fn(usize, Nanos, u64) + Sync),
 ) -> anyhow::Result<Vec<Vec<(usize, LimiterRun)>>> {
     use rayon::prelude::*;
@@ -306,12 +338,31 @@ fn drive(
     // thread makes the recorder's calls of the chunks decided, while a
     // thread of its own decides; either generates the chunks.
     if let [run] = runs.as_mut_slice() {
-        let spare = rayon::current_num_threads() > 1;
+        let spare = aside && rayon::current_num_threads() > 1;
         if let Some(aside) = spare.then(|| run.set_aside()).flatten() {
             aside::drive(run, aside, &mut arrivals, progress)?;
             return runs.into_iter().map(|run| run.end(progress)).collect();
         }
     }
+    // Runs side by side, or alone with no thread to spare: each plain one
+    // decides a chunk with its recorder set aside, then makes the calls
+    // kept over it, on the same thread (see [`aside`]).
+    let mut asides: Vec<Option<(Aside, Kept)>> = runs
+        .iter_mut()
+        .map(|run| {
+            if !aside {
+                return None;
+            }
+            let aside = run.set_aside()?;
+            match run.plain {
+                true => Some((aside, Kept::with_capacity(CHUNK))),
+                false => {
+                    run.take_back(aside);
+                    None
+                }
+            }
+        })
+        .collect();
     let (mut chunk, mut next) = (Vec::with_capacity(CHUNK), Vec::with_capacity(CHUNK));
     arrivals.next_chunk(&mut chunk, CHUNK)?;
     // In a partition by address: each client's address so far.
@@ -325,12 +376,27 @@ fn drive(
             || arrivals.next_chunk(&mut next, CHUNK),
             || {
                 runs.par_iter_mut()
-                    .try_for_each(|run| run.consume(&chunk, progress))
+                    .zip(asides.par_iter_mut())
+                    .try_for_each(|(run, aside)| match aside {
+                        Some((aside, spare)) => {
+                            let mut kept =
+                                run.consume_aside(&chunk, std::mem::take(spare), progress)?;
+                            aside.make_calls(&chunk, &mut kept);
+                            *spare = kept;
+                            Ok(())
+                        }
+                        None => run.consume(&chunk, progress),
+                    })
             },
         );
         generated?;
         consumed?;
         std::mem::swap(&mut chunk, &mut next);
+    }
+    for (run, aside) in runs.iter_mut().zip(asides) {
+        if let Some((aside, _)) = aside {
+            run.take_back(aside);
+        }
     }
     runs.into_par_iter().map(|run| run.end(progress)).collect()
 }
