@@ -347,7 +347,7 @@ fn drive_as(
     // Runs side by side, or alone with no thread to spare: each plain one
     // decides a chunk with its recorder set aside, then makes the calls
     // kept over it, on the same thread (see [`aside`]).
-    let mut asides: Vec<Option<(Aside, Kept)>> = runs
+    let mut asides: Vec<Option<Aside>> = runs
         .iter_mut()
         .map(|run| {
             if !aside {
@@ -355,7 +355,7 @@ fn drive_as(
             }
             let aside = run.set_aside()?;
             match run.plain {
-                true => Some((aside, Kept::with_capacity(CHUNK))),
+                true => Some(aside),
                 false => {
                     run.take_back(aside);
                     None
@@ -378,13 +378,7 @@ fn drive_as(
                 runs.par_iter_mut()
                     .zip(asides.par_iter_mut())
                     .try_for_each(|(run, aside)| match aside {
-                        Some((aside, spare)) => {
-                            let mut kept =
-                                run.consume_aside(&chunk, std::mem::take(spare), progress)?;
-                            aside.make_calls(&chunk, &mut kept);
-                            *spare = kept;
-                            Ok(())
-                        }
+                        Some(aside) => run.consume_then_call(&chunk, aside, progress),
                         None => run.consume(&chunk, progress),
                     })
             },
@@ -394,7 +388,7 @@ fn drive_as(
         std::mem::swap(&mut chunk, &mut next);
     }
     for (run, aside) in runs.iter_mut().zip(asides) {
-        if let Some((aside, _)) = aside {
+        if let Some(aside) = aside {
             run.take_back(aside);
         }
     }
@@ -757,12 +751,36 @@ impl<'a, 's> Run<'a, 's> {
         spare: Kept,
         progress: &(dyn Fn(usize, Nanos, u64) + Sync),
     ) -> anyhow::Result<Kept> {
+        self.consume_kept(chunk, progress)?;
+        let kept = self.deferred.as_mut().expect("the recorder is set aside");
+        Ok(std::mem::replace(kept, spare))
+    }
+
+    /// Decides `chunk` with its recorder set aside in `aside`, then makes
+    /// the calls it kept over it, which leaves none kept.
+    fn consume_then_call(
+        &mut self,
+        chunk: &[Shared],
+        aside: &mut Aside,
+        progress: &(dyn Fn(usize, Nanos, u64) + Sync),
+    ) -> anyhow::Result<()> {
+        self.consume_kept(chunk, progress)?;
+        let kept = self.deferred.as_mut().expect("the recorder is set aside");
+        aside.make_calls(chunk, kept);
+        Ok(())
+    }
+
+    /// Decides `chunk` with its recorder set aside, keeping its calls.
+    fn consume_kept(
+        &mut self,
+        chunk: &[Shared],
+        progress: &(dyn Fn(usize, Nanos, u64) + Sync),
+    ) -> anyhow::Result<()> {
         match self.plain && self.queue.is_empty() {
             true => self.consume_plain(chunk, progress),
             false => self.consume_as::<true>(chunk, progress)?,
         }
-        let kept = self.deferred.as_mut().expect("the recorder is set aside");
-        Ok(std::mem::replace(kept, spare))
+        Ok(())
     }
 
     /// Takes its recorder back, every call kept made.
