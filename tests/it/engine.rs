@@ -343,11 +343,12 @@ service = "exp(30ms)"
         ])
         .chain(plain.map(|s| ("a plain run".to_string(), s)));
     for (path, mut s) in scenarios {
-        // About 40 000 decisions a limiter: more than two chunks of arrivals
-        // side by side (so a chunk's calls kept are made after another's).
+        // About 100 000 decisions a limiter: more than two chunks of
+        // arrivals side by side (so a chunk's calls kept are made after
+        // another's).
         let (full, most) = (
             Estimate::of(&s).decisions,
-            40_000 * s.limiters.len() as u128,
+            100_000 * s.limiters.len() as u128,
         );
         if full > most {
             s.duration = Nanos((s.duration.0 as u128 * most / full) as u64);
