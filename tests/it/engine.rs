@@ -343,9 +343,9 @@ service = "exp(30ms)"
         ])
         .chain(plain.map(|s| ("a plain run".to_string(), s)));
     for (path, mut s) in scenarios {
-        // About 100 000 decisions a limiter: more than two chunks of
-        // arrivals side by side (so a chunk's calls kept are made after
-        // another's).
+        // At most about 100 000 decisions a limiter: the larger scenarios
+        // take more than two chunks of arrivals side by side (so a
+        // chunk's calls kept are made after another's).
         let (full, most) = (
             Estimate::of(&s).decisions,
             100_000 * s.limiters.len() as u128,

@@ -116,7 +116,7 @@ impl Kept {
         self.other.push((self.arrivals.len() as u32, reached, call));
     }
 
-    fn clear(&mut self) {
+    pub(super) fn clear(&mut self) {
         self.arrivals.clear();
         self.other.clear();
     }

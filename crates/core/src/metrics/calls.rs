@@ -1,5 +1,6 @@
 //! A run's calls to its [`Recorder`], as values: made at once, or kept in
-//! order and made later on another thread (the engine's `aside.rs`, which
+//! order and made later, on another thread or after a chunk's decisions
+//! (the engine's `aside.rs`, which
 //! also keeps the moment each was made at, to release the passes due by
 //! then first). The recorder gets the same calls in the same order, after
 //! the same releases, either way, so it counts the same.
