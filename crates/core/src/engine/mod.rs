@@ -158,8 +158,8 @@ const PREFETCH_AHEAD: usize = 8;
 /// handed to every limiter's run, the runs in parallel while the next chunk
 /// is generated (a run alone, with a thread to spare, may decide on a
 /// thread of its own; a plain run decides a chunk, then makes its
-/// recorder's calls over it, see [`aside`]). Each run takes its events in the same order
-/// whatever the number of threads, so the results are too.
+/// recorder's calls over it, see [`aside`]). Each run takes its events in
+/// the same order whatever the number of threads, so the results are too.
 ///
 /// `sinks[i]`, if there is one, receives limiter `i`'s decisions;
 /// `progress(limiter, time reached, events)` is called every
@@ -308,12 +308,13 @@ fn simulate_as(
     Ok(run)
 }
 
-/// Whether limiter `index`'s run alone, its recorder set aside, takes its first attempts the plain way (see
-/// `Run::is_plain`): for the tests that compare it with the general way.
+/// Whether limiter `index`'s run alone, its recorder set aside, takes its
+/// first attempts the plain way (see `Run::is_plain`): for the tests that
+/// compare it with the general way.
 #[doc(hidden)]
 pub fn plain_alone(scenario: &Scenario, index: usize) -> bool {
-    let mut run = Run::new(scenario, index, None);
-    run.set_aside().is_some() && run.plain
+    let run = Run::new(scenario, index, None);
+    run.may_set_aside() && run.is_plain()
 }
 
 /// Runs `runs` over the arrivals of the sources they see.
@@ -360,18 +361,9 @@ fn drive_as(
     // kept over it, on the same thread (see [`aside`]).
     let mut asides: Vec<Option<Aside>> = runs
         .iter_mut()
-        .map(|run| {
-            if !aside {
-                return None;
-            }
-            let aside = run.set_aside()?;
-            match run.plain {
-                true => Some(aside),
-                false => {
-                    run.take_back(aside);
-                    None
-                }
-            }
+        .map(|run| match aside && run.may_set_aside() && run.is_plain() {
+            true => run.set_aside(),
+            false => None,
         })
         .collect();
     let (mut chunk, mut next) = (Vec::with_capacity(CHUNK), Vec::with_capacity(CHUNK));
@@ -707,24 +699,30 @@ impl<'a, 's> Run<'a, 's> {
         self.journal = Some(j);
     }
 
-    /// Sets its recorder aside, its calls kept from now on (see
-    /// [`drive`]). Not for a run that keeps a journal (the recorder and
-    /// the sink read the number of the event the journal is at), nor for
-    /// one with closed-loop clients: a client answered when the backend
-    /// lets a pass in, at the pass's own moment, may send its next request
-    /// before the moment the run has reached, and the calls kept are made
-    /// after releasing the passes due by the latest moment reached (see
+    /// Whether its recorder may be set aside (see [`Run::set_aside`]).
+    /// Not for a run that keeps a journal (the recorder and the sink read
+    /// the number of the event the journal is at), nor for one with
+    /// closed-loop clients: a client answered when the backend lets a pass
+    /// in, at the pass's own moment, may send its next request before the
+    /// moment the run has reached, and the calls kept are made after
+    /// releasing the passes due by the latest moment reached (see
     /// [`aside`]), which holds only for events in time order. Nor for a
     /// key partition's run: by address, a client seen at two addresses is
     /// refused chunk by chunk before the runs decide it (and from the
     /// command line, every partition's run keeps a journal).
-    fn set_aside(&mut self) -> Option<Aside> {
+    fn may_set_aside(&self) -> bool {
         let closed = self
             .scenario
             .traffic
             .iter()
             .any(|t| matches!(t.pattern, Pattern::Closed(_)));
-        if self.journal.is_some() || closed || self.scenario.partition.is_some() {
+        self.journal.is_none() && !closed && self.scenario.partition.is_none()
+    }
+
+    /// Sets its recorder aside, its calls kept from now on (see
+    /// [`drive`]), if it may be ([`Run::may_set_aside`]).
+    fn set_aside(&mut self) -> Option<Aside> {
+        if !self.may_set_aside() {
             return None;
         }
         self.deferred = Some(Kept::default());
