@@ -361,10 +361,7 @@ fn drive_as(
     // kept over it, on the same thread (see [`aside`]).
     let mut asides: Vec<Option<Aside>> = runs
         .iter_mut()
-        .map(|run| match aside && run.may_set_aside() && run.is_plain() {
-            true => run.set_aside(),
-            false => None,
-        })
+        .map(|run| (aside && run.is_plain()).then(|| run.set_aside()).flatten())
         .collect();
     let (mut chunk, mut next) = (Vec::with_capacity(CHUNK), Vec::with_capacity(CHUNK));
     arrivals.next_chunk(&mut chunk, CHUNK)?;
