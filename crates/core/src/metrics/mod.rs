@@ -94,8 +94,12 @@ pub struct Recorder {
     pub fault_fallback: u64,
     /// Rejections an instance made from its over-limit cache.
     pub cache_rejections: u64,
-    /// Cost of all rejected attempts.
+    /// Cost of all rejected attempts…
     rejected_cost: u64,
+    /// …and of those that passed: what the one source's counts take at
+    /// the close (see [`Recorder::counts_one_source`]; not saved, as a
+    /// recorder is saved closed).
+    passed_cost: u64,
     /// Rejected attempts that would have passed had the client had a key of
     /// its own, and their cost (see [`Recorder::collateral`]).
     collateral: u64,
@@ -169,7 +173,9 @@ impl Recorder {
     }
 
     /// An attempt of `source`'s `client` and this limiter's own decision on
-    /// it (`None`: asked and overruled), for the per-source counts.
+    /// it (`None`: asked and overruled), for the per-source counts. A
+    /// run of one source, not a chain's member, takes them from its own
+    /// counts at the close instead (see [`Recorder::counts_one_source`]).
     #[inline]
     pub fn source(
         &mut self,
@@ -179,9 +185,41 @@ impl Recorder {
         cost: u64,
         outcome: Option<Decision>,
     ) {
+        if self.counts_one_source() {
+            return;
+        }
         if let Some(s) = self.sources.get_mut(source as usize) {
             s.attempt(client, first, self.member, cost, outcome);
         }
+    }
+
+    /// Whether the recorder's one source's counts are its own, read when
+    /// it closes ([`Recorder::one_source`]) rather than counted with each
+    /// attempt: a run of one source, whose recorder is not a chain
+    /// member's. Each attempt such a recorder is told of comes with its
+    /// [`Recorder::attempt`] (both from [`Recorder::decided`]), which
+    /// counts all that the source's counts would.
+    #[inline(always)]
+    fn counts_one_source(&self) -> bool {
+        self.sources.len() == 1 && !self.member
+    }
+
+    /// The counts of a recorder's one source (see
+    /// [`Recorder::counts_one_source`]), from its own: its attempts,
+    /// first attempts, outcomes and passed cost, and its clients with a
+    /// first attempt and with a rejected one (ids past the population's
+    /// included: in a recording, every key seen is a client).
+    fn one_source(&self) -> SourceCounts {
+        let mut s = SourceCounts::default();
+        (s.attempts, s.logical) = (self.attempts, self.logical);
+        (s.admitted, s.delayed, s.rejected) = (self.admitted, self.delayed, self.rejected);
+        s.passed_cost = self.passed_cost;
+        for (id, slot) in self.ids.iter().enumerate() {
+            let c = |field: usize| self.wide.count(id as u32, field, slot.counts[field]);
+            s.clients += u64::from(c(LOGICAL) > 0);
+            s.clients_limited += u64::from(c(CLIENT_REJECTED) > 0);
+        }
+        s
     }
 
     /// A hint that an attempt of `client` keyed on `key` is recorded soon
@@ -344,6 +382,9 @@ impl Recorder {
     /// the histograms' pending values once, for the report's several reads.
     pub fn finish(&mut self) {
         self.advance(Nanos(u64::MAX));
+        if self.counts_one_source() {
+            self.sources[0] = self.one_source();
+        }
         for s in &mut self.sources {
             s.finish();
         }
@@ -386,12 +427,14 @@ impl Recorder {
             Decision::Admitted => {
                 b.admitted += 1;
                 self.admitted += 1;
+                self.passed_cost += cost;
                 self.delays.record(0);
                 decided_at.0
             }
             Decision::Delayed { delay } => {
                 b.delayed += 1;
                 self.delayed += 1;
+                self.passed_cost += cost;
                 self.delays.record(delay.0);
                 decided_at.0.saturating_add(delay.0)
             }
@@ -488,6 +531,70 @@ mod tests {
     fn an_id_slot_is_one_cache_line() {
         assert_eq!(std::mem::size_of::<PerId>(), 64);
         assert_eq!(std::mem::align_of::<PerId>(), 64);
+    }
+
+    // A run of one source takes its source's counts from its own at the
+    // close: the same counts as one counted with each attempt, over
+    // random attempts (first ones and retries, of clients keyed by
+    // themselves or not, admitted, delayed or rejected, of any cost),
+    // clients inside the population and past it. A chain member's
+    // recorder still counts each attempt, of one source or several.
+    #[test]
+    fn one_source_counts_at_the_close_what_it_counts_with_each_attempt() {
+        let mut x = 11u64;
+        // A number below `n` (an LCG's high bits).
+        let mut next = move |n: u64| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (x >> 33) % n
+        };
+        for round in 0..20 {
+            let new = || Recorder::new(Nanos(1000 * MS), 3, Nanos(100 * MS), Nanos(5000 * MS), 40);
+            let mut one = new().with_sources(1);
+            let mut each = SourceCounts::default();
+            let mut member = new().with_sources(1).for_member();
+            for _ in 0..next(400) {
+                let client = next(60) as u32;
+                let key = match next(3) {
+                    0 => next(60) as u32,
+                    _ => client,
+                };
+                let decision = match next(3) {
+                    0 => Decision::Admitted,
+                    1 => Decision::Delayed {
+                        delay: Nanos(next(900) * MS),
+                    },
+                    _ => Decision::Rejected { retry_after: None },
+                };
+                let time = Nanos(next(5000) * MS);
+                let d = Decided {
+                    source: 0,
+                    client,
+                    key,
+                    attempt: 1 + (next(4) == 0) as u32 * (1 + next(3) as u32),
+                    time,
+                    decided_at: time,
+                    latency: Nanos::ZERO,
+                    first: time,
+                    cost: 1 + next(3),
+                    decision,
+                };
+                let first = d.attempt == 1;
+                each.attempt(client, first, false, d.cost, Some(decision));
+                one.decided(d);
+                member.decided(d);
+            }
+            one.finish();
+            member.finish();
+            each.finish();
+            assert_eq!(one.sources, [each.clone()], "round {round}");
+            assert!(one.sources[0].clients > 0 || one.attempts == 0);
+            // A member counts clients seen by any attempt, not only the
+            // first: its own count, each attempt told.
+            assert!(member.sources[0].clients >= each.clients, "round {round}");
+            assert_eq!(member.sources[0].attempts, each.attempts);
+        }
     }
 
     #[test]
