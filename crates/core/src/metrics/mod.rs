@@ -207,8 +207,10 @@ impl Recorder {
     /// The counts of a recorder's one source (see
     /// [`Recorder::counts_one_source`]), from its own: its attempts,
     /// first attempts, outcomes and passed cost, and its clients with a
-    /// first attempt and with a rejected one (ids past the population's
-    /// included: in a recording, every key seen is a client).
+    /// first attempt and with a rejected one, read from every id's slot
+    /// (a slot only a key's holds no client's counts). Read when it
+    /// closes, once: a recorder loaded or merged closed is not closed
+    /// again (its passed cost is not saved).
     fn one_source(&self) -> SourceCounts {
         let mut s = SourceCounts::default();
         (s.attempts, s.logical) = (self.attempts, self.logical);
@@ -535,10 +537,11 @@ mod tests {
 
     // A run of one source takes its source's counts from its own at the
     // close: the same counts as one counted with each attempt, over
-    // random attempts (first ones and retries, of clients keyed by
-    // themselves or not, admitted, delayed or rejected, of any cost),
-    // clients inside the population and past it. A chain member's
-    // recorder still counts each attempt, of one source or several.
+    // random attempts in time order (first ones and retries, of clients
+    // keyed by themselves or not, admitted, delayed or rejected, of any
+    // cost), clients inside the population and past it. A chain
+    // member's recorder of one source, and a recorder of two sources,
+    // still count each attempt: the same counts as theirs.
     #[test]
     fn one_source_counts_at_the_close_what_it_counts_with_each_attempt() {
         let mut x = 11u64;
@@ -552,8 +555,11 @@ mod tests {
         for round in 0..20 {
             let new = || Recorder::new(Nanos(1000 * MS), 3, Nanos(100 * MS), Nanos(5000 * MS), 40);
             let mut one = new().with_sources(1);
-            let mut each = SourceCounts::default();
             let mut member = new().with_sources(1).for_member();
+            let mut two = new().with_sources(2);
+            let (mut each, mut each_member) = (SourceCounts::default(), SourceCounts::default());
+            let mut each_of_two = vec![SourceCounts::default(); 2];
+            let mut time = Nanos::ZERO;
             for _ in 0..next(400) {
                 let client = next(60) as u32;
                 let key = match next(3) {
@@ -567,7 +573,7 @@ mod tests {
                     },
                     _ => Decision::Rejected { retry_after: None },
                 };
-                let time = Nanos(next(5000) * MS);
+                time = Nanos(time.0 + next(15) * MS);
                 let d = Decided {
                     source: 0,
                     client,
@@ -582,18 +588,29 @@ mod tests {
                 };
                 let first = d.attempt == 1;
                 each.attempt(client, first, false, d.cost, Some(decision));
+                each_member.attempt(client, first, true, d.cost, Some(decision));
                 one.decided(d);
                 member.decided(d);
+                let source = next(2) as u32;
+                each_of_two[source as usize].attempt(client, first, false, d.cost, Some(decision));
+                two.decided(Decided { source, ..d });
             }
-            one.finish();
-            member.finish();
-            each.finish();
+            for r in [&mut one, &mut member, &mut two] {
+                r.finish();
+            }
+            for s in [&mut each, &mut each_member]
+                .into_iter()
+                .chain(&mut each_of_two)
+            {
+                s.finish();
+            }
             assert_eq!(one.sources, [each.clone()], "round {round}");
+            assert_eq!(member.sources, [each_member.clone()], "round {round}");
+            assert_eq!(two.sources, each_of_two, "round {round}");
+            // Retries alone make a member's client seen: in some rounds
+            // it sees more clients than the first attempts do.
+            assert!(each_member.clients >= each.clients);
             assert!(one.sources[0].clients > 0 || one.attempts == 0);
-            // A member counts clients seen by any attempt, not only the
-            // first: its own count, each attempt told.
-            assert!(member.sources[0].clients >= each.clients, "round {round}");
-            assert_eq!(member.sources[0].attempts, each.attempts);
         }
     }
 
