@@ -476,11 +476,17 @@ impl RecordingBuilder {
 /// in the recording (in order of first appearance), found by its bytes
 /// (see [`IdTable`]); a source whose address is its client (no address
 /// field) finds both ids at once.
+///
+/// An address's id is kept in one of two places: in the slot of the
+/// client of the same name, if there was one when the address was first
+/// named, else in the addresses' own table. So a source whose address is
+/// its client keeps one table, not two of the same keys.
 #[derive(Debug, Default)]
 pub struct RecordedKeys {
-    /// A client's id, and the id of the address of the same name once a
-    /// request gave it as both (else [`NONE`]).
+    /// A client's id, and the id of the address of the same name where
+    /// it is kept there (else [`NONE`]).
     clients: IdTable,
+    /// The addresses named before a client of the same name was.
     ips: IdTable,
     names: Names,
 }
@@ -496,7 +502,7 @@ impl RecordedKeys {
         let hash = self.clients.hash(client);
         self.clients.prefetch(hash);
         if !std::ptr::eq(ip, client) {
-            self.ips.prefetch(self.ips.hash(ip));
+            self.prefetch_hashed(true, self.ips.hash(ip));
         }
         hash
     }
@@ -534,10 +540,7 @@ impl RecordedKeys {
             true => hash_client,
             false => self.ips.hash(ip),
         };
-        let known_ip = self
-            .ips
-            .find(hash_ip, ip, |id| names.ips.get_bytes(id))
-            .map(|i| self.ips.get(i).0);
+        let known_ip = self.find_ip(hash_ip, ip).ok();
         // Both are checked before either is added.
         let client_text = match known {
             Some(_) => "",
@@ -561,16 +564,56 @@ impl RecordedKeys {
             Some(id) => id,
             None => {
                 let id = self.names.add(true, ip_text);
-                self.ips.insert(hash_ip, ip, id, 0);
+                // The slot of the client of the address's name, found
+                // again: the client's insert may have moved it, or be it.
+                let at = match same {
+                    true => Some(slot),
+                    false => {
+                        let names = &self.names;
+                        self.clients
+                            .find(hash_ip, ip, |id| names.clients.get_bytes(id))
+                    }
+                };
+                self.keep_ip(hash_ip, ip, id, at);
                 id
             }
         };
         if same {
-            // The slot is the client table's: the address's insert
-            // leaves it where it is.
+            // Also where the address was in the addresses' table: the
+            // next request finds both ids in the client's slot.
             self.clients.set_value(slot, ip_id);
         }
         Ok((ids.0, ip_id))
+    }
+
+    /// The id of address `ip` (its `hash`, which the clients' table
+    /// hashes it to as well); for a new address, `Err` with the slot of
+    /// the client of its name if there is one (whose second word is
+    /// [`NONE`] then).
+    fn find_ip(&self, hash: u64, ip: &[u8]) -> Result<u32, Option<usize>> {
+        let names = &self.names;
+        if let Some(i) = self.ips.find(hash, ip, |id| names.ips.get_bytes(id)) {
+            return Ok(self.ips.get(i).0);
+        }
+        let slot = self
+            .clients
+            .find(hash, ip, |id| names.clients.get_bytes(id));
+        match slot.map(|i| (i, self.clients.get(i).1)) {
+            Some((i, NONE)) => Err(Some(i)),
+            Some((_, id)) => Ok(id),
+            None => Err(None),
+        }
+    }
+
+    /// Keeps new address `ip`'s `id` in `client`'s slot (that of the
+    /// client of its name) if it has one, else in the addresses' table.
+    fn keep_ip(&mut self, hash: u64, ip: &[u8], id: u32, client: Option<usize>) {
+        match client {
+            Some(i) => self.clients.set_value(i, id),
+            None => {
+                self.ips.insert(hash, ip, id, 0);
+            }
+        }
     }
 
     /// The id of client `name`, whose [`RecordedKeys::hash`] is `hash`: a
@@ -596,25 +639,23 @@ impl RecordedKeys {
     /// [`RecordedKeys::intern_hashed`] relies on too): a new one the first
     /// time.
     pub fn intern_ip(&mut self, name: &str, hash: u64) -> u32 {
-        let names = &self.names;
-        let bytes = name.as_bytes();
-        match self.ips.find(hash, bytes, |id| names.ips.get_bytes(id)) {
-            Some(i) => self.ips.get(i).0,
-            None => {
+        match self.find_ip(hash, name.as_bytes()) {
+            Ok(id) => id,
+            Err(client) => {
                 let id = self.names.add(true, name);
-                self.ips.insert(hash, bytes, id, 0);
+                self.keep_ip(hash, name.as_bytes(), id, client);
                 id
             }
         }
     }
 
-    /// Asks for the slot where a client (`ip` false) or an address of
+    /// Asks for the slots where a client (`ip` false) or an address of
     /// `hash` is looked up first.
     pub fn prefetch_hashed(&self, ip: bool, hash: u64) {
-        match ip {
-            true => self.ips.prefetch(hash),
-            false => self.clients.prefetch(hash),
+        if ip {
+            self.ips.prefetch(hash);
         }
+        self.clients.prefetch(hash);
     }
 
     /// How many clients and addresses it names.
@@ -1439,5 +1480,106 @@ mod tests {
         cache.get(None, || read(false)).unwrap();
         cache.get(None, || read(false)).unwrap();
         assert_eq!(reads.get(), 5);
+    }
+
+    /// What interning is: a client's id and an address's id, each new in
+    /// order of first appearance, whichever table keeps the address, with
+    /// nothing added when a new name is not UTF-8.
+    #[derive(Debug, Clone)]
+    enum Named {
+        /// A request naming a client and an address (the same slice if
+        /// `None`: the address field is the client field).
+        Line(usize, Option<usize>),
+        Client(usize),
+        Ip(usize),
+    }
+
+    /// How many names a test of [`Named`] draws from: enough for the
+    /// tables to grow and move their slots.
+    const MANY: usize = 150;
+
+    fn named() -> impl proptest::strategy::Strategy<Value = Named> {
+        use proptest::prelude::*;
+        let valid = (0..MANY).prop_filter("UTF-8", |&i| i != BAD);
+        prop_oneof![
+            6 => (0..MANY, proptest::option::of(0..MANY)).prop_map(|(c, i)| Named::Line(c, i)),
+            1 => valid.clone().prop_map(Named::Client),
+            1 => valid.prop_map(Named::Ip),
+        ]
+    }
+
+    /// Short, long (kept outside the slot), not UTF-8, and then more.
+    fn name(i: usize) -> Vec<u8> {
+        let some: [&[u8]; 6] = [
+            b"a",
+            b"10.0.0.1",
+            b"a-name-longer-than-a-slot-holds",
+            b"",
+            b"\xff",
+            b"another-name-longer-than-a-slot",
+        ];
+        match some.get(i) {
+            Some(n) => n.to_vec(),
+            None => format!("k{i}").into_bytes(),
+        }
+    }
+
+    /// The name that is not UTF-8.
+    const BAD: usize = 4;
+
+    proptest::proptest! {
+        #[test]
+        fn interning_gives_ids_in_order_of_first_appearance(
+            ops in proptest::collection::vec(named(), 1..400)
+        ) {
+            use std::collections::HashMap;
+            let mut keys = RecordedKeys::default();
+            let (mut clients, mut ips) = (HashMap::new(), HashMap::new());
+            for op in &ops {
+                let new = |m: &HashMap<Vec<u8>, u32>, k: &[u8]| !m.contains_key(k);
+                let id = |m: &mut HashMap<Vec<u8>, u32>, k: &[u8]| {
+                    let n = m.len() as u32;
+                    *m.entry(k.to_vec()).or_insert(n)
+                };
+                match *op {
+                    Named::Line(c, i) => {
+                        let client = name(c);
+                        // Another slice, of the same bytes or not.
+                        let other = name(i.unwrap_or(c));
+                        let ip = match i {
+                            None => &client[..],
+                            Some(_) => &other[..],
+                        };
+                        let bad = |k: &[u8], m: &HashMap<Vec<u8>, u32>| {
+                            new(m, k) && std::str::from_utf8(k).is_err()
+                        };
+                        let got = keys.intern(&client, ip);
+                        if bad(&client, &clients) || bad(ip, &ips) {
+                            proptest::prop_assert!(got.is_err(), "{op:?}");
+                        } else {
+                            let want = (id(&mut clients, &client), id(&mut ips, ip));
+                            proptest::prop_assert_eq!(got, Ok(want), "{:?}", op);
+                        }
+                    }
+                    Named::Client(c) => {
+                        let n = name(c);
+                        let got = keys.intern_client(std::str::from_utf8(&n).unwrap(), keys.hash(&n));
+                        proptest::prop_assert_eq!(got, id(&mut clients, &n));
+                    }
+                    Named::Ip(c) => {
+                        let n = name(c);
+                        let got = keys.intern_ip(std::str::from_utf8(&n).unwrap(), keys.hash(&n));
+                        proptest::prop_assert_eq!(got, id(&mut ips, &n));
+                    }
+                }
+            }
+            proptest::prop_assert_eq!(keys.counts(), (clients.len() as u32, ips.len() as u32));
+            for (name, &id) in &clients {
+                proptest::prop_assert_eq!(keys.client(id).as_bytes(), &name[..]);
+            }
+            for (name, &id) in &ips {
+                proptest::prop_assert_eq!(keys.ip(id).as_bytes(), &name[..]);
+            }
+        }
     }
 }
