@@ -182,6 +182,12 @@ impl IdTable {
         }
     }
 
+    /// How many keys it holds.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
     /// The id and the second word of slot `i`.
     pub(crate) fn get(&self, i: usize) -> (u32, u32) {
         (self.slots[i].id, self.slots[i].value)

@@ -477,14 +477,16 @@ impl RecordingBuilder {
 /// (see [`IdTable`]); a source whose address is its client (no address
 /// field) finds both ids at once.
 ///
-/// An address's id is kept in one of two places: in the slot of the
-/// client of the same name, if there was one when the address was first
-/// named, else in the addresses' own table. So a source whose address is
-/// its client keeps one table, not two of the same keys.
+/// An address's id is kept in the slot of the client of the same name,
+/// if there was one when the address was first named, else in the
+/// addresses' own table (and in that client's slot too once a request
+/// names them as one). So a source whose address is its client keeps one
+/// table, not two of the same keys; a look-up reads the addresses' table
+/// first, then the client's slot.
 #[derive(Debug, Default)]
 pub struct RecordedKeys {
     /// A client's id, and the id of the address of the same name where
-    /// it is kept there (else [`NONE`]).
+    /// its slot keeps it (else [`NONE`]).
     clients: IdTable,
     /// The addresses named before a client of the same name was.
     ips: IdTable,
@@ -502,7 +504,7 @@ impl RecordedKeys {
         let hash = self.clients.hash(client);
         self.clients.prefetch(hash);
         if !std::ptr::eq(ip, client) {
-            self.prefetch_hashed(true, self.ips.hash(ip));
+            self.ips.prefetch(self.ips.hash(ip));
         }
         hash
     }
@@ -564,8 +566,9 @@ impl RecordedKeys {
             Some(id) => id,
             None => {
                 let id = self.names.add(true, ip_text);
-                // The slot of the client of the address's name, found
-                // again: the client's insert may have moved it, or be it.
+                // The slot of the client of the address's name: the
+                // client's own when they are one field, else found again
+                // (the client's insert may have moved it, or be it).
                 let at = match same {
                     true => Some(slot),
                     false => {
@@ -649,13 +652,13 @@ impl RecordedKeys {
         }
     }
 
-    /// Asks for the slots where a client (`ip` false) or an address of
+    /// Asks for the slot where a client (`ip` false) or an address of
     /// `hash` is looked up first.
     pub fn prefetch_hashed(&self, ip: bool, hash: u64) {
-        if ip {
-            self.ips.prefetch(hash);
+        match ip {
+            true => self.ips.prefetch(hash),
+            false => self.clients.prefetch(hash),
         }
-        self.clients.prefetch(hash);
     }
 
     /// How many clients and addresses it names.
@@ -1480,6 +1483,30 @@ mod tests {
         cache.get(None, || read(false)).unwrap();
         cache.get(None, || read(false)).unwrap();
         assert_eq!(reads.get(), 5);
+    }
+
+    /// A source whose address is its client fills one table, on a
+    /// parser's keys (a request at a time) and on the log's (the merge's
+    /// clients, then their addresses), and an address of another name
+    /// goes to the addresses' table.
+    #[test]
+    fn an_address_named_as_its_client_takes_no_table_of_its_own() {
+        let names: Vec<String> = (0..1000).map(|i| format!("k{i}")).collect();
+        let (mut parser, mut log) = (RecordedKeys::default(), RecordedKeys::default());
+        for (i, n) in names.iter().enumerate() {
+            let n = n.as_bytes();
+            assert_eq!(parser.intern(n, n), Ok((i as u32, i as u32)));
+        }
+        for n in &names {
+            log.intern_client(n, log.hash(n.as_bytes()));
+        }
+        for (i, n) in names.iter().enumerate() {
+            assert_eq!(log.intern_ip(n, log.hash(n.as_bytes())), i as u32);
+        }
+        assert_eq!((parser.ips.len(), log.ips.len()), (0, 0));
+        assert_eq!((parser.clients.len(), log.clients.len()), (1000, 1000));
+        assert_eq!(parser.intern(b"k1", b"10.0.0.1"), Ok((1, 1000)));
+        assert_eq!(parser.ips.len(), 1);
     }
 
     /// What interning is: a client's id and an address's id, each new in

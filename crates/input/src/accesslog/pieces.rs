@@ -38,12 +38,12 @@ use super::said::{Said, FAILED};
 use super::{LogKeys, TraceData, MAX_LINE_BYTES};
 
 /// The bytes a piece is read into: room for one line of the longest
-/// length, which a longer line grows (as it grows the smaller pieces
-/// tests read in). A quarter of the 256 KiB it was, so that the pieces
-/// and parsed lines on their way between threads take fewer fresh pages:
-/// on the nginx bench log, 6 300 page faults became 5 000 and peak RSS
-/// 21.8 MiB 18.2 (medians of five runs).
-pub(super) const PIECE: usize = MAX_LINE_BYTES;
+/// length and its ending, `\r\n` (tests read in smaller pieces, which a
+/// longer line grows). About a quarter of the 256 KiB it was, so that
+/// the pieces and parsed lines on their way between threads take fewer
+/// fresh pages: on the nginx bench log, 6 300 page faults became 5 000
+/// and peak RSS 21.8 MiB 18.6 (medians of five runs).
+pub(super) const PIECE: usize = MAX_LINE_BYTES + 2;
 
 /// A plain log's last bytes, as many as [`TAIL`] pieces hold, are read
 /// in pieces [`TAIL`] times smaller: when the last piece is parsed, the
@@ -54,7 +54,7 @@ pub(super) const PIECE: usize = MAX_LINE_BYTES;
 /// parsing thread's exit to the deciding thread's start went from 7.1
 /// to 4.4 ms, 0.631 (0.599–0.710) of it, medians of 21 rounds in turn
 /// (benches/phase_times.py's "between"), the load and the decisions
-/// taking as long as before.
+/// taking as long as before (with pieces of 256 KiB, four times today's).
 const TAIL: usize = 8;
 
 /// The most parsers a log is read by: on nginx's combined format, putting
@@ -515,6 +515,33 @@ impl Source for Here {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A line of the longest length, `\r\n` after it, fits a piece as
+    /// it is: the pieces stay [`PIECE`] bytes, and hold the log.
+    #[test]
+    fn a_line_of_the_longest_length_fits_a_piece() {
+        let short = "1764547200.000 k1 200 0.000\n".repeat(3000);
+        let long = format!("{}\r\n", "x".repeat(MAX_LINE_BYTES));
+        let log = [&short[..100], &short[100..], &long, &short, &long, &short].concat();
+        let data = TraceData::Embedded(Box::leak(log.clone().into_bytes().into_boxed_slice()));
+        let mut splitter = Splitter::new(Opened::new(&data, PIECE).unwrap());
+        let (spare, spares) = std::sync::mpsc::sync_channel(4);
+        let mut read = Vec::new();
+        while let Some(piece) = splitter.next(&spares) {
+            // (None after the last piece.)
+            assert!(
+                [0, PIECE].contains(&splitter.buf.len()),
+                "{}",
+                splitter.buf.len()
+            );
+            let Piece::Lines(bytes) = piece else {
+                panic!("a piece failed");
+            };
+            read.extend_from_slice(&bytes);
+            let _ = spare.try_send(bytes);
+        }
+        assert_eq!(read, log.into_bytes());
+    }
 
     #[test]
     fn a_plain_log_is_read_in_pieces_only_if_longer_than_one_of_long_lines() {
