@@ -159,6 +159,7 @@ impl IdTable {
 
     /// The slot of `key` (its `hash`), if it has one; a key longer than
     /// [`INLINE`] is compared with `long(id)`.
+    #[inline(always)]
     pub(crate) fn find<'k>(
         &self,
         hash: u64,

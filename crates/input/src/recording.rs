@@ -530,10 +530,7 @@ impl RecordedKeys {
         debug_assert_eq!(hash_client, self.hash(client));
         // The address field is the client field (not a field of its own).
         let same = std::ptr::eq(ip, client);
-        let names = &self.names;
-        let slot = self
-            .clients
-            .find(hash_client, client, |id| names.clients.get_bytes(id));
+        let slot = self.client_slot(hash_client, client);
         let known = slot.map(|i| self.clients.get(i));
         if let Some(ids) = known.filter(|ids| same && ids.1 != NONE) {
             return Ok(ids);
@@ -571,11 +568,7 @@ impl RecordedKeys {
                 // (the client's insert may have moved it, or be it).
                 let at = match same {
                     true => Some(slot),
-                    false => {
-                        let names = &self.names;
-                        self.clients
-                            .find(hash_ip, ip, |id| names.clients.get_bytes(id))
-                    }
+                    false => self.client_slot(hash_ip, ip),
                 };
                 self.keep_ip(hash_ip, ip, id, at);
                 id
@@ -598,14 +591,23 @@ impl RecordedKeys {
         if let Some(i) = self.ips.find(hash, ip, |id| names.ips.get_bytes(id)) {
             return Ok(self.ips.get(i).0);
         }
-        let slot = self
-            .clients
-            .find(hash, ip, |id| names.clients.get_bytes(id));
-        match slot.map(|i| (i, self.clients.get(i).1)) {
+        match self
+            .client_slot(hash, ip)
+            .map(|i| (i, self.clients.get(i).1))
+        {
             Some((i, NONE)) => Err(Some(i)),
             Some((_, id)) => Ok(id),
             None => Err(None),
         }
+    }
+
+    /// The clients' table's slot of client `name` (its `hash`), if it
+    /// has one.
+    #[inline(always)]
+    fn client_slot(&self, hash: u64, name: &[u8]) -> Option<usize> {
+        let names = &self.names;
+        self.clients
+            .find(hash, name, |id| names.clients.get_bytes(id))
     }
 
     /// Keeps new address `ip`'s `id` in `client`'s slot (that of the
@@ -622,12 +624,8 @@ impl RecordedKeys {
     /// The id of client `name`, whose [`RecordedKeys::hash`] is `hash`: a
     /// new one the first time. (The client's address is not looked at.)
     pub fn intern_client(&mut self, name: &str, hash: u64) -> u32 {
-        let names = &self.names;
         let bytes = name.as_bytes();
-        match self
-            .clients
-            .find(hash, bytes, |id| names.clients.get_bytes(id))
-        {
+        match self.client_slot(hash, bytes) {
             Some(i) => self.clients.get(i).0,
             None => {
                 let id = self.names.add(false, name);
